@@ -1,0 +1,217 @@
+"""The `outform` command line.
+
+Exit codes: 0 the reply is valid (possibly after repair), 1 it is not (the hint is printed),
+2 the command was used wrongly (bad option, schema, config or file), 3 an internal error.
+Errors are printed as one readable block, never as a traceback (set OUTFORM_DEBUG=1 for one).
+The value goes to standard output, the table of changes to standard error, so the command can
+sit in a pipe.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from outform.errors import InputError, OutformError, OutputError, UsageError
+from outform.parse import LEVELS, ParseResult, parse
+
+EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+app = typer.Typer(
+    name="outform",
+    help="Structured output from any LLM: repair, coerce and validate replies.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+stdout = Console(highlight=False, soft_wrap=True)
+stderr = Console(stderr=True, highlight=False)
+
+
+@app.callback()
+def _root() -> None:
+    """outform: structured output from any LLM."""
+
+
+@app.command("parse")
+def parse_command(
+    file: Annotated[
+        str, typer.Argument(help="File holding the model's reply, or - for standard input.")
+    ] = "-",
+    schema: Annotated[
+        Path | None, typer.Option("--schema", "-s", help="JSON Schema file the reply must match.")
+    ] = None,
+    type_: Annotated[
+        str | None,
+        typer.Option("--type", "-t", help="Python type the reply must match, as module:Name."),
+    ] = None,
+    level: Annotated[
+        str | None, typer.Option("--level", "-l", help="Repair level: off, minimal or full.")
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the whole result (value, changes, hint) as JSON.")
+    ] = False,
+    shadow: Annotated[
+        bool, typer.Option("--shadow", help="Report what would change; return the reply as is.")
+    ] = False,
+) -> None:
+    """Parse a model's reply against a schema or type; print the value and what was changed."""
+    if (schema is None) == (type_ is None):
+        raise UsageError(
+            "give exactly one of --schema and --type",
+            fix="outform parse reply.txt --schema schema.json   or   --type module:Class",
+        )
+    if level is not None and level not in LEVELS:
+        raise UsageError(f"unknown level {level!r}", fix=f"use one of: {', '.join(LEVELS)}")
+    reply = _read_reply(file)
+    options: dict[str, Any] = {"shadow": True} if shadow else {}
+    if schema is not None:
+        result = parse(reply, _load_schema(schema), level=level, **options)
+    else:
+        result = parse(reply, type=_import_type(type_ or ""), level=level, **options)
+    _show(result, as_json)
+    if not result.ok:
+        raise typer.Exit(EXIT_INVALID)
+
+
+def _read_reply(file: str) -> bytes:
+    if file == "-":
+        return sys.stdin.buffer.read()
+    path = Path(file)
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise UsageError(
+            f"cannot read the reply file: {exc.strerror}",
+            where=str(path),
+            fix="check the path, or pass - to read standard input",
+        ) from None
+
+
+def _load_schema(path: Path) -> Any:
+    try:
+        return orjson.loads(path.read_bytes())
+    except OSError as exc:
+        raise UsageError(f"cannot read the schema file: {exc.strerror}", where=str(path)) from None
+    except orjson.JSONDecodeError as exc:
+        raise UsageError(
+            f"the schema file is not valid JSON: {exc.msg}",
+            where=f"{path}, line {exc.lineno} column {exc.colno}",
+            fix="correct the JSON there",
+        ) from None
+
+
+def _import_type(spec: str) -> Any:
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise UsageError(
+            f"--type must look like module:Name, got {spec!r}",
+            fix="for example --type myapp.models:Invoice",
+        )
+    if str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UsageError(
+            f"cannot import module {module_name!r}: {exc}",
+            fix="run from the directory that contains it, or install it",
+        ) from None
+    target: Any = module
+    for part in attribute.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise UsageError(
+                f"module {module_name!r} has no attribute {attribute!r}",
+                where=getattr(module, "__file__", module_name),
+            ) from None
+    return target
+
+
+def _show(result: ParseResult[Any], as_json: bool, *, value: bool = True) -> None:
+    if as_json:
+        stdout.print(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2).decode())
+        return
+    if value:
+        stdout.print(orjson.dumps(result.data, option=orjson.OPT_INDENT_2).decode())
+    if result.changes:
+        title = "What would change (shadow mode)" if result.shadow else "What outform changed"
+        table = Table(title=title, title_justify="left")
+        for column in ("path", "stage", "transform", "before", "after"):
+            table.add_column(column, overflow="fold")
+        for change in result.changes:
+            table.add_row(
+                change.path or "/",
+                change.stage,
+                change.transform + (f" ({change.detail})" if change.detail else ""),
+                _cell(change.before),
+                _cell(change.after),
+            )
+        stderr.print(table)
+    elif result.ok:
+        stderr.print("[green]valid as sent: nothing changed[/green]")
+    if result.hint is not None:
+        stderr.print(result.hint.message(), style="red", markup=False)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, str):
+        return value
+    return orjson.dumps(value).decode()
+
+
+def _print_error(error: OutformError) -> None:
+    stderr.print(f"error: {error.render()}", style="red", markup=False, highlight=False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: run the app, turn errors into messages and exit codes."""
+    try:
+        app(args=argv, prog_name="outform")
+    except SystemExit as done:  # click's own usage errors and --help end here
+        code = done.code
+        return code if isinstance(code, int) else (EXIT_OK if code is None else EXIT_USAGE)
+    except OutputError as error:
+        if error.result is not None and error.result.changes:
+            _show(error.result, as_json=False, value=False)
+        _print_error(error)
+        return EXIT_INVALID
+    except InputError as error:
+        _print_error(error)
+        return EXIT_INVALID
+    except OutformError as error:
+        _print_error(error)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        stderr.print("aborted", style="red")
+        return 130
+    except Exception as error:  # the last line of defence: no traceback unless asked
+        if os.environ.get("OUTFORM_DEBUG"):
+            raise
+        stderr.print(
+            f"internal error: {type(error).__name__}: {error}\n"
+            "  fix: this is a bug in outform; rerun with OUTFORM_DEBUG=1 and report the traceback",
+            style="red",
+            markup=False,
+        )
+        return EXIT_INTERNAL
+    return EXIT_OK
+
+
+def run() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    run()

@@ -1,0 +1,187 @@
+"""Project-wide defaults from `outform.toml` (or `[tool.outform]` in pyproject.toml).
+
+Found by walking up from the working directory, or named by `OUTFORM_CONFIG`. Everything set
+here can be overridden per call. Unknown keys and bad values are errors naming the file, the
+key and what is allowed: a typo in a config file must not silently fall back to a default.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from outform.errors import ConfigError
+
+CONFIG_FILE = "outform.toml"
+ENV_VAR = "OUTFORM_CONFIG"
+
+
+@dataclass(frozen=True)
+class Check:
+    """How one key is validated: a predicate and the sentence describing what is allowed."""
+
+    accepts: Callable[[Any], bool]
+    allowed: str
+
+
+def _choice(*values: str) -> Check:
+    return Check(lambda v: v in values, "one of " + ", ".join(repr(v) for v in values))
+
+
+def _int(low: int, high: int) -> Check:
+    return Check(
+        lambda v: isinstance(v, int) and not isinstance(v, bool) and low <= v <= high,
+        f"an integer from {low} to {high}",
+    )
+
+
+def _number(low: float, high: float) -> Check:
+    return Check(
+        lambda v: isinstance(v, int | float) and not isinstance(v, bool) and low <= v <= high,
+        f"a number from {low} to {high}",
+    )
+
+
+_BOOL = Check(lambda v: isinstance(v, bool), "true or false")
+
+
+def _subset(*values: str) -> Check:
+    return Check(
+        lambda v: isinstance(v, list) and all(item in values for item in v),
+        "a list drawn from " + ", ".join(repr(v) for v in values),
+    )
+
+
+SECTIONS: dict[str, dict[str, Check]] = {
+    "parse": {
+        "level": _choice("off", "minimal", "full"),
+        "tolerance": _int(0, 2),
+        "lenient": _BOOL,
+        "fill_defaults": _BOOL,
+        "unescape_depth": _int(0, 10),
+        "max_chars": _int(1, 2_000_000_000),
+        "max_depth": _int(1, 10_000),
+        "time_limit": _number(0.001, 3600),
+        "stages": _subset("extract", "unescape", "decode", "coerce"),
+    },
+}
+
+
+@dataclass(frozen=True)
+class ParseSettings:
+    level: str = "minimal"
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    """Every other `[parse]` key, passed on as pipeline options."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    parse: ParseSettings = field(default_factory=ParseSettings)
+    source: Path | None = None
+    """The file the settings came from, or None for built-in defaults."""
+
+
+def find_config(start: Path | None = None) -> tuple[Path, str] | None:
+    """The config file and the table it lives in ('' or 'tool.outform'), or None."""
+    named = os.environ.get(ENV_VAR)
+    if named:
+        path = Path(named)
+        if not path.is_file():
+            raise ConfigError(
+                f"{ENV_VAR} names a file that does not exist: {named}",
+                where=f"environment variable {ENV_VAR}",
+                fix="point it at an existing outform.toml, or unset it",
+            )
+        return path, "tool.outform" if path.name == "pyproject.toml" else ""
+    directory = (start or Path.cwd()).resolve()
+    for folder in (directory, *directory.parents):
+        candidate = folder / CONFIG_FILE
+        if candidate.is_file():
+            return candidate, ""
+        pyproject = folder / "pyproject.toml"
+        if pyproject.is_file() and _has_tool_table(pyproject):
+            return pyproject, "tool.outform"
+    return None
+
+
+def _has_tool_table(path: Path) -> bool:
+    try:
+        return "outform" in _read(path).get("tool", {})
+    except ConfigError:
+        return False
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(
+            f"the config file is not valid TOML: {exc}",
+            where=str(path),
+            fix="correct the TOML syntax at the line named",
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read the config file: {exc.strerror}", where=str(path)) from None
+
+
+def load(path: Path, table: str = "") -> Settings:
+    """Read and validate settings from a file."""
+    data: Any = _read(path)
+    prefix = ""
+    for part in filter(None, table.split(".")):
+        data = data.get(part, {})
+        prefix += part + "."
+    if not isinstance(data, dict):
+        raise ConfigError(f"[{table}] must be a table", where=str(path))
+    parse: dict[str, Any] = {}
+    for section, values in data.items():
+        checks = SECTIONS.get(section)
+        if checks is None:
+            raise ConfigError(
+                f"unknown section [{prefix}{section}]",
+                where=str(path),
+                fix=f"use one of: {', '.join(f'[{prefix}{s}]' for s in SECTIONS)}",
+            )
+        if not isinstance(values, dict):
+            raise ConfigError(f"[{prefix}{section}] must be a table", where=str(path))
+        for key, value in values.items():
+            check = checks.get(key)
+            if check is None:
+                raise ConfigError(
+                    f"unknown key {key!r} in [{prefix}{section}]",
+                    where=str(path),
+                    fix=f"use one of: {', '.join(sorted(checks))}",
+                )
+            if not check.accepts(value):
+                raise ConfigError(
+                    f"bad value {value!r} for {prefix}{section}.{key}",
+                    where=str(path),
+                    fix=f"allowed: {check.allowed}",
+                )
+        if section == "parse":
+            parse = dict(values)
+    level = parse.pop("level", "minimal")
+    return Settings(parse=ParseSettings(level=level, overrides=parse), source=path)
+
+
+@functools.lru_cache(maxsize=1)
+def _discovered() -> Settings:
+    found = find_config()
+    return load(*found) if found else Settings()
+
+
+def settings() -> Settings:
+    """The settings in effect: read once from the discovered file, then cached."""
+    return _discovered()
+
+
+def reload() -> Settings:
+    """Forget the cached settings (after changing directory or the file) and read them again."""
+    _discovered.cache_clear()
+    return settings()

@@ -1,0 +1,108 @@
+"""The error hierarchy.
+
+Every error says *what* went wrong, *where* (a file, a key, a JSON path, a byte offset) and
+*how to fix it*, so that a CLI can print it as one readable block without a traceback.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from outform.parse.hint import RetryHint
+    from outform.parse.result import ParseResult
+
+
+class OutformError(Exception):
+    """Base class of every error outform raises on purpose."""
+
+    def __init__(self, what: str, *, where: str | None = None, fix: str | None = None) -> None:
+        self.what = what
+        self.where = where
+        self.fix = fix
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        """The message: what, then where, then how to fix it."""
+        parts = [self.what]
+        if self.where:
+            parts.append(f"  where: {self.where}")
+        if self.fix:
+            parts.append(f"  fix: {self.fix}")
+        return "\n".join(parts)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keyword-only constructor arguments need help to survive pickling (multiprocessing).
+        return (_rebuild, (type(self), self.what, self.where, self.fix, self.__dict__))
+
+
+def _rebuild(
+    cls: type[OutformError], what: str, where: str | None, fix: str | None, state: dict[str, Any]
+) -> OutformError:
+    error = cls.__new__(cls)
+    OutformError.__init__(error, what, where=where, fix=fix)
+    error.__dict__.update(state)
+    return error
+
+
+class UsageError(OutformError):
+    """An API or CLI was called with arguments that do not fit together."""
+
+
+class ConfigError(OutformError):
+    """A configuration file or setting is invalid."""
+
+
+class SchemaError(OutformError):
+    """A schema or type cannot be used: not valid JSON Schema, a remote `$ref`, an unknown type."""
+
+
+class InputError(OutformError):
+    """The text to parse cannot be parsed at all: empty, binary, too large or too deeply nested."""
+
+
+class OutputError(OutformError):
+    """The reply could not be turned into a value that matches the schema.
+
+    Carries the :class:`RetryHint` (what to tell the model) and the partial
+    :class:`ParseResult` (what every stage did) so a caller can re-ask or inspect.
+    """
+
+    def __init__(
+        self,
+        what: str,
+        *,
+        hint: RetryHint,
+        result: ParseResult[Any] | None = None,
+        where: str | None = None,
+        fix: str | None = None,
+    ) -> None:
+        self.hint = hint
+        self.result = result
+        super().__init__(what, where=where, fix=fix)
+
+    def render(self) -> str:
+        return super().render() + "\n" + self.hint.message(indent="  ")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        state = {"what": self.what, "where": self.where, "fix": self.fix}
+        return (_rebuild_output_error, (type(self), state, self.hint, self.result))
+
+
+def _rebuild_output_error(
+    cls: type[OutputError],
+    state: dict[str, Any],
+    hint: RetryHint,
+    result: ParseResult[Any] | None,
+) -> OutputError:
+    return cls(state["what"], hint=hint, result=result, where=state["where"], fix=state["fix"])
+
+
+__all__ = [
+    "ConfigError",
+    "InputError",
+    "OutformError",
+    "OutputError",
+    "SchemaError",
+    "UsageError",
+]

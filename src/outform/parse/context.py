@@ -1,0 +1,130 @@
+"""Per-pipeline options and per-reply state shared by the stages."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from outform.errors import ConfigError
+from outform.parse.result import Change
+from outform.trace.events import Event, EventName, EventStage
+
+Level = Literal["off", "minimal", "full"]
+LEVELS: tuple[Level, ...] = ("off", "minimal", "full")
+STAGES = ("extract", "unescape", "decode", "coerce")
+"""Stages that can be switched off; validation always runs."""
+
+_LEVEL_STAGES: dict[str, frozenset[str]] = {
+    "off": frozenset(),
+    "minimal": frozenset(STAGES),
+    "full": frozenset(STAGES),
+}
+_LEVEL_TOLERANCE = {"off": 0, "minimal": 0, "full": 2}
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """How a pipeline treats replies. Build with :meth:`for_level`, then override fields."""
+
+    level: Level = "minimal"
+    stages: frozenset[str] = frozenset(STAGES)
+    tolerance: int = 0
+    """Highest decode tier: 0 orjson only, 1 also pyjson5, 2 also json-repair."""
+    lenient: bool = False
+    """Also apply coercions that take a value out of a larger one (a number followed by a
+    unit, an enum member inside a sentence, an object where a string is wanted)."""
+    fill_defaults: bool = True
+    """Add the `default` the schema declares for properties the reply left out."""
+    unescape_depth: int = 2
+    max_chars: int = 10_000_000
+    max_depth: int = 200
+    time_limit: float = 5.0
+    """Seconds the slow path may spend on one reply before giving up with an error."""
+    shadow: bool = False
+
+    @classmethod
+    def for_level(cls, level: str, **overrides: Any) -> Options:
+        if level not in LEVELS:
+            raise ConfigError(
+                f"unknown level {level!r}",
+                where="level",
+                fix=f"use one of: {', '.join(LEVELS)}",
+            )
+        base = cls(
+            level=level,
+            stages=_LEVEL_STAGES[level],
+            tolerance=_LEVEL_TOLERANCE[level],
+            lenient=level == "full",
+        )
+        return base.replace(**overrides) if overrides else base
+
+    def replace(self, **changes: Any) -> Options:
+        from dataclasses import replace
+
+        unknown = set(changes) - set(self.__dataclass_fields__)
+        if unknown:
+            raise ConfigError(
+                f"unknown parse option(s): {', '.join(sorted(unknown))}",
+                fix=f"use: {', '.join(sorted(self.__dataclass_fields__))}",
+            )
+        if "stages" in changes:
+            stages = frozenset(changes["stages"])
+            bad = stages - set(STAGES)
+            if bad:
+                raise ConfigError(
+                    f"unknown stage(s): {', '.join(sorted(bad))}",
+                    where="stages",
+                    fix=f"use a subset of: {', '.join(STAGES)}",
+                )
+            changes["stages"] = stages
+        if "tolerance" in changes and changes["tolerance"] not in (0, 1, 2):
+            raise ConfigError(
+                f"tolerance must be 0, 1 or 2, got {changes['tolerance']!r}",
+                where="tolerance",
+                fix="0 = strict JSON, 1 = also JSON5, 2 = also json-repair",
+            )
+        return replace(self, **changes)
+
+
+@dataclass(slots=True)
+class Run:
+    """What happened while parsing one reply."""
+
+    schema_hash: str | None
+    deadline: float
+    changes: list[Change] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+
+    @classmethod
+    def start(cls, schema_hash: str | None, options: Options) -> Run:
+        return cls(schema_hash, time.monotonic() + options.time_limit)
+
+    def change(
+        self,
+        path: str,
+        stage: EventStage,
+        transform: str,
+        before: Any,
+        after: Any,
+        *,
+        detail: str = "",
+    ) -> None:
+        self.changes.append(Change(path, stage, transform, before, after, detail))
+
+    def emit(
+        self,
+        name: EventName,
+        stage: EventStage,
+        *,
+        transforms: tuple[str, ...] = (),
+        branch_index: int | None = None,
+        path: str = "",
+        detail: str = "",
+    ) -> None:
+        self.events.append(
+            Event(name, stage, self.schema_hash, transforms, branch_index, path, detail)
+        )
+
+    def out_of_time(self) -> bool:
+        return time.monotonic() > self.deadline

@@ -1,0 +1,101 @@
+"""`RetryHint`: what is wrong with a reply, as data and as a message a model can act on.
+
+Each violation names the JSON path, what the schema expected there and what the reply had.
+The message is short on purpose: it is sent back to the model on a re-ask, and every token of
+it is paid for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import orjson
+
+from outform.schema import pointer
+from outform.schema.types import json_type
+
+ViolationKind = Literal["syntax", "missing", "unexpected", "type", "enum", "constraint", "custom"]
+
+_MAX_LINES = 20
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One reason the reply does not match. `path` is a JSON pointer ("" is the root)."""
+
+    path: str
+    kind: ViolationKind
+    expected: str
+    found: str
+    keyword: str = ""
+
+    def line(self) -> str:
+        where = pointer.readable(self.path)
+        if self.kind == "missing":
+            return f"at {where}: missing required field {self.expected}"
+        if self.kind == "unexpected":
+            return f"at {where}: unexpected field(s) {self.found}; allowed: {self.expected}"
+        if self.kind == "syntax":
+            return f"{self.found}; expected {self.expected}"
+        return f"at {where}: expected {self.expected}, found {self.found}"
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "path": self.path,
+            "kind": self.kind,
+            "expected": self.expected,
+            "found": self.found,
+            "keyword": self.keyword,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RetryHint:
+    """Every violation found, in document order."""
+
+    violations: tuple[Violation, ...]
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(v.path for v in self.violations))
+
+    @property
+    def is_syntax(self) -> bool:
+        """True when no JSON value could be read at all (as opposed to a value that is wrong)."""
+        return any(v.kind == "syntax" for v in self.violations)
+
+    def message(self, *, indent: str = "") -> str:
+        """The short text sent back to a model."""
+        if self.is_syntax:
+            head = "Your reply could not be read as JSON:"
+        else:
+            head = "Your reply did not match the required JSON schema:"
+        lines = [f"{indent}{head}"]
+        lines += [f"{indent}- {v.line()}" for v in self.violations[:_MAX_LINES]]
+        if len(self.violations) > _MAX_LINES:
+            lines.append(f"{indent}- … and {len(self.violations) - _MAX_LINES} more")
+        lines.append(f"{indent}Reply again with only the corrected JSON.")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"violations": [v.to_dict() for v in self.violations], "message": self.message()}
+
+
+def preview(value: Any, limit: int = 60) -> str:
+    """A one-line JSON rendering, cut at `limit` characters."""
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def clip(text: str, limit: int = 80) -> str:
+    """Raw text cut at `limit` characters, for previews of text (not JSON) stages."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def describe(value: Any) -> str:
+    """`found` text for a value: its type and a preview."""
+    return f"{json_type(value)} {preview(value)}"

@@ -1,0 +1,69 @@
+"""Rewrite string values written in other languages' syntax as JSON strings.
+
+Models that write code into JSON often reach for the literal syntax of the code's language:
+Python's `\"\"\"triple quotes\"\"\"`, JavaScript's `` `backticks` ``, or a Markdown fence used
+as a value. JSON has none of these, so tolerant decoders split such values at the first inner
+quote. This pass, run before the last decode tier, turns each into an ordinary JSON string:
+the leading line break and the common indentation are removed, as a reader of the code expects.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import orjson
+
+
+def rewrite_literals(text: str) -> str | None:
+    """The text with foreign string literals rewritten, or None when there were none."""
+    if '"""' not in text and "`" not in text:
+        return None
+    out: list[str] = []
+    i = 0
+    n = len(text)
+    changed = False
+    while i < n:
+        c = text[i]
+        if c == '"' and not text.startswith('"""', i):
+            end = _json_string_end(text, i)
+            out.append(text[i:end])
+            i = end
+            continue
+        if c in ('"', "`"):
+            fence = '"""' if c == '"' else "```" if text.startswith("```", i) else "`"
+            close = text.find(fence, i + len(fence))
+            body = text[i + len(fence) : close if close != -1 else n]
+            if fence == "```":
+                first, newline, rest = body.partition("\n")
+                if newline and (not first.strip() or first.strip().isidentifier()):
+                    body = rest  # drop the info string ("python") of a fenced value
+            out.append(orjson.dumps(_tidy(body, fence)).decode())
+            i = close + len(fence) if close != -1 else n
+            changed = True
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out) if changed else None
+
+
+def _json_string_end(text: str, start: int) -> int:
+    """Index just past the JSON string that opens at `start` (or the end of the text)."""
+    i = start + 1
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c == "\\":
+            i += 2
+        elif c == '"':
+            return i + 1
+        else:
+            i += 1
+    return n
+
+
+def _tidy(body: str, fence: str) -> str:
+    if fence == "`":
+        return body
+    if body.startswith("\n"):
+        body = body[1:]
+    return textwrap.dedent(body).rstrip()

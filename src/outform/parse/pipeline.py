@@ -1,0 +1,565 @@
+"""The output pipeline: reply text in, a value that matches the schema out.
+
+Stages, in order: extract → decode (strict, then tolerant tiers) → unescape → custom
+processors → coerce → validate. A reply that is already valid JSON matching the schema takes a
+fast path (one orjson call and one validator call) and records nothing. Everything else goes
+through the stages, and every change they make is recorded with its JSON path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar, cast
+
+import orjson
+from pydantic import TypeAdapter
+from pydantic import ValidationError as PydanticValidationError
+
+from outform.errors import InputError, OutputError, UsageError
+from outform.format import (
+    JsonObjectFormat,
+    JsonSchemaFormat,
+    ResponseFormat,
+    TextFormat,
+)
+from outform.parse import decode as decoding
+from outform.parse import extract, unescape
+from outform.parse.coerce import Coercer
+from outform.parse.context import Options, Run
+from outform.parse.defaults import fill_defaults, has_defaults
+from outform.parse.hint import RetryHint, Violation, clip, preview
+from outform.parse.result import Change, ParseResult
+from outform.parse.validate import pydantic_violations, violations
+from outform.schema.compiled import CompiledSchema, compile_schema
+from outform.schema.derive import adapter_for
+from outform.schema.types import ALL_TYPES, accepted_types
+from outform.schema.types import choices as enum_choices
+from outform.trace.events import EventName, Observer, dispatch
+
+T = TypeVar("T")
+
+ProcessorPoint = Literal["before_extract", "after_decode", "after_coerce"]
+PROCESSOR_POINTS: tuple[ProcessorPoint, ...] = ("before_extract", "after_decode", "after_coerce")
+
+
+@dataclass(frozen=True, slots=True)
+class Processor:
+    """A user step inserted at a named point of the chain.
+
+    `before_extract` receives and returns the reply text; `after_decode` and `after_coerce`
+    receive and return the JSON value. What a processor changes is recorded as a `custom` change.
+    """
+
+    at: ProcessorPoint
+    fn: Callable[[Any], Any]
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        if self.at not in PROCESSOR_POINTS:
+            raise UsageError(
+                f"unknown processor point {self.at!r}",
+                fix=f"use one of: {', '.join(PROCESSOR_POINTS)}",
+            )
+
+    @property
+    def label(self) -> str:
+        return self.name or getattr(self.fn, "__name__", "processor")
+
+
+@dataclass(slots=True)
+class _Attempt:
+    """One candidate carried through decode → validate."""
+
+    candidate: extract.Candidate
+    value: Any
+    run: Run
+    violations: tuple[Violation, ...]
+    typed: Any = None
+
+
+_TEXT_STAGE_PREVIEW = 80
+
+
+class Pipeline(Generic[T]):
+    """A compiled pipeline for one output format; reuse it for every reply of that format."""
+
+    def __init__(
+        self,
+        output: ResponseFormat | Mapping[str, Any] | type[T] | Any = None,
+        *,
+        level: str | None = None,
+        processors: Iterable[Processor] = (),
+        observers: Iterable[Observer] = (),
+        **options: Any,
+    ) -> None:
+        from outform.config import settings
+
+        defaults = settings().parse
+        self.options = Options.for_level(
+            level or defaults.level, **{**defaults.overrides, **options}
+        )
+        self.format = _as_format(output)
+        self.processors = tuple(processors)
+        self.observers = tuple(observers)
+        self._text_mode = isinstance(self.format, TextFormat)
+        schema: Mapping[str, Any]
+        if isinstance(self.format, JsonSchemaFormat):
+            schema = self.format.schema
+            output_type = self.format.output_type
+        elif isinstance(self.format, JsonObjectFormat):
+            schema, output_type = {"type": "object"}, None
+        else:
+            schema, output_type = {}, None
+        self.compiled: CompiledSchema = compile_schema(schema)
+        self.adapter: TypeAdapter[Any] | None = (
+            adapter_for(output_type) if output_type is not None else None
+        )
+        self._coercer = Coercer(
+            self.compiled,
+            lenient=self.options.lenient,
+            max_depth=self.options.max_depth,
+            tolerance=self.options.tolerance,
+        )
+        accepted = accepted_types(self.compiled)
+        self._wanted = frozenset(
+            cast(Any, kind) for kind in ("object", "array") if kind in accepted
+        ) or frozenset({"object", "array"})
+        self._string_root = "string" in accepted
+        self._unconstrained = accepted == ALL_TYPES
+        root = self.compiled.resolve("")[1]
+        self._verbatim = (
+            "string" in accepted
+            and accepted <= {"string", "null"}
+            and not (isinstance(root, dict) and enum_choices(root) is not None)
+        )
+        self._null_root = "null" in accepted
+        self._defaults = self.options.fill_defaults and has_defaults(self.compiled.root)
+        # Several JSON values in one reply are gathered into an array when the schema wants an
+        # array at the root (or says nothing); an object schema picks one of them instead.
+        self._collect = ("array" in accepted and "object" not in accepted) or (
+            accepted == ALL_TYPES
+        )
+        # Whether the reply text itself may be the value: first when the schema only takes
+        # scalars, last when it names string among other types, never when unconstrained.
+        self._text_root: Literal["first", "last", "never"] = (
+            "never"
+            if accepted == ALL_TYPES
+            else "first"
+            if not accepted & {"object", "array"}
+            else "last"
+            if "string" in accepted
+            else "never"
+        )
+        self._at = {
+            point: [p for p in self.processors if p.at == point] for point in PROCESSOR_POINTS
+        }
+
+    @property
+    def schema_hash(self) -> str:
+        return self.compiled.hash
+
+    # -- entry point -----------------------------------------------------------------------
+
+    def run(self, reply: str | bytes) -> ParseResult[T]:
+        """Parse one reply. Raises OutputError (with a RetryHint) when it cannot be made valid,
+        InputError when it cannot be parsed at all (binary, over the size or depth limit)."""
+        text = self._guard(reply)
+        if self._text_mode:
+            return ParseResult(value=cast(T, text), data=text, text=text, level=self.options.level)
+        if not self.options.shadow and not self._at["before_extract"]:
+            fast = self._fast_verbatim(text) if self._verbatim else self._fast(text)
+            if fast is not None:
+                return fast
+        return self._slow(text)
+
+    # -- fast path ------------------------------------------------------------------------
+
+    def _fast(self, text: str) -> ParseResult[T] | None:
+        try:
+            data = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return None
+        if not self.compiled.validator.is_valid(data):
+            return None
+        changes: list[Change] = []
+        if self._defaults:
+            data = self._fill_defaults(data, changes)
+        if self.adapter is None:
+            value = data
+        else:
+            try:
+                value = self.adapter.validate_python(data)
+            except PydanticValidationError:
+                return None
+        return ParseResult(
+            value=value,
+            data=data,
+            text=text,
+            changes=tuple(changes),
+            schema_hash=self.compiled.hash,
+            level=self.options.level,
+        )
+
+    def _fast_verbatim(self, text: str) -> ParseResult[T] | None:
+        """A plain string is wanted and the reply, as written, is one."""
+        if "<" in text and extract.strip_reasoning(text)[1]:
+            return None
+        if self._null_root and text.strip() == "null":
+            return None
+        if not self.compiled.validator.is_valid(text):
+            return None
+        value: Any = text if self.adapter is None else self.adapter.validate_python(text)
+        return ParseResult(
+            value=value,
+            data=text,
+            text=text,
+            schema_hash=self.compiled.hash,
+            level=self.options.level,
+        )
+
+    def _fill_defaults(self, value: Any, changes: list[Change]) -> Any:
+        """Declared defaults for absent properties, unless adding them breaks validity."""
+        added: list[Change] = []
+        filled = fill_defaults(self.compiled, value, added, self.options.max_depth)
+        if added and self.compiled.is_valid(filled):
+            changes.extend(added)
+            return filled
+        return value
+
+    # -- slow path ------------------------------------------------------------------------
+
+    def _slow(self, original: str) -> ParseResult[T]:
+        options = self.options
+        run = Run.start(self.compiled.hash, options)
+        text = self._process_text(original, run)
+        if not text.strip() and not self._verbatim:
+            return self._fail(original, None, run, (_syntax("the reply is empty"),))
+        attempts: list[_Attempt] = []
+        failures: list[tuple[extract.Candidate, decoding.DecodeFailure]] = []
+        for attempt in self._attempts(text, run, failures):
+            if not attempt.violations:
+                return self._succeed(original, attempt)
+            attempts.append(attempt)
+        if attempts:
+            best = attempts[0]
+            return self._fail(original, best.value, best.run, best.violations)
+        return self._fail(original, None, run, (self._syntax_violation(failures),))
+
+    def _attempts(
+        self,
+        text: str,
+        run: Run,
+        failures: list[tuple[extract.Candidate, decoding.DecodeFailure]],
+    ) -> Iterable[_Attempt]:
+        """Candidates carried through the stages, in order of preference: every candidate at
+        tier 0, then the ones not yet decoded at tier 1, then at tier 2. When the schema wants a
+        scalar, the reply text itself is tried right after the whole reply as JSON; when it
+        merely allows a string among other types, the text is the last resort."""
+        options = self.options
+        extraction = self._extract(text)
+        candidates = extraction.candidates
+        whole = candidates[0]
+        as_text = extract.Candidate(whole.text, "text", "other", whole.transforms)
+        tiers = range(options.tolerance + 1)
+        # A reply that is one (broken) JSON document, and the gathered values of a reply that
+        # holds several, are read whole at every tier before any piece of them is tried.
+        collected = [c for c in candidates if c.kind == "collected"]
+        leading = [whole] if extraction.document else []
+        order: list[tuple[int, extract.Candidate]] = []
+        if self._verbatim and not (self._null_root and whole.text == "null"):
+            # A plain string is wanted: the reply as written (minus reasoning) is the value.
+            order.append((-1, extract.Candidate(extraction.body, "text", "other")))
+        order.append((0, whole))
+        if self._text_root == "first":
+            order.append((-1, as_text))
+        if not self._unconstrained or any("collect_fences" in c.transforms for c in collected):
+            leading += collected
+        elif extraction.document:
+            # Nothing constrains the root: read a JSON-shaped reply as a tolerant decoder does,
+            # then gather its pieces; in prose, the pieces come first and gathering last.
+            order += [(tier, c) for c in leading for tier in tiers]
+            leading += collected
+        order += [(tier, c) for tier in tiers for c in leading]
+        order += [(tier, c) for tier in tiers for c in candidates if c not in leading]
+        if self._text_root == "last":
+            order.append((-1, as_text))
+        decoded: set[int] = set()
+        tried: set[tuple[int, int]] = set()
+        for tier, candidate in order:
+            if id(candidate) in decoded or (tier, id(candidate)) in tried:
+                continue
+            tried.add((tier, id(candidate)))
+            if run.out_of_time():
+                raise InputError(
+                    f"parsing took longer than the time limit ({options.time_limit} s)",
+                    where=f"reply of {len(text)} characters",
+                    fix="raise the 'time_limit' option, or send a shorter reply",
+                )
+            if tier < 0:
+                yield self._carry(candidate, candidate.text, run, 0, "")
+                continue
+            outcome = self._decode(candidate, tier)
+            if isinstance(outcome, decoding.DecodeFailure):
+                if tier == 0:
+                    failures.append((candidate, outcome))
+                continue
+            decoded.add(id(candidate))
+            yield self._carry(candidate, outcome.value, run, tier, outcome.detail)
+
+    def _extract(self, text: str) -> extract.Extraction:
+        options = self.options
+        if "extract" in options.stages:
+            extraction = extract.candidates(text, self._wanted, collect=self._collect)
+        else:
+            stripped = text.strip()
+            whole = extract.Candidate(stripped, "whole", extract.root_of(stripped))
+            extraction = extract.Extraction([whole], text, [], extract.scan_spans(text)[1], True)
+        if extraction.deepest > options.max_depth:
+            raise InputError(
+                f"the reply nests {extraction.deepest} levels deep, over the limit of "
+                f"{options.max_depth}",
+                fix="raise the 'max_depth' option if such nesting is expected",
+            )
+        return extraction
+
+    def _decode(
+        self, candidate: extract.Candidate, tier: int
+    ) -> decoding.Decoded | decoding.DecodeFailure:
+        text = candidate.text
+        if tier == 0:
+            outcome = decoding.decode(text, 0)
+            if (
+                isinstance(outcome, decoding.DecodeFailure)
+                and "unescape" in self.options.stages
+                and unescape.looks_escaped(text)
+            ):
+                inner = unescape.unescape_text(text)
+                if inner is not None:
+                    retry = decoding.decode(inner, 0)
+                    if isinstance(retry, decoding.Decoded):
+                        return decoding.Decoded(retry.value, 0, "unescaped")
+            return outcome
+        return decoding.decode_tier(text, tier)
+
+    def _carry(
+        self, candidate: extract.Candidate, value: Any, parent: Run, tier: int, detail: str
+    ) -> _Attempt:
+        """Take one decoded candidate through unescape, processors, coercion and validation."""
+        options = self.options
+        run = Run(parent.schema_hash, parent.deadline, list(parent.changes), list(parent.events))
+        self._record_extraction(candidate, run)
+        if detail == "unescaped":
+            run.change("", "syntactic", "unescape_text", clip(candidate.text), preview(value))
+            run.emit("output.coercion.success", "syntactic", transforms=("unescape_text",))
+        if tier:
+            name = decoding.TIER_NAMES[tier]
+            failure = decoding.strict_failure(candidate.text)
+            before = failure.around(candidate.text) if failure else clip(candidate.text)
+            after = preview(value, _TEXT_STAGE_PREVIEW)
+            run.change("", "tolerant", name, before, after, detail=detail)
+            run.emit("output.coercion.attempt", "tolerant", transforms=(name,))
+            run.emit("output.coercion.success", "tolerant", transforms=(name,), detail=detail)
+        if "unescape" in options.stages and not self._string_root:
+            unwrapped, levels = unescape.unescape_value(value, options.unescape_depth)
+            if levels:
+                run.change(
+                    "", "syntactic", "decode_nested_json", preview(value), preview(unwrapped)
+                )
+                run.emit(
+                    "output.coercion.success",
+                    "syntactic",
+                    transforms=("decode_nested_json",),
+                    detail=f"{levels} level(s)",
+                )
+                value = unwrapped
+        value = self._process_value("after_decode", value, run)
+        if "coerce" in options.stages and not self.compiled.is_valid(value):
+            run.emit("output.coercion.attempt", "semantic")
+            coercion = self._coercer.coerce(value)
+            value = coercion.value
+            run.changes.extend(coercion.changes)
+            for path, branch in coercion.branches:
+                run.emit("output.coercion.success", "semantic", branch_index=branch, path=path)
+        value = self._process_value("after_coerce", value, run)
+        if self._defaults and self.compiled.is_valid(value):
+            value = self._fill_defaults(value, run.changes)
+        found = violations(self.compiled, value)
+        typed = None
+        if not found and self.adapter is not None:
+            try:
+                typed = self.adapter.validate_python(value)
+            except PydanticValidationError as exc:
+                found = pydantic_violations(exc)
+        semantic = tuple(dict.fromkeys(c.transform for c in run.changes if c.stage == "semantic"))
+        if semantic:
+            outcome: EventName = "output.coercion.fail" if found else "output.coercion.success"
+            run.emit(outcome, "semantic", transforms=semantic)
+        return _Attempt(candidate, value, run, found, typed)
+
+    def _record_extraction(self, candidate: extract.Candidate, run: Run) -> None:
+        if not candidate.transforms:
+            return
+        for transform in candidate.transforms:
+            run.change("", "extract", transform, None, clip(candidate.text, _TEXT_STAGE_PREVIEW))
+        run.emit("output.coercion.success", "extract", transforms=candidate.transforms)
+
+    # -- processors -----------------------------------------------------------------------
+
+    def _process_text(self, text: str, run: Run) -> str:
+        for processor in self._at["before_extract"]:
+            updated = processor.fn(text)
+            if not isinstance(updated, str):
+                raise UsageError(
+                    f"processor {processor.label!r} must return text, got {type(updated).__name__}",
+                    where="before_extract",
+                )
+            if updated != text:
+                run.change("", "custom", processor.label, clip(text), clip(updated))
+                run.emit("output.coercion.success", "custom", transforms=(processor.label,))
+            text = updated
+        return text
+
+    def _process_value(self, point: ProcessorPoint, value: Any, run: Run) -> Any:
+        for processor in self._at[point]:
+            updated = processor.fn(value)
+            if updated != value:
+                run.change(
+                    "", "custom", processor.label, preview(value), preview(updated), detail=point
+                )
+                run.emit("output.coercion.success", "custom", transforms=(processor.label,))
+            value = updated
+        return value
+
+    # -- outcomes -------------------------------------------------------------------------
+
+    def _succeed(self, text: str, attempt: _Attempt) -> ParseResult[T]:
+        run = attempt.run
+        if self.options.shadow:
+            return self._shadow(text, attempt.value, run)
+        value = attempt.typed if self.adapter is not None else attempt.value
+        result: ParseResult[T] = ParseResult(
+            value=value,
+            data=attempt.value,
+            text=text,
+            changes=tuple(run.changes),
+            events=tuple(run.events),
+            schema_hash=self.compiled.hash,
+            level=self.options.level,
+        )
+        dispatch(result.events, self.observers)
+        return result
+
+    def _fail(self, text: str, value: Any, run: Run, found: Sequence[Violation]) -> ParseResult[T]:
+        hint = RetryHint(tuple(found))
+        run.emit("output.coercion.fail", "validate", detail=found[0].line() if found else "")
+        if self.options.shadow:
+            return self._shadow(text, value, run)
+        result: ParseResult[T] = ParseResult(
+            value=value,
+            data=value,
+            text=text,
+            changes=tuple(run.changes),
+            events=tuple(run.events),
+            schema_hash=self.compiled.hash,
+            level=self.options.level,
+            hint=hint,
+        )
+        dispatch(result.events, self.observers)
+        what = (
+            "no JSON value could be read from the reply"
+            if hint.is_syntax
+            else ("the reply does not match the schema")
+        )
+        raise OutputError(what, hint=hint, result=result)
+
+    def _shadow(self, text: str, would_be: Any, run: Run) -> ParseResult[T]:
+        """Shadow mode: report what would change, return the reply as strict parsing reads it."""
+        try:
+            data: Any = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            data = None
+            found: tuple[Violation, ...] = (_syntax("the reply is not valid JSON"),)
+        else:
+            found = violations(self.compiled, data)
+        value: Any = data
+        if not found and self.adapter is not None:
+            try:
+                value = self.adapter.validate_python(data)
+            except PydanticValidationError as exc:
+                found = pydantic_violations(exc)
+        result: ParseResult[T] = ParseResult(
+            value=value,
+            data=data,
+            text=text,
+            changes=tuple(run.changes),
+            events=tuple(run.events),
+            schema_hash=self.compiled.hash,
+            level=self.options.level,
+            shadow=True,
+            hint=RetryHint(found) if found else None,
+            would_be=would_be,
+        )
+        dispatch(result.events, self.observers)
+        return result
+
+    # -- guards ---------------------------------------------------------------------------
+
+    def _guard(self, reply: str | bytes) -> str:
+        if isinstance(reply, bytes | bytearray | memoryview):
+            try:
+                reply = bytes(reply).decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(
+                    "the reply is not UTF-8 text (binary data?)",
+                    where=f"byte {exc.start}",
+                    fix="pass the model's text reply, decoded as UTF-8",
+                ) from None
+        if not isinstance(reply, str):
+            raise UsageError(
+                f"a reply must be text, got {type(reply).__name__}",
+                fix="pass the model's reply as str (or UTF-8 bytes)",
+            )
+        if len(reply) > self.options.max_chars:
+            raise InputError(
+                f"the reply has {len(reply):,} characters, over the limit of "
+                f"{self.options.max_chars:,}",
+                fix="raise the 'max_chars' option if such replies are expected",
+            )
+        if "\x00" in reply:
+            raise InputError(
+                "the reply contains NUL characters (binary data?)",
+                where=f"character {reply.index(chr(0))}",
+                fix="pass the model's text reply; binary content cannot be parsed as JSON",
+            )
+        return reply
+
+    def _syntax_violation(
+        self, failures: list[tuple[extract.Candidate, decoding.DecodeFailure]]
+    ) -> Violation:
+        json_like = [(c, f) for c, f in failures if c.root != "other"]
+        if not json_like:
+            return _syntax("the reply contains no JSON value")
+        candidate, failure = json_like[0]
+        return _syntax(
+            f"the JSON is malformed ({failure.message} near {failure.around(candidate.text)!r})"
+        )
+
+
+def _syntax(found: str) -> Violation:
+    return Violation("", "syntax", "a single JSON value matching the schema", found, "syntax")
+
+
+def _as_format(output: Any) -> ResponseFormat:
+    if output is None:
+        return ResponseFormat.json_schema({}, name="any")
+    if isinstance(output, ResponseFormat):
+        if not isinstance(output, TextFormat | JsonObjectFormat | JsonSchemaFormat):
+            raise UsageError(
+                f"outform cannot parse replies for response format type {output.type!r}",
+                fix="use a text, json_object or json_schema format",
+            )
+        return output
+    if isinstance(output, Mapping):
+        return ResponseFormat.json_schema(output)
+    return ResponseFormat.of(output)

@@ -1,0 +1,78 @@
+"""What a parse returns: the value, and per JSON path what outform changed to get it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from outform.parse.hint import RetryHint
+from outform.trace.events import Event, EventStage
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One intervention: at `path` (a JSON pointer, "" for the whole reply), `stage` applied
+    `transform`, turning `before` into `after`. Text stages store short previews."""
+
+    path: str
+    stage: EventStage
+    transform: str
+    before: Any
+    after: Any
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "stage": self.stage,
+            "transform": self.transform,
+            "before": self.before,
+            "after": self.after,
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ParseResult(Generic[T]):
+    """A reply that now matches its schema.
+
+    `value` is typed when an output type was given, else equal to `data`, the plain JSON value.
+    `changes` is empty when the reply was valid as sent. In shadow mode, `value` and `data` are
+    what the reply gives without any repair and `changes` lists what *would* have been done.
+    """
+
+    value: T
+    data: Any
+    text: str
+    changes: tuple[Change, ...] = ()
+    events: tuple[Event, ...] = ()
+    schema_hash: str | None = None
+    level: str = "minimal"
+    shadow: bool = False
+    hint: RetryHint | None = None
+    """Set only when the result is not valid: in shadow mode, or on an `OutputError`."""
+    would_be: Any = None
+    """Shadow mode only: the value the pipeline would have returned."""
+
+    @property
+    def ok(self) -> bool:
+        return self.hint is None
+
+    @property
+    def repaired(self) -> bool:
+        return bool(self.changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "data": self.data,
+            "changes": [c.to_dict() for c in self.changes],
+            "events": [e.to_dict() for e in self.events],
+            "schema_hash": self.schema_hash,
+            "level": self.level,
+            "shadow": self.shadow,
+            "hint": self.hint.to_dict() if self.hint else None,
+            **({"would_be": self.would_be} if self.shadow else {}),
+        }

@@ -1,0 +1,151 @@
+"""Stage *validate*: strict JSON Schema validation, and the violations behind a `RetryHint`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema_rs
+from pydantic import ValidationError as PydanticValidationError
+
+from outform.parse.hint import Violation, describe, preview
+from outform.schema import pointer
+from outform.schema.compiled import CompiledSchema
+
+_TYPE_KEYWORDS = {"type"}
+_MISSING = {"required", "dependentRequired", "dependencies"}
+_UNEXPECTED = {"additionalProperties", "unevaluatedProperties", "propertyNames"}
+
+
+def violations(compiled: CompiledSchema, value: Any) -> tuple[Violation, ...]:
+    """Every reason `value` does not validate, in document order (empty when it validates)."""
+    found = [_violation(compiled, error) for error in compiled.errors(value)]
+    found.sort(key=lambda v: (pointer.parts(v.path), v.kind))
+    return tuple(found)
+
+
+def pydantic_violations(error: PydanticValidationError) -> tuple[Violation, ...]:
+    """Violations from a Pydantic error: checks the JSON Schema cannot express (validators)."""
+    out = []
+    for item in error.errors(include_url=False):
+        loc = pointer.from_parts(item.get("loc", ()))
+        kind: Any = "missing" if item.get("type") == "missing" else "custom"
+        expected = str(item.get("loc", ("",))[-1]) if kind == "missing" else item.get("msg", "")
+        out.append(
+            Violation(
+                path=loc.rsplit("/", 1)[0] if kind == "missing" else loc,
+                kind=kind,
+                expected=expected,
+                found=describe(item.get("input")),
+                keyword=str(item.get("type", "")),
+            )
+        )
+    return tuple(out)
+
+
+def _violation(compiled: CompiledSchema, error: jsonschema_rs.ValidationError) -> Violation:
+    path = pointer.from_parts(error.instance_path)
+    keyword = error.kind.name
+    info = error.kind.as_dict()
+    node = _node(compiled, list(error.schema_path)[:-1])
+    if keyword in _MISSING:
+        name = str(info.get("property", ""))
+        properties = node.get("properties", {}) if isinstance(node, dict) else {}
+        shape = summarize(compiled, properties.get(name)) if name in properties else ""
+        return Violation(
+            path, "missing", f"{name!r} ({shape})" if shape else repr(name), "nothing", keyword
+        )
+    if keyword in _UNEXPECTED:
+        unexpected = info.get("unexpected") or []
+        allowed = sorted(node.get("properties", {})) if isinstance(node, dict) else []
+        return Violation(
+            path,
+            "unexpected",
+            ", ".join(map(repr, allowed)) or "none",
+            ", ".join(map(repr, unexpected)) or preview(error.instance),
+            keyword,
+        )
+    if keyword in _TYPE_KEYWORDS:
+        types = info.get("types") or [info.get("type")]
+        return Violation(
+            path, "type", " or ".join(str(t) for t in types), describe(error.instance), keyword
+        )
+    if keyword in ("anyOf", "oneOf"):
+        expected = summarize(compiled, node) if isinstance(node, dict) else keyword
+        return Violation(path, "type", expected, describe(error.instance), keyword)
+    if keyword == "enum":
+        options = info.get("options", [])
+        return Violation(
+            path, "enum", "one of " + preview(options, 200), describe(error.instance), keyword
+        )
+    if keyword == "const":
+        expected = preview(info.get("expected_value"))
+        return Violation(path, "enum", expected, describe(error.instance), keyword)
+    return Violation(
+        path, "constraint", _constraint(keyword, info), describe(error.instance), keyword
+    )
+
+
+_BOUNDS = {
+    "minimum": "a number ≥ {limit}",
+    "maximum": "a number ≤ {limit}",
+    "exclusiveMinimum": "a number > {limit}",
+    "exclusiveMaximum": "a number < {limit}",
+    "minLength": "at least {limit} characters",
+    "maxLength": "at most {limit} characters",
+    "minItems": "at least {limit} items",
+    "maxItems": "at most {limit} items",
+    "minProperties": "at least {limit} fields",
+    "maxProperties": "at most {limit} fields",
+    "multipleOf": "a multiple of {multiple_of}",
+    "pattern": "a string matching {pattern}",
+    "format": "a valid {format}",
+    "uniqueItems": "items that are all different",
+}
+
+
+def _constraint(keyword: str, info: dict[str, Any]) -> str:
+    template = _BOUNDS.get(keyword)
+    if template is None:
+        return f"a value satisfying {keyword!r}"
+    try:
+        return template.format(**info)
+    except (KeyError, IndexError):
+        return f"a value satisfying {keyword!r}"
+
+
+def _node(compiled: CompiledSchema, parts: list[str | int]) -> Any:
+    try:
+        return compiled.node(pointer.from_parts(parts))
+    except KeyError:
+        return None
+
+
+def summarize(compiled: CompiledSchema, node: Any, depth: int = 0) -> str:
+    """A short human description of what a schema node accepts: 'integer | null', 'object'."""
+    if not isinstance(node, dict):
+        return "any value" if node in (True, None) else "nothing"
+    if isinstance(node.get("$ref"), str) and depth < 3:
+        target = compiled.ref_location(node["$ref"])
+        if target is not None:
+            try:
+                return summarize(compiled, compiled.node(target), depth + 1)
+            except KeyError:
+                pass
+    if "const" in node:
+        return preview(node["const"])
+    if "enum" in node:
+        return "one of " + preview(node["enum"], 120)
+    for keyword in ("anyOf", "oneOf"):
+        branches = node.get(keyword)
+        if isinstance(branches, list) and depth < 3:
+            return " | ".join(summarize(compiled, b, depth + 1) for b in branches)
+    kind = node.get("type")
+    if isinstance(kind, list):
+        return " | ".join(map(str, kind))
+    if kind == "array" and isinstance(node.get("items"), dict) and depth < 3:
+        return f"array of {summarize(compiled, node['items'], depth + 1)}"
+    if isinstance(kind, str):
+        return kind
+    if "properties" in node:
+        return "object"
+    return "any value"

@@ -1,0 +1,83 @@
+"""Refuse schemas outform cannot use, before anything else happens.
+
+Two checks: the schema must be valid under its draft's meta-schema, and every `$ref` must point
+inside the document. outform never fetches a remote schema: a network fetch at parse time would
+be slow, non-reproducible and a way to smuggle content into a prompt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import jsonschema_rs
+
+from outform.errors import SchemaError
+from outform.schema import pointer
+
+
+def check_schema(schema: Any, *, where: str = "schema") -> None:
+    """Raise SchemaError, naming the location and the fix, when the schema cannot be used."""
+    if not isinstance(schema, Mapping):
+        raise SchemaError(
+            f"a JSON Schema must be an object, got {type(schema).__name__}",
+            where=where,
+            fix="pass a dict such as {'type': 'object', 'properties': {...}}",
+        )
+    for location, ref in _remote_refs(schema):
+        raise SchemaError(
+            f"the schema refers to a remote document ({ref!r}); outform never fetches schemas",
+            where=f"{where} at {location or '/'}",
+            fix="copy the referenced schema under '$defs' and point to it with '#/$defs/<name>'",
+        )
+    try:
+        jsonschema_rs.meta.validate(dict(schema))
+    except jsonschema_rs.ValidationError as exc:
+        location = pointer.from_parts(exc.instance_path)
+        raise SchemaError(
+            f"not a valid JSON Schema: {exc.message}",
+            where=f"{where} at {location or '/'}",
+            fix="correct the keyword there (see https://json-schema.org/understanding-json-schema)",
+        ) from None
+    except jsonschema_rs.ReferencingError as exc:
+        raise SchemaError(
+            f"the schema's '$schema' is not a draft outform knows: {exc}",
+            where=f"{where} at /$schema",
+            fix="use draft 4, 6, 7, 2019-09 or 2020-12, or remove '$schema' (2020-12 is assumed)",
+        ) from None
+
+
+def _remote_refs(schema: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """Yield (location, ref) for every `$ref` that leaves the document."""
+    ids = set(_ids(schema))
+    stack: list[tuple[str, Any]] = [("", schema)]
+    while stack:
+        location, node = stack.pop()
+        if isinstance(node, Mapping):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and not _is_local(ref, ids):
+                yield pointer.join(location, "$ref"), ref
+            for key, child in node.items():
+                if key not in ("enum", "const", "default", "examples"):
+                    stack.append((pointer.join(location, key), child))
+        elif isinstance(node, list):
+            stack.extend((pointer.join(location, i), child) for i, child in enumerate(node))
+
+
+def _ids(schema: Mapping[str, Any]) -> Iterator[str]:
+    stack: list[Any] = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Mapping):
+            for key in ("$id", "id"):
+                value = node.get(key)
+                if isinstance(value, str):
+                    yield value.split("#", 1)[0]
+            stack.extend(v for k, v in node.items() if k not in ("enum", "const", "default"))
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
+def _is_local(ref: str, ids: set[str]) -> bool:
+    base = ref.split("#", 1)[0]
+    return base == "" or base in ids or any(i.endswith("/" + base) for i in ids if i)

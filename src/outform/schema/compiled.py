@@ -1,0 +1,135 @@
+"""A schema checked and compiled once, then reused for every reply.
+
+Holds the jsonschema-rs validator for the whole schema and, on demand, validators for any
+sub-schema (the coercion stage asks "does this value fit *this part* of the schema?"). Sub-schema
+validators resolve `$ref`s against the whole document through a registry, never the network.
+"""
+
+from __future__ import annotations
+
+import functools
+import urllib.parse
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import jsonschema_rs
+
+from outform.errors import SchemaError
+from outform.schema import pointer
+from outform.schema.canonical import canonical_json, schema_hash
+from outform.schema.check import check_schema
+
+_ROOT_URI = "urn:outform:root"
+
+
+class CompiledSchema:
+    """A validated, compiled JSON Schema with helpers to navigate it."""
+
+    __slots__ = ("_registry", "_sub", "hash", "root", "validator")
+
+    def __init__(self, schema: Mapping[str, Any], *, where: str = "schema") -> None:
+        check_schema(schema, where=where)
+        self.root: dict[str, Any] = dict(schema)
+        self.hash = schema_hash(self.root)
+        try:
+            self.validator = jsonschema_rs.validator_for(self.root, retriever=_refuse_remote)
+        except (jsonschema_rs.ValidationError, jsonschema_rs.ReferencingError, ValueError) as exc:
+            raise SchemaError(
+                f"the schema cannot be compiled: {str(exc).splitlines()[0]}",
+                where=where,
+                fix="check every '$ref' points at an existing location of the document",
+            ) from None
+        self._registry: jsonschema_rs.Registry | None = None
+        self._sub: dict[str, jsonschema_rs.Validator] = {}
+
+    def is_valid(self, value: Any) -> bool:
+        return bool(self.validator.is_valid(value))
+
+    def errors(self, value: Any) -> Iterator[jsonschema_rs.ValidationError]:
+        return iter(self.validator.iter_errors(value))
+
+    def is_valid_at(self, location: str, value: Any) -> bool:
+        """Whether `value` fits the sub-schema at JSON pointer `location` of the document."""
+        if not location:
+            return self.is_valid(value)
+        validator = self._sub.get(location)
+        if validator is None:
+            validator = self._sub[location] = self._compile_sub(location)
+        return bool(validator.is_valid(value))
+
+    def node(self, location: str) -> Any:
+        """The sub-schema at a JSON pointer."""
+        return pointer.lookup(self.root, location)
+
+    def resolve(self, location: str) -> tuple[str, Any]:
+        """Follow local `$ref`s from `location`; returns the final location and schema node.
+
+        A `$ref` with sibling keywords is returned as-is (the caller sees both); a chain that
+        loops or leaves the document stops at the last resolvable node.
+        """
+        node = self.node(location)
+        seen = {location}
+        while isinstance(node, dict) and isinstance(node.get("$ref"), str) and len(node) == 1:
+            target = self.ref_location(node["$ref"])
+            if target is None or target in seen:
+                break
+            seen.add(target)
+            try:
+                node = self.node(target)
+            except KeyError:
+                break
+            location = target
+        return location, node
+
+    def ref_location(self, ref: str) -> str | None:
+        """The JSON pointer a local `$ref` points at, or None for refs outform cannot follow
+        itself (anchors, `$id`-relative refs); those are still honoured by the validator."""
+        base, _, fragment = ref.partition("#")
+        if base and base != self.root.get("$id", self.root.get("id")):
+            return None
+        fragment = urllib.parse.unquote(fragment)
+        if fragment and not fragment.startswith("/"):
+            return None
+        return fragment
+
+    def _compile_sub(self, location: str) -> jsonschema_rs.Validator:
+        # The document is registered under its own `$id` when it has one, so that its
+        # relative refs resolve exactly as they do for the whole-schema validator.
+        own_id = self.root.get("$id", self.root.get("id"))
+        base = own_id.split("#", 1)[0] if isinstance(own_id, str) and own_id else _ROOT_URI
+        if self._registry is None:
+            self._registry = jsonschema_rs.Registry([(base, self.root)])
+        fragment = urllib.parse.quote(location, safe="/~!$&'()*+,;=:@")
+        wrapper: dict[str, Any] = {"$ref": f"{base}#{fragment}"}
+        draft = self.root.get("$schema")
+        if isinstance(draft, str):
+            wrapper["$schema"] = draft
+        return jsonschema_rs.validator_for(wrapper, registry=self._registry)
+
+
+def _refuse_remote(uri: str) -> Any:
+    raise SchemaError(
+        f"the schema refers to a remote document ({uri}); outform never fetches schemas",
+        fix="copy the referenced schema under '$defs' and point to it with '#/$defs/<name>'",
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _compile_cached(key: bytes) -> CompiledSchema:
+    import orjson
+
+    return CompiledSchema(orjson.loads(key))
+
+
+def compile_schema(schema: Mapping[str, Any]) -> CompiledSchema:
+    """Compile a schema, reusing the result for schemas with the same canonical JSON."""
+    if not isinstance(schema, Mapping):
+        check_schema(schema)  # raises with a clear message
+    try:
+        key = canonical_json(schema)
+    except TypeError as exc:
+        raise SchemaError(
+            f"the schema is not JSON-serialisable: {exc}",
+            fix="use only dicts, lists, strings, numbers, booleans and None in a schema",
+        ) from None
+    return _compile_cached(key)
