@@ -17,11 +17,12 @@ from typing import Annotated, Any
 
 import orjson
 import typer
+from pydantic_core import to_jsonable_python
 from rich.console import Console
 from rich.table import Table
 
 from outform.errors import InputError, OutformError, OutputError, UsageError
-from outform.parse import LEVELS, ParseResult, parse
+from outform.parse import LEVELS, Change, ParseResult, parse
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -142,7 +143,9 @@ def _show(result: ParseResult[Any], as_json: bool, *, value: bool = True) -> Non
         stdout.print(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2).decode())
         return
     if value:
-        stdout.print(orjson.dumps(result.data, option=orjson.OPT_INDENT_2).decode())
+        # A typed result is shown as its type serialises it (with the defaults it filled in).
+        shown = result.data if result.value is result.data else to_jsonable_python(result.value)
+        stdout.print(orjson.dumps(shown, option=orjson.OPT_INDENT_2).decode())
     if result.changes:
         title = "What would change (shadow mode)" if result.shadow else "What outform changed"
         table = Table(title=title, title_justify="left")
@@ -153,8 +156,8 @@ def _show(result: ParseResult[Any], as_json: bool, *, value: bool = True) -> Non
                 change.path or "/",
                 change.stage,
                 change.transform + (f" ({change.detail})" if change.detail else ""),
-                _cell(change.before),
-                _cell(change.after),
+                _cell(change, change.before, before=True),
+                _cell(change, change.after, before=False),
             )
         stderr.print(table)
     elif result.ok:
@@ -163,16 +166,58 @@ def _show(result: ParseResult[Any], as_json: bool, *, value: bool = True) -> Non
         stderr.print(result.hint.message(), style="red", markup=False)
 
 
-def _cell(value: Any) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, str):
-        return value
+def _cell(change: Change, value: Any, *, before: bool) -> str:
+    """Values of schema-aware stages as JSON ("2" and 2 differ); text stages as text."""
+    if before and change.transform.startswith("fill_"):
+        return "(absent)"
+    if change.stage != "semantic":
+        return "–" if value is None else str(value)
     return orjson.dumps(value).decode()
 
 
 def _print_error(error: OutformError) -> None:
     stderr.print(f"error: {error.render()}", style="red", markup=False, highlight=False)
+
+
+@app.command("schema")
+def schema_command(
+    file: Annotated[Path, typer.Argument(help="JSON Schema file to translate.")],
+    dialect: Annotated[
+        str, typer.Option("--dialect", "-d", help="Provider dialect, e.g. openai_strict, gemini.")
+    ],
+    ledger: Annotated[
+        bool, typer.Option("--ledger", help="Also print the constraint ledger as a table.")
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the schema and the ledger as one JSON document.")
+    ] = False,
+) -> None:
+    """Translate a schema into a provider's dialect; say what the provider will enforce."""
+    from outform.schema.dialects import translate
+
+    result = translate(_load_schema(file), dialect)
+    if as_json:
+        stdout.print(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2).decode())
+        return
+    stdout.print(orjson.dumps(result.schema, option=orjson.OPT_INDENT_2).decode())
+    if ledger:
+        table = Table(title=f"Constraint ledger ({result.dialect})", title_justify="left")
+        for column in ("path", "keyword", "disposition", "reason"):
+            table.add_column(column, overflow="fold")
+        for entry in result.ledger:
+            kind = "" if entry.kind == "constraint" else f" ({entry.kind})"
+            table.add_row(entry.path or "/", entry.keyword, entry.disposition + kind, entry.reason)
+        stderr.print(table)
+    counts = result.ledger.counts()
+    wrapped = "; the root is wrapped in {'value': ...}" if result.wrapped_root else ""
+    if isinstance(result.payload(), str):
+        wrapped += "; the request carries it as a JSON-encoded string"
+    stderr.print(
+        f"{result.dialect}: {counts['enforced']} constraints enforced by {result.rules.provider}, "
+        f"{counts['checked_locally']} checked locally by outform, {counts['dropped']} dropped"
+        f"{wrapped}",
+        markup=False,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

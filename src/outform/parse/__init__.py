@@ -6,12 +6,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from outform.errors import UsageError
-from outform.format import JsonSchemaFormat, ResponseFormat
+from outform.format import ResponseFormat
+from outform.parse.cache import PipelineCache
 from outform.parse.context import LEVELS, STAGES, Level, Options
 from outform.parse.hint import RetryHint, Violation
 from outform.parse.pipeline import PROCESSOR_POINTS, Pipeline, Processor
 from outform.parse.result import Change, ParseResult
-from outform.schema.canonical import canonical_json
 from outform.trace.events import Observer
 
 
@@ -45,41 +45,11 @@ def parse(
             output, level=level, processors=processors, observers=observers, **options
         )
     else:
-        pipeline = _cached_pipeline(output, level, options)
+        pipeline = _cache.get(output, level, options)
     return pipeline.run(text)
 
 
-def _cached_pipeline(output: Any, level: str | None, options: dict[str, Any]) -> Pipeline[Any]:
-    try:
-        key = (_output_key(output), level, tuple(sorted(options.items())))
-        hash(key)
-    except TypeError:
-        return Pipeline(output, level=level, **options)
-    return _pipeline(key, output, level, options)
-
-
-def _output_key(output: Any) -> Any:
-    if isinstance(output, Mapping):
-        return ("schema", canonical_json(output))
-    if isinstance(output, JsonSchemaFormat):
-        return ("format", canonical_json(output.to_dict()), output.output_type)
-    if isinstance(output, ResponseFormat):
-        return ("format", canonical_json(output.to_dict()))
-    return ("type", output)
-
-
-_cache: dict[Any, Pipeline[Any]] = {}
-_CACHE_SIZE = 256
-
-
-def _pipeline(key: Any, output: Any, level: str | None, options: dict[str, Any]) -> Pipeline[Any]:
-    pipeline = _cache.get(key)
-    if pipeline is None:
-        pipeline = Pipeline(output, level=level, **options)
-        if len(_cache) >= _CACHE_SIZE:
-            _cache.pop(next(iter(_cache)))
-        _cache[key] = pipeline
-    return pipeline
+_cache = PipelineCache()
 
 
 def clear_cache() -> None:

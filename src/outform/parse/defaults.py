@@ -4,6 +4,10 @@ JSON Schema treats `default` as an annotation; outform applies it, as Pydantic d
 output, so that a dict result and a typed result agree. Only properties that are absent get a
 default; a value present in the reply is never replaced. Where the schema branches (`anyOf`,
 `oneOf`), the walk follows the first branch the value validates against.
+
+The walk runs on every reply (valid ones included), so it is planned once per schema: only
+the parts of the schema that can lead to a default are visited, and a value is copied only
+when something is added to it.
 """
 
 from __future__ import annotations
@@ -15,98 +19,179 @@ from outform.parse.result import Change
 from outform.schema import pointer
 from outform.schema.compiled import CompiledSchema
 
-
-def has_defaults(schema: Any) -> bool:
-    """Whether any property of the schema declares a default (so the walk is worth doing)."""
-    stack = [schema]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            properties = node.get("properties")
-            if isinstance(properties, dict) and any(
-                isinstance(p, dict) and "default" in p for p in properties.values()
-            ):
-                return True
-            stack.extend(v for k, v in node.items() if k not in ("enum", "const", "default"))
-        elif isinstance(node, list):
-            stack.extend(node)
-    return False
+_CHILD_KEYWORDS = ("items", "additionalProperties")
+_CONTAINERS = (dict, list)
+_BRANCH_KEYWORDS = ("allOf", "anyOf", "oneOf", "prefixItems")
 
 
-def fill_defaults(
-    compiled: CompiledSchema, value: Any, changes: list[Change], max_depth: int
-) -> Any:
-    """A copy of `value` with declared defaults added where properties are absent."""
-    return _Filler(compiled, changes, max_depth).walk(value, "", "", 0)
+class Defaults:
+    """The default-filling plan of one schema."""
 
-
-class _Filler:
-    __slots__ = ("changes", "compiled", "max_depth")
-
-    def __init__(self, compiled: CompiledSchema, changes: list[Change], max_depth: int) -> None:
+    def __init__(self, compiled: CompiledSchema, max_depth: int) -> None:
         self.compiled = compiled
-        self.changes = changes
         self.max_depth = max_depth
+        self._needs: dict[str, bool] = {}
+        self._plans: dict[str, _Plan | None] = {}
 
-    def walk(self, value: Any, loc: str, path: str, depth: int) -> Any:
-        if depth > self.max_depth or not isinstance(value, dict | list):
-            return value
+    @property
+    def any(self) -> bool:
+        """Whether the schema declares a default anywhere a value can reach."""
+        return self.needs("")
+
+    def needs(self, loc: str) -> bool:
+        """Whether the part of the schema at `loc` leads to a property with a default."""
+        known = self._needs.get(loc)
+        if known is not None:
+            return known
+        self._needs[loc] = False  # a cycle through $ref adds nothing new
+        answer = any(self.needs(child) for child in self._children(loc)) or self._declares(loc)
+        self._needs[loc] = answer
+        return answer
+
+    def _declares(self, loc: str) -> bool:
+        loc, schema = self.compiled.resolve(loc)
+        properties = schema.get("properties") if isinstance(schema, dict) else None
+        if not isinstance(properties, dict):
+            return False
+        for name, declared in properties.items():
+            _, resolved = self.compiled.resolve(pointer.join(loc, "properties", name))
+            if any(isinstance(n, dict) and "default" in n for n in (declared, resolved)):
+                return True
+        return False
+
+    def _children(self, loc: str) -> list[str]:
         loc, schema = self.compiled.resolve(loc)
         if not isinstance(schema, dict):
-            return value
+            return []
+        out: list[str] = []
         ref = schema.get("$ref")
         if isinstance(ref, str) and (target := self.compiled.ref_location(ref)) is not None:
-            value = self.walk(value, target, path, depth + 1)
-        for index, _ in enumerate(schema.get("allOf") or []):
-            value = self.walk(value, f"{loc}/allOf/{index}", path, depth + 1)
-        for keyword in ("anyOf", "oneOf"):
+            out.append(target)
+        properties = schema.get("properties")
+        if isinstance(properties, dict):
+            out += [pointer.join(loc, "properties", name) for name in properties]
+        out += [pointer.join(loc, k) for k in _CHILD_KEYWORDS if isinstance(schema.get(k), dict)]
+        for keyword in _BRANCH_KEYWORDS:
             branches = schema.get(keyword)
             if isinstance(branches, list):
-                for index in range(len(branches)):
-                    branch = f"{loc}/{keyword}/{index}"
-                    if self.compiled.is_valid_at(branch, value):
-                        value = self.walk(value, branch, path, depth + 1)
-                        break
+                out += [pointer.join(loc, keyword, i) for i in range(len(branches))]
+        return out
+
+    def fill(self, value: Any, changes: list[Change]) -> Any:
+        """`value` with declared defaults added where properties are absent (a copy only of
+        the containers that changed)."""
+        return self._walk(value, "", (), changes, 0)
+
+    def _plan(self, loc: str) -> _Plan | None:
+        """What to do at a location, worked out once: None when nothing below needs a walk."""
+        if loc in self._plans:
+            return self._plans[loc]
+        plan = None
+        if self.needs(loc):
+            resolved, schema = self.compiled.resolve(loc)
+            plan = _Plan(self, resolved, schema if isinstance(schema, dict) else {})
+        self._plans[loc] = plan
+        return plan
+
+    def _walk(
+        self, value: Any, loc: str, path: tuple[str | int, ...], changes: list[Change], depth: int
+    ) -> Any:
+        if depth > self.max_depth or not isinstance(value, _CONTAINERS):
+            return value
+        plan = self._plans[loc] if loc in self._plans else self._plan(loc)
+        if plan is None:
+            return value
+        for target in plan.chained:
+            value = self._walk(value, target, path, changes, depth + 1)
+        for branch in plan.branches:
+            if self.compiled.is_valid_at(branch, value):
+                value = self._walk(value, branch, path, changes, depth + 1)
+                break
         if isinstance(value, dict):
-            return self.object(value, loc, schema, path, depth)
-        items = schema.get("items")
-        if isinstance(items, dict):
-            child = pointer.join(loc, "items")
-            return [
-                self.walk(item, child, pointer.join(path, i), depth + 1)
+            return self._object(value, plan, path, changes, depth)
+        if plan.items is not None:
+            filled = [
+                self._walk(item, plan.items, (*path, i), changes, depth + 1)
                 for i, item in enumerate(value)
             ]
+            if any(new is not old for new, old in zip(filled, value, strict=True)):
+                return filled
         return value
 
-    def object(
-        self, value: dict[str, Any], loc: str, schema: dict[str, Any], path: str, depth: int
+    def _object(
+        self,
+        value: dict[str, Any],
+        plan: _Plan,
+        path: tuple[str | int, ...],
+        changes: list[Change],
+        depth: int,
     ) -> dict[str, Any]:
+        result: dict[str, Any] | None = None
+        for key, child_loc in plan.properties.items():
+            if key in value:
+                child = value[key]
+                new = self._walk(child, child_loc, (*path, key), changes, depth + 1)
+                if new is not child:
+                    result = result if result is not None else dict(value)
+                    result[key] = new
+        if plan.additional is not None:
+            for key, child in value.items():
+                if key not in plan.declared:
+                    new = self._walk(child, plan.additional, (*path, key), changes, depth + 1)
+                    if new is not child:
+                        result = result if result is not None else dict(value)
+                        result[key] = new
+        for name, default in plan.defaults:
+            if name not in value:
+                result = result if result is not None else dict(value)
+                result[name] = copy.deepcopy(default)
+                where = pointer.from_parts((*path, name))
+                changes.append(Change(where, "semantic", "fill_default", None, default))
+        return result if result is not None else value
+
+
+class _Plan:
+    """For one schema location: the parts worth visiting and the defaults to add."""
+
+    __slots__ = ("additional", "branches", "chained", "declared", "defaults", "items", "properties")
+
+    def __init__(self, owner: Defaults, loc: str, schema: dict[str, Any]) -> None:
+        compiled = owner.compiled
+        self.chained: list[str] = []
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and (target := compiled.ref_location(ref)) is not None:
+            self.chained.append(target)
+        self.chained += [f"{loc}/allOf/{i}" for i in range(len(_list(schema.get("allOf"))))]
+        self.chained = [c for c in self.chained if owner.needs(c)]
+        self.branches = [
+            f"{loc}/{keyword}/{i}"
+            for keyword in ("anyOf", "oneOf")
+            for i in range(len(_list(schema.get(keyword))))
+            if owner.needs(f"{loc}/{keyword}/{i}")
+        ]
         properties = schema.get("properties")
         properties = properties if isinstance(properties, dict) else {}
-        additional = schema.get("additionalProperties")
-        result = dict(value)
-        for key, child in value.items():
-            if key in properties:
-                child_loc = pointer.join(loc, "properties", key)
-            elif isinstance(additional, dict):
-                child_loc = pointer.join(loc, "additionalProperties")
-            else:
-                continue
-            result[key] = self.walk(child, child_loc, pointer.join(path, key), depth + 1)
+        self.declared = frozenset(properties)
+        self.properties = {
+            name: child
+            for name in properties
+            if owner.needs(child := pointer.join(loc, "properties", name))
+        }
+        self.defaults: list[tuple[str, Any]] = []
         for name, declared in properties.items():
-            if name in result:
-                continue
-            _, resolved = self.compiled.resolve(pointer.join(loc, "properties", name))
+            _, resolved = compiled.resolve(pointer.join(loc, "properties", name))
             source = declared if isinstance(declared, dict) and "default" in declared else resolved
             if isinstance(source, dict) and "default" in source:
-                result[name] = copy.deepcopy(source["default"])
-                self.changes.append(
-                    Change(
-                        pointer.join(path, name),
-                        "semantic",
-                        "fill_default",
-                        None,
-                        source["default"],
-                    )
-                )
-        return result
+                self.defaults.append((name, source["default"]))
+        additional = pointer.join(loc, "additionalProperties")
+        self.additional = (
+            additional
+            if isinstance(schema.get("additionalProperties"), dict) and owner.needs(additional)
+            else None
+        )
+        items = pointer.join(loc, "items")
+        self.items = items if isinstance(schema.get("items"), dict) and owner.needs(items) else None
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []

@@ -92,7 +92,9 @@ def preview(value: Any, limit: int = 60) -> str:
 
 
 def clip(text: str, limit: int = 80) -> str:
-    """Raw text cut at `limit` characters, for previews of text (not JSON) stages."""
+    """Raw text on one line (whitespace runs become one space), cut at `limit` characters: the
+    preview of a text (not JSON) stage."""
+    text = " ".join(text[: limit * 4].split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

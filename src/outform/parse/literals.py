@@ -5,6 +5,7 @@ Python's `\"\"\"triple quotes\"\"\"`, JavaScript's `` `backticks` ``, or a Markd
 as a value. JSON has none of these, so tolerant decoders split such values at the first inner
 quote. This pass, run before the last decode tier, turns each into an ordinary JSON string:
 the leading line break and the common indentation are removed, as a reader of the code expects.
+Only literals standing where a JSON value may start (after `:`, `,` or `[`) are rewritten.
 """
 
 from __future__ import annotations
@@ -32,18 +33,31 @@ def rewrite_literals(text: str) -> str | None:
         if c in ('"', "`"):
             fence = '"""' if c == '"' else "```" if text.startswith("```", i) else "`"
             close = text.find(fence, i + len(fence))
-            body = text[i + len(fence) : close if close != -1 else n]
+            if close == -1 or not _value_expected(out):
+                out.append(c)  # no closing delimiter: not a literal, leave it to the decoder
+                i += 1
+                continue
+            body = text[i + len(fence) : close]
             if fence == "```":
                 first, newline, rest = body.partition("\n")
                 if newline and (not first.strip() or first.strip().isidentifier()):
                     body = rest  # drop the info string ("python") of a fenced value
             out.append(orjson.dumps(_tidy(body, fence)).decode())
-            i = close + len(fence) if close != -1 else n
+            i = close + len(fence)
             changed = True
             continue
         out.append(c)
         i += 1
     return "".join(out) if changed else None
+
+
+def _value_expected(out: list[str]) -> bool:
+    """Whether the text so far ends where a JSON value may start (after `:`, `,` or `[`)."""
+    for piece in reversed(out):
+        stripped = piece.rstrip()
+        if stripped:
+            return stripped[-1] in ":,["
+    return False
 
 
 def _json_string_end(text: str, start: int) -> int:

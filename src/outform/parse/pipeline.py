@@ -27,9 +27,9 @@ from outform.parse import decode as decoding
 from outform.parse import extract, unescape
 from outform.parse.coerce import Coercer
 from outform.parse.context import Options, Run
-from outform.parse.defaults import fill_defaults, has_defaults
+from outform.parse.defaults import Defaults
 from outform.parse.hint import RetryHint, Violation, clip, preview
-from outform.parse.result import Change, ParseResult
+from outform.parse.result import FROM_TEXT, Change, ParseResult
 from outform.parse.validate import pydantic_violations, violations
 from outform.schema.compiled import CompiledSchema, compile_schema
 from outform.schema.derive import adapter_for
@@ -78,7 +78,7 @@ class _Attempt:
     typed: Any = None
 
 
-_TEXT_STAGE_PREVIEW = 80
+_TEXT_STAGE_PREVIEW = 48
 
 
 class Pipeline(Generic[T]):
@@ -95,9 +95,9 @@ class Pipeline(Generic[T]):
     ) -> None:
         from outform.config import settings
 
-        defaults = settings().parse
+        configured = settings().parse
         self.options = Options.for_level(
-            level or defaults.level, **{**defaults.overrides, **options}
+            level or configured.level, **{**configured.overrides, **options}
         )
         self.format = _as_format(output)
         self.processors = tuple(processors)
@@ -134,7 +134,10 @@ class Pipeline(Generic[T]):
             and not (isinstance(root, dict) and enum_choices(root) is not None)
         )
         self._null_root = "null" in accepted
-        self._defaults = self.options.fill_defaults and has_defaults(self.compiled.root)
+        # Typed results get their defaults from Pydantic; plain JSON results from this plan.
+        defaults = Defaults(self.compiled, self.options.max_depth)
+        wanted = self.options.fill_defaults and self.adapter is None
+        self._defaults = defaults if wanted and defaults.any else None
         # Several JSON values in one reply are gathered into an array when the schema wants an
         # array at the root (or says nothing); an object schema picks one of them instead.
         self._collect = ("array" in accepted and "object" not in accepted) or (
@@ -166,7 +169,7 @@ class Pipeline(Generic[T]):
         InputError when it cannot be parsed at all (binary, over the size or depth limit)."""
         text = self._guard(reply)
         if self._text_mode:
-            return ParseResult(value=cast(T, text), data=text, text=text, level=self.options.level)
+            return ParseResult(value=cast(T, text), text=text, level=self.options.level, _data=text)
         if not self.options.shadow and not self._at["before_extract"]:
             fast = self._fast_verbatim(text) if self._verbatim else self._fast(text)
             if fast is not None:
@@ -176,6 +179,20 @@ class Pipeline(Generic[T]):
     # -- fast path ------------------------------------------------------------------------
 
     def _fast(self, text: str) -> ParseResult[T] | None:
+        if self.adapter is not None:
+            # Typed: Pydantic parses and validates in one pass; strict, so that nothing is
+            # converted without being recorded (anything else goes the slow way).
+            try:
+                typed = self.adapter.validate_json(text, strict=True)
+            except PydanticValidationError:
+                return None
+            return ParseResult(
+                value=typed,
+                text=text,
+                schema_hash=self.compiled.hash,
+                level=self.options.level,
+                _data=FROM_TEXT,
+            )
         try:
             data = orjson.loads(text)
         except orjson.JSONDecodeError:
@@ -183,22 +200,15 @@ class Pipeline(Generic[T]):
         if not self.compiled.validator.is_valid(data):
             return None
         changes: list[Change] = []
-        if self._defaults:
-            data = self._fill_defaults(data, changes)
-        if self.adapter is None:
-            value = data
-        else:
-            try:
-                value = self.adapter.validate_python(data)
-            except PydanticValidationError:
-                return None
+        if self._defaults is not None:
+            data = self._fill_defaults(self._defaults, data, changes)
         return ParseResult(
-            value=value,
-            data=data,
+            value=data,
             text=text,
             changes=tuple(changes),
             schema_hash=self.compiled.hash,
             level=self.options.level,
+            _data=data,
         )
 
     def _fast_verbatim(self, text: str) -> ParseResult[T] | None:
@@ -212,16 +222,16 @@ class Pipeline(Generic[T]):
         value: Any = text if self.adapter is None else self.adapter.validate_python(text)
         return ParseResult(
             value=value,
-            data=text,
             text=text,
+            _data=text,
             schema_hash=self.compiled.hash,
             level=self.options.level,
         )
 
-    def _fill_defaults(self, value: Any, changes: list[Change]) -> Any:
+    def _fill_defaults(self, defaults: Defaults, value: Any, changes: list[Change]) -> Any:
         """Declared defaults for absent properties, unless adding them breaks validity."""
         added: list[Change] = []
-        filled = fill_defaults(self.compiled, value, added, self.options.max_depth)
+        filled = defaults.fill(value, added)
         if added and self.compiled.is_valid(filled):
             changes.extend(added)
             return filled
@@ -281,7 +291,10 @@ class Pipeline(Generic[T]):
             order += [(tier, c) for c in leading for tier in tiers]
             leading += collected
         order += [(tier, c) for tier in tiers for c in leading]
-        order += [(tier, c) for tier in tiers for c in candidates if c not in leading]
+        pieces = [c for c in candidates if c not in leading and c is not whole]
+        order += [(tier, c) for tier in tiers for c in pieces]
+        # Prose read by a tolerant decoder is a last resort: the pieces above were found first.
+        order += [(tier, whole) for tier in tiers if tier and whole not in leading]
         if self._text_root == "last":
             order.append((-1, as_text))
         decoded: set[int] = set()
@@ -382,8 +395,8 @@ class Pipeline(Generic[T]):
             for path, branch in coercion.branches:
                 run.emit("output.coercion.success", "semantic", branch_index=branch, path=path)
         value = self._process_value("after_coerce", value, run)
-        if self._defaults and self.compiled.is_valid(value):
-            value = self._fill_defaults(value, run.changes)
+        if self._defaults is not None and self.compiled.is_valid(value):
+            value = self._fill_defaults(self._defaults, value, run.changes)
         found = violations(self.compiled, value)
         typed = None
         if not found and self.adapter is not None:
@@ -440,7 +453,7 @@ class Pipeline(Generic[T]):
         value = attempt.typed if self.adapter is not None else attempt.value
         result: ParseResult[T] = ParseResult(
             value=value,
-            data=attempt.value,
+            _data=attempt.value,
             text=text,
             changes=tuple(run.changes),
             events=tuple(run.events),
@@ -457,7 +470,7 @@ class Pipeline(Generic[T]):
             return self._shadow(text, value, run)
         result: ParseResult[T] = ParseResult(
             value=value,
-            data=value,
+            _data=value,
             text=text,
             changes=tuple(run.changes),
             events=tuple(run.events),
@@ -466,12 +479,12 @@ class Pipeline(Generic[T]):
             hint=hint,
         )
         dispatch(result.events, self.observers)
-        what = (
-            "no JSON value could be read from the reply"
-            if hint.is_syntax
-            else ("the reply does not match the schema")
-        )
-        raise OutputError(what, hint=hint, result=result)
+        if hint.is_syntax:
+            what = "no JSON value could be read from the reply"
+            fix = "level 'full' also repairs malformed JSON" if self.options.tolerance < 2 else None
+        else:
+            what, fix = "the reply does not match the schema", None
+        raise OutputError(what, hint=hint, result=result, fix=fix)
 
     def _shadow(self, text: str, would_be: Any, run: Run) -> ParseResult[T]:
         """Shadow mode: report what would change, return the reply as strict parsing reads it."""
@@ -490,7 +503,7 @@ class Pipeline(Generic[T]):
                 found = pydantic_violations(exc)
         result: ParseResult[T] = ParseResult(
             value=value,
-            data=data,
+            _data=data,
             text=text,
             changes=tuple(run.changes),
             events=tuple(run.events),

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Final, Generic, TypeVar
+
+import orjson
 
 from outform.parse.hint import RetryHint
 from outform.trace.events import Event, EventStage
 
 T = TypeVar("T")
+FROM_TEXT: Final = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,9 +37,10 @@ class Change:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ParseResult(Generic[T]):
-    """A reply that now matches its schema.
+    """A reply that now matches its schema. Read-only by convention (not frozen: building a
+    frozen instance costs more than the rest of the fast path for a small reply).
 
     `value` is typed when an output type was given, else equal to `data`, the plain JSON value.
     `changes` is empty when the reply was valid as sent. In shadow mode, `value` and `data` are
@@ -44,7 +48,6 @@ class ParseResult(Generic[T]):
     """
 
     value: T
-    data: Any
     text: str
     changes: tuple[Change, ...] = ()
     events: tuple[Event, ...] = ()
@@ -55,6 +58,16 @@ class ParseResult(Generic[T]):
     """Set only when the result is not valid: in shadow mode, or on an `OutputError`."""
     would_be: Any = None
     """Shadow mode only: the value the pipeline would have returned."""
+    _data: Any = field(default=None, repr=False)
+    """The plain JSON value, or FROM_TEXT when it is the reply itself, decoded on first use
+    (the typed fast path never needs it)."""
+
+    @property
+    def data(self) -> Any:
+        """The validated value as plain JSON (dicts, lists, strings, numbers, booleans, None)."""
+        if self._data is FROM_TEXT:
+            self._data = orjson.loads(self.text)
+        return self._data
 
     @property
     def ok(self) -> bool:
