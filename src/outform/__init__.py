@@ -22,6 +22,7 @@ from outform.parse import (
     Processor,
     RetryHint,
     Violation,
+    clear_cache,
     parse,
 )
 from outform.trace import Event, add_observer, remove_observer
@@ -49,6 +50,7 @@ __all__ = [
     "Violation",
     "__version__",
     "add_observer",
+    "clear_cache",
     "parse",
     "remove_observer",
 ]

@@ -20,6 +20,7 @@ import typer
 from pydantic_core import to_jsonable_python
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from outform.errors import InputError, OutformError, OutputError, UsageError
 from outform.parse import LEVELS, Change, ParseResult, parse
@@ -74,10 +75,16 @@ def parse_command(
         raise UsageError(f"unknown level {level!r}", fix=f"use one of: {', '.join(LEVELS)}")
     reply = _read_reply(file)
     options: dict[str, Any] = {"shadow": True} if shadow else {}
-    if schema is not None:
-        result = parse(reply, _load_schema(schema), level=level, **options)
-    else:
-        result = parse(reply, type=_import_type(type_ or ""), level=level, **options)
+    try:
+        if schema is not None:
+            result = parse(reply, _load_schema(schema), level=level, **options)
+        else:
+            result = parse(reply, type=_import_type(type_ or ""), level=level, **options)
+    except OutputError as error:
+        if not as_json or error.result is None:
+            raise
+        _show(error.result, as_json=True)  # --json: the hint is part of the printed result
+        raise typer.Exit(EXIT_INVALID) from None
     _show(result, as_json)
     if not result.ok:
         raise typer.Exit(EXIT_INVALID)
@@ -140,12 +147,12 @@ def _import_type(spec: str) -> Any:
 
 def _show(result: ParseResult[Any], as_json: bool, *, value: bool = True) -> None:
     if as_json:
-        stdout.print(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2).decode())
+        _print_json(result.to_dict())
         return
     if value:
         # A typed result is shown as its type serialises it (with the defaults it filled in).
         shown = result.data if result.value is result.data else to_jsonable_python(result.value)
-        stdout.print(orjson.dumps(shown, option=orjson.OPT_INDENT_2).decode())
+        _print_json(shown)
     if result.changes:
         title = "What would change (shadow mode)" if result.shadow else "What outform changed"
         table = Table(title=title, title_justify="left")
@@ -153,17 +160,25 @@ def _show(result: ParseResult[Any], as_json: bool, *, value: bool = True) -> Non
             table.add_column(column, overflow="fold")
         for change in result.changes:
             table.add_row(
-                change.path or "/",
-                change.stage,
-                change.transform + (f" ({change.detail})" if change.detail else ""),
-                _cell(change, change.before, before=True),
-                _cell(change, change.after, before=False),
+                Text(change.path or "/"),
+                Text(change.stage),
+                Text(change.transform + (f" ({change.detail})" if change.detail else "")),
+                Text(_cell(change, change.before, before=True)),
+                Text(_cell(change, change.after, before=False)),
             )
         stderr.print(table)
     elif result.ok:
         stderr.print("[green]valid as sent: nothing changed[/green]")
     if result.hint is not None:
         stderr.print(result.hint.message(), style="red", markup=False)
+
+
+def _print_json(value: Any) -> None:
+    stdout.print(
+        orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode(),
+        markup=False,
+        highlight=False,
+    )
 
 
 def _cell(change: Change, value: Any, *, before: bool) -> str:
@@ -197,7 +212,7 @@ def schema_command(
 
     result = translate(_load_schema(file), dialect)
     if as_json:
-        stdout.print(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2).decode())
+        _print_json(result.to_dict())
         return
     stdout.print(orjson.dumps(result.schema, option=orjson.OPT_INDENT_2).decode())
     if ledger:

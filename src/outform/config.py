@@ -182,6 +182,10 @@ def settings() -> Settings:
 
 
 def reload() -> Settings:
-    """Forget the cached settings (after changing directory or the file) and read them again."""
+    """Forget the cached settings (after changing directory or the file) and read them again.
+    Compiled pipelines, which carry the old settings, are forgotten too."""
+    from outform.parse import clear_cache
+
     _discovered.cache_clear()
+    clear_cache()
     return settings()

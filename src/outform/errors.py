@@ -58,7 +58,8 @@ class SchemaError(OutformError):
 
 
 class InputError(OutformError):
-    """The text to parse cannot be parsed at all: empty, binary, too large or too deeply nested."""
+    """The text cannot be parsed at all: binary, too large, too deeply nested, or over the time
+    limit. (An empty reply is an OutputError: the model can be asked again.)"""
 
 
 class OutputError(OutformError):
@@ -98,8 +99,29 @@ def _rebuild_output_error(
     return cls(state["what"], hint=hint, result=result, where=state["where"], fix=state["fix"])
 
 
+class DialectError(SchemaError):
+    """A provider's schema dialect cannot express the schema: raised before any request.
+
+    `options` lists what the caller can do instead (another mode, another dialect, a change
+    to the schema), and `dialect` names the dialect that refused.
+    """
+
+    def __init__(
+        self,
+        what: str,
+        *,
+        dialect: str,
+        options: tuple[str, ...],
+        where: str | None = None,
+    ) -> None:
+        self.dialect = dialect
+        self.options = options
+        super().__init__(what, where=where, fix="; or ".join(options) if options else None)
+
+
 __all__ = [
     "ConfigError",
+    "DialectError",
     "InputError",
     "OutformError",
     "OutputError",

@@ -102,13 +102,19 @@ class ResponseFormat:
                 where="text.format.schema",
                 fix="add 'schema': {...} with the JSON Schema the reply must match",
             )
-        strict = data.get("strict")
-        description = data.get("description")
+        for key, kind in (("name", str), ("strict", bool), ("description", str)):
+            if key in data and data[key] is not None and not isinstance(data[key], kind):
+                raise SchemaError(
+                    f"'{key}' of a json_schema response format must be a {kind.__name__}, "
+                    f"got {data[key]!r}",
+                    where=f"text.format.{key}",
+                    fix=f"send a {kind.__name__} or leave '{key}' out",
+                )
         return JsonSchemaFormat(
-            name=str(data.get("name", "response")),
+            name=data.get("name") or "response",
             schema=dict(schema),
-            strict=strict if isinstance(strict, bool) else None,
-            description=description if isinstance(description, str) else None,
+            strict=data.get("strict"),
+            description=data.get("description"),
             extra=extra,
         )
 

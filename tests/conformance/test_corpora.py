@@ -13,6 +13,7 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
 import pytest
 
 import outform
@@ -210,3 +211,22 @@ def _check(check: dict[str, Any], got: Any, ident: str) -> None:
     else:
         assert op == "not_contains", ident
         assert check["value"] not in node, ident
+
+
+def test_real_world_schemas_never_crash_the_pipeline() -> None:
+    """Every labelled instance of jsonschemabench's 300 real schemas, sent as is, fenced with
+    a trailing comma, and double-encoded, at both levels: parsed or refused, never a crash."""
+    crashed = []
+    for record in corpus("jsonschemabench_dev.jsonl"):
+        for test in record.get("tests") or []:
+            text = orjson.dumps(test["data"]).decode()
+            variants = (text, f"Here:\n```json\n{text[:-1]},{text[-1]}\n```", orjson.dumps(text))
+            for level in ("minimal", "full"):
+                for variant in variants:
+                    try:
+                        outform.parse(variant, record["schema"], level=level)
+                    except OutformError:
+                        pass
+                    except Exception as exc:  # a crash: the point of this test
+                        crashed.append(f"{record['id']} at {level}: {exc!r}")
+    assert not crashed

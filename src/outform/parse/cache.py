@@ -29,7 +29,11 @@ class PipelineCache:
         self._by_id: dict[tuple[int, Any], tuple[Mapping[str, Any], Any, Pipeline[Any]]] = {}
 
     def get(self, output: Any, level: str | None, options: dict[str, Any]) -> Pipeline[Any]:
-        settings = (level, tuple(sorted(options.items())))
+        try:
+            settings = (level, tuple(sorted(options.items())))
+            hash(settings)
+        except TypeError:  # an unhashable option value (a list of stages): no caching
+            return Pipeline(output, level=level, **options)
         if isinstance(output, Mapping):
             seen = self._by_id.get((id(output), settings))
             if seen is not None and seen[0] is output and seen[1] == output:
@@ -37,7 +41,7 @@ class PipelineCache:
         try:
             key = (_output_key(output), settings)
             hash(key)
-        except TypeError:  # an unhashable option value or type: compile without caching
+        except TypeError:  # an unhashable type expression: compile without caching
             return Pipeline(output, level=level, **options)
         with self._lock:
             pipeline = self._by_key.get(key)

@@ -424,7 +424,7 @@ def _snapshot(value: Any) -> Any:
 def _names_no_field(value: dict[str, Any], schema: dict[str, Any]) -> bool:
     """The object wanted has one declared field and `value` uses none of the declared names."""
     properties = schema.get("properties")
-    if not isinstance(properties, dict) or len(properties) != 1:
+    if not value or not isinstance(properties, dict) or len(properties) != 1:
         return False
     declared = {normalize_key(p) for p in properties}
     return not any(normalize_key(k) in declared for k in value)

@@ -7,6 +7,7 @@ order of preference; later stages decode them and the first that validates wins.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -139,8 +140,23 @@ def _inline_fences(line: str, offset: int) -> Iterable[Fence]:
         position += len(part) + 3
 
 
+@dataclass(frozen=True, slots=True)
+class Scan:
+    spans: list[Span]
+    deepest: int
+    unmatched: int
+    """Closers that matched no opener, or closed an outer one: a measure of how broken the
+    bracket structure is (a tolerant decoder's cost can grow with it)."""
+
+
 def scan_spans(text: str) -> tuple[list[Span], int]:
-    """Top-level bracketed regions of `text` in one pass, and the deepest nesting seen.
+    """Top-level bracketed regions of `text` in one pass, and the deepest nesting seen."""
+    found = scan(text)
+    return found.spans, found.deepest
+
+
+def scan(text: str) -> Scan:
+    """Top-level bracketed regions of `text` in one pass, with nesting and breakage measures.
 
     Quotes are only tracked inside brackets, so an apostrophe or a lone quote in prose cannot
     swallow the rest of the reply. A closer that does not match the innermost opener closes the
@@ -153,6 +169,7 @@ def scan_spans(text: str) -> tuple[list[Span], int]:
     deepest = 0
     span_depth = 0
     in_string = False
+    unmatched = 0
     open_counts = {"{": 0, "[": 0}
     pos = 0
     length = len(text)
@@ -181,9 +198,11 @@ def scan_spans(text: str) -> tuple[list[Span], int]:
         elif stack:
             opener = _CLOSERS[ch]
             if not open_counts[opener]:
+                unmatched += 1
                 continue  # a closer with no opener: prose, ignored
             # Close the matching opener; brackets left open inside it close with it. Each
             # opener is popped once, so this stays linear overall.
+            unmatched += stack[-1] != opener
             while stack[-1] != opener:
                 open_counts[stack.pop()] -= 1
             open_counts[stack.pop()] -= 1
@@ -193,7 +212,16 @@ def scan_spans(text: str) -> tuple[list[Span], int]:
     if stack:
         spans.append(Span(start, length, _root(text[start]), span_depth, False))
         deepest = max(deepest, span_depth)
-    return spans, deepest
+    return Scan(spans, deepest, unmatched)
+
+
+def _inside_span(position: int, spans: list[Span]) -> bool:
+    """Whether `position` lies strictly inside a closed top-level span (spans are sorted)."""
+    index = bisect.bisect_right([s.start for s in spans], position) - 1
+    if index < 0:
+        return False
+    span = spans[index]
+    return span.closed and span.start < position < span.end
 
 
 def _root(opener: str) -> RootKind:
@@ -216,6 +244,7 @@ class Extraction:
     """The whole reply is one JSON document (possibly broken): it starts with a bracket and
     whatever follows its first top-level value is more JSON, not prose. Its tolerant reading
     then outranks any piece of it."""
+    unmatched: int = 0
 
 
 _CONTINUATION = frozenset(',:{}[]"')
@@ -237,7 +266,8 @@ def candidates(text: str, wanted: frozenset[RootKind], *, collect: bool) -> Extr
     whole = body.strip()
     found: list[Candidate] = [Candidate(whole, "whole", root_of(whole), base)]
     seen = {whole}
-    spans, deepest = scan_spans(body)
+    scanned = scan(body)
+    spans, deepest = scanned.spans, scanned.deepest
     lead = len(body) - len(body.lstrip())
     document = False
     if spans and spans[0].start == lead:
@@ -245,7 +275,8 @@ def candidates(text: str, wanted: frozenset[RootKind], *, collect: bool) -> Extr
         document = not spans[0].closed or not rest or rest[0] in _CONTINUATION
 
     closed = [s for s in spans if s.closed]
-    fences = find_fences(body)
+    # A "fence" that starts inside a bracketed region is text inside a JSON string.
+    fences = [f for f in find_fences(body) if not _inside_span(f.start, spans)]
     fences.sort(key=lambda f: (f.lang not in _JSON_LANGS and f.lang != "", not f.closed))
     for fence in fences:
         content = fence.content.strip()
@@ -292,4 +323,4 @@ def candidates(text: str, wanted: frozenset[RootKind], *, collect: bool) -> Extr
         if len(pieces) > 1:
             joined = "[" + ",".join(pieces) + "]"
             found.append(Candidate(joined, "collected", "array", (*base, transform), deepest + 1))
-    return Extraction(found, body, removed, deepest, document)
+    return Extraction(found, body, removed, deepest, document, scanned.unmatched)

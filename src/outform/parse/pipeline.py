@@ -3,14 +3,15 @@
 Stages, in order: extract → decode (strict, then tolerant tiers) → unescape → custom
 processors → coerce → validate. A reply that is already valid JSON matching the schema takes a
 fast path (one orjson call and one validator call) and records nothing. Everything else goes
-through the stages, and every change they make is recorded with its JSON path.
+through the stages, and every change they make is recorded with its JSON path. (The fast path
+records one kind of change: defaults the schema declares for properties the reply left out.)
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar, cast
+from typing import Any, Generic, Literal, TypeVar, cast, overload
 
 import orjson
 from pydantic import TypeAdapter
@@ -79,10 +80,34 @@ class _Attempt:
 
 
 _TEXT_STAGE_PREVIEW = 48
+_MAX_UNMATCHED_FOR_REPAIR = 256
+"""Unmatched brackets beyond which the json-repair tier is skipped (see _attempts)."""
 
 
 class Pipeline(Generic[T]):
     """A compiled pipeline for one output format; reuse it for every reply of that format."""
+
+    @overload
+    def __init__(
+        self: Pipeline[T],
+        output: type[T],
+        *,
+        level: str | None = None,
+        processors: Iterable[Processor] = (),
+        observers: Iterable[Observer] = (),
+        **options: Any,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: Pipeline[Any],
+        output: ResponseFormat | Mapping[str, Any] | Any = None,
+        *,
+        level: str | None = None,
+        processors: Iterable[Processor] = (),
+        observers: Iterable[Observer] = (),
+        **options: Any,
+    ) -> None: ...
 
     def __init__(
         self,
@@ -170,7 +195,7 @@ class Pipeline(Generic[T]):
         text = self._guard(reply)
         if self._text_mode:
             return ParseResult(value=cast(T, text), text=text, level=self.options.level, _data=text)
-        if not self.options.shadow and not self._at["before_extract"]:
+        if not self.options.shadow and not self.processors:
             fast = self._fast_verbatim(text) if self._verbatim else self._fast(text)
             if fast is not None:
                 return fast
@@ -297,6 +322,10 @@ class Pipeline(Generic[T]):
         order += [(tier, whole) for tier in tiers if tier and whole not in leading]
         if self._text_root == "last":
             order.append((-1, as_text))
+        if extraction.unmatched > _MAX_UNMATCHED_FOR_REPAIR:
+            # json-repair's cost grows with the square of such breakage: past this bound the
+            # reply is garbage or hostile, and only the linear tiers are tried.
+            order = [(tier, c) for tier, c in order if tier < 2]
         decoded: set[int] = set()
         tried: set[tuple[int, int]] = set()
         for tier, candidate in order:
@@ -327,7 +356,10 @@ class Pipeline(Generic[T]):
         else:
             stripped = text.strip()
             whole = extract.Candidate(stripped, "whole", extract.root_of(stripped))
-            extraction = extract.Extraction([whole], text, [], extract.scan_spans(text)[1], True)
+            scanned = extract.scan(text)
+            extraction = extract.Extraction(
+                [whole], text, [], scanned.deepest, True, scanned.unmatched
+            )
         if extraction.deepest > options.max_depth:
             raise InputError(
                 f"the reply nests {extraction.deepest} levels deep, over the limit of "

@@ -19,8 +19,13 @@ _UNEXPECTED = {"additionalProperties", "unevaluatedProperties", "propertyNames"}
 def violations(compiled: CompiledSchema, value: Any) -> tuple[Violation, ...]:
     """Every reason `value` does not validate, in document order (empty when it validates)."""
     found = [_violation(compiled, error) for error in compiled.errors(value)]
-    found.sort(key=lambda v: (pointer.parts(v.path), v.kind))
+    found.sort(key=lambda v: (_document_order(v.path), v.kind))
     return tuple(found)
+
+
+def _document_order(path: str) -> list[tuple[int, int | str]]:
+    """Sort key for JSON pointers: array indices as numbers, so /2 comes before /10."""
+    return [(0, int(t)) if t.isdigit() else (1, t) for t in pointer.parts(path)]
 
 
 def pydantic_violations(error: PydanticValidationError) -> tuple[Violation, ...]:

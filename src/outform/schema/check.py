@@ -30,6 +30,14 @@ def check_schema(schema: Any, *, where: str = "schema") -> None:
             where=f"{where} at {location or '/'}",
             fix="copy the referenced schema under '$defs' and point to it with '#/$defs/<name>'",
         )
+    draft = schema.get("$schema")
+    if draft is not None and _known_draft(draft) is None:
+        raise SchemaError(
+            f"the schema's '$schema' is not a draft outform knows: {draft!r}; "
+            "outform never fetches meta-schemas",
+            where=f"{where} at /$schema",
+            fix="use draft 4, 6, 7, 2019-09 or 2020-12, or remove '$schema' (2020-12 is assumed)",
+        )
     try:
         jsonschema_rs.meta.validate(dict(schema))
     except jsonschema_rs.ValidationError as exc:
@@ -45,6 +53,23 @@ def check_schema(schema: Any, *, where: str = "schema") -> None:
             where=f"{where} at /$schema",
             fix="use draft 4, 6, 7, 2019-09 or 2020-12, or remove '$schema' (2020-12 is assumed)",
         ) from None
+
+
+_DRAFTS = {
+    "json-schema.org/draft-04/schema": "draft4",
+    "json-schema.org/draft-06/schema": "draft6",
+    "json-schema.org/draft-07/schema": "draft7",
+    "json-schema.org/draft/2019-09/schema": "draft2019-09",
+    "json-schema.org/draft/2020-12/schema": "draft2020-12",
+}
+
+
+def _known_draft(uri: Any) -> str | None:
+    """The draft a `$schema` URI names, or None for anything else (never fetched)."""
+    if not isinstance(uri, str):
+        return None
+    bare = uri.split("://", 1)[-1].rstrip("#")
+    return _DRAFTS.get(bare)
 
 
 def _remote_refs(schema: Mapping[str, Any]) -> Iterator[tuple[str, str]]:

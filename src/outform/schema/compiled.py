@@ -7,8 +7,9 @@ validators resolve `$ref`s against the whole document through a registry, never 
 
 from __future__ import annotations
 
-import functools
+import threading
 import urllib.parse
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -19,7 +20,9 @@ from outform.schema import pointer
 from outform.schema.canonical import canonical_json, schema_hash
 from outform.schema.check import check_schema
 
-_ROOT_URI = "urn:outform:root"
+_ROOT_URI = "https://schema.outform.invalid/root.json"
+"""Where an anonymous document is registered for sub-schema validators. Hierarchical (unlike a
+`urn:`), so that relative `$id`s inside the document resolve; never fetched."""
 
 
 class CompiledSchema:
@@ -54,7 +57,14 @@ class CompiledSchema:
             return self.is_valid(value)
         validator = self._sub.get(location)
         if validator is None:
-            validator = self._sub[location] = self._compile_sub(location)
+            try:
+                validator = self._compile_sub(location)
+            except (ValueError, jsonschema_rs.ReferencingError):
+                # A part of the document jsonschema-rs cannot address on its own (unusual
+                # `$id` layouts): treat it as valid, so nothing is coerced there; the whole
+                # value is still validated against the whole schema.
+                validator = _ANYTHING
+            self._sub[location] = validator
         return bool(validator.is_valid(value))
 
     def node(self, location: str) -> Any:
@@ -107,6 +117,9 @@ class CompiledSchema:
         return jsonschema_rs.validator_for(wrapper, registry=self._registry)
 
 
+_ANYTHING = jsonschema_rs.validator_for({})
+
+
 def _refuse_remote(uri: str) -> Any:
     raise SchemaError(
         f"the schema refers to a remote document ({uri}); outform never fetches schemas",
@@ -114,15 +127,14 @@ def _refuse_remote(uri: str) -> Any:
     )
 
 
-@functools.lru_cache(maxsize=256)
-def _compile_cached(key: bytes) -> CompiledSchema:
-    import orjson
-
-    return CompiledSchema(orjson.loads(key))
+_cache: OrderedDict[bytes, CompiledSchema] = OrderedDict()
+_cache_lock = threading.Lock()
+_CACHE_SIZE = 256
 
 
 def compile_schema(schema: Mapping[str, Any]) -> CompiledSchema:
-    """Compile a schema, reusing the result for schemas with the same canonical JSON."""
+    """Compile a schema, reusing the result for schemas with the same canonical JSON. The
+    compiled schema keeps the caller's dict (and so its key order), not the canonical form."""
     if not isinstance(schema, Mapping):
         check_schema(schema)  # raises with a clear message
     try:
@@ -132,4 +144,14 @@ def compile_schema(schema: Mapping[str, Any]) -> CompiledSchema:
             f"the schema is not JSON-serialisable: {exc}",
             fix="use only dicts, lists, strings, numbers, booleans and None in a schema",
         ) from None
-    return _compile_cached(key)
+    with _cache_lock:
+        compiled = _cache.get(key)
+        if compiled is not None:
+            _cache.move_to_end(key)
+            return compiled
+    compiled = CompiledSchema(schema)
+    with _cache_lock:
+        _cache[key] = compiled
+        if len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return compiled

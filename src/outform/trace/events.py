@@ -58,7 +58,8 @@ class _Registry:
 
     def remove(self, observer: Observer) -> None:
         with self.lock:
-            self.observers = tuple(o for o in self.observers if o is not observer)
+            # == rather than `is`: a bound method is a new object at every attribute access.
+            self.observers = tuple(o for o in self.observers if o != observer)
 
 
 _registry = _Registry()

@@ -1,0 +1,292 @@
+"""Replies, schemas and options outform refuses, each with an error that says why."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import outform
+from outform import ConfigError, InputError, OutputError, Processor, SchemaError, UsageError
+
+OBJECT = {"type": "object"}
+
+# -- replies --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("reply", ["", "   \n\t"])
+def test_an_empty_reply_is_an_output_error_saying_it_is_empty(reply: str) -> None:
+    with pytest.raises(OutputError) as caught:
+        outform.parse(reply, OBJECT)
+    assert caught.value.hint.is_syntax
+    assert "the reply is empty" in caught.value.hint.message()
+
+
+def test_an_empty_reply_is_a_valid_empty_string_when_a_string_is_wanted() -> None:
+    assert outform.parse("", {"type": "string"}).value == ""
+
+
+def test_bytes_that_are_not_utf8_are_refused_naming_the_byte() -> None:
+    with pytest.raises(InputError) as caught:
+        outform.parse(b'{"a": "\xff"}', OBJECT)
+    assert caught.value.where == "byte 7"
+    assert "UTF-8" in caught.value.what
+
+
+def test_a_nul_character_is_refused_naming_its_position() -> None:
+    with pytest.raises(InputError) as caught:
+        outform.parse('{"a": 1}\x00', OBJECT)
+    assert caught.value.where == "character 8"
+
+
+def test_a_reply_over_max_chars_is_refused_with_the_option_to_raise() -> None:
+    with pytest.raises(InputError) as caught:
+        outform.parse("x" * 101, {"type": "string"}, max_chars=100)
+    assert "101 characters" in caught.value.what
+    assert caught.value.fix is not None
+    assert "max_chars" in caught.value.fix
+
+
+def test_a_reply_of_exactly_max_chars_is_accepted() -> None:
+    assert outform.parse("x" * 100, {"type": "string"}, max_chars=100).value == "x" * 100
+
+
+def test_a_reply_that_is_not_text_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="got int"):
+        outform.parse(42, OBJECT)  # type: ignore[arg-type]
+
+
+def test_a_broken_reply_nested_over_max_depth_is_refused_with_the_option_to_raise() -> None:
+    with pytest.raises(InputError) as caught:
+        outform.parse("[" * 300, {})
+    assert "300 levels" in caught.value.what
+    assert caught.value.fix is not None
+    assert "max_depth" in caught.value.fix
+
+
+@pytest.mark.parametrize("level", ["minimal", "full"])
+def test_max_depth_guards_the_repair_stages_not_valid_json(level: str) -> None:
+    """A valid reply is bounded by the decoder's own limit (1024 levels); `max_depth` protects
+    the stages that walk a broken reply, which is where deep nesting costs."""
+    assert outform.parse("[" * 50 + "]" * 50, {}, max_depth=10, level=level).ok
+    with pytest.raises(InputError):
+        outform.parse("[" * 50 + "]" * 49, {}, max_depth=10, level=level)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "{" * 5000,
+        "}" * 5000,
+        "{]" * 5000,
+        "[{" * 3000,
+        "}{" * 5000,
+        "{}," * 5000,
+        '{"a":' * 3000,
+        '"' + "{" * 5000,
+        "\\" * 5000 + "{",
+        "[," * 5000,
+    ],
+    ids=lambda reply: repr(reply[:6]),
+)
+@pytest.mark.parametrize("level", ["minimal", "full"])
+def test_thousands_of_unbalanced_brackets_are_handled(reply: str, level: str) -> None:
+    """The reply is refused with an outform error, or read into a value of the schema."""
+    try:
+        result = outform.parse(reply, OBJECT, level=level)
+    except (InputError, OutputError):
+        return
+    assert isinstance(result.value, dict)
+
+
+def test_thousands_of_open_brackets_under_a_raised_depth_limit_are_refused() -> None:
+    with pytest.raises(OutputError):
+        outform.parse("{" * 5000, OBJECT, level="full", max_depth=10_000)
+
+
+def test_unbalanced_brackets_around_an_object_do_not_hide_it() -> None:
+    reply = "}" * 2000 + ' {"a": 1} ' + "]" * 2000
+    assert outform.parse(reply, OBJECT).value == {"a": 1}
+
+
+# -- schemas --------------------------------------------------------------------------------
+
+
+def test_a_schema_that_is_not_json_schema_is_refused_naming_the_location() -> None:
+    with pytest.raises(SchemaError) as caught:
+        outform.parse("{}", {"type": "object", "properties": {"a": {"type": "integr"}}})
+    assert caught.value.where == "schema at /properties/a/type"
+    assert caught.value.fix is not None
+
+
+def test_a_schema_keyword_of_the_wrong_shape_is_refused() -> None:
+    with pytest.raises(SchemaError, match="not a valid JSON Schema"):
+        outform.parse("{}", {"properties": 5})
+
+
+def test_a_schema_that_is_not_json_serialisable_is_refused() -> None:
+    with pytest.raises(SchemaError, match="not JSON-serialisable"):
+        outform.parse("{}", {"default": object()})
+
+
+def test_a_ref_to_a_missing_local_definition_is_refused() -> None:
+    with pytest.raises(SchemaError, match="cannot be compiled"):
+        outform.parse("{}", {"$ref": "#/$defs/missing"})
+
+
+@pytest.mark.parametrize(
+    ("schema", "where"),
+    [
+        ({"$ref": "https://example.com/schema.json"}, "schema at /$ref"),
+        (
+            {"type": "object", "properties": {"a": {"$ref": "other.json#/x"}}},
+            "schema at /properties/a/$ref",
+        ),
+        ({"allOf": [{"$ref": "http://example.com/a.json#"}]}, "schema at /allOf/0/$ref"),
+    ],
+)
+def test_a_remote_ref_is_refused_naming_where_it_is(schema: dict[str, Any], where: str) -> None:
+    with pytest.raises(SchemaError) as caught:
+        outform.parse("{}", schema)
+    assert caught.value.where == where
+    assert "never fetches" in caught.value.what
+
+
+def test_a_ref_to_the_document_itself_through_its_id_is_local() -> None:
+    schema = {
+        "$id": "https://example.com/root.json",
+        "type": "object",
+        "properties": {"n": {"$ref": "https://example.com/root.json#/$defs/n"}},
+        "$defs": {"n": {"type": "integer"}},
+    }
+    assert outform.parse('{"n": "1"}', schema).value == {"n": 1}
+
+
+# A tiny HTTP server in its own process (a validator may hold the GIL while it fetches, so a
+# server thread of this process could not answer). It counts the connections it accepts, one
+# at a time, and tells the count on GET /count: every connection made before that request has
+# been counted by the time it is answered.
+_SERVER = """
+import socket
+server = socket.create_server(("127.0.0.1", 0))
+print(server.getsockname()[1], flush=True)
+count = 0
+while True:
+    connection, _ = server.accept()
+    with connection:
+        request = connection.recv(65536)
+        if request.startswith(b"GET /count "):
+            body = str(count).encode()
+            connection.sendall(b"HTTP/1.0 200 OK\\r\\n\\r\\n" + body)
+        else:
+            count += 1
+            connection.sendall(b"HTTP/1.0 404 Not Found\\r\\nContent-Length: 0\\r\\n\\r\\n")
+"""
+
+
+class _Recording:
+    def __init__(self, port: int) -> None:
+        self.url = f"http://127.0.0.1:{port}"
+
+    def connections(self) -> int:
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with opener.open(f"{self.url}/count", timeout=30) as response:
+            return int(response.read())
+
+
+@pytest.fixture
+def server() -> Iterator[_Recording]:
+    process = subprocess.Popen([sys.executable, "-c", _SERVER], stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        yield _Recording(int(process.stdout.readline()))
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_the_recording_server_counts_a_connection(server: _Recording) -> None:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with pytest.raises(urllib.error.HTTPError):
+        opener.open(f"{server.url}/anything", timeout=30)
+    assert server.connections() == 1
+
+
+def test_an_unknown_meta_schema_is_refused_without_fetching_it(server: _Recording) -> None:
+    with pytest.raises(SchemaError) as caught:
+        outform.parse("{}", {"$schema": f"{server.url}/meta-schema", "type": "object"})
+    assert caught.value.where == "schema at /$schema"
+    assert server.connections() == 0
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        lambda url: {"$ref": f"{url}/s.json"},
+        lambda url: {"$dynamicRef": f"{url}/d.json"},
+        lambda url: {"properties": {"a": {"$ref": f"{url}/p.json"}}},
+    ],
+)
+def test_a_remote_reference_is_never_fetched(server: _Recording, schema: Any) -> None:
+    with pytest.raises(SchemaError):
+        outform.parse("{}", schema(server.url))
+    assert server.connections() == 0
+
+
+def test_a_response_format_outform_does_not_know_cannot_be_parsed() -> None:
+    unknown = outform.ResponseFormat.from_dict({"type": "grammar", "definition": "start: x"})
+    with pytest.raises(UsageError, match="'grammar'"):
+        outform.parse("x", unknown)
+
+
+def test_an_unknown_type_is_a_schema_error_naming_the_type() -> None:
+    class Opaque:
+        pass
+
+    with pytest.raises(SchemaError) as caught:
+        outform.parse("{}", type=Opaque)
+    assert "Opaque" in caught.value.what
+
+
+# -- options --------------------------------------------------------------------------------
+
+
+def test_an_unknown_level_is_a_config_error_listing_the_levels() -> None:
+    with pytest.raises(ConfigError) as caught:
+        outform.parse("{}", OBJECT, level="maximal")
+    assert caught.value.fix == "use one of: off, minimal, full"
+
+
+def test_an_unknown_stage_is_a_config_error_listing_the_stages() -> None:
+    with pytest.raises(ConfigError) as caught:
+        outform.parse("{}", OBJECT, stages=("extract", "validate"))
+    assert "validate" in caught.value.what
+    assert caught.value.fix == "use a subset of: extract, unescape, decode, coerce"
+
+
+def test_an_unknown_option_is_a_config_error_listing_the_options() -> None:
+    with pytest.raises(ConfigError) as caught:
+        outform.parse("{}", OBJECT, max_chars_typo=5)
+    assert "max_chars_typo" in caught.value.what
+    assert caught.value.fix is not None
+    assert "max_chars" in caught.value.fix
+
+
+def test_a_tolerance_outside_the_tiers_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="tolerance must be 0, 1 or 2"):
+        outform.parse("{}", OBJECT, tolerance=3)
+
+
+def test_an_unknown_processor_point_is_a_usage_error() -> None:
+    with pytest.raises(UsageError):
+        Processor("after_validate", str)  # type: ignore[arg-type]
+
+
+def test_a_pipeline_refuses_bad_options_when_built_not_when_run() -> None:
+    with pytest.raises(ConfigError):
+        outform.Pipeline(OBJECT, level="everything")

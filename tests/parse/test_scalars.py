@@ -1,0 +1,171 @@
+"""Numbers, booleans and null spelled as strings: only unambiguous spellings are read."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from outform.parse.scalars import (
+    as_integer,
+    fold_accents,
+    is_null_word,
+    normalize_key,
+    normalize_token,
+    parse_bool,
+    parse_number,
+)
+
+# -- numbers --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "how"),
+    [
+        ("42", 42, "plain"),
+        (" -7 ", -7, "plain"),
+        ("+7", 7, "plain"),
+        ("3.25", 3.25, "plain"),
+        (".5", 0.5, "plain"),
+        ("1e3", 1000.0, "plain"),
+        ("1,234", 1234, "thousands"),
+        ("-1,234,567.5", -1234567.5, "thousands"),
+        ("$1,234.50", 1234.5, "currency+thousands"),
+        ("-€5", -5, "currency+plain"),
+        ("100€", 100, "currency+plain"),
+        ("12%", 12, "percent+plain"),
+        ("9/10", 0.9, "fraction"),
+        ("6/3", 2, "fraction"),
+        ("42.", 42, "plain"),
+        ("42,", 42, "plain"),
+    ],
+)
+def test_a_number_spelled_unambiguously_is_read(text: str, value: float, how: str) -> None:
+    number = parse_number(text)
+    assert number is not None
+    assert (number.value, type(number.value), number.how) == (value, type(value), how)
+
+
+def test_a_percentage_keeps_the_number_as_written() -> None:
+    number = parse_number("12.5%")
+    assert number is not None
+    assert number.value == 12.5
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "12,5",  # a decimal comma, or twelve thousand five hundred with a digit missing?
+        "1.234,56",  # European grouping
+        "1,23",
+        "1,2345",
+        "abc",
+        "",
+        "1/0",
+        "inf",
+        "nan",
+        "1e999",
+        "v2",
+        "between 3 and 5",
+        "about 42 apples",
+    ],
+)
+def test_an_ambiguous_or_non_numeric_string_is_not_a_number(text: str) -> None:
+    assert parse_number(text) is None
+
+
+def test_lenient_reading_takes_the_single_number_among_words() -> None:
+    number = parse_number("about 42 apples", lenient=True)
+    assert number is not None
+    assert (number.value, number.how) == (42, "in_text")
+
+
+@pytest.mark.parametrize("text", ["between 3 and 5", "version v2 of 3", "no digits here"])
+def test_lenient_reading_refuses_two_numbers_or_mixed_words(text: str) -> None:
+    assert parse_number(text, lenient=True) is None
+
+
+def test_a_very_long_string_is_not_read_as_a_number() -> None:
+    assert parse_number("1" * 65) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(min_value=-(10**40), max_value=10**40))
+def test_an_integer_with_or_without_thousands_separators_reads_back(n: int) -> None:
+    for text in (str(n), f"{n:,}"):
+        number = parse_number(text)
+        assert number is not None
+        assert number.value == n
+        assert isinstance(number.value, int)
+
+
+def test_as_integer_accepts_only_whole_numbers() -> None:
+    assert as_integer(3) == 3
+    assert as_integer(3.0) == 3
+    assert as_integer(3.5) is None
+
+
+# -- booleans and null ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("true", True),
+        ("TRUE", True),
+        ("Yes", True),
+        ("y", True),
+        ("on", True),
+        ("1", True),
+        ("**true**", True),
+        ("'yes'", True),
+        ("false", False),
+        ("No", False),
+        ("off", False),
+        ("0", False),
+    ],
+)
+def test_a_boolean_word_is_read_in_any_case(text: str, value: bool) -> None:
+    assert parse_bool(text) is value
+
+
+def test_a_sentence_is_a_boolean_only_when_lenient_and_it_names_one_value() -> None:
+    assert parse_bool("it is true") is None
+    assert parse_bool("it is true", lenient=True) is True
+    assert parse_bool("not false at all", lenient=True) is False
+    assert parse_bool("true or false", lenient=True) is None
+
+
+def test_maybe_is_not_a_boolean() -> None:
+    assert parse_bool("maybe", lenient=True) is None
+
+
+@pytest.mark.parametrize("text", ["null", "None", "nil", "N/A", "na", "", "   "])
+def test_null_words(text: str) -> None:
+    assert is_null_word(text)
+
+
+@pytest.mark.parametrize("text", ["nothing", "0", "false", "nullable"])
+def test_words_that_are_not_null(text: str) -> None:
+    assert not is_null_word(text)
+
+
+# -- tokens and keys ------------------------------------------------------------------------
+
+
+def test_accents_and_ligatures_are_folded() -> None:
+    assert fold_accents("São Paulo, Straße, Æsir") == "Sao Paulo, Strasse, AEsir"
+
+
+def test_ascii_text_is_returned_as_is() -> None:
+    text = "plain"
+    assert fold_accents(text) is text
+
+
+def test_a_token_is_compared_without_case_accents_quotes_or_punctuation() -> None:
+    assert normalize_token(' "Café!" ') == "cafe"
+
+
+def test_a_key_keeps_its_separators() -> None:
+    assert normalize_key(" User-Name ") == "user-name"
+    assert normalize_key("user_name") != normalize_key("user-name")

@@ -1,0 +1,257 @@
+"""outform.toml and [tool.outform]: found upward from the working directory, checked key by key."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import outform
+import outform.config
+from outform import ConfigError
+from outform.config import find_config, load
+
+# `outform.parse` is the function (it shadows the subpackage), so import from the module.
+from outform.parse import clear_cache
+
+
+@pytest.fixture(autouse=True)
+def fresh_settings(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test reads the config of its own directory; the next test starts clean."""
+    monkeypatch.delenv("OUTFORM_CONFIG", raising=False)
+    outform.config.reload()
+    clear_cache()
+    yield
+    monkeypatch.undo()
+    outform.config.reload()
+    clear_cache()
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty project directory, made the working directory."""
+    root = tmp_path / "project"
+    root.mkdir()
+    monkeypatch.chdir(root)
+    return root
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def error_from(path: Path, table: str = "") -> ConfigError:
+    with pytest.raises(ConfigError) as caught:
+        load(path, table)
+    return caught.value
+
+
+# -- discovery ------------------------------------------------------------------------------
+
+
+def test_without_a_config_file_the_built_in_defaults_apply(project: Path) -> None:
+    settings = outform.config.reload()
+    assert settings.source is None
+    assert settings.parse.level == "minimal"
+    assert outform.Pipeline({}).options.level == "minimal"
+
+
+def test_outform_toml_in_the_working_directory_is_found(project: Path) -> None:
+    config = write(project / "outform.toml", '[parse]\nlevel = "full"\n')
+    settings = outform.config.reload()
+    assert settings.source == config
+    assert settings.parse.level == "full"
+
+
+def test_outform_toml_is_found_from_a_subdirectory(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = write(project / "outform.toml", '[parse]\nlevel = "off"\n')
+    nested = project / "src" / "app"
+    nested.mkdir(parents=True)
+    monkeypatch.chdir(nested)
+    assert outform.config.reload().source == config
+
+
+def test_a_tool_outform_table_in_pyproject_is_found(project: Path) -> None:
+    pyproject = write(
+        project / "pyproject.toml",
+        '[project]\nname = "demo"\n\n[tool.outform.parse]\nlevel = "full"\nmax_depth = 50\n',
+    )
+    assert find_config() == (pyproject, "tool.outform")
+    settings = outform.config.reload()
+    assert (settings.source, settings.parse.level) == (pyproject, "full")
+    assert settings.parse.overrides == {"max_depth": 50}
+
+
+def test_a_pyproject_without_the_table_is_passed_over_for_one_further_up(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = write(project / "outform.toml", '[parse]\nlevel = "full"\n')
+    write(project / "pkg" / "pyproject.toml", '[project]\nname = "pkg"\n')
+    monkeypatch.chdir(project / "pkg")
+    assert outform.config.reload().source == config
+
+
+def test_the_nearest_config_file_wins(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(project / "outform.toml", '[parse]\nlevel = "full"\n')
+    inner = write(project / "pkg" / "outform.toml", '[parse]\nlevel = "off"\n')
+    monkeypatch.chdir(project / "pkg")
+    assert outform.config.reload().source == inner
+
+
+def test_outform_toml_wins_over_pyproject_in_the_same_directory(project: Path) -> None:
+    config = write(project / "outform.toml", '[parse]\nlevel = "off"\n')
+    write(project / "pyproject.toml", '[tool.outform.parse]\nlevel = "full"\n')
+    assert outform.config.reload().source == config
+
+
+def test_the_environment_variable_names_the_config_file(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(project / "outform.toml", '[parse]\nlevel = "full"\n')
+    elsewhere = write(tmp_path / "elsewhere" / "settings.toml", '[parse]\nlevel = "off"\n')
+    monkeypatch.setenv("OUTFORM_CONFIG", str(elsewhere))
+    settings = outform.config.reload()
+    assert (settings.source, settings.parse.level) == (elsewhere, "off")
+
+
+def test_the_environment_variable_may_name_a_pyproject(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pyproject = write(
+        tmp_path / "other" / "pyproject.toml", '[tool.outform.parse]\nlevel = "off"\n'
+    )
+    monkeypatch.setenv("OUTFORM_CONFIG", str(pyproject))
+    assert outform.config.reload().parse.level == "off"
+
+
+def test_the_environment_variable_naming_a_missing_file_is_an_error(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OUTFORM_CONFIG", str(project / "nope.toml"))
+    with pytest.raises(ConfigError) as caught:
+        outform.config.reload()
+    assert caught.value.where == "environment variable OUTFORM_CONFIG"
+    assert "nope.toml" in caught.value.what
+
+
+def test_settings_are_cached_until_reloaded(project: Path) -> None:
+    assert outform.config.settings().parse.level == "minimal"
+    write(project / "outform.toml", '[parse]\nlevel = "full"\n')
+    assert outform.config.settings().parse.level == "minimal"
+    assert outform.config.reload().parse.level == "full"
+
+
+# -- the settings reach the pipeline --------------------------------------------------------
+
+
+def test_the_configured_level_and_options_become_pipeline_defaults(project: Path) -> None:
+    write(project / "outform.toml", '[parse]\nlevel = "full"\nmax_depth = 7\n')
+    outform.config.reload()
+    options = outform.Pipeline({}).options
+    assert (options.level, options.max_depth, options.tolerance) == ("full", 7, 2)
+
+
+def test_a_call_overrides_the_configured_level_and_options(project: Path) -> None:
+    write(project / "outform.toml", '[parse]\nlevel = "off"\nmax_depth = 7\n')
+    outform.config.reload()
+    options = outform.Pipeline({}, level="minimal", max_depth=9).options
+    assert (options.level, options.max_depth) == ("minimal", 9)
+
+
+def test_parse_uses_the_configured_level(project: Path) -> None:
+    write(project / "outform.toml", '[parse]\nlevel = "full"\n')
+    outform.config.reload()
+    clear_cache()
+    assert outform.parse('{"a": 1,}', {"type": "object"}).value == {"a": 1}
+
+
+def test_configured_stages_switch_stages_off(project: Path) -> None:
+    write(project / "outform.toml", '[parse]\nstages = ["decode"]\n')
+    outform.config.reload()
+    with pytest.raises(outform.OutputError):
+        outform.parse('Here: {"a": 1}', {"type": "object"})
+
+
+# -- errors name the file, the key and what is allowed --------------------------------------
+
+
+def test_an_unknown_section_names_the_file_and_the_sections(project: Path) -> None:
+    config = write(project / "outform.toml", '[parsing]\nlevel = "full"\n')
+    error = error_from(config)
+    assert error.what == "unknown section [parsing]"
+    assert error.where == str(config)
+    assert error.fix == "use one of: [parse]"
+
+
+def test_an_unknown_key_names_the_file_the_key_and_the_keys(project: Path) -> None:
+    config = write(project / "outform.toml", '[parse]\nlevle = "full"\n')
+    error = error_from(config)
+    assert error.what == "unknown key 'levle' in [parse]"
+    assert error.where == str(config)
+    assert error.fix is not None
+    assert "level" in error.fix
+    assert "max_depth" in error.fix
+
+
+def test_a_bad_value_names_the_file_the_key_and_the_allowed_values(project: Path) -> None:
+    config = write(project / "outform.toml", '[parse]\nlevel = "max"\n')
+    error = error_from(config)
+    assert error.what == "bad value 'max' for parse.level"
+    assert error.where == str(config)
+    assert error.fix == "allowed: one of 'off', 'minimal', 'full'"
+
+
+@pytest.mark.parametrize(
+    ("line", "allowed"),
+    [
+        ("tolerance = 5", "an integer from 0 to 2"),
+        ("tolerance = true", "an integer from 0 to 2"),
+        ("max_depth = 0", "an integer from 1 to 10000"),
+        ('lenient = "yes"', "true or false"),
+        ("time_limit = 0", "a number from 0.001 to 3600"),
+        ('stages = ["extract", "validate"]', "a list drawn from"),
+    ],
+)
+def test_each_key_says_what_it_allows(project: Path, line: str, allowed: str) -> None:
+    error = error_from(write(project / "outform.toml", f"[parse]\n{line}\n"))
+    assert error.fix is not None
+    assert allowed in error.fix
+
+
+def test_errors_in_pyproject_name_the_full_key(project: Path) -> None:
+    pyproject = write(project / "pyproject.toml", "[tool.outform.parse]\ntolerance = 5\n")
+    error = error_from(pyproject, "tool.outform")
+    assert error.what == "bad value 5 for tool.outform.parse.tolerance"
+    assert error.where == str(pyproject)
+
+
+def test_an_unknown_key_in_pyproject_names_its_table(project: Path) -> None:
+    pyproject = write(project / "pyproject.toml", "[tool.outform.parse]\nspeed = 1\n")
+    error = error_from(pyproject, "tool.outform")
+    assert error.what == "unknown key 'speed' in [tool.outform.parse]"
+
+
+def test_a_section_that_is_not_a_table_is_an_error(project: Path) -> None:
+    config = write(project / "outform.toml", 'parse = "full"\n')
+    assert error_from(config).what == "[parse] must be a table"
+
+
+def test_invalid_toml_is_an_error_naming_the_file(project: Path) -> None:
+    config = write(project / "outform.toml", "[parse\n")
+    error = error_from(config)
+    assert error.what.startswith("the config file is not valid TOML")
+    assert error.where == str(config)
+
+
+def test_a_broken_discovered_config_fails_the_next_parse_loudly(project: Path) -> None:
+    write(project / "outform.toml", '[parse]\nlevel = "max"\n')
+    with pytest.raises(ConfigError):
+        outform.config.reload()
+    clear_cache()
+    with pytest.raises(ConfigError, match=r"parse\.level"):
+        outform.parse("{}", {"type": "object"})
