@@ -1,0 +1,131 @@
+"""Provider schema dialects: translate a schema for a provider, and say what it will enforce.
+
+    >>> from outform.schema.dialects import translate
+    >>> result = translate({"type": "object", "properties": {"age": {"type": "integer"}}},
+    ...                    "openai_strict")
+    >>> result.schema["properties"]["age"]
+    {'type': ['integer', 'null']}
+    >>> result.reverse({"age": None})
+    {}
+
+Every dialect is a `DialectRules` fact sheet (one module each); the registry maps names to
+them. The OpenAI-compatible servers without documented rules of their own (mistral, fireworks,
+together, vllm) share `openai_compatible`; groq shares `openai_strict`; see `compatible.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from outform.errors import SchemaError
+from outform.schema.compiled import compile_schema
+from outform.schema.dialects import (
+    anthropic,
+    bedrock,
+    compatible,
+    gemini,
+    llama_cpp,
+    ollama,
+    openai,
+    openai_strict,
+    xai,
+)
+from outform.schema.dialects.base import Emitter, Options
+from outform.schema.dialects.check import Problem
+from outform.schema.dialects.check import check_rules as _check_rules
+from outform.schema.dialects.codec import NotRepresentableError
+from outform.schema.dialects.normalize import Document
+from outform.schema.dialects.result import DialectResult
+from outform.schema.dialects.rules import DialectRules, Limits
+
+DIALECTS: dict[str, DialectRules] = {
+    rules.name: rules
+    for rules in (
+        openai_strict.RULES,
+        openai.RULES,
+        anthropic.RULES,
+        bedrock.RULES,
+        gemini.RULES,
+        gemini.OPENAPI_RULES,
+        ollama.RULES,
+        llama_cpp.RULES,
+        xai.RULES,
+        compatible.RULES,
+        *compatible.FAMILY.values(),
+    )
+}
+
+
+def names() -> tuple[str, ...]:
+    """The names `get` and `translate` accept."""
+    return tuple(DIALECTS)
+
+
+def get(name: str | DialectRules) -> DialectRules:
+    """The fact sheet of a dialect; SchemaError naming the known ones for an unknown name."""
+    if isinstance(name, DialectRules):
+        return name
+    rules = DIALECTS.get(name)
+    if rules is None:
+        raise SchemaError(
+            f"unknown schema dialect {name!r}",
+            where="dialect",
+            fix=f"use one of: {', '.join(DIALECTS)}",
+        )
+    return rules
+
+
+def translate(
+    schema: Mapping[str, Any],
+    dialect: str | DialectRules,
+    *,
+    open_objects: Literal["close", "keep"] | None = None,
+    wrap_root: bool = True,
+    describe: bool = True,
+) -> DialectResult:
+    """Translate `schema` into `dialect`: the wire schema, its ledger and the value mappings.
+
+    Raises SchemaError when the schema is not valid JSON Schema, and DialectError (a
+    SchemaError) when the dialect cannot express it: recursion it refuses, a size over its
+    limits, a non-object root with `wrap_root=False`. See `Options` for `open_objects` and
+    `describe`.
+    """
+    rules = get(dialect)
+    compile_schema(schema)  # SchemaError, naming the place, for a schema outform cannot use
+    emitter = Emitter(
+        rules,
+        Document(schema),
+        Options(open_objects=open_objects, wrap_root=wrap_root, describe=describe),
+    )
+    wire, codec, wrapped = emitter.run()
+    return DialectResult(
+        dialect=rules.name,
+        schema=gemini.to_openapi(wire) if rules.render == "openapi" else wire,
+        ledger=emitter.ledger,
+        wrapped_root=wrapped,
+        original=schema,
+        validation_schema=wire,
+        rules=rules,
+        codec=codec,
+        definitions=emitter.codecs,
+    )
+
+
+def check_rules(schema: Any, dialect: str | DialectRules) -> list[Problem]:
+    """Every documented rule of `dialect` that `schema` (a wire schema) breaks."""
+    return _check_rules(schema, get(dialect))
+
+
+__all__ = [
+    "DIALECTS",
+    "DialectResult",
+    "DialectRules",
+    "Limits",
+    "NotRepresentableError",
+    "Problem",
+    "check_rules",
+    "get",
+    "names",
+    "translate",
+]

@@ -1,0 +1,61 @@
+"""OpenAI-compatible servers whose documented schema rules do not differ from plain JSON Schema.
+
+Mistral, Fireworks, Together and vLLM take OpenAI's `response_format: {type: json_schema}` and
+constrain decoding with a grammar engine (Fireworks and Together say so in their docs; vLLM
+uses xgrammar or llguidance), but none publishes the keyword subset it enforces
+(reference/providers.md §8, §10, §11, §14, all marked unverified). outform therefore sends the
+schema faithfully (2020-12 form, references as `$defs`, the root wrapped when not an object,
+which every one of them accepts) and counts as enforced only the structure every constrained
+decoder enforces: types, properties, required keys, closed objects, items, enums, unions and
+references. Every other keyword is sent as guidance and checked by outform.
+
+Groq is different and documented: with `strict: true` it applies OpenAI's strict rules (all
+properties required, every object closed), so `groq` is the `openai_strict` dialect.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from outform.schema.dialects import openai, openai_strict
+from outform.schema.dialects.rules import CORE, STANDARD, DialectRules
+
+RULES = dataclasses.replace(
+    openai.RULES,
+    name="openai_compatible",
+    provider="an OpenAI-compatible server",
+    wire="response_format.json_schema.schema",
+    source="providers.md §8, §10, §11, §14",
+    enforcing=True,
+    unenforced=STANDARD - CORE,
+    notes=("enforcement beyond the core structure depends on the server's grammar engine",),
+)
+
+FAMILY: dict[str, DialectRules] = {
+    "mistral": dataclasses.replace(
+        RULES, name="mistral", provider="Mistral", source="providers.md §8"
+    ),
+    "fireworks": dataclasses.replace(
+        RULES, name="fireworks", provider="Fireworks", source="providers.md §11"
+    ),
+    "together": dataclasses.replace(
+        RULES, name="together", provider="Together AI", source="providers.md §10"
+    ),
+    "vllm": dataclasses.replace(
+        RULES,
+        name="vllm",
+        provider="vLLM",
+        wire="response_format.json_schema.schema or structured_outputs.json",
+        source="providers.md §14",
+    ),
+    "groq": dataclasses.replace(
+        openai_strict.RULES,
+        name="groq",
+        provider="Groq",
+        source="providers.md §9 (strict: true follows OpenAI's strict rules)",
+        notes=(
+            "strict mode only on some models (gpt-oss); others are best effort",
+            "structured outputs work with neither streaming nor tools",
+        ),
+    ),
+}

@@ -1,0 +1,329 @@
+"""Read an original schema as alternatives of conjunctions, keeping where every keyword came from.
+
+Provider dialects differ most in how they combine schemas: some refuse `allOf`, some refuse a
+`$ref` with keywords beside it, some refuse `properties` next to `anyOf`. Reading every node as
+"any of these branches, each the conjunction of these parts" removes those differences once:
+`allOf` becomes more parts, `anyOf`/`oneOf` become branches (keywords beside a union are
+distributed into each branch, which is exact), and `$ref` is either inlined as more parts or
+kept as a reference (recursion, or a dialect that keeps `$defs`). Each part is a node of the
+ORIGINAL schema with its JSON pointer, so the ledger can name the original location of every
+keyword however it was rearranged.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from outform.errors import SchemaError
+from outform.schema import pointer
+from outform.schema.dialects.rules import ANNOTATIONS
+
+COMBINATORS = frozenset({"allOf", "anyOf", "oneOf", "$ref"})
+MAX_BRANCHES = 64
+"""Distributing keywords over nested unions multiplies branches; past this many, a union is
+left to local validation instead of being spelled out."""
+
+_DRAFTS = {
+    "draft-03": 3,
+    "draft-04": 4,
+    "draft-06": 6,
+    "draft-07": 7,
+    "draft/2019-09": 2019,
+    "draft/2020-12": 2020,
+}
+
+
+def draft_of(schema: Mapping[str, Any]) -> int:
+    """The draft a schema declares (4, 6, 7, 2019, 2020); 2020 when it declares none."""
+    declared = schema.get("$schema")
+    if isinstance(declared, str):
+        for marker, draft in _DRAFTS.items():
+            if marker in declared:
+                return draft
+    return 2020
+
+
+@dataclass(frozen=True)
+class Part:
+    """One node of the original schema, minus the keywords normalisation already used.
+
+    `stack` lists the reference targets inlined on the way to this node: a reference to one of
+    them is recursion and must stay a reference. `ignored` holds keywords the original's own
+    draft ignores (drafts 4 to 7 ignore everything beside `$ref`).
+    """
+
+    loc: str
+    schema: Any
+    """A schema object, or `true` / `false`."""
+    skip: frozenset[str] = frozenset()
+    stack: tuple[str, ...] = ()
+    ignored: frozenset[str] = frozenset()
+
+    def get(self, keyword: str) -> Any:
+        return None if keyword in self.skip else self.schema.get(keyword)
+
+    def has(self, keyword: str) -> bool:
+        return keyword not in self.skip and keyword in self.schema
+
+    def items(self) -> Iterator[tuple[str, Any]]:
+        for keyword, value in self.schema.items():
+            if keyword not in self.skip:
+                yield keyword, value
+
+    def child(self, *tokens: str | int) -> str:
+        return pointer.join(self.loc, *tokens)
+
+    def sub(self, schema: Any, *tokens: str | int) -> Part:
+        """The part for a sub-schema of this one (same inlining stack)."""
+        return Part(self.child(*tokens), schema, stack=self.stack)
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A reference left as a reference: recursive, or kept because the dialect has `$defs`."""
+
+    target: str
+    loc: str
+    stack: tuple[str, ...] = ()
+    """The inlining stack of the part holding the reference."""
+
+    @property
+    def recursive(self) -> bool:
+        """The target is being inlined around this reference: inlining it again would never end."""
+        return self.target in self.stack
+
+    def inline(self, doc: Document, keep_ref: KeepRef) -> Alternatives:
+        return alternatives(
+            doc,
+            Part(self.target, doc.node(self.target), stack=(*self.stack, self.target)),
+            keep_ref,
+        )
+
+
+@dataclass(frozen=True)
+class Branch:
+    """A conjunction: a value must satisfy every part and every kept reference."""
+
+    parts: tuple[Part, ...] = ()
+    refs: tuple[Ref, ...] = ()
+    never: bool = False
+
+    def __and__(self, other: Branch) -> Branch:
+        return Branch(self.parts + other.parts, self.refs + other.refs, self.never or other.never)
+
+
+@dataclass(frozen=True)
+class Alternatives:
+    """A disjunction of branches, with the unions that were spelled out and those that were not."""
+
+    branches: tuple[Branch, ...]
+    unions: tuple[tuple[str, str], ...] = ()
+    deferred: tuple[tuple[str, str], ...] = ()
+    notes: tuple[Part, ...] = ()
+    """Annotations of a node whose union was spelled out: they describe the whole union."""
+
+
+@dataclass
+class Document:
+    """The original schema: its draft, and local references resolved to JSON pointers."""
+
+    root: Mapping[str, Any]
+    draft: int = field(init=False)
+    _anchors: dict[str, str] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.draft = draft_of(self.root)
+        self._collect_anchors()
+
+    def node(self, loc: str) -> Any:
+        return pointer.lookup(self.root, loc)
+
+    def target(self, ref: str, at: str) -> str:
+        """The JSON pointer a local `$ref` points at; SchemaError when outform cannot follow it."""
+        base, _, fragment = ref.partition("#")
+        own = self.root.get("$id", self.root.get("id"))
+        if base and not (isinstance(own, str) and own.split("#", 1)[0].endswith(base)):
+            raise _unfollowable(ref, at)
+        fragment = urllib.parse.unquote(fragment)
+        if fragment and not fragment.startswith("/"):
+            loc = self._anchors.get(fragment)
+            if loc is None:
+                raise _unfollowable(ref, at)
+            return loc
+        try:
+            self.node(fragment)
+        except (KeyError, ValueError):
+            raise SchemaError(
+                f"'$ref' points at {ref!r}, which does not exist in the schema",
+                where=f"schema at {at or '/'}",
+                fix="point the reference at an existing location, e.g. '#/$defs/<name>'",
+            ) from None
+        return fragment
+
+    def _collect_anchors(self) -> None:
+        stack: list[tuple[str, Any]] = [("", self.root)]
+        while stack:
+            loc, node = stack.pop()
+            if not isinstance(node, Mapping):
+                continue
+            anchor = node.get("$anchor")
+            if isinstance(anchor, str):
+                self._anchors.setdefault(anchor, loc)
+            old_id = node.get("id" if self.draft <= 4 else "$id")
+            if isinstance(old_id, str) and old_id.startswith("#"):
+                self._anchors.setdefault(old_id[1:], loc)
+            for key, child in node.items():
+                if key in ("enum", "const", "default", "examples"):
+                    continue
+                if isinstance(child, Mapping):
+                    stack.append((pointer.join(loc, key), child))
+                elif isinstance(child, list):
+                    stack.extend(
+                        (pointer.join(loc, key, i), item)
+                        for i, item in enumerate(child)
+                        if isinstance(item, Mapping)
+                    )
+
+
+def _unfollowable(ref: str, at: str) -> SchemaError:
+    return SchemaError(
+        f"outform cannot follow the reference {ref!r} to translate the schema",
+        where=f"schema at {at or '/'}",
+        fix="write local references as JSON pointers such as '#/$defs/<name>'",
+    )
+
+
+KeepRef = Callable[[Part, str], bool]
+"""Whether the dialect keeps a (non-recursive) reference from this part to that target."""
+
+
+def is_pure_ref(part: Part, draft: int) -> bool:
+    """A `$ref` with nothing beside it but annotations (in drafts 4 to 7, siblings are ignored)."""
+    if draft <= 7:
+        return True
+    return all(
+        key in ANNOTATIONS or key in ("$ref", "$defs", "definitions") for key, _ in part.items()
+    )
+
+
+def alternatives(doc: Document, part: Part, keep_ref: KeepRef) -> Alternatives:
+    """The node at `part` as a disjunction of conjunctions (see the module docstring)."""
+    schema = part.schema
+    if schema is True or (isinstance(schema, Mapping) and not schema):
+        return Alternatives((Branch((Part(part.loc, {}, stack=part.stack),)),))
+    if not isinstance(schema, Mapping):
+        return Alternatives((Branch(never=True),))
+    ignored: frozenset[str] = frozenset()
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and doc.draft <= 7:
+        # Drafts 4 to 7: every keyword beside `$ref` is ignored by validators.
+        ignored = frozenset(key for key in schema if key not in ANNOTATIONS and key != "$ref")
+    unions = [k for k in ("anyOf", "oneOf") if k not in ignored and isinstance(schema.get(k), list)]
+    skip = (COMBINATORS & schema.keys()) | ignored
+    notes: list[Part] = []
+    if unions and ANNOTATIONS & schema.keys():
+        skip |= ANNOTATIONS & schema.keys()
+        notes.append(Part(part.loc, {k: schema[k] for k in ANNOTATIONS & schema.keys()}))
+    rest = Part(part.loc, schema, part.skip | skip, part.stack, ignored)
+    branches: tuple[Branch, ...] = (Branch((rest,)),)
+    spelled: list[tuple[str, str]] = []
+    deferred: list[tuple[str, str]] = []
+
+    def add(inner: Alternatives, where: str, keyword: str) -> None:
+        nonlocal branches
+        if len(branches) * len(inner.branches) > MAX_BRANCHES:
+            deferred.append((where, keyword))
+            return
+        branches = _product(branches, inner.branches)
+        spelled.extend(inner.unions)
+        deferred.extend(inner.deferred)
+        notes.extend(inner.notes)
+
+    if isinstance(ref, str):
+        target = doc.target(ref, part.loc)
+        if target in part.stack or keep_ref(part, target):
+            kept = Ref(target, part.loc, part.stack)
+            branches = _product(branches, (Branch(refs=(kept,)),))
+        else:
+            inlined = Part(target, doc.node(target), stack=(*part.stack, target))
+            add(alternatives(doc, inlined, keep_ref), part.loc, "$ref")
+    members = schema.get("allOf")
+    if isinstance(members, list) and "allOf" not in ignored:
+        for index, member in enumerate(members):
+            add(alternatives(doc, part.sub(member, "allOf", index), keep_ref), part.loc, "allOf")
+    for keyword in unions:
+        options: list[Branch] = []
+        nested: list[tuple[str, str]] = []
+        for index, member in enumerate(schema[keyword]):
+            inner = alternatives(doc, part.sub(member, keyword, index), keep_ref)
+            options.extend(branch & Branch(inner.notes) for branch in inner.branches)
+            nested += inner.unions + inner.deferred
+        if len(branches) * len(options) > MAX_BRANCHES:
+            deferred.append((part.loc, keyword))
+            continue
+        branches = _product(branches, tuple(options))
+        spelled.append((part.loc, keyword))
+        spelled += nested
+    if len(branches) > 1 and not unions and ANNOTATIONS & schema.keys():
+        # Annotations beside a `$ref` or an `allOf` that turned into a union describe the
+        # union, not each branch.
+        bare = Part(part.loc, schema, rest.skip | ANNOTATIONS, part.stack, ignored)
+        branches = tuple(
+            Branch(tuple(bare if p is rest else p for p in b.parts), b.refs, b.never)
+            for b in branches
+        )
+        notes.insert(0, Part(part.loc, {k: schema[k] for k in ANNOTATIONS & schema.keys()}))
+    return _finish(branches, spelled, deferred, notes)
+
+
+def conjunction(doc: Document, parts: list[Part], keep_ref: KeepRef) -> Alternatives:
+    """The alternatives of several parts that must all hold (a property declared twice)."""
+    if len(parts) == 1:
+        return alternatives(doc, parts[0], keep_ref)
+    branches: tuple[Branch, ...] = (Branch(),)
+    spelled: list[tuple[str, str]] = []
+    deferred: list[tuple[str, str]] = []
+    notes: list[Part] = []
+    for part in parts:
+        inner = alternatives(doc, part, keep_ref)
+        if len(branches) * len(inner.branches) > MAX_BRANCHES:
+            deferred.append((part.loc, "allOf"))
+            continue
+        branches = _product(branches, inner.branches)
+        spelled += inner.unions
+        deferred += inner.deferred
+        notes += inner.notes
+    return _finish(branches, spelled, deferred, notes)
+
+
+def _finish(
+    branches: tuple[Branch, ...],
+    spelled: list[tuple[str, str]],
+    deferred: list[tuple[str, str]],
+    notes: list[Part],
+) -> Alternatives:
+    live = tuple(branch for branch in branches if not branch.never) or (Branch(never=True),)
+    if len(live) == 1 and notes:
+        return Alternatives((live[0] & Branch(tuple(notes)),), tuple(spelled), tuple(deferred))
+    return Alternatives(live, tuple(spelled), tuple(deferred), tuple(notes))
+
+
+def _product(left: tuple[Branch, ...], right: tuple[Branch, ...]) -> tuple[Branch, ...]:
+    return tuple(a & b for a in left for b in right)
+
+
+__all__ = [
+    "MAX_BRANCHES",
+    "Alternatives",
+    "Branch",
+    "Document",
+    "Part",
+    "Ref",
+    "alternatives",
+    "conjunction",
+    "draft_of",
+    "is_pure_ref",
+]

@@ -1,0 +1,112 @@
+"""Gemini: responseJsonSchema (JSON Schema subset) and responseSchema (OpenAPI subset)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from outform.errors import DialectError
+from outform.schema.dialects import translate
+from tests.schema.helpers import entry, obeys_rules, round_trip
+
+PROFILE: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "pattern": "^[a-z]+$"},
+        "nick": {"type": ["string", "null"]},
+        "born": {"type": "string", "format": "date"},
+        "site": {"type": "string", "format": "uri"},
+        "score": {"type": "integer", "exclusiveMinimum": 0},
+        "tags": {"type": "object", "additionalProperties": {"type": "integer"}},
+        "kind": {"const": "person"},
+    },
+    "required": ["name"],
+}
+
+
+def test_gemini_keeps_maps_type_lists_and_documented_formats() -> None:
+    result = translate(PROFILE, "gemini")
+    props = result.schema["properties"]
+    assert props["tags"] == {"type": "object", "additionalProperties": {"type": "integer"}}
+    assert props["nick"] == {"type": ["string", "null"]}
+    assert props["born"] == {"type": "string", "format": "date"}
+    assert props["kind"] == {"type": "string", "enum": ["person"]}
+    assert result.schema["required"] == ["name"]
+    assert "additionalProperties" not in result.schema
+    assert not result.reshapes
+    round_trip(result, {"name": "ada", "tags": {"x": 1}, "extra": True})
+    obeys_rules(result)
+
+
+def test_gemini_moves_out_what_it_ignores() -> None:
+    result = translate(PROFILE, "gemini")
+    props = result.schema["properties"]
+    assert props["name"] == {"type": "string", "description": "pattern: ^[a-z]+$"}
+    assert props["site"] == {"type": "string", "description": "format: uri"}
+    # exclusiveMinimum is not supported, but on integers "> 0" is exactly ">= 1"
+    assert props["score"] == {"type": "integer", "minimum": 1}
+    assert entry(result, "/properties/score", "exclusiveMinimum").disposition == "enforced"
+    ratio = translate({"type": "number", "exclusiveMinimum": 0}, "gemini")
+    assert ratio.schema == {"type": "number", "minimum": 0, "description": "exclusiveMinimum: 0"}
+    assert entry(ratio, "", "exclusiveMinimum").disposition == "checked_locally"
+    assert entry(result, "/properties/name", "pattern").disposition == "checked_locally"
+
+
+def test_gemini_wraps_a_described_reference_so_that_nothing_but_dollar_keys_sit_beside_ref() -> (
+    None
+):
+    schema = {
+        "$defs": {"pt": {"type": "object", "properties": {"x": {"type": "number"}}}},
+        "type": "object",
+        "properties": {"a": {"$ref": "#/$defs/pt", "description": "start"}},
+    }
+    result = translate(schema, "gemini")
+    assert result.schema["properties"]["a"] == {
+        "anyOf": [{"$ref": "#/$defs/pt"}],
+        "description": "start",
+    }
+    obeys_rules(result)
+
+
+def test_gemini_takes_recursion_only_through_optional_properties() -> None:
+    optional = {"type": "object", "properties": {"next": {"$ref": "#"}}}
+    result = translate(optional, "gemini")
+    round_trip(result, {"next": {"next": {}}})
+    obeys_rules(result)
+    required = {"type": "object", "properties": {"next": {"$ref": "#"}}, "required": ["next"]}
+    with pytest.raises(DialectError, match="not required"):
+        translate(required, "gemini")
+
+
+def test_gemini_openapi_uses_upper_case_types_nullable_and_property_ordering() -> None:
+    result = translate(PROFILE, "gemini_openapi")
+    schema = result.schema
+    assert schema["type"] == "OBJECT"
+    assert schema["propertyOrdering"] == list(PROFILE["properties"])
+    assert schema["properties"]["nick"] == {"type": "STRING", "nullable": True}
+    assert schema["properties"]["born"] == {"type": "STRING", "description": "format: date"}
+    assert schema["properties"]["tags"]["type"] == "ARRAY"
+    assert result.validation_schema["properties"]["nick"] == {"type": ["string", "null"]}
+    round_trip(result, {"name": "ada", "nick": None, "tags": {"x": 1}})
+    obeys_rules(result)
+
+
+def test_gemini_openapi_inlines_references_and_refuses_recursion() -> None:
+    schema = {
+        "definitions": {"pt": {"type": "object", "properties": {"x": {"type": "number"}}}},
+        "type": "object",
+        "properties": {"a": {"$ref": "#/definitions/pt"}},
+    }
+    result = translate(schema, "gemini_openapi")
+    assert result.schema["properties"]["a"]["properties"] == {"x": {"type": "NUMBER"}}
+    assert "$defs" not in result.schema
+    with pytest.raises(DialectError, match="recursive"):
+        translate({"type": "object", "properties": {"next": {"$ref": "#"}}}, "gemini_openapi")
+
+
+def test_gemini_openapi_takes_only_string_enums() -> None:
+    schema = {"type": "object", "properties": {"n": {"enum": [1, 2]}}, "required": ["n"]}
+    result = translate(schema, "gemini_openapi")
+    assert result.schema["properties"]["n"] == {"type": "INTEGER", "description": "enum: [1,2]"}
+    assert entry(result, "/properties/n", "enum").disposition == "checked_locally"
