@@ -119,12 +119,65 @@ class DialectError(SchemaError):
         super().__init__(what, where=where, fix="; or ".join(options) if options else None)
 
 
+class ProviderError(OutformError):
+    """A provider call failed. `status` is the HTTP status (None for network failures), `body`
+    an excerpt of what the provider said. Credentials never appear here."""
+
+    def __init__(
+        self,
+        what: str,
+        *,
+        provider: str,
+        status: int | None = None,
+        body: str | None = None,
+        where: str | None = None,
+        fix: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        self.provider = provider
+        self.status = status
+        self.body = body
+        self.retry_after = retry_after
+        super().__init__(what, where=where, fix=fix)
+
+
+class BadRequestError(ProviderError):
+    """The provider refused the request (4xx): a schema it cannot take, a bad parameter."""
+
+
+class AuthenticationError(ProviderError):
+    """The key or credentials are missing, wrong, or lack permission (401 / 403)."""
+
+
+class RateLimitError(ProviderError):
+    """Too many requests (429), after the retries allowed."""
+
+
+class ServerError(ProviderError):
+    """The provider failed (5xx), after the retries allowed."""
+
+
+class ConnectionFailedError(ProviderError):
+    """No answer: the connection failed or timed out, after the retries allowed."""
+
+
+class StreamInterruptedError(ProviderError):
+    """A streamed reply broke off, or the provider reported an error in the middle of it."""
+
+
 __all__ = [
+    "AuthenticationError",
+    "BadRequestError",
     "ConfigError",
+    "ConnectionFailedError",
     "DialectError",
     "InputError",
     "OutformError",
     "OutputError",
+    "ProviderError",
+    "RateLimitError",
     "SchemaError",
+    "ServerError",
+    "StreamInterruptedError",
     "UsageError",
 ]

@@ -66,6 +66,7 @@ def test_a_violation_serialises_every_field() -> None:
         "expected": "one of [1,2]",
         "found": "integer 3",
         "keyword": "enum",
+        "field": "",
     }
 
 

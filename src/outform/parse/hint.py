@@ -29,6 +29,8 @@ class Violation:
     expected: str
     found: str
     keyword: str = ""
+    field: str = ""
+    """For `missing`: the name of the missing property (at `path`)."""
 
     def line(self) -> str:
         where = pointer.readable(self.path)
@@ -47,6 +49,7 @@ class Violation:
             "expected": self.expected,
             "found": self.found,
             "keyword": self.keyword,
+            "field": self.field,
         }
 
 

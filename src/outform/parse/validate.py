@@ -35,13 +35,15 @@ def pydantic_violations(error: PydanticValidationError) -> tuple[Violation, ...]
         loc = pointer.from_parts(item.get("loc", ()))
         kind: Any = "missing" if item.get("type") == "missing" else "custom"
         expected = str(item.get("loc", ("",))[-1]) if kind == "missing" else item.get("msg", "")
+        missing = kind == "missing"
         out.append(
             Violation(
-                path=loc.rsplit("/", 1)[0] if kind == "missing" else loc,
+                path=loc.rsplit("/", 1)[0] if missing else loc,
                 kind=kind,
                 expected=expected,
                 found=describe(item.get("input")),
                 keyword=str(item.get("type", "")),
+                field=expected if missing else "",
             )
         )
     return tuple(out)
@@ -56,9 +58,8 @@ def _violation(compiled: CompiledSchema, error: jsonschema_rs.ValidationError) -
         name = str(info.get("property", ""))
         properties = node.get("properties", {}) if isinstance(node, dict) else {}
         shape = summarize(compiled, properties.get(name)) if name in properties else ""
-        return Violation(
-            path, "missing", f"{name!r} ({shape})" if shape else repr(name), "nothing", keyword
-        )
+        expected = f"{name!r} ({shape})" if shape else repr(name)
+        return Violation(path, "missing", expected, "nothing", keyword, field=name)
     if keyword in _UNEXPECTED:
         unexpected = info.get("unexpected") or []
         allowed = sorted(node.get("properties", {})) if isinstance(node, dict) else []

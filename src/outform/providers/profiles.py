@@ -7,8 +7,9 @@ side and says so in `note`.
 
 `choose_mode` walks the modes from the strongest guarantee to the weakest: the provider's
 native schema mode, a forced tool with a strict schema, the native mode when it is only
-guidance, a forced tool without strict, JSON-object mode with the schema in the instructions,
-and finally the instructions alone. It returns the first mode that the model supports in the
+guidance, JSON-object mode with the schema in the instructions (the issue's order), then a
+forced tool whose schema is only guidance (for models with no JSON-object mode, such as older
+Claude models, it beats instructions alone), and finally the instructions alone. It returns the first mode that the model supports in the
 call's situation (thinking, streaming, other tools) and whose dialect can express the schema,
 with the reason for it and for every mode it passed over.
 """
@@ -431,7 +432,6 @@ def choose_mode(
             caps.native_dialect,
             _native_blocker(caps, False, streaming, tools),
         ),
-        ("forced_tool", False, None, _tool_blocker(caps, False, thinking, streaming, tools)),
     ]
     for mode, enforced, dialect, blocker in steps:
         label = f"{mode} ({'enforced' if enforced else 'guidance'})"
@@ -484,6 +484,22 @@ def choose_mode(
             matched,
         )
     skipped.append(("json_object", f"{model} has no JSON-object mode"))
+    # A forced tool without a strict schema: the schema is guidance, but the reply is a JSON
+    # object shaped by it, which beats instructions alone.
+    blocker = _tool_blocker(caps, False, thinking, streaming, tools)
+    if blocker is None:
+        return ModeChoice(
+            provider,
+            model,
+            "forced_tool",
+            False,
+            None,
+            f"{model} can be forced to call a tool; its schema is guidance, outform validates",
+            tuple(skipped),
+            ("describe the schema in the prompt too",) if caps.schema_in_prompt else (),
+            matched,
+        )
+    skipped.append(("forced_tool (guidance)", blocker))
     return ModeChoice(
         provider,
         model,

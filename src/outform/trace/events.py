@@ -18,6 +18,9 @@ EventName = Literal[
     "output.coercion.attempt",
     "output.coercion.success",
     "output.coercion.fail",
+    "output.reask.attempt",
+    "output.reask.success",
+    "output.reask.fail",
 ]
 EventStage = Literal["extract", "syntactic", "tolerant", "semantic", "custom", "validate"]
 """Where an intervention happened: finding the JSON (extract), undoing double encoding

@@ -1,0 +1,93 @@
+"""What to send back to a model whose reply did not validate.
+
+The conversation stays bounded: the original messages, the last bad reply, and the hint; never
+the history of every attempt. When the reply is an object whose other fields are valid, only
+the failing fields are asked for again (with a schema of just those fields), and the answer is
+merged into the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from outform.format import JsonSchemaFormat
+from outform.parse.hint import RetryHint
+from outform.providers.base import Message
+from outform.schema import pointer
+from outform.schema.compiled import CompiledSchema
+
+
+@dataclass(frozen=True)
+class FieldAsk:
+    """Ask again for some fields of an object only."""
+
+    fields: tuple[str, ...]
+    format: JsonSchemaFormat
+    kept: Mapping[str, Any]
+    """The valid fields of the last reply, merged back with the answer."""
+    order: tuple[str, ...]
+    """Key order of the last reply, kept in the merged value."""
+
+    def merge(self, answer: Mapping[str, Any]) -> dict[str, Any]:
+        merged = dict(self.kept)
+        merged.update({k: answer[k] for k in self.fields if k in answer})
+        ordered = {k: merged[k] for k in self.order if k in merged}
+        ordered.update({k: v for k, v in merged.items() if k not in ordered})
+        return ordered
+
+
+def field_ask(
+    fmt: JsonSchemaFormat, compiled: CompiledSchema, value: Any, hint: RetryHint
+) -> FieldAsk | None:
+    """A FieldAsk when every violation lies inside some (not all) top-level fields of an
+    object reply; None when the whole reply must be asked for again."""
+    _, root = compiled.resolve("")
+    if not isinstance(value, dict) or not isinstance(root, dict):
+        return None
+    properties = root.get("properties")
+    if not isinstance(properties, dict) or not properties:
+        return None
+    failing: set[str] = set()
+    for violation in hint.violations:
+        parts = pointer.parts(violation.path)
+        if parts:
+            failing.add(parts[0])
+        elif violation.kind == "missing" and violation.field:
+            failing.add(violation.field)
+        else:
+            return None  # a problem with the object as a whole
+    if not failing or not failing <= properties.keys() or len(failing) >= len(properties):
+        return None
+    fields = tuple(name for name in properties if name in failing)
+    required = root.get("required")
+    required = required if isinstance(required, list) else []
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {name: properties[name] for name in fields},
+        "required": [name for name in fields if name in required],
+        "additionalProperties": False,
+    }
+    for key in ("$defs", "definitions"):
+        if key in compiled.root:
+            schema[key] = compiled.root[key]
+    if "$schema" in compiled.root:
+        schema["$schema"] = compiled.root["$schema"]
+    sub = JsonSchemaFormat(name=f"{fmt.name}_fields"[:64], schema=schema, strict=fmt.strict)
+    kept = {k: v for k, v in value.items() if k not in failing}
+    return FieldAsk(fields, sub, kept, tuple(value))
+
+
+def reask_messages(
+    base: Sequence[Message], bad_reply: str, hint: RetryHint, ask: FieldAsk | None
+) -> list[Message]:
+    """The original conversation, the last bad reply, and what to fix."""
+    text = hint.message()
+    if ask is not None:
+        names = ", ".join(ask.fields)
+        text += (
+            f"\nThe other fields were fine. Reply with a JSON object containing only the "
+            f"corrected field(s): {names}."
+        )
+    return [*base, Message.assistant(bad_reply or "(empty reply)"), Message.user(text)]

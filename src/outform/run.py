@@ -1,0 +1,566 @@
+"""generate() / agenerate(): a validated value from any provider.
+
+The loop is written once, without I/O (`_Loop`): it turns the caller's arguments into a
+neutral `Request`, and each neutral `Response` into either the result or the next request (a
+re-ask). The sync and async drivers only move those through an adapter and a transport, so
+both behave identically.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Generic, TypeVar, overload
+
+import orjson
+
+from outform.errors import OutformError, OutputError, UsageError
+from outform.format import JsonSchemaFormat, ResponseFormat, TextFormat
+from outform.parse.hint import RetryHint, Violation
+from outform.parse.pipeline import Pipeline, Processor
+from outform.parse.result import ParseResult
+from outform.plan import Mode, Plan, plan
+from outform.providers.base import (
+    FinishReason,
+    Message,
+    Request,
+    Response,
+    Thinking,
+    Tool,
+    ToolCall,
+    ToolChoice,
+    Usage,
+    as_message,
+)
+from outform.providers.registry import Resolved, resolve
+from outform.reask import FieldAsk, field_ask, reask_messages
+from outform.schema.ledger import Ledger
+from outform.trace.events import Event, EventName, Observer, dispatch
+from outform.transport import AsyncTransport, Transport
+
+T = TypeVar("T")
+
+_MODE_FOR_PLAN: dict[str, Mode] = {
+    "native_schema": "native",
+    "forced_tool": "tool",
+    "json_object": "json",
+    "instructions": "prompted",
+}
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One call and what became of its reply."""
+
+    text: str
+    finish_reason: FinishReason
+    usage: Usage
+    hint: RetryHint | None = None
+    fields: tuple[str, ...] = ()
+    """For a re-ask of some fields only: the fields asked for."""
+
+
+@dataclass(frozen=True)
+class Generation(Generic[T]):
+    """The outcome of generate(): a validated value, or the tool calls the model made."""
+
+    value: T | None
+    data: Any
+    text: str
+    usage: Usage
+    """Summed over every attempt."""
+    attempts: tuple[Attempt, ...]
+    mode: str
+    mode_reason: str
+    response: Response
+    tool_calls: tuple[ToolCall, ...] = ()
+    thinking: str = ""
+    """Empty when thinking was left as asked; else how the thinking rule changed it."""
+    parse: ParseResult[Any] | None = None
+    ledger: Ledger | None = None
+    """What the provider enforced, what outform checked (native and tool modes)."""
+
+
+class GenerationError(OutputError):
+    """No valid reply within the retries or the token budget; carries every attempt."""
+
+    def __init__(
+        self,
+        what: str,
+        *,
+        hint: RetryHint,
+        attempts: tuple[Attempt, ...],
+        usage: Usage,
+        result: ParseResult[Any] | None = None,
+        fix: str | None = None,
+    ) -> None:
+        self.attempts = attempts
+        self.usage = usage
+        super().__init__(what, hint=hint, result=result, fix=fix)
+
+
+class RefusalError(OutformError):
+    """The model refused to answer (its refusal is in `refusal`)."""
+
+    def __init__(self, refusal: str, *, attempts: tuple[Attempt, ...], usage: Usage) -> None:
+        self.refusal = refusal
+        self.attempts = attempts
+        self.usage = usage
+        super().__init__(
+            f"the model refused: {refusal[:300]}",
+            fix="rephrase the request; a refusal is not re-asked",
+        )
+
+
+# -- the loop, without I/O -----------------------------------------------------------------
+
+
+@dataclass
+class _Loop:
+    fmt: ResponseFormat
+    plan: Plan
+    provider: str
+    base: list[Message]
+    template: Request
+    pipeline: Pipeline[Any]
+    retries: int
+    token_budget: int | None
+    level: str | None
+    parse_options: Mapping[str, Any]
+    caller_tools: bool
+    observers: tuple[Observer, ...]
+    attempts: list[Attempt] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    ask: FieldAsk | None = None
+    ask_pipeline: Pipeline[Any] | None = None
+
+    def first(self) -> Request:
+        return replace(self.template, messages=tuple(self.base))
+
+    def step(self, response: Response) -> Request | Generation[Any]:
+        self.usage = self.usage + response.usage
+        if response.refusal and not response.text.strip():
+            self.attempts.append(Attempt("", response.finish_reason, response.usage))
+            raise RefusalError(response.refusal, attempts=tuple(self.attempts), usage=self.usage)
+        if response.tool_calls and self.caller_tools and not response.text.strip():
+            self.attempts.append(Attempt("", response.finish_reason, response.usage))
+            return self._finish(response, None, tool_calls=response.tool_calls)
+        try:
+            result = self._parse(response)
+        except OutputError as error:
+            return self._retry(response, error.hint, error.result)
+        return self._finish(response, result)
+
+    def _parse(self, response: Response) -> ParseResult[Any]:
+        text = response.text
+        if self.ask is not None and self.ask_pipeline is not None:
+            answer = self.ask_pipeline.run(text)
+            text = orjson.dumps(self.ask.merge(answer.data)).decode()
+        result = self.pipeline.run(text)
+        if response.finish_reason == "length" and _repaired_after_cut(result):
+            cut = Violation(
+                "",
+                "syntax",
+                "a complete reply",
+                "the reply was cut off at the token limit (finish_reason=length)",
+            )
+            raise OutputError("the reply was cut off", hint=RetryHint((cut,)), result=result)
+        return result
+
+    def _retry(
+        self, response: Response, hint: RetryHint, result: ParseResult[Any] | None
+    ) -> Request:
+        self.attempts.append(
+            Attempt(
+                response.text,
+                response.finish_reason,
+                response.usage,
+                hint,
+                self.ask.fields if self.ask else (),
+            )
+        )
+        over_budget = self.token_budget is not None and self.usage.total_tokens >= self.token_budget
+        if len(self.attempts) > self.retries or over_budget:
+            why = (
+                f"the token budget ({self.token_budget}) is spent"
+                if over_budget
+                else f"{len(self.attempts)} attempt(s) failed"
+            )
+            self._emit("output.reask.fail", why)
+            raise GenerationError(
+                f"no valid reply: {why}",
+                hint=hint,
+                attempts=tuple(self.attempts),
+                usage=self.usage,
+                result=result,
+                fix="raise `retries` or `token_budget`, use level='full', or simplify the schema",
+            )
+        value = result.data if result is not None else None
+        self.ask, self.ask_pipeline, request = self._next_request(response.text, hint, value)
+        self._emit("output.reask.attempt", ", ".join(self.ask.fields) if self.ask else "whole")
+        return request
+
+    def _next_request(
+        self, text: str, hint: RetryHint, value: Any
+    ) -> tuple[FieldAsk | None, Pipeline[Any] | None, Request]:
+        ask = None
+        if isinstance(self.fmt, JsonSchemaFormat) and not hint.is_syntax:
+            ask = field_ask(self.fmt, self.pipeline.compiled, value, hint)
+        messages = reask_messages(self.base, text, hint, ask)
+        if ask is None:
+            return None, None, replace(self.template, messages=tuple(messages))
+        sub_plan = plan(
+            ask.format,
+            provider=self.provider,
+            model=self.template.model,
+            mode=_MODE_FOR_PLAN.get(self.plan.mode, "prompted"),
+            thinking=self.template.thinking,
+            tools=self.caller_tools,
+            streaming=self.template.stream,
+        )
+        if sub_plan.instructions:
+            messages.append(Message.system(sub_plan.instructions))
+        request = replace(self.template, messages=tuple(messages), output=sub_plan.output)
+        pipeline = _pipeline(ask.format, sub_plan, self.level, self.parse_options, self.observers)
+        return ask, pipeline, request
+
+    def _finish(
+        self,
+        response: Response,
+        result: ParseResult[Any] | None,
+        tool_calls: tuple[ToolCall, ...] = (),
+    ) -> Generation[Any]:
+        if result is not None:
+            fields = self.ask.fields if self.ask else ()
+            self.attempts.append(
+                Attempt(response.text, response.finish_reason, response.usage, fields=fields)
+            )
+            if len(self.attempts) > 1:
+                self._emit("output.reask.success", f"valid after {len(self.attempts)} attempts")
+        translation = self.plan.translation
+        return Generation(
+            value=result.value if result is not None else None,
+            data=result.data if result is not None else None,
+            text=response.text,
+            usage=self.usage,
+            attempts=tuple(self.attempts),
+            mode=self.plan.mode,
+            mode_reason=self.plan.reason,
+            response=response,
+            tool_calls=tool_calls,
+            thinking=self.plan.thinking_note,
+            parse=result,
+            ledger=translation.ledger if translation is not None else None,
+        )
+
+    def _emit(self, name: EventName, detail: str) -> None:
+        event = Event(name, "validate", self.pipeline.schema_hash, detail=detail)
+        dispatch((event,), self.observers)
+
+
+def _repaired_after_cut(result: ParseResult[Any]) -> bool:
+    """A reply cut at the token limit is accepted only if it was complete as sent."""
+    return any(c.stage == "tolerant" or c.transform == "extract_truncated" for c in result.changes)
+
+
+def _pipeline(
+    fmt: ResponseFormat,
+    call_plan: Plan,
+    level: str | None,
+    options: Mapping[str, Any],
+    observers: tuple[Observer, ...],
+) -> Pipeline[Any]:
+    processors: list[Processor] = []
+    translation = call_plan.translation
+    if translation is not None:
+        processors.append(Processor("after_decode", translation.reverse, "dialect_reverse"))
+    return Pipeline(fmt, level=level, processors=processors, observers=observers, **options)
+
+
+def _loop(
+    resolved: Resolved,
+    messages: Sequence[Message | Mapping[str, Any]] | str,
+    output: Any,
+    *,
+    mode: Mode,
+    retries: int,
+    token_budget: int | None,
+    level: str | None,
+    tools: Sequence[Tool],
+    tool_choice: ToolChoice | None,
+    thinking: Thinking | None,
+    temperature: float | None,
+    max_tokens: int | None,
+    stop: Sequence[str],
+    extra: Mapping[str, Any] | None,
+    observers: Iterable[Observer],
+    parse_options: Mapping[str, Any],
+) -> _Loop:
+    if retries < 0:
+        raise UsageError("retries must be 0 or more", where="retries")
+    fmt = _as_format(output)
+    spec = resolved.spec
+    call_plan = plan(
+        fmt,
+        provider=spec.profile_name,
+        model=resolved.model,
+        mode=mode,
+        thinking=thinking,
+        tools=bool(tools),
+    )
+    base = [
+        as_message(m)
+        for m in (
+            [{"role": "user", "content": messages}] if isinstance(messages, str) else messages
+        )
+    ]
+    if not base:
+        raise UsageError("generate() needs at least one message", where="messages")
+    if call_plan.instructions:
+        base.insert(0, Message.system(call_plan.instructions))
+    template = Request(
+        model=resolved.model,
+        messages=(),
+        output=call_plan.output,
+        tools=tuple(tools),
+        tool_choice=tool_choice,
+        thinking=call_plan.thinking,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        stop=tuple(stop),
+        extra=dict(extra or {}),
+    )
+    observer_tuple = tuple(observers)
+    return _Loop(
+        fmt=fmt,
+        plan=call_plan,
+        provider=spec.profile_name,
+        base=base,
+        template=template,
+        pipeline=_pipeline(fmt, call_plan, level, parse_options, observer_tuple),
+        retries=retries,
+        token_budget=token_budget,
+        level=level,
+        parse_options=parse_options,
+        caller_tools=bool(tools),
+        observers=observer_tuple,
+    )
+
+
+def _as_format(output: Any) -> ResponseFormat:
+    if output is None:
+        return TextFormat()
+    if isinstance(output, ResponseFormat):
+        return output
+    if isinstance(output, Mapping):
+        return ResponseFormat.json_schema(output)
+    return ResponseFormat.of(output)
+
+
+# -- drivers -------------------------------------------------------------------------------
+
+_default_transport: Transport | None = None
+
+
+def _shared_transport() -> Transport:
+    """One pooled client for every call that does not bring its own."""
+    global _default_transport  # noqa: PLW0603 - a lazily created process-wide pool
+    if _default_transport is None:
+        _default_transport = Transport()
+    return _default_transport
+
+
+@overload
+def generate(
+    model: str,
+    messages: Sequence[Message | Mapping[str, Any]] | str,
+    output: type[T],
+    **kwargs: Any,
+) -> Generation[T]: ...
+
+
+@overload
+def generate(
+    model: str,
+    messages: Sequence[Message | Mapping[str, Any]] | str,
+    output: ResponseFormat | Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> Generation[Any]: ...
+
+
+def generate(
+    model: str,
+    messages: Sequence[Message | Mapping[str, Any]] | str,
+    output: Any = None,
+    *,
+    mode: Mode = "auto",
+    retries: int = 2,
+    token_budget: int | None = None,
+    level: str | None = None,
+    tools: Sequence[Tool] = (),
+    tool_choice: ToolChoice | None = None,
+    thinking: Thinking | None = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    stop: Sequence[str] = (),
+    extra: Mapping[str, Any] | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    transport: Transport | None = None,
+    observers: Iterable[Observer] = (),
+    **parse_options: Any,
+) -> Generation[Any]:
+    """Ask `model` ("provider:name") and return a value of `output` (a type, a JSON Schema
+    dict or a ResponseFormat; None for free text), re-asking with a precise hint when the
+    reply does not validate. See docs/generate.md."""
+    resolved = resolve(model, base_url=base_url, api_key=api_key)
+    loop = _loop(
+        resolved,
+        messages,
+        output,
+        mode=mode,
+        retries=retries,
+        token_budget=token_budget,
+        level=level,
+        tools=tools,
+        tool_choice=tool_choice,
+        thinking=thinking,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        stop=stop,
+        extra=extra,
+        observers=observers,
+        parse_options=parse_options,
+    )
+    sender = transport or _shared_transport()
+    request = loop.first()
+    while True:
+        body = sender.send(resolved.endpoint, resolved.adapter.build(request))
+        outcome = loop.step(resolved.adapter.parse(request, body))
+        if isinstance(outcome, Generation):
+            return outcome
+        request = outcome
+
+
+async def agenerate(
+    model: str,
+    messages: Sequence[Message | Mapping[str, Any]] | str,
+    output: Any = None,
+    *,
+    mode: Mode = "auto",
+    retries: int = 2,
+    token_budget: int | None = None,
+    level: str | None = None,
+    tools: Sequence[Tool] = (),
+    tool_choice: ToolChoice | None = None,
+    thinking: Thinking | None = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    stop: Sequence[str] = (),
+    extra: Mapping[str, Any] | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    transport: AsyncTransport | None = None,
+    observers: Iterable[Observer] = (),
+    **parse_options: Any,
+) -> Generation[Any]:
+    """generate(), on asyncio/anyio."""
+    resolved = resolve(model, base_url=base_url, api_key=api_key)
+    loop = _loop(
+        resolved,
+        messages,
+        output,
+        mode=mode,
+        retries=retries,
+        token_budget=token_budget,
+        level=level,
+        tools=tools,
+        tool_choice=tool_choice,
+        thinking=thinking,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        stop=stop,
+        extra=extra,
+        observers=observers,
+        parse_options=parse_options,
+    )
+    own = transport is None
+    sender = transport or AsyncTransport()
+    try:
+        request = loop.first()
+        while True:
+            body = await sender.send(resolved.endpoint, resolved.adapter.build(request))
+            outcome = loop.step(resolved.adapter.parse(request, body))
+            if isinstance(outcome, Generation):
+                return outcome
+            request = outcome
+    finally:
+        if own:
+            await sender.aclose()
+
+
+# -- agents as tools -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AgentTool:
+    """A sub-call exposed as a tool: the model calls it with arguments, outform runs
+    generate() with the tool's result format and returns the validated JSON as the result."""
+
+    tool: Tool
+    model: str
+    output: ResponseFormat
+    instructions: str | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def _messages(self, call: ToolCall) -> list[Message]:
+        messages = [Message.user(call.arguments)]
+        if self.instructions:
+            messages.insert(0, Message.system(self.instructions))
+        return messages
+
+    def __call__(self, call: ToolCall) -> Message:
+        result = generate(self.model, self._messages(call), self.output, **self.options)
+        return Message.tool_result(call.id, orjson.dumps(result.data).decode(), self.tool.name)
+
+    async def acall(self, call: ToolCall) -> Message:
+        result = await agenerate(self.model, self._messages(call), self.output, **self.options)
+        return Message.tool_result(call.id, orjson.dumps(result.data).decode(), self.tool.name)
+
+
+def as_tool(
+    name: str,
+    *,
+    model: str,
+    output: Any,
+    input: Any = None,
+    description: str | None = None,
+    instructions: str | None = None,
+    **options: Any,
+) -> AgentTool:
+    """Expose a generate() call as a tool another model can call."""
+    from outform.schema.derive import schema_of
+
+    parameters = (
+        schema_of(input)
+        if input is not None
+        else {
+            "type": "object",
+            "properties": {"request": {"type": "string"}},
+            "required": ["request"],
+        }
+    )
+    tool = Tool(name, parameters, description=description)
+    return AgentTool(tool, model, _as_format(output), instructions, options)
+
+
+__all__ = [
+    "AgentTool",
+    "Attempt",
+    "Generation",
+    "GenerationError",
+    "RefusalError",
+    "agenerate",
+    "as_tool",
+    "generate",
+]

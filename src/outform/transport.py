@@ -1,0 +1,528 @@
+"""HTTP for provider calls: connection reuse, timeouts, retries, streaming readers, signing.
+
+Transport moves bytes. It knows nothing about schemas or about any provider's body: it sends a
+`WireRequest` built by an adapter to an `Endpoint`, retries what is worth retrying (429, 5xx,
+dropped connections; honouring `Retry-After`), and hands back JSON bodies or, for streams, JSON
+events read from Server-Sent Events, NDJSON or the AWS event-stream framing. Credentials live
+in `Endpoint` as `Secret`s, which never show in reprs, logs or errors.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import random
+import time
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import orjson
+
+from outform.errors import (
+    AuthenticationError,
+    BadRequestError,
+    ConnectionFailedError,
+    ProviderError,
+    RateLimitError,
+    ServerError,
+    StreamInterruptedError,
+)
+from outform.providers.base import Auth, StreamFormat, WireRequest
+
+_RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+_BODY_EXCERPT = 2_000
+
+
+class Secret:
+    """A credential: usable as a string where it is sent, shown as `***` everywhere else."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where and how to call one provider."""
+
+    provider: str
+    base_url: str
+    auth: Auth = "bearer"
+    api_key: Secret | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    """Extra headers that are not secret (versions, organisation ids)."""
+    aws_region: str | None = None
+    aws_service: str = "bedrock"
+
+    def url(self, path: str) -> str:
+        return self.base_url.rstrip("/") + "/" + path.lstrip("/")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    retries: int = 2
+    backoff: float = 0.5
+    """First wait in seconds; doubled at each retry, with jitter."""
+    max_wait: float = 30.0
+    """Longest wait, also the cap on a Retry-After the provider asks for."""
+
+    def wait(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.max_wait)
+        base = self.backoff * 2.0**attempt
+        jitter = 0.5 + random.random()  # spreads retries out; not cryptography
+        return float(min(base * jitter, self.max_wait))
+
+
+def retry_after(headers: httpx.Headers) -> float | None:
+    """Seconds from a `Retry-After` header (delta seconds or an HTTP date), or None."""
+    value = headers.get("retry-after") or headers.get("retry-after-ms")
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        if parsed is None:
+            return None
+        return max(parsed.timestamp() - time.time(), 0.0)
+    return (
+        seconds / 1000 if "retry-after-ms" in headers and "retry-after" not in headers else seconds
+    )
+
+
+class Transport:
+    """Synchronous transport over one pooled httpx client."""
+
+    def __init__(
+        self,
+        *,
+        timeout: float = 120.0,
+        retry: RetryPolicy = RetryPolicy(),
+        client: httpx.Client | None = None,
+        sleep: Any = time.sleep,
+    ) -> None:
+        self.retry = retry
+        self._client = client or httpx.Client(timeout=httpx.Timeout(timeout, connect=10.0))
+        self._sleep = sleep
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> Transport:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def send(self, endpoint: Endpoint, wire: WireRequest) -> Mapping[str, Any]:
+        """POST the request and return the decoded JSON body."""
+        response = self._with_retries(endpoint, wire, stream=False)
+        try:
+            return _json_body(endpoint, response.content)
+        finally:
+            response.close()
+
+    def stream(self, endpoint: Endpoint, wire: WireRequest) -> Iterator[Mapping[str, Any]]:
+        """Events of a streamed reply. Retries only before the first event arrives."""
+        response = self._with_retries(endpoint, wire, stream=True)
+        try:
+            yield from _events(endpoint, wire.stream, response.iter_bytes())
+        except httpx.TransportError as exc:
+            raise StreamInterruptedError(
+                f"the {endpoint.provider} stream broke off: {type(exc).__name__}",
+                provider=endpoint.provider,
+                fix="the reply so far is incomplete; retry the call",
+            ) from None
+        finally:
+            response.close()
+
+    def _with_retries(self, endpoint: Endpoint, wire: WireRequest, *, stream: bool) -> Any:
+        attempt = 0
+        while True:
+            request = _build(self._client, endpoint, wire)
+            try:
+                response = self._client.send(request, stream=stream)
+            except httpx.TransportError as exc:
+                if attempt >= self.retry.retries:
+                    raise _connection_failed(endpoint, exc) from None
+                self._sleep(self.retry.wait(attempt, None))
+                attempt += 1
+                continue
+            if response.status_code < 400:
+                return response
+            if response.status_code in _RETRY_STATUS and attempt < self.retry.retries:
+                wait = self.retry.wait(attempt, retry_after(response.headers))
+                response.close()
+                self._sleep(wait)
+                attempt += 1
+                continue
+            body = response.read()
+            response.close()
+            raise _status_error(endpoint, response.status_code, body, response.headers)
+
+
+class AsyncTransport:
+    """The same, on an httpx.AsyncClient."""
+
+    def __init__(
+        self,
+        *,
+        timeout: float = 120.0,
+        retry: RetryPolicy = RetryPolicy(),
+        client: httpx.AsyncClient | None = None,
+        sleep: Any = None,
+    ) -> None:
+        import anyio
+
+        self.retry = retry
+        self._client = client or httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=10.0))
+        self._sleep = sleep or anyio.sleep
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def __aenter__(self) -> AsyncTransport:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def send(self, endpoint: Endpoint, wire: WireRequest) -> Mapping[str, Any]:
+        response = await self._with_retries(endpoint, wire, stream=False)
+        try:
+            return _json_body(endpoint, response.content)
+        finally:
+            await response.aclose()
+
+    async def stream(
+        self, endpoint: Endpoint, wire: WireRequest
+    ) -> AsyncIterator[Mapping[str, Any]]:
+        response = await self._with_retries(endpoint, wire, stream=True)
+        reader = _EventReader(endpoint, wire.stream)
+        try:
+            async for chunk in response.aiter_bytes():
+                for event in reader.feed(chunk):
+                    yield event
+            for event in reader.finish():
+                yield event
+        except httpx.TransportError as exc:
+            raise StreamInterruptedError(
+                f"the {endpoint.provider} stream broke off: {type(exc).__name__}",
+                provider=endpoint.provider,
+                fix="the reply so far is incomplete; retry the call",
+            ) from None
+        finally:
+            await response.aclose()
+
+    async def _with_retries(self, endpoint: Endpoint, wire: WireRequest, *, stream: bool) -> Any:
+        attempt = 0
+        while True:
+            request = _build(self._client, endpoint, wire)
+            try:
+                response = await self._client.send(request, stream=stream)
+            except httpx.TransportError as exc:
+                if attempt >= self.retry.retries:
+                    raise _connection_failed(endpoint, exc) from None
+                await self._sleep(self.retry.wait(attempt, None))
+                attempt += 1
+                continue
+            if response.status_code < 400:
+                return response
+            if response.status_code in _RETRY_STATUS and attempt < self.retry.retries:
+                wait = self.retry.wait(attempt, retry_after(response.headers))
+                await response.aclose()
+                await self._sleep(wait)
+                attempt += 1
+                continue
+            body = await response.aread()
+            await response.aclose()
+            raise _status_error(endpoint, response.status_code, body, response.headers)
+
+
+# -- requests ------------------------------------------------------------------------------
+
+
+def _build(client: httpx.Client | httpx.AsyncClient, endpoint: Endpoint, wire: WireRequest) -> Any:
+    body = orjson.dumps(wire.body)
+    headers = {"content-type": "application/json", "accept": _accept(wire.stream)}
+    headers.update(endpoint.headers)
+    headers.update(wire.headers)
+    url = endpoint.url(wire.path)
+    key = endpoint.api_key.reveal() if endpoint.api_key is not None else None
+    if endpoint.auth == "bearer" and key:
+        headers["authorization"] = f"Bearer {key}"
+    elif endpoint.auth == "x-api-key" and key:
+        headers["x-api-key"] = key
+    elif endpoint.auth == "x-goog-api-key" and key:
+        headers["x-goog-api-key"] = key
+    elif endpoint.auth == "sigv4":
+        headers = _sigv4(endpoint, wire.method, url, body, headers)
+    return client.build_request(wire.method, url, content=body, headers=headers)
+
+
+def _accept(stream: StreamFormat | None) -> str:
+    if stream == "sse":
+        return "text/event-stream"
+    if stream == "aws-event-stream":
+        return "application/vnd.amazon.eventstream"
+    if stream == "ndjson":
+        return "application/x-ndjson"
+    return "application/json"
+
+
+def _sigv4(
+    endpoint: Endpoint, method: str, url: str, body: bytes, headers: dict[str, str]
+) -> dict[str, str]:
+    """Sign with AWS SigV4 through botocore; credentials come from the standard chain
+    (environment, shared config and credentials files, SSO, instance roles)."""
+    try:
+        import botocore.session
+        from botocore.auth import SigV4Auth
+        from botocore.awsrequest import AWSRequest
+    except ImportError:  # pragma: no cover - botocore is an optional extra
+        raise ConnectionFailedError(
+            "calling Bedrock needs botocore",
+            provider=endpoint.provider,
+            fix="pip install 'outform[bedrock]'",
+        ) from None
+    session = botocore.session.get_session()
+    credentials = session.get_credentials()
+    if credentials is None:
+        raise AuthenticationError(
+            "no AWS credentials found",
+            provider=endpoint.provider,
+            fix="set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE",
+        )
+    region = endpoint.aws_region or session.get_config_variable("region") or "us-east-1"
+    request = AWSRequest(method=method, url=url, data=body, headers=headers)
+    SigV4Auth(credentials.get_frozen_credentials(), endpoint.aws_service, region).add_auth(request)
+    return dict(request.headers.items())
+
+
+# -- responses -----------------------------------------------------------------------------
+
+
+def _json_body(endpoint: Endpoint, content: bytes) -> Mapping[str, Any]:
+    try:
+        body = orjson.loads(content)
+    except orjson.JSONDecodeError:
+        raise ProviderError(
+            f"{endpoint.provider} answered with a body that is not JSON",
+            provider=endpoint.provider,
+            body=_excerpt(content),
+        ) from None
+    if not isinstance(body, dict):
+        raise ProviderError(
+            f"{endpoint.provider} answered with JSON that is not an object",
+            provider=endpoint.provider,
+            body=_excerpt(content),
+        )
+    return body
+
+
+def _excerpt(content: bytes) -> str:
+    text = content[:_BODY_EXCERPT].decode("utf-8", "replace")
+    return text + ("…" if len(content) > _BODY_EXCERPT else "")
+
+
+def _status_error(
+    endpoint: Endpoint, status: int, body: bytes, headers: httpx.Headers
+) -> ProviderError:
+    excerpt = _excerpt(body)
+    what = f"{endpoint.provider} answered HTTP {status}: {_message(body)}"
+    if status in (401, 403):
+        return AuthenticationError(
+            what,
+            provider=endpoint.provider,
+            status=status,
+            body=excerpt,
+            fix="check the API key (or AWS credentials) and its permissions",
+        )
+    if status == 429:
+        return RateLimitError(
+            what,
+            provider=endpoint.provider,
+            status=status,
+            body=excerpt,
+            retry_after=retry_after(headers),
+            fix="slow down, or raise the retry budget; the provider's limit was reached",
+        )
+    if status >= 500:
+        return ServerError(what, provider=endpoint.provider, status=status, body=excerpt)
+    return BadRequestError(what, provider=endpoint.provider, status=status, body=excerpt)
+
+
+def _message(body: bytes) -> str:
+    """The provider's own error message, whichever of the usual shapes it comes in."""
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return _excerpt(body)[:300] or "(empty body)"
+    if isinstance(data, list) and data:
+        data = data[0]
+    if isinstance(data, dict):
+        error = data.get("error", data)
+        if isinstance(error, dict):
+            for key in ("message", "Message", "detail", "error"):
+                if isinstance(error.get(key), str):
+                    return str(error[key])
+        if isinstance(error, str):
+            return error
+        if isinstance(data.get("message"), str):
+            return str(data["message"])
+    return _excerpt(body)[:300]
+
+
+def _connection_failed(endpoint: Endpoint, exc: httpx.TransportError) -> ConnectionFailedError:
+    kind = "timed out" if isinstance(exc, httpx.TimeoutException) else "failed"
+    return ConnectionFailedError(
+        f"the connection to {endpoint.provider} {kind}: {type(exc).__name__}",
+        provider=endpoint.provider,
+        where=endpoint.base_url,
+        fix="check the base URL and the network; the call was retried before giving up",
+    )
+
+
+# -- stream framing ------------------------------------------------------------------------
+
+
+def _events(
+    endpoint: Endpoint, framing: StreamFormat | None, chunks: Iterable[bytes]
+) -> Iterator[Mapping[str, Any]]:
+    reader = _EventReader(endpoint, framing)
+    for chunk in chunks:
+        yield from reader.feed(chunk)
+    yield from reader.finish()
+
+
+class _EventReader:
+    """Incremental reader of one stream framing: bytes in, JSON events out."""
+
+    def __init__(self, endpoint: Endpoint, framing: StreamFormat | None) -> None:
+        self.endpoint = endpoint
+        self.framing = framing or "sse"
+        self._buffer = b""
+        self._event_name: str | None = None
+        self._data: list[bytes] = []
+        self._aws: Any = None
+        if self.framing == "aws-event-stream":
+            from botocore.eventstream import EventStreamBuffer
+
+            self._aws = EventStreamBuffer()
+
+    def feed(self, chunk: bytes) -> list[Mapping[str, Any]]:
+        if self.framing == "aws-event-stream":
+            return self._feed_aws(chunk)
+        self._buffer += chunk
+        events: list[Mapping[str, Any]] = []
+        while True:
+            newline = self._buffer.find(b"\n")
+            if newline == -1:
+                break
+            line = self._buffer[:newline].rstrip(b"\r")
+            self._buffer = self._buffer[newline + 1 :]
+            if self.framing == "ndjson":
+                if line.strip():
+                    events.append(self._decode(line))
+            else:
+                events.extend(self._sse_line(line))
+        return events
+
+    def finish(self) -> list[Mapping[str, Any]]:
+        events: list[Mapping[str, Any]] = []
+        if self.framing == "ndjson" and self._buffer.strip():
+            events.append(self._decode(self._buffer))
+        elif self.framing == "sse":
+            if self._buffer.strip():
+                events.extend(self._sse_line(self._buffer.rstrip(b"\r")))
+            events.extend(self._sse_line(b""))
+        self._buffer = b""
+        return events
+
+    def _sse_line(self, line: bytes) -> list[Mapping[str, Any]]:
+        if not line:  # a blank line ends an event
+            if not self._data:
+                self._event_name = None
+                return []
+            data = b"\n".join(self._data)
+            name, self._event_name, self._data = self._event_name, None, []
+            if data.strip() == b"[DONE]":
+                return []
+            event = dict(self._decode(data))
+            if name and "type" not in event:
+                event["type"] = name
+            if name == "error" or (event.get("type") == "error" and "error" in event):
+                raise _stream_error(self.endpoint, event)
+            return [event]
+        if line.startswith(b":"):
+            return []  # a comment (keep-alive)
+        key, _, value = line.partition(b":")
+        value = value[1:] if value.startswith(b" ") else value
+        if key == b"data":
+            self._data.append(value)
+        elif key == b"event":
+            self._event_name = value.decode("utf-8", "replace")
+        return []
+
+    def _decode(self, data: bytes) -> Mapping[str, Any]:
+        try:
+            event = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            raise StreamInterruptedError(
+                f"{self.endpoint.provider} sent a stream event that is not JSON",
+                provider=self.endpoint.provider,
+                body=_excerpt(data),
+            ) from None
+        if not isinstance(event, dict):
+            raise StreamInterruptedError(
+                f"{self.endpoint.provider} sent a stream event that is not a JSON object",
+                provider=self.endpoint.provider,
+                body=_excerpt(data),
+            )
+        return event
+
+    def _feed_aws(self, chunk: bytes) -> list[Mapping[str, Any]]:
+        self._aws.add_data(chunk)
+        events: list[Mapping[str, Any]] = []
+        for message in self._aws:
+            headers = message.headers
+            payload = self._decode(message.payload) if message.payload else {}
+            if headers.get(":message-type") == "exception":
+                kind = headers.get(":exception-type", "exception")
+                raise _stream_error(self.endpoint, {"type": kind, "error": payload})
+            events.append({str(headers.get(":event-type", "event")): payload})
+        return events
+
+
+def _stream_error(endpoint: Endpoint, event: Mapping[str, Any]) -> ProviderError:
+    error = event.get("error", event)
+    message = error.get("message") if isinstance(error, dict) else str(error)
+    kind = str(event.get("type", "error"))
+    if "throttl" in kind.lower() or "rate" in kind.lower() or "overloaded" in str(message):
+        return RateLimitError(
+            f"{endpoint.provider} stream failed: {message}",
+            provider=endpoint.provider,
+            body=str(event)[:_BODY_EXCERPT],
+        )
+    return StreamInterruptedError(
+        f"{endpoint.provider} stream failed ({kind}): {message}",
+        provider=endpoint.provider,
+        body=str(event)[:_BODY_EXCERPT],
+    )

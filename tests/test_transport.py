@@ -1,0 +1,226 @@
+"""Transport against a real HTTP server on 127.0.0.1: retries, errors, stream framings."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from outform.errors import (
+    AuthenticationError,
+    BadRequestError,
+    ConnectionFailedError,
+    RateLimitError,
+    ServerError,
+    StreamInterruptedError,
+)
+from outform.providers.base import WireRequest
+from outform.transport import AsyncTransport, Endpoint, RetryPolicy, Secret, Transport
+from tests.providers.fake import FakeServer, Reply
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    with FakeServer() as fake:
+        yield fake
+
+
+class Sleeps:
+    """Records the waits instead of sleeping."""
+
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+
+def endpoint(server: FakeServer, **fields: object) -> Endpoint:
+    return Endpoint("fake", server.url, api_key=Secret("sk-secret-123"), **fields)  # type: ignore[arg-type]
+
+
+WIRE = WireRequest("/v1/chat", {"hello": "world"})
+
+
+def test_a_json_reply_is_returned_and_the_request_is_sent_as_built(server: FakeServer) -> None:
+    server.json({"ok": True})
+    with Transport() as transport:
+        assert transport.send(endpoint(server), WIRE) == {"ok": True}
+    assert server.last.path == "/v1/chat"
+    assert server.last.json == {"hello": "world"}
+    assert server.last.headers["authorization"] == "Bearer sk-secret-123"
+
+
+@pytest.mark.parametrize(
+    ("auth", "header", "value"),
+    [
+        ("x-api-key", "x-api-key", "sk-secret-123"),
+        ("x-goog-api-key", "x-goog-api-key", "sk-secret-123"),
+    ],
+)
+def test_the_key_travels_in_the_header_the_provider_expects(
+    server: FakeServer, auth: str, header: str, value: str
+) -> None:
+    server.json({})
+    with Transport() as transport:
+        transport.send(endpoint(server, auth=auth), WIRE)
+    assert server.last.headers[header] == value
+    assert "authorization" not in server.last.headers
+
+
+def test_429_is_retried_after_the_wait_the_provider_asks_for(server: FakeServer) -> None:
+    server.reply(
+        Reply(status=429, body={"error": {"message": "slow down"}}, headers={"retry-after": "3"})
+    )
+    server.json({"ok": 1})
+    sleeps = Sleeps()
+    with Transport(sleep=sleeps) as transport:
+        assert transport.send(endpoint(server), WIRE) == {"ok": 1}
+    assert sleeps.waits == [3.0]
+    assert len(server.requests) == 2
+
+
+def test_5xx_is_retried_with_backoff_then_reported(server: FakeServer) -> None:
+    for _ in range(3):
+        server.json({"error": {"message": "overloaded"}}, status=503)
+    sleeps = Sleeps()
+    with (
+        Transport(sleep=sleeps, retry=RetryPolicy(retries=2, backoff=1.0)) as transport,
+        pytest.raises(ServerError) as caught,
+    ):
+        transport.send(endpoint(server), WIRE)
+    assert caught.value.status == 503
+    assert "overloaded" in caught.value.what
+    assert len(sleeps.waits) == 2
+    assert 0.5 <= sleeps.waits[0] <= 1.5 and 1.0 <= sleeps.waits[1] <= 3.0
+
+
+def test_400_is_not_retried_and_names_the_providers_message(server: FakeServer) -> None:
+    server.json({"error": {"message": "schema rejected: unsupported keyword"}}, status=400)
+    with (
+        Transport(sleep=Sleeps()) as transport,
+        pytest.raises(BadRequestError, match="unsupported keyword"),
+    ):
+        transport.send(endpoint(server), WIRE)
+    assert len(server.requests) == 1
+
+
+def test_a_refused_key_is_an_authentication_error_without_the_key(server: FakeServer) -> None:
+    server.json({"error": {"message": "invalid x-api-key"}}, status=401)
+    with Transport(sleep=Sleeps()) as transport, pytest.raises(AuthenticationError) as caught:
+        transport.send(endpoint(server), WIRE)
+    assert "sk-secret-123" not in str(caught.value)
+    assert "sk-secret-123" not in repr(endpoint(server))
+
+
+def test_a_rate_limit_that_persists_carries_the_retry_after(server: FakeServer) -> None:
+    for _ in range(2):
+        server.reply(Reply(status=429, body={}, headers={"retry-after": "7"}))
+    with (
+        Transport(sleep=Sleeps(), retry=RetryPolicy(retries=1)) as transport,
+        pytest.raises(RateLimitError) as caught,
+    ):
+        transport.send(endpoint(server), WIRE)
+    assert caught.value.retry_after == 7.0
+
+
+def test_a_dropped_connection_is_retried_then_reported(server: FakeServer) -> None:
+    server.reply(Reply(body={"ok": 1}, drop_after=0))
+    server.json({"ok": 2})
+    with Transport(sleep=Sleeps()) as transport:
+        assert transport.send(endpoint(server), WIRE) == {"ok": 2}
+    server.reply(Reply(body={"ok": 1}, drop_after=0), Reply(body={"ok": 1}, drop_after=0))
+    with (
+        Transport(sleep=Sleeps(), retry=RetryPolicy(retries=1)) as transport,
+        pytest.raises(ConnectionFailedError),
+    ):
+        transport.send(endpoint(server), WIRE)
+
+
+def test_nothing_listening_is_a_connection_failure() -> None:
+    dead = Endpoint("fake", "http://127.0.0.1:9")
+    with (
+        Transport(sleep=Sleeps(), retry=RetryPolicy(retries=1)) as transport,
+        pytest.raises(ConnectionFailedError, match="connection to fake"),
+    ):
+        transport.send(dead, WIRE)
+
+
+def test_server_sent_events_are_read_as_json_events(server: FakeServer) -> None:
+    server.stream([{"a": 1}, ("message_stop", {"b": 2}), "[DONE]"])
+    with Transport() as transport:
+        events = list(transport.stream(endpoint(server), WireRequest("/s", {}, stream="sse")))
+    assert events == [{"a": 1}, {"b": 2, "type": "message_stop"}]
+    assert server.last.headers["accept"] == "text/event-stream"
+
+
+def test_ndjson_lines_are_read_as_json_events(server: FakeServer) -> None:
+    server.stream([{"n": 1}, {"n": 2, "done": True}], framing="ndjson")
+    with Transport() as transport:
+        events = list(transport.stream(endpoint(server), WireRequest("/s", {}, stream="ndjson")))
+    assert events == [{"n": 1}, {"n": 2, "done": True}]
+
+
+def test_aws_event_stream_messages_are_read_as_named_events(server: FakeServer) -> None:
+    server.stream(
+        [{"messageStart": {"role": "assistant"}}, {"contentBlockDelta": {"delta": {"text": "{"}}}],
+        framing="aws-event-stream",
+    )
+    wire = WireRequest("/s", {}, stream="aws-event-stream")
+    with Transport() as transport:
+        events = list(transport.stream(endpoint(server), wire))
+    assert events == [
+        {"messageStart": {"role": "assistant"}},
+        {"contentBlockDelta": {"delta": {"text": "{"}}},
+    ]
+
+
+def test_an_aws_exception_in_the_stream_is_raised(server: FakeServer) -> None:
+    server.stream(
+        [{"messageStart": {}}, {"__exception__": "throttlingException", "message": "slow"}],
+        framing="aws-event-stream",
+    )
+    wire = WireRequest("/s", {}, stream="aws-event-stream")
+    with Transport() as transport, pytest.raises(RateLimitError, match="slow"):
+        list(transport.stream(endpoint(server), wire))
+
+
+def test_an_error_event_in_an_sse_stream_is_raised(server: FakeServer) -> None:
+    server.stream(
+        [{"a": 1}, ("error", {"type": "error", "error": {"message": "overloaded_error"}})]
+    )
+    with Transport() as transport, pytest.raises(RateLimitError, match="overloaded"):
+        list(transport.stream(endpoint(server), WireRequest("/s", {}, stream="sse")))
+
+
+def test_a_stream_that_breaks_off_is_reported_after_the_events_it_sent(server: FakeServer) -> None:
+    server.stream([{"n": 1}, {"n": 2}, {"n": 3}], drop_after=2)
+    received = []
+    with Transport() as transport, pytest.raises(StreamInterruptedError):
+        for event in transport.stream(endpoint(server), WireRequest("/s", {}, stream="sse")):
+            received.append(event)
+    assert received == [{"n": 1}, {"n": 2}]
+
+
+def test_the_async_transport_behaves_the_same(server: FakeServer) -> None:
+    server.reply(Reply(status=500, body={}))
+    server.json({"ok": True})
+    server.stream([{"a": 1}, {"a": 2}])
+
+    async def main() -> tuple[Any, list[Any]]:
+        async def no_wait(seconds: float) -> None:
+            return None
+
+        async with AsyncTransport(sleep=no_wait) as transport:
+            body = await transport.send(endpoint(server), WIRE)
+            events = [
+                e
+                async for e in transport.stream(
+                    endpoint(server), WireRequest("/s", {}, stream="sse")
+                )
+            ]
+        return body, events
+
+    assert asyncio.run(main()) == ({"ok": True}, [{"a": 1}, {"a": 2}])
