@@ -95,7 +95,7 @@ class Person(BaseModel):
     email: str
 
 
-GOOD = {"name": "Ada", "age": 36, "email": "ada@example.com"}
+GOOD: dict[str, Any] = {"name": "Ada", "age": 36, "email": "ada@example.com"}
 
 
 def reply(server: FakeServer, text: str | dict[str, Any], **fields: Any) -> None:
@@ -234,7 +234,7 @@ def test_unknown_provider_or_mode_fails_before_any_request(server: FakeServer) -
     with pytest.raises(UsageError, match="unknown provider"):
         generate("nowhere:model", "hi", Person)
     with pytest.raises(UsageError, match="unknown mode"):
-        generate("echo:gpt-5", "hi", Person, mode="psychic")  # type: ignore[arg-type]
+        generate("echo:gpt-5", "hi", Person, mode="psychic")
     assert server.requests == []
 
 

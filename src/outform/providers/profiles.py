@@ -9,9 +9,10 @@ side and says so in `note`.
 native schema mode, a forced tool with a strict schema, the native mode when it is only
 guidance, JSON-object mode with the schema in the instructions (the issue's order), then a
 forced tool whose schema is only guidance (for models with no JSON-object mode, such as older
-Claude models, it beats instructions alone), and finally the instructions alone. It returns the first mode that the model supports in the
-call's situation (thinking, streaming, other tools) and whose dialect can express the schema,
-with the reason for it and for every mode it passed over.
+Claude models, it beats instructions alone), and finally the instructions alone. It returns
+the first mode that the model supports in the call's situation (thinking, streaming, other
+tools) and whose dialect can express the schema, with the reason for it and for every mode it
+passed over.
 """
 
 from __future__ import annotations
