@@ -158,6 +158,14 @@ def test_a_refusal_is_raised_not_reasked(server: FakeServer, transport: Transpor
     assert len(server.requests) == 1
 
 
+def test_a_reply_blocked_by_a_content_filter_is_a_refusal(
+    server: FakeServer, transport: Transport
+) -> None:
+    server.json({"text": "", "finish": "content_filter"})
+    with pytest.raises(RefusalError, match="content filter"):
+        generate("echo:gpt-5", "Extract", Person, transport=transport)
+
+
 def test_a_reply_cut_at_the_token_limit_is_not_accepted_after_repair(
     server: FakeServer, transport: Transport
 ) -> None:

@@ -1,11 +1,22 @@
 """outform: structured output from any LLM, guaranteed to match the caller's schema."""
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from outform.errors import (
+    AuthenticationError,
+    BadRequestError,
     ConfigError,
+    ConnectionFailedError,
+    DialectError,
     InputError,
     OutformError,
     OutputError,
+    ProviderError,
+    RateLimitError,
     SchemaError,
+    ServerError,
+    StreamInterruptedError,
     UsageError,
 )
 from outform.format import (
@@ -27,30 +38,89 @@ from outform.parse import (
 )
 from outform.trace import Event, add_observer, remove_observer
 
+if TYPE_CHECKING:
+    from outform.providers.base import Message, Thinking, Tool, ToolCall, Usage
+    from outform.run import (
+        AgentTool,
+        Generation,
+        GenerationError,
+        RefusalError,
+        agenerate,
+        as_tool,
+        generate,
+    )
+
+# Calling providers pulls in httpx and the dialect translators: loaded on first use, so that
+# `import outform` stays light for code that only parses.
+_LAZY = {
+    "Message": "outform.providers.base",
+    "Thinking": "outform.providers.base",
+    "Tool": "outform.providers.base",
+    "ToolCall": "outform.providers.base",
+    "Usage": "outform.providers.base",
+    "AgentTool": "outform.run",
+    "Generation": "outform.run",
+    "GenerationError": "outform.run",
+    "RefusalError": "outform.run",
+    "agenerate": "outform.run",
+    "as_tool": "outform.run",
+    "generate": "outform.run",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'outform' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
 __version__ = "0.1.0"
 
 __all__ = [
+    "AgentTool",
+    "AuthenticationError",
+    "BadRequestError",
     "Change",
     "ConfigError",
+    "ConnectionFailedError",
+    "DialectError",
     "Event",
+    "Generation",
+    "GenerationError",
     "InputError",
     "JsonObjectFormat",
     "JsonSchemaFormat",
+    "Message",
     "OutformError",
     "OutputError",
     "ParseResult",
     "Pipeline",
     "Processor",
+    "ProviderError",
+    "RateLimitError",
+    "RefusalError",
     "ResponseFormat",
     "RetryHint",
     "SchemaError",
+    "ServerError",
+    "StreamInterruptedError",
     "TextFormat",
+    "Thinking",
+    "Tool",
+    "ToolCall",
     "UnknownFormat",
+    "Usage",
     "UsageError",
     "Violation",
     "__version__",
     "add_observer",
+    "agenerate",
+    "as_tool",
     "clear_cache",
+    "generate",
     "parse",
     "remove_observer",
 ]

@@ -139,9 +139,11 @@ class _Loop:
 
     def step(self, response: Response) -> Request | Generation[Any]:
         self.usage = self.usage + response.usage
-        if response.refusal and not response.text.strip():
+        blocked = response.finish_reason == "content_filter" and not response.text.strip()
+        if (response.refusal or blocked) and not response.text.strip():
             self.attempts.append(Attempt("", response.finish_reason, response.usage))
-            raise RefusalError(response.refusal, attempts=tuple(self.attempts), usage=self.usage)
+            refusal = response.refusal or "the provider's content filter blocked the reply"
+            raise RefusalError(refusal, attempts=tuple(self.attempts), usage=self.usage)
         if response.tool_calls and self.caller_tools and not response.text.strip():
             self.attempts.append(Attempt("", response.finish_reason, response.usage))
             return self._finish(response, None, tool_calls=response.tool_calls)

@@ -515,7 +515,10 @@ def _stream_error(endpoint: Endpoint, event: Mapping[str, Any]) -> ProviderError
     error = event.get("error", event)
     message = error.get("message") if isinstance(error, dict) else str(error)
     kind = str(event.get("type", "error"))
-    if "throttl" in kind.lower() or "rate" in kind.lower() or "overloaded" in str(message):
+    if isinstance(error, dict) and isinstance(error.get("type"), str):
+        kind = f"{kind}/{error['type']}"  # Anthropic: {"type": "error", "error": {"type": ...}}
+    lowered = f"{kind} {message}".lower()
+    if any(word in lowered for word in ("throttl", "rate_limit", "rate limit", "overloaded")):
         return RateLimitError(
             f"{endpoint.provider} stream failed: {message}",
             provider=endpoint.provider,

@@ -173,7 +173,7 @@ class Thinking:
 
     enabled: bool = True
     budget_tokens: int | None = None
-    effort: Literal["minimal", "low", "medium", "high", "max"] | None = None
+    effort: Literal["minimal", "low", "medium", "high", "xhigh", "max"] | None = None
 
 
 # -- output mechanisms ---------------------------------------------------------------------
@@ -251,6 +251,15 @@ class Usage:
             self.cached_tokens + other.cached_tokens,
         )
 
+    def __sub__(self, other: Usage) -> Usage:
+        """The increment from `other` (an earlier running total) to this one."""
+        return Usage(
+            self.input_tokens - other.input_tokens,
+            self.output_tokens - other.output_tokens,
+            self.reasoning_tokens - other.reasoning_tokens,
+            self.cached_tokens - other.cached_tokens,
+        )
+
 
 @dataclass(frozen=True)
 class Response:
@@ -269,7 +278,8 @@ DeltaKind = Literal["text", "thinking", "refusal", "tool_call", "usage", "finish
 
 @dataclass(frozen=True, slots=True)
 class Delta:
-    """One piece of a streamed reply."""
+    """One piece of a streamed reply. `usage` deltas are increments: their sum over a stream
+    is the reply's usage."""
 
     kind: DeltaKind
     text: str = ""
@@ -283,6 +293,19 @@ class Delta:
 
 
 # -- the adapter contract ------------------------------------------------------------------
+
+
+def merge_extra(body: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """Apply `Request.extra` last, the same way in every adapter: nested objects merge key by
+    key (so `{"generationConfig": {"topK": 5}}` keeps the schema beside it), anything else
+    (scalars, lists) replaces."""
+    for key, value in extra.items():
+        current = body.get(key)
+        if isinstance(current, dict) and isinstance(value, Mapping):
+            body[key] = merge_extra(dict(current), value)
+        else:
+            body[key] = value
+    return body
 
 
 @dataclass(frozen=True, slots=True)
