@@ -330,3 +330,35 @@ def test_the_console_script_exits_2_for_misuse_without_a_traceback(
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     assert done.stderr.strip()
+
+
+# -- --stream -------------------------------------------------------------------------------
+
+
+def test_stream_prints_growing_snapshots_then_the_validated_value(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    text = '{"a": "12", "note": "a longer note that arrives in several chunks"}'
+    result = run(capsys, reply(workdir, text), "-s", "schema.json", "--stream", "--chunk-size", "8")
+    assert result.code == 0
+    lines = result.out.strip().splitlines()
+    snapshots = [
+        orjson.loads(line) for line in lines if line.startswith("{") and line.endswith("}")
+    ]
+    notes = [s.get("note", "") for s in snapshots if isinstance(s, dict)]
+    assert all(later.startswith(earlier) for earlier, later in zip(notes, notes[1:], strict=False))
+    assert orjson.loads("\n".join(lines[len(snapshots) :])) == {
+        "a": 12,
+        "note": "a longer note that arrives in several chunks",
+    }
+    assert "snapshot(s)" in result.err
+
+
+def test_stream_stops_as_soon_as_the_reply_cannot_be_valid(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    text = '{"a": "twelve", "note": "' + "x" * 500 + '"}'
+    result = run(capsys, reply(workdir, text), "-s", "schema.json", "--stream")
+    assert result.code == 1
+    assert "stream stopped" in result.err_text
+    assert "character" in result.err_text

@@ -45,9 +45,12 @@ if TYPE_CHECKING:
         Generation,
         GenerationError,
         RefusalError,
+        Stream,
         agenerate,
         as_tool,
+        astream,
         generate,
+        stream,
     )
 
 # Calling providers pulls in httpx and the dialect translators: loaded on first use, so that
@@ -65,6 +68,9 @@ _LAZY = {
     "agenerate": "outform.run",
     "as_tool": "outform.run",
     "generate": "outform.run",
+    "Stream": "outform.run",
+    "stream": "outform.run",
+    "astream": "outform.run",
 }
 
 
@@ -106,6 +112,7 @@ __all__ = [
     "RetryHint",
     "SchemaError",
     "ServerError",
+    "Stream",
     "StreamInterruptedError",
     "TextFormat",
     "Thinking",
@@ -119,8 +126,10 @@ __all__ = [
     "add_observer",
     "agenerate",
     "as_tool",
+    "astream",
     "clear_cache",
     "generate",
     "parse",
     "remove_observer",
+    "stream",
 ]

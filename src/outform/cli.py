@@ -64,6 +64,15 @@ def parse_command(
     shadow: Annotated[
         bool, typer.Option("--shadow", help="Report what would change; return the reply as is.")
     ] = False,
+    stream: Annotated[
+        bool,
+        typer.Option(
+            "--stream", help="Feed the reply in small chunks and print each snapshot (JSON lines)."
+        ),
+    ] = False,
+    chunk_size: Annotated[
+        int, typer.Option("--chunk-size", min=1, help="Characters per chunk with --stream.")
+    ] = 16,
 ) -> None:
     """Parse a model's reply against a schema or type; print the value and what was changed."""
     if (schema is None) == (type_ is None):
@@ -74,12 +83,16 @@ def parse_command(
     if level is not None and level not in LEVELS:
         raise UsageError(f"unknown level {level!r}", fix=f"use one of: {', '.join(LEVELS)}")
     reply = _read_reply(file)
+    output = _load_schema(schema) if schema is not None else _import_type(type_ or "")
+    if stream:
+        _stream(reply, output, level, chunk_size)
+        return
     options: dict[str, Any] = {"shadow": True} if shadow else {}
     try:
         if schema is not None:
-            result = parse(reply, _load_schema(schema), level=level, **options)
+            result = parse(reply, output, level=level, **options)
         else:
-            result = parse(reply, type=_import_type(type_ or ""), level=level, **options)
+            result = parse(reply, type=output, level=level, **options)
     except OutputError as error:
         if not as_json or error.result is None:
             raise
@@ -88,6 +101,29 @@ def parse_command(
     _show(result, as_json)
     if not result.ok:
         raise typer.Exit(EXIT_INVALID)
+
+
+def _stream(reply: bytes, output: Any, level: str | None, chunk_size: int) -> None:
+    """One JSON line per snapshot on standard output; the final, validated value last."""
+    from outform.streaming import replay, to_json
+
+    try:
+        text = reply.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            "the reply is not UTF-8 text (binary data?)", where=f"byte {exc.start}"
+        ) from None
+    shown = 0
+    for snapshot in replay(text, chunk_size, output, level=level):
+        line = to_json(snapshot).decode() if not snapshot.final else None
+        if snapshot.final and snapshot.result is not None:
+            _show(snapshot.result, as_json=False)
+        elif line is not None:
+            stdout.print(line, markup=False, highlight=False)
+            shown += 1
+    stderr.print(
+        f"{shown} snapshot(s) over {len(text)} characters in {chunk_size}-character chunks"
+    )
 
 
 def _read_reply(file: str) -> bytes:

@@ -6,7 +6,7 @@ Every error says *what* went wrong, *where* (a file, a key, a JSON path, a byte 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from outform.parse.hint import RetryHint
@@ -165,6 +165,38 @@ class StreamInterruptedError(ProviderError):
     """A streamed reply broke off, or the provider reported an error in the middle of it."""
 
 
+class StreamAbortedError(OutputError):
+    """The reply can no longer become valid: the stream was cut at `offset` characters.
+
+    `reason` is "schema" (a violation of the schema that no repair can undo), "syntax" (not
+    JSON) or "degenerate" (a loop of whitespace or of one fragment). `.hint` says what to tell
+    the model on the re-ask; `.text` is what had been received.
+    """
+
+    def __init__(
+        self,
+        what: str,
+        *,
+        hint: RetryHint,
+        offset: int,
+        text: str,
+        reason: Literal["schema", "syntax", "degenerate"],
+    ) -> None:
+        self.offset = offset
+        self.text = text
+        self.reason = reason
+        super().__init__(what, hint=hint, where=f"character {offset} of the reply")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_aborted, (self.what, self.hint, self.offset, self.text, self.reason))
+
+
+def _rebuild_aborted(
+    what: str, hint: RetryHint, offset: int, text: str, reason: Any
+) -> StreamAbortedError:
+    return StreamAbortedError(what, hint=hint, offset=offset, text=text, reason=reason)
+
+
 __all__ = [
     "AuthenticationError",
     "BadRequestError",
@@ -178,6 +210,7 @@ __all__ = [
     "RateLimitError",
     "SchemaError",
     "ServerError",
+    "StreamAbortedError",
     "StreamInterruptedError",
     "UsageError",
 ]

@@ -8,18 +8,20 @@ both behave identically.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar, overload
 
 import orjson
 
-from outform.errors import OutformError, OutputError, UsageError
+from outform.errors import OutformError, OutputError, StreamAbortedError, UsageError
 from outform.format import JsonSchemaFormat, ResponseFormat, TextFormat
 from outform.parse.hint import RetryHint, Violation
 from outform.parse.pipeline import Pipeline, Processor
 from outform.parse.result import ParseResult
 from outform.plan import Mode, Plan, plan
+from outform.providers.assemble import Assembler
 from outform.providers.base import (
     FinishReason,
     Message,
@@ -34,7 +36,9 @@ from outform.providers.base import (
 )
 from outform.providers.registry import Resolved, resolve
 from outform.reask import FieldAsk, field_ask, reask_messages
+from outform.schema.dialects.result import DialectResult
 from outform.schema.ledger import Ledger
+from outform.streaming import Snapshot, StreamParser
 from outform.trace.events import Event, EventName, Observer, dispatch
 from outform.transport import AsyncTransport, Transport
 
@@ -58,6 +62,8 @@ class Attempt:
     hint: RetryHint | None = None
     fields: tuple[str, ...] = ()
     """For a re-ask of some fields only: the fields asked for."""
+    aborted_at: int | None = None
+    """For a streamed reply stopped early: the characters received before it was cut."""
 
 
 @dataclass(frozen=True)
@@ -133,9 +139,25 @@ class _Loop:
     usage: Usage = field(default_factory=Usage)
     ask: FieldAsk | None = None
     ask_pipeline: Pipeline[Any] | None = None
+    ask_translation: DialectResult | None = None
 
     def first(self) -> Request:
         return replace(self.template, messages=tuple(self.base))
+
+    @property
+    def current_pipeline(self) -> Pipeline[Any]:
+        """The pipeline the next reply is parsed with (a field re-ask has its own)."""
+        return self.ask_pipeline or self.pipeline
+
+    @property
+    def current_translation(self) -> DialectResult | None:
+        """The dialect translation the provider enforces for the next reply."""
+        return self.ask_translation if self.ask is not None else self.plan.translation
+
+    def abort(self, response: Response, aborted: StreamAbortedError) -> Request:
+        """A streamed reply stopped early: record it and ask again (or give up)."""
+        self.usage = self.usage + response.usage
+        return self._retry(response, aborted.hint, None, aborted_at=aborted.offset)
 
     def step(self, response: Response) -> Request | Generation[Any]:
         self.usage = self.usage + response.usage
@@ -170,7 +192,11 @@ class _Loop:
         return result
 
     def _retry(
-        self, response: Response, hint: RetryHint, result: ParseResult[Any] | None
+        self,
+        response: Response,
+        hint: RetryHint,
+        result: ParseResult[Any] | None,
+        aborted_at: int | None = None,
     ) -> Request:
         self.attempts.append(
             Attempt(
@@ -179,6 +205,7 @@ class _Loop:
                 response.usage,
                 hint,
                 self.ask.fields if self.ask else (),
+                aborted_at,
             )
         )
         over_budget = self.token_budget is not None and self.usage.total_tokens >= self.token_budget
@@ -198,19 +225,21 @@ class _Loop:
                 fix="raise `retries` or `token_budget`, use level='full', or simplify the schema",
             )
         value = result.data if result is not None else None
-        self.ask, self.ask_pipeline, request = self._next_request(response.text, hint, value)
+        self.ask, self.ask_pipeline, self.ask_translation, request = self._next_request(
+            response.text, hint, value
+        )
         self._emit("output.reask.attempt", ", ".join(self.ask.fields) if self.ask else "whole")
         return request
 
     def _next_request(
         self, text: str, hint: RetryHint, value: Any
-    ) -> tuple[FieldAsk | None, Pipeline[Any] | None, Request]:
+    ) -> tuple[FieldAsk | None, Pipeline[Any] | None, DialectResult | None, Request]:
         ask = None
         if isinstance(self.fmt, JsonSchemaFormat) and not hint.is_syntax:
             ask = field_ask(self.fmt, self.pipeline.compiled, value, hint)
         messages = reask_messages(self.base, text, hint, ask)
         if ask is None:
-            return None, None, replace(self.template, messages=tuple(messages))
+            return None, None, None, replace(self.template, messages=tuple(messages))
         sub_plan = plan(
             ask.format,
             provider=self.provider,
@@ -224,7 +253,7 @@ class _Loop:
             messages.append(Message.system(sub_plan.instructions))
         request = replace(self.template, messages=tuple(messages), output=sub_plan.output)
         pipeline = _pipeline(ask.format, sub_plan, self.level, self.parse_options, self.observers)
-        return ask, pipeline, request
+        return ask, pipeline, sub_plan.translation, request
 
     def _finish(
         self,
@@ -297,6 +326,7 @@ def _loop(
     extra: Mapping[str, Any] | None,
     observers: Iterable[Observer],
     parse_options: Mapping[str, Any],
+    streaming: bool = False,
 ) -> _Loop:
     if retries < 0:
         raise UsageError("retries must be 0 or more", where="retries")
@@ -330,6 +360,7 @@ def _loop(
         temperature=temperature,
         max_tokens=max_tokens,
         stop=tuple(stop),
+        stream=streaming,
         extra=dict(extra or {}),
     )
     observer_tuple = tuple(observers)
@@ -501,6 +532,194 @@ async def agenerate(
             await sender.aclose()
 
 
+# -- streaming -----------------------------------------------------------------------------
+
+
+class Stream(Generic[T]):
+    """Snapshots of a streamed generate(): iterate (or `async for`) over them; the last one is
+    the validated value, and `generation` then holds the usage, attempts and mode."""
+
+    def __init__(self, source: Callable[[Stream[T]], Any]) -> None:
+        self._source = source
+        self.generation: Generation[T] | None = None
+
+    def __iter__(self) -> Iterator[Snapshot[T]]:
+        iterator: Iterator[Snapshot[T]] = self._source(self)
+        return iterator
+
+    def __aiter__(self) -> AsyncIterator[Snapshot[T]]:
+        iterator: AsyncIterator[Snapshot[T]] = self._source(self)
+        return iterator
+
+
+def _parser(loop: _Loop, every: int) -> StreamParser[Any]:
+    return StreamParser(pipeline=loop.current_pipeline, wire=loop.current_translation, every=every)
+
+
+def _final(owner: Stream[Any], outcome: Generation[Any]) -> Iterator[Snapshot[Any]]:
+    owner.generation = outcome
+    if outcome.parse is not None:
+        yield Snapshot(outcome.parse.data, len(outcome.text), complete=True, result=outcome.parse)
+
+
+def stream(
+    model: str,
+    messages: Sequence[Message | Mapping[str, Any]] | str,
+    output: Any = None,
+    *,
+    every: int = 0,
+    mode: Mode = "auto",
+    retries: int = 2,
+    token_budget: int | None = None,
+    level: str | None = None,
+    tools: Sequence[Tool] = (),
+    tool_choice: ToolChoice | None = None,
+    thinking: Thinking | None = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    stop: Sequence[str] = (),
+    extra: Mapping[str, Any] | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    transport: Transport | None = None,
+    observers: Iterable[Observer] = (),
+    **parse_options: Any,
+) -> Stream[Any]:
+    """generate(), streamed: typed snapshots while the reply arrives, the validated value last.
+    A reply that can no longer become valid is cut off at once and asked for again.
+    `every`: characters to gather between snapshots (0: every chunk). See docs/streaming.md."""
+    resolved = resolve(model, base_url=base_url, api_key=api_key)
+    loop = _loop(
+        resolved,
+        messages,
+        output,
+        mode=mode,
+        retries=retries,
+        token_budget=token_budget,
+        level=level,
+        tools=tools,
+        tool_choice=tool_choice,
+        thinking=thinking,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        stop=stop,
+        extra=extra,
+        observers=observers,
+        parse_options=parse_options,
+        streaming=True,
+    )
+    sender = transport or _shared_transport()
+
+    def drive(owner: Stream[Any]) -> Iterator[Snapshot[Any]]:
+        request = loop.first()
+        while True:
+            parser, parts = _parser(loop, every), Assembler()
+            decoder = resolved.adapter.decoder(request)
+            events = sender.stream(resolved.endpoint, resolved.adapter.build(request))
+            try:
+                with contextlib.closing(events):  # leaving early closes the provider's stream
+                    for event in events:
+                        for delta in decoder.feed(event):
+                            if delta.kind == "text":
+                                yield from parser.feed(delta.text)
+                            else:
+                                parts.add(delta)
+                        if parser.stopped:
+                            break
+                yield from parser.flush()
+                outcome = loop.step(parts.response(parser.text, model=resolved.model))
+            except StreamAbortedError as aborted:
+                outcome = loop.abort(parts.response(aborted.text), aborted)
+            if isinstance(outcome, Generation):
+                yield from _final(owner, outcome)
+                return
+            request = outcome
+
+    return Stream(drive)
+
+
+def astream(
+    model: str,
+    messages: Sequence[Message | Mapping[str, Any]] | str,
+    output: Any = None,
+    *,
+    every: int = 0,
+    mode: Mode = "auto",
+    retries: int = 2,
+    token_budget: int | None = None,
+    level: str | None = None,
+    tools: Sequence[Tool] = (),
+    tool_choice: ToolChoice | None = None,
+    thinking: Thinking | None = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    stop: Sequence[str] = (),
+    extra: Mapping[str, Any] | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    transport: AsyncTransport | None = None,
+    observers: Iterable[Observer] = (),
+    **parse_options: Any,
+) -> Stream[Any]:
+    """stream(), for `async for`."""
+    resolved = resolve(model, base_url=base_url, api_key=api_key)
+    loop = _loop(
+        resolved,
+        messages,
+        output,
+        mode=mode,
+        retries=retries,
+        token_budget=token_budget,
+        level=level,
+        tools=tools,
+        tool_choice=tool_choice,
+        thinking=thinking,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        stop=stop,
+        extra=extra,
+        observers=observers,
+        parse_options=parse_options,
+        streaming=True,
+    )
+
+    async def drive(owner: Stream[Any]) -> AsyncIterator[Snapshot[Any]]:
+        own = transport is None
+        sender = transport or AsyncTransport()
+        try:
+            request = loop.first()
+            while True:
+                parser, parts = _parser(loop, every), Assembler()
+                decoder = resolved.adapter.decoder(request)
+                events = sender.stream(resolved.endpoint, resolved.adapter.build(request))
+                try:
+                    async with contextlib.aclosing(events):
+                        async for event in events:
+                            for delta in decoder.feed(event):
+                                if delta.kind == "text":
+                                    for snapshot in parser.feed(delta.text):
+                                        yield snapshot
+                                else:
+                                    parts.add(delta)
+                            if parser.stopped:
+                                break
+                    for snapshot in parser.flush():
+                        yield snapshot
+                    outcome = loop.step(parts.response(parser.text, model=resolved.model))
+                except StreamAbortedError as aborted:
+                    outcome = loop.abort(parts.response(aborted.text), aborted)
+                if isinstance(outcome, Generation):
+                    for snapshot in _final(owner, outcome):
+                        yield snapshot
+                    return
+                request = outcome
+        finally:
+            if own:
+                await sender.aclose()
+
+    return Stream(drive)
+
+
 # -- agents as tools -----------------------------------------------------------------------
 
 
@@ -562,7 +781,10 @@ __all__ = [
     "Generation",
     "GenerationError",
     "RefusalError",
+    "Stream",
     "agenerate",
     "as_tool",
+    "astream",
     "generate",
+    "stream",
 ]

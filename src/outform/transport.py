@@ -12,7 +12,7 @@ from __future__ import annotations
 import email.utils
 import random
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,7 +139,9 @@ class Transport:
         finally:
             response.close()
 
-    def stream(self, endpoint: Endpoint, wire: WireRequest) -> Iterator[Mapping[str, Any]]:
+    def stream(
+        self, endpoint: Endpoint, wire: WireRequest
+    ) -> Generator[Mapping[str, Any], None, None]:
         """Events of a streamed reply. Retries only before the first event arrives."""
         response = self._with_retries(endpoint, wire, stream=True)
         try:
@@ -213,7 +215,7 @@ class AsyncTransport:
 
     async def stream(
         self, endpoint: Endpoint, wire: WireRequest
-    ) -> AsyncIterator[Mapping[str, Any]]:
+    ) -> AsyncGenerator[Mapping[str, Any], None]:
         response = await self._with_retries(endpoint, wire, stream=True)
         reader = _EventReader(endpoint, wire.stream)
         try:

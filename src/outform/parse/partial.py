@@ -1,0 +1,1265 @@
+"""A push parser for a reply that arrives in chunks: the value so far, in linear total time.
+
+Re-parsing the growing text on every chunk costs the square of the reply's length. This parser
+keeps its state between chunks instead, and does the bulk of the work in C:
+
+- **Scanning** uses one compiled regular expression that skips whole runs of the text in one
+  call (strings, numbers, whitespace, colons, containers closed within two levels; it notes the
+  last comma), stopping only at a bracket still open or closing, and at a string left open by
+  the end of the chunk. An open string is resumed where the scan stopped, never from its start.
+- **Values** are built by `orjson` from the text of completed members, each byte once: a
+  container keeps a checkpoint, and only the members completed since are handed to `orjson`.
+  A container still open when a chunk ends becomes *live*: it gets its own append-only list or
+  dict, and its members are added as they complete.
+- **Snapshots share structure.** Completed values are plain lists and dicts, never copied or
+  changed again. An open container is shown as a read-only view (:class:`PartialList`,
+  :class:`PartialDict`) of its append-only storage, fixed at the length it had: later chunks
+  add to the storage but not to the view. A snapshot rebuilds only the views on the path from
+  the root to the innermost open value, so its cost is the nesting depth, not the size.
+
+What a snapshot shows (the no-flicker rule): a value once shown never changes, it can only
+grow. Strings may be partial (:class:`PartialStr`); a chunk boundary that splits an escape
+(`\\u00e9`, a surrogate pair) shows the text before it. Numbers, `true`, `false` and `null`
+appear only once a delimiter (`,` `]` `}` or whitespace) ends them, or at :meth:`finish`. A key
+appears only with its value: when the value starts (a string or a container) or completes.
+
+Like the pipeline's *minimal* level, the parser finds the JSON after a reasoning block
+(`<think>…</think>` and the like), inside a Markdown fence, or after prose; once the top-level
+value is complete the rest of the reply is ignored. A bracket found in prose is tentative: if
+what follows is not JSON, the parser goes back to reading prose.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final, Literal, Protocol, overload
+
+import orjson
+
+from outform.errors import OutputError
+from outform.parse.extract import _JSON_LANGS, _REASONING_TAGS
+from outform.parse.hint import RetryHint, Violation, clip
+
+Kind = Literal["object", "array", "string"]
+
+
+class _Missing:
+    """Nothing to show yet (distinct from JSON null)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+MISSING: Final = _Missing()
+
+
+# -- partial values --------------------------------------------------------------------------
+
+
+class PartialStr(str):
+    """A string still being written: later snapshots show it with more text appended."""
+
+    __slots__ = ()
+
+
+class PartialList(Sequence[Any]):
+    """An array still being written: the first `n` items of an append-only list, then the
+    item being written (if any). Read-only; the next snapshot's view may be longer."""
+
+    __slots__ = ("_items", "_n", "_tail")
+
+    def __init__(self, items: list[Any], n: int, tail: Any = MISSING) -> None:
+        self._items = items
+        self._n = n
+        self._tail = tail
+
+    def __len__(self) -> int:
+        return self._n + (self._tail is not MISSING)
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Any]: ...
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return list(self)[index]
+        size = len(self)
+        if index < 0:
+            index += size
+        if not 0 <= index < size:
+            raise IndexError("PartialList index out of range")
+        return self._items[index] if index < self._n else self._tail
+
+    def __iter__(self) -> Iterator[Any]:
+        yield from itertools.islice(self._items, self._n)
+        if self._tail is not MISSING:
+            yield self._tail
+
+    @property
+    def completed(self) -> int:
+        """How many items are complete (all but the one being written)."""
+        return self._n
+
+    def parts(self) -> tuple[list[Any], int, Any]:
+        """The shared storage, how many of its items this view shows, and the open item (or
+        MISSING). For layers built on snapshots (typed partial values) that share storage too."""
+        return self._items, self._n, self._tail
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+
+class PartialDict(Mapping[str, Any]):
+    """An object still being written: the first `n` members of an append-only dict, then the
+    member being written (if any). Read-only; the next snapshot's view may hold more."""
+
+    __slots__ = ("_items", "_key", "_keys", "_n", "_value")
+
+    def __init__(
+        self, items: dict[str, Any], n: int, key: str | None = None, value: Any = MISSING
+    ) -> None:
+        self._items = items
+        self._n = n
+        self._key = key if value is not MISSING else None
+        self._value = value
+        self._keys: frozenset[str] | None = None
+
+    def _has(self, key: str) -> bool:
+        if self._n == len(self._items):
+            return key in self._items
+        if self._keys is None:  # the storage grew since: remember which keys this view holds
+            self._keys = frozenset(itertools.islice(self._items, self._n))
+        return key in self._keys
+
+    def __getitem__(self, key: str) -> Any:
+        if self._value is not MISSING and key == self._key:
+            return self._value
+        if self._has(key):
+            return self._items[key]
+        raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, str):
+            return False
+        return (self._value is not MISSING and key == self._key) or self._has(key)
+
+    def __iter__(self) -> Iterator[str]:
+        yield from itertools.islice(self._items, self._n)
+        if self._value is not MISSING and self._key is not None and not self._has(self._key):
+            yield self._key
+
+    def __len__(self) -> int:
+        extra = self._value is not MISSING and self._key is not None and not self._has(self._key)
+        return self._n + extra
+
+    @property
+    def open_key(self) -> str | None:
+        """The key whose value is still being written, if any."""
+        return self._key if self._value is not MISSING else None
+
+    def parts(self) -> tuple[dict[str, Any], int, str | None, Any]:
+        """The shared storage, how many of its members this view shows, and the member being
+        written (key and value, or None and MISSING)."""
+        return self._items, self._n, self._key, self._value
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+def is_complete(value: Any) -> bool:
+    """Whether a value from a snapshot is final (not a string, array or object being written)."""
+    return type(value) not in (PartialStr, PartialList, PartialDict)
+
+
+def plain(value: Any) -> Any:
+    """A snapshot value as plain JSON (lists, dicts, str): a copy, for serialising."""
+    kind = type(value)
+    if kind is PartialStr:
+        return str(value)
+    if kind is PartialList:
+        return [plain(item) for item in value]
+    if kind is PartialDict:
+        return {key: plain(item) for key, item in value.items()}
+    return value
+
+
+def extends(old: Any, new: Any) -> bool:
+    """Whether `new` only adds to `old`: the no-flicker rule between two snapshots.
+
+    A complete value must stay equal; a partial string may only gain a suffix; a partial array
+    may only gain items (its last item may grow); a partial object may only gain keys (the value
+    being written may grow). MISSING (nothing shown) is extended by anything.
+    """
+    if old is MISSING:
+        return True
+    kind = type(old)
+    if kind is PartialStr:
+        return isinstance(new, str) and new.startswith(old)
+    if kind is PartialList:
+        if not isinstance(new, Sequence) or isinstance(new, str) or len(new) < len(old):
+            return False
+        return all(extends(a, b) for a, b in zip(old, new, strict=False))
+    if kind is PartialDict:
+        if not isinstance(new, Mapping):
+            return False
+        return all(key in new and extends(item, new[key]) for key, item in old.items())
+    return is_complete(new) and _same(old, new)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict):
+        return (
+            isinstance(b, dict)
+            and a.keys() == b.keys()
+            and all(_same(value, b[key]) for key, value in a.items())
+        )
+    if isinstance(a, list):
+        return (
+            isinstance(b, list)
+            and len(a) == len(b)
+            and all(_same(x, y) for x, y in zip(a, b, strict=True))
+        )
+    return bool(a == b)
+
+
+# -- events for incremental checks ----------------------------------------------------------
+
+
+class Listener(Protocol):
+    """Receives the parser's structural events (see `outform.parse.incremental.Checker`).
+
+    A *slot* is the listener's handle for one position of the document. Events arrive in
+    document order; a value completed between two chunks arrives whole through `complete`.
+    """
+
+    def root(self) -> Any:
+        """The slot of the top-level value."""
+
+    def child(self, slot: Any, key: str | int) -> Any:
+        """The slot of the member `key` of `slot`, whose value starts but is not complete."""
+
+    def open(self, slot: Any, kind: Kind) -> None:
+        """The value at `slot` starts as an object, an array or a string."""
+
+    def key(self, slot: Any, key: str) -> None:
+        """A complete key was read in the object at `slot` (its value is not yet shown)."""
+
+    def complete(self, slot: Any, key: str | int, value: Any) -> None:
+        """The member `key` of `slot` is complete with `value` (its slot was never opened)."""
+
+    def grow(self, slot: Any, length: int, head: str) -> None:
+        """The string at `slot` has `length` characters so far; `head` holds the first ones."""
+
+    def close(self, slot: Any, value: Any) -> None:
+        """The value at `slot` is complete (opened before, or a top-level scalar)."""
+
+    def reset(self) -> None:
+        """Forget everything: the parser went back to prose (a tentative start was not JSON)."""
+
+
+# -- the parser ------------------------------------------------------------------------------
+
+_STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"'
+_FLAT = r'(?:[^"{}\[\]\\]++|' + _STRING + r")*+"
+_NEST1 = r"(?:\{" + _FLAT + r"\}|\[" + _FLAT + r"\])"
+_NEST2 = r"(?:\{(?:[^\"{}\[\]\\]++|" + _STRING + "|" + _NEST1 + r")*+\}|\[(?:[^\"{}\[\]\\]++|"
+_NEST2 += _STRING + "|" + _NEST1 + r")*+\])"
+_RUN_BODY = r'(?:[^"{}\[\],\\]++|' + _STRING + "|" + _NEST2 + r"|(,))"
+_RUN = re.compile(_RUN_BODY + "*+", re.DOTALL)
+"""One run of a container's text, in one call: strings, scalars, whitespace, colons, and whole
+containers nested up to two levels deep (an item such as `{"tags": ["a"], "id": 1}`), up to
+the next bracket that opens a container not closed yet, closes this one, or an unterminated
+string. Group 1 ends up at the run's last comma at this level (a repeated group keeps its last
+match)."""
+_STR_BODY = re.compile(r'[^"\\]*+(?:\\.[^"\\]*+)*+', re.DOTALL)
+_RUN_SLOW = re.compile(_RUN_BODY + "*", re.DOTALL)
+"""The same, without the possessive outer repeat: CPython 3.11's `re` can fail on a capturing
+group inside a possessive repeat ("The span of capturing group is wrong")."""
+_UNITS = re.compile(
+    r"(?:[^\\]++|\\[^u]|(\\u[dD][89abAB][0-9a-fA-F]{2})|\\u[0-9a-fA-F]{4})*", re.DOTALL
+)
+_PENDING_ESCAPE = re.compile(r"(?:\\u[dD][89abAB][0-9a-fA-F]{2})?(?:\\(?:u[0-9a-fA-F]{0,3})?)?")
+_CONTROL = re.compile(r"[\x00-\x1f]")
+_WS = re.compile(r"[ \t\n\r]*")
+_LEAD_COMMA = re.compile(r"[ \t\n\r]*,")
+_KEY_PART = re.compile(r'[ \t\n\r]*("(?:[^"\\]|\\.)*+")[ \t\n\r]*:[ \t\n\r]*', re.DOTALL)
+_KEY_PREFIX = re.compile(r'[ \t\n\r]*("(?:[^"\\]|\\.)*+")[ \t\n\r]*(?::[ \t\n\r]*)?', re.DOTALL)
+_SCALAR_PREFIX = (
+    r"(?:-?(?:0|[1-9][0-9]*+)?(?:\.[0-9]*+)?(?:[eE][+-]?[0-9]*+)?"
+    r"|t(?:r(?:ue?)?)?|f(?:a(?:l(?:se?)?)?)?|n(?:u(?:ll?)?)?)"
+)
+_ARRAY_PARTIAL = re.compile(r"[ \t\n\r]*" + _SCALAR_PREFIX)
+_OBJECT_PARTIAL = re.compile(
+    r'[ \t\n\r]*("(?:[^"\\]|\\.)*+")[ \t\n\r]*:[ \t\n\r]*' + _SCALAR_PREFIX, re.DOTALL
+)
+_ROOT_TOKEN = re.compile(r"[-+.0-9A-Za-z]*")
+_LITERALS = {"t": "true", "f": "false", "n": "null"}
+_SCALAR_STARTS = frozenset("-0123456789tfn")
+_OPEN_TAG = re.compile(r"<(" + "|".join(_REASONING_TAGS) + r")\b[^>\n]{0,200}>", re.IGNORECASE)
+_FENCE_OPEN = re.compile(r"(`{3,}|~{3,})[ \t]*([A-Za-z][\w+.-]*)?[ \t]*(?:\r?\n|(?=[{\[]))")
+_PROSE = re.compile(r"(`{3,}|~{3,})|([{\[])|<")
+_CLOSE_TAGS = {tag: re.compile(rf"</{tag}\s*>", re.IGNORECASE) for tag in _REASONING_TAGS}
+
+_TENTATIVE_WINDOW = 4096
+"""How far a bracket found in prose may go before it counts as the JSON for good (bounds the
+text read twice when it turns out to be prose)."""
+_LONG_STRING = 4096
+"""Longer partial strings are shown again only after growing by an eighth, so that copying
+them for snapshots costs linear time overall."""
+
+# parser phases
+(
+    _START,
+    _PROSE_PHASE,
+    _FENCE,
+    _SKIP_FENCE,
+    _REASON,
+    _VALUE,
+    _SCALAR,
+    _SCALAR_END,
+    _DONE,
+    _BROKEN,
+) = range(10)
+# separator state of a container: nothing yet, after a member, after a comma
+_OPEN, _ITEM, _COMMA = 0, 1, 2
+
+
+class _SyntaxError(Exception):
+    """Internal: the text is not JSON (message, absolute offset)."""
+
+    def __init__(self, message: str, offset: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.offset = offset
+
+
+class _Frame:
+    """An open container. Live frames (open when a chunk ended) own append-only storage."""
+
+    __slots__ = ("array", "backing", "comma", "cp", "key", "live", "sep", "slot", "start")
+
+    def __init__(self, array: bool, start: int) -> None:
+        self.array = array
+        self.start = start
+        self.live = False
+        self.backing: Any = None
+        self.cp = start + 1
+        """Where the text not yet turned into members starts."""
+        self.comma = -1
+        """The last comma at this level (absolute offset), -1 if none since `cp`."""
+        self.sep = _OPEN
+        self.key: str | int | None = None
+        self.slot: Any = None
+
+
+class _LiveString:
+    """A string value open when a chunk ended: decoded incrementally, shown as it grows."""
+
+    __slots__ = ("head", "key", "length", "parts", "raw", "shown", "slot", "start")
+
+    def __init__(self, start: int, key: str | int | None, slot: Any) -> None:
+        self.start = start
+        self.raw = start + 1
+        """Where the text not yet decoded starts (always an escape boundary)."""
+        self.key = key
+        self.slot = slot
+        self.parts: list[str] = []
+        self.length = 0
+        self.head = ""
+        self.shown = PartialStr("")
+
+    def add(self, text: str) -> None:
+        if text:
+            self.parts.append(text)
+            self.length += len(text)
+            if len(self.head) < 256:
+                self.head += text[: 256 - len(self.head)]
+
+    def text(self) -> str:
+        joined = "".join(self.parts)
+        self.parts = [joined] if joined else []
+        return joined
+
+    def show(self) -> PartialStr:
+        shown = len(self.shown)
+        if self.length != shown and (shown < _LONG_STRING or self.length >= shown + shown // 8):
+            self.shown = PartialStr(self.text())
+        return self.shown
+
+
+class PartialParser:
+    """Feed a reply chunk by chunk; read :attr:`value` (the partial value) at any time.
+
+    `roots` names the top-level containers looked for in prose ("object", "array"); a reply
+    that starts with JSON is read whatever its root. `scalars` accepts a string, number or
+    literal as the whole reply. `extract=False` requires the reply to be JSON from its first
+    character (the pipeline's level *off*). `partial` names the kinds of value shown before
+    they are complete ("string", "array", "object"; numbers and literals never are): leave one
+    out and such values appear only once complete. `listener` receives structural events
+    (incremental schema checks).
+
+    Syntax errors do not raise: :attr:`error` is set and the value stays as it was.
+    """
+
+    def __init__(
+        self,
+        *,
+        roots: frozenset[str] = frozenset({"object", "array"}),
+        scalars: bool = True,
+        extract: bool = True,
+        partial: frozenset[str] = frozenset({"string", "array", "object"}),
+        listener: Listener | None = None,
+        max_depth: int = 200,
+    ) -> None:
+        self.roots = roots
+        self.scalars = scalars
+        self.extract = extract
+        self.partial = partial
+        self._show_strings = "string" in partial
+        self._show_all = {"array", "object"} <= partial
+        self.listener = listener
+        self.max_depth = max_depth
+        self.error: Violation | None = None
+        """The syntax error that stopped the parser, if any."""
+        self.received = 0
+        """Characters received so far."""
+        self.start: int | None = None
+        """Where the JSON value starts in the reply (None before it is found)."""
+        self.end: int | None = None
+        """Where the top-level value ended (the rest of the reply is ignored)."""
+        self._buf = ""
+        self._base = 0
+        self._pos = 0
+        self._phase = _START
+        self._stack: list[_Frame] = []
+        self._instr = False
+        self._quote = 0
+        self._live: _LiveString | None = None
+        self._scalar_at = 0
+        self._tentative = -1
+        self._close_tag: re.Pattern[str] | None = None
+        self._fence = ""
+        self._in_fence = False
+        self._keyed = -1
+        self._scalar: Any = None
+        self._scalar_end = 0
+        self._value: Any = MISSING
+        self._version = 0
+        self._shown_version = -1
+        self._snapshot: Any = MISSING
+
+    # -- public -----------------------------------------------------------------------------
+
+    @property
+    def done(self) -> bool:
+        """The top-level value is complete."""
+        return self._phase == _DONE
+
+    @property
+    def broken(self) -> bool:
+        return self._phase == _BROKEN
+
+    @property
+    def started(self) -> bool:
+        """The JSON value has been found (and is not a tentative start in prose)."""
+        return self._phase >= _VALUE and self._tentative < 0 and self._phase != _BROKEN
+
+    @property
+    def value(self) -> Any:
+        """The value so far (MISSING before anything can be shown). Costs the nesting depth."""
+        if self._shown_version != self._version:
+            self._snapshot = self._build()
+            self._shown_version = self._version
+        return self._snapshot
+
+    def feed(self, text: str) -> bool:
+        """Read the next chunk. Returns whether the value shown changed."""
+        if not text:
+            return False
+        self.received += len(text)
+        if self._phase >= _DONE:
+            return False
+        before = self._version
+        live = self._live
+        if (
+            live is not None
+            and self._instr
+            and live.raw == self._pos == self._base + len(self._buf)
+            and '"' not in text
+            and "\\" not in text
+            and self._tentative < 0
+            and _CONTROL.search(text) is None
+        ):
+            # The chunk continues an open string with nothing pending: no scanning, no parsing.
+            live.add(text)
+            self._pos = live.raw = live.raw + len(text)
+            self._buf = ""
+            self._base = self._pos
+            self._version += 1
+            if self.listener is not None:
+                self.listener.grow(live.slot, live.length, live.head)
+            return True
+        self._buf += text
+        try:
+            if self._phase == _VALUE and self._tentative < 0:
+                self._scan()
+                if self._phase == _VALUE:
+                    self._commit()
+            else:
+                self._run()
+        except _SyntaxError as error:
+            self._fail(error)
+        if len(self._buf) > 1024 or self._phase >= _DONE:
+            self._trim()
+        return self._version != before
+
+    def finish(self) -> Any:
+        """The complete value (plain JSON). Raises OutputError when the reply ended before it
+        was complete, or is not JSON."""
+        if self._phase in (_SCALAR, _SCALAR_END):
+            try:
+                if self._phase == _SCALAR:
+                    self._scalar = self._token(len(self._buf))
+                    self._scalar_end = self._base + len(self._buf)
+                self._root_done(self._scalar, self._scalar_end - 1, opened=False)
+            except _SyntaxError as error:
+                self._fail(error)
+        if self._phase == _DONE:
+            return self._value
+        if self.error is not None:
+            violation = self.error
+        elif self._phase < _VALUE or self._tentative >= 0:
+            violation = _syntax("the reply contains no JSON value")
+        else:
+            violation = _syntax(f"the reply ends inside {self._where()}")
+        raise OutputError(
+            "the reply is not a complete JSON value", hint=RetryHint((violation,)), where=None
+        )
+
+    # -- driver -----------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            phase = self._phase
+            if phase < _VALUE:
+                self._prefix()
+                if self._phase < _VALUE:
+                    return
+                continue
+            if phase >= _DONE:
+                return
+            try:
+                if phase >= _SCALAR:
+                    self._scan_scalar()
+                else:
+                    self._scan()
+                    if self._phase == _VALUE:
+                        self._commit()
+                if self._tentative >= 0 and (
+                    self._phase == _DONE
+                    or self._shows_something()
+                    or self._base + len(self._buf) - self._tentative > _TENTATIVE_WINDOW
+                ):
+                    self._tentative = -1
+                return
+            except _SyntaxError:
+                if self._tentative < 0:
+                    raise
+                self._rewind()
+
+    def _rewind(self) -> None:
+        """A tentative start was not JSON: read it as prose again, from the next character."""
+        self._phase = _PROSE_PHASE
+        self._pos = self._tentative + 1
+        self._tentative = -1
+        self._stack = []
+        self._instr = False
+        self._live = None
+        self._value = MISSING
+        self.start = None
+        self._version += 1
+        if self.listener is not None:
+            self.listener.reset()
+
+    def _fail(self, error: _SyntaxError) -> None:
+        self._phase = _BROKEN
+        near = self._buf[max(0, error.offset - self._base - 20) : error.offset - self._base + 20]
+        self.error = _syntax(f"{error.message} at character {error.offset} (near {clip(near)!r})")
+        self._version += 1
+
+    def _trim(self) -> None:
+        """Drop the text no longer needed: everything before the earliest open position."""
+        if self._phase >= _DONE:
+            self._buf = ""
+            return
+        keep = self._pos
+        if self._tentative >= 0:
+            keep = min(keep, self._tentative)
+        elif self._phase == _VALUE:
+            if self._stack:
+                top = self._stack[-1]
+                if top.cp >= 0:
+                    keep = min(keep, top.cp)
+            if self._live is not None:
+                keep = min(keep, self._live.raw)
+            elif self._instr:
+                keep = min(keep, self._quote)
+        elif self._phase == _SCALAR:
+            keep = min(keep, self._scalar_at)
+        elif self._phase == _SCALAR_END and self._tentative >= 0:
+            keep = min(keep, self._tentative)
+        drop = keep - self._base
+        if drop > 4096 or (drop > 0 and drop * 2 > len(self._buf)):
+            self._buf = self._buf[drop:]
+            self._base = keep
+
+    # -- before the value: reasoning, prose, fences ------------------------------------------
+
+    def _prefix(self) -> None:
+        buf, base = self._buf, self._base
+        end = len(buf)
+        pos = self._pos - base
+        while pos < end:
+            phase = self._phase
+            if phase in (_START, _FENCE):
+                pos = _skip(_WS, buf, pos)
+                if pos >= end:
+                    break
+                char = buf[pos]
+                if char in "{[":
+                    self._start_container(pos + base, tentative=False)
+                    return
+                if not self.extract:
+                    raise _SyntaxError("the reply does not start with JSON", pos + base)
+                if char == "<" and phase == _START:
+                    match = _OPEN_TAG.match(buf, pos)
+                    if match:
+                        self._close_tag = _CLOSE_TAGS[match.group(1).lower()]
+                        self._phase = _REASON
+                        pos = match.end()
+                        continue
+                    if end - pos < 220 and ">" not in buf[pos:end] and "\n" not in buf[pos:end]:
+                        break  # maybe a tag not yet complete
+                    self._phase = _PROSE_PHASE
+                    continue
+                if char in "`~":
+                    if phase == _FENCE:  # an empty fence closes
+                        self._phase = _PROSE_PHASE
+                        pos = _skip(_FENCE_MARK, buf, pos)
+                        continue
+                    decided = self._fence_at(buf, pos, end)
+                    if decided is None:
+                        break
+                    pos = decided
+                    continue
+                if self.scalars and (char == '"' or char in _SCALAR_STARTS):
+                    if char in _LITERALS:
+                        literal = _LITERALS[char]
+                        have = buf[pos : pos + len(literal)]
+                        if have != literal:
+                            if literal.startswith(have) and pos + len(have) == end:
+                                break  # not decided yet
+                            self._phase = _PROSE_PHASE if phase == _START else _SKIP_FENCE
+                            continue
+                    self._start_scalar(pos + base, tentative=phase == _START)
+                    return
+                if phase == _FENCE:
+                    self._phase = _SKIP_FENCE
+                    continue
+                self._phase = _PROSE_PHASE
+            elif phase == _PROSE_PHASE:
+                match = _PROSE.search(buf, pos)
+                if match is None:
+                    pos = max(pos, end - 16)
+                    break
+                at = match.start()
+                if match.group(1):
+                    decided = self._fence_at(buf, at, end)
+                    if decided is None:
+                        pos = at
+                        break
+                    pos = decided
+                    if self._phase == _PROSE_PHASE:
+                        pos = match.end()
+                    continue
+                if match.group(2):
+                    kind = "object" if match.group(2) == "{" else "array"
+                    if kind in self.roots:
+                        self._start_container(at + base, tentative=True)
+                        return
+                    pos = at + 1
+                    continue
+                tag = _OPEN_TAG.match(buf, at)
+                if tag:
+                    self._close_tag = _CLOSE_TAGS[tag.group(1).lower()]
+                    self._phase = _REASON
+                    pos = tag.end()
+                    continue
+                if end - at < 220 and ">" not in buf[at:end] and "\n" not in buf[at:end]:
+                    pos = at
+                    break
+                pos = at + 1
+            elif phase == _REASON:
+                assert self._close_tag is not None
+                match = self._close_tag.search(buf, pos)
+                if match is None:
+                    pos = max(pos, end - 24)
+                    break
+                pos = match.end()
+                self._phase = _START
+            else:  # _SKIP_FENCE: a fence that does not hold JSON
+                found = buf.find("\n" + self._fence, pos)
+                if found < 0:
+                    pos = max(pos, end - len(self._fence) - 1)
+                    break
+                pos = found + 1 + len(self._fence)
+                self._phase = _PROSE_PHASE
+        self._pos = pos + base
+
+    def _fence_at(self, buf: str, pos: int, end: int) -> int | None:
+        """At a fence marker: where reading continues, or None when the chunk ended too soon."""
+        match = _FENCE_OPEN.match(buf, pos)
+        if match is None:
+            marker = _skip(_FENCE_MARK, buf, pos)
+            if marker >= end:
+                return None  # the marker may go on in the next chunk
+            if marker - pos < 3:  # inline code, not a fence
+                self._phase = _PROSE_PHASE
+                return marker
+            rest = buf[marker:end]
+            if "\n" not in rest and len(rest) < 40 and not rest.strip(" \t").startswith(("{", "[")):
+                return None
+            self._phase = _PROSE_PHASE
+            return marker
+        lang = (match.group(2) or "").lower()
+        self._fence = match.group(1)
+        self._phase = _FENCE if not lang or lang in _JSON_LANGS else _SKIP_FENCE
+        self._in_fence = self._phase == _FENCE
+        return match.end()
+
+    def _start_container(self, at: int, *, tentative: bool) -> None:
+        self.start = at
+        self._phase = _VALUE
+        self._tentative = at if tentative else -1
+        self._stack = [_Frame(self._buf[at - self._base] == "[", at)]
+        self._pos = at + 1
+
+    def _start_scalar(self, at: int, *, tentative: bool) -> None:
+        self.start = at
+        self._tentative = at if tentative else -1
+        if self._buf[at - self._base] == '"':
+            self._phase = _VALUE
+            self._stack = []
+            self._instr = True
+            self._quote = at
+            self._pos = at + 1
+        else:
+            self._phase = _SCALAR
+            self._scalar_at = at
+            self._pos = at
+
+    # -- the value ---------------------------------------------------------------------------
+
+    def _scan(self) -> None:
+        """Advance over the new text: push and pop containers, find where strings end."""
+        buf, base = self._buf, self._base
+        end = len(buf)
+        pos = self._pos - base
+        stack = self._stack
+        run = _RUN.match
+        body = _STR_BODY.match
+        max_depth = self.max_depth
+        while pos < end:
+            if self._instr:
+                found = body(buf, pos)
+                assert found is not None
+                stop = found.end()
+                if stop >= end or buf[stop] == "\\":
+                    pos = stop
+                    break
+                self._instr = False
+                pos = stop + 1
+                live = self._live
+                if live is not None and live.start == self._quote:
+                    self._close_string(live, stop + base)
+                    if not stack:
+                        self._pos = pos + base
+                        return
+                elif not stack:  # a top-level string read whole
+                    value = self._decode(buf[self._quote - base + 1 : stop], self._quote + 1)
+                    self._root_done(value, stop + base, opened=False)
+                    self._pos = pos + base
+                    return
+                continue
+            top = stack[-1]
+            try:
+                match = run(buf, pos)
+            except SystemError:  # pragma: no cover - the CPython bug noted at _RUN_SLOW
+                match = _RUN_SLOW.match(buf, pos)
+            assert match is not None  # the pattern matches the empty string
+            stop = match.end()
+            comma = match.start(1)
+            if comma >= 0:
+                top.comma = comma + base
+            pos = stop
+            if stop >= end:
+                break
+            char = buf[stop]
+            if char == '"':
+                self._instr = True
+                self._quote = stop + base
+                pos = stop + 1
+            elif char in "{[":
+                if len(stack) >= max_depth:
+                    raise _SyntaxError(
+                        f"the value nests deeper than {max_depth} levels", stop + base
+                    )
+                stack.append(_Frame(char == "[", stop + base))
+                pos = stop + 1
+            elif char in "}]":
+                if top.array != (char == "]"):
+                    raise _SyntaxError(
+                        f"{char!r} closes {'an array' if top.array else 'an object'}", stop + base
+                    )
+                pos = stop + 1
+                if top.live:
+                    self._close_live(top, stop + base)  # pops it once its members are read
+                else:
+                    stack.pop()
+                    if not stack:
+                        self._close_whole_root(top, stop + base)
+                if not stack:
+                    self._pos = pos + base
+                    return
+            else:
+                raise _SyntaxError("a backslash outside a string", stop + base)
+        self._pos = pos + base
+
+    def _scan_scalar(self) -> None:
+        """A top-level number or literal. It is the value only if nothing but whitespace (or
+        the closing fence) follows, so it is shown at the end: "1. First…" is prose."""
+        base, buf = self._base, self._buf
+        if self._phase == _SCALAR:
+            stop = _skip(_ROOT_TOKEN, buf, self._scalar_at - base)
+            self._pos = stop + base
+            if stop >= len(buf):
+                return
+            self._scalar = self._token(stop)
+            self._scalar_end = stop + base
+            self._phase = _SCALAR_END
+        stop = _skip(_WS, buf, self._pos - base)
+        self._pos = stop + base
+        if stop >= len(buf):
+            return
+        if (self._in_fence and buf[stop] in "`~") or self._tentative < 0:
+            self._root_done(self._scalar, self._scalar_end - 1, opened=False)
+            return
+        raise _SyntaxError("a value followed by prose", self._scalar_at)
+
+    def _token(self, stop: int) -> Any:
+        token = self._buf[self._scalar_at - self._base : stop]
+        try:
+            return orjson.loads(token)
+        except orjson.JSONDecodeError:
+            raise _SyntaxError(
+                f"{clip(token, 20)!r} is not a JSON value", self._scalar_at
+            ) from None
+
+    def _root_done(self, value: Any, last: int, *, opened: bool) -> None:
+        self._phase = _DONE
+        self._value = value
+        self.end = last + 1
+        self._tentative = -1
+        self._version += 1
+        listener = self.listener
+        if listener is not None and not opened:
+            listener.close(listener.root(), value)
+
+    def _close_whole_root(self, frame: _Frame, close: int) -> None:
+        """The top-level container opened and closed within one chunk: one orjson call."""
+        text = self._buf[frame.start - self._base : close - self._base + 1]
+        try:
+            value = orjson.loads(text)
+        except orjson.JSONDecodeError as exc:
+            raise _SyntaxError(_reason(exc), frame.start + exc.pos) from None
+        self._root_done(value, close, opened=False)
+
+    def _close_live(self, frame: _Frame, close: int) -> None:
+        """A live container closed: add its last members, hand it to its parent."""
+        self._members(frame, close, closing=True)
+        self._stack.pop()
+        value = frame.backing
+        listener = self.listener
+        if listener is not None:
+            listener.close(frame.slot, value)
+        self._version += 1
+        if not self._stack:
+            self._root_done(value, close, opened=True)
+            return
+        self._attach(self._stack[-1], frame.key, value, close + 1)
+
+    def _attach(self, parent: _Frame, key: str | int | None, value: Any, after: int) -> None:
+        if parent.array:
+            parent.backing.append(value)
+        else:
+            assert isinstance(key, str)
+            if key in parent.backing:  # a repeated key: copy, so older snapshots stay as shown
+                parent.backing = dict(parent.backing)
+            parent.backing[key] = value
+        parent.sep = _ITEM
+        parent.cp = after
+        parent.comma = -1
+
+    def _commit(self) -> None:
+        """At the end of a chunk: make every open container live and read its new members;
+        then the member being written in the innermost one."""
+        stack = self._stack
+        listener = self.listener
+        first = len(stack)
+        while first > 0 and not stack[first - 1].live:
+            first -= 1
+        for index in range(first, len(stack)):
+            frame = stack[index]
+            if index == 0:
+                frame.key = None
+                slot = listener.root() if listener is not None else None
+            else:
+                parent = stack[index - 1]
+                frame.key = self._open_member(parent, frame.start)
+                parent.cp = -1
+                slot = listener.child(parent.slot, frame.key) if listener is not None else None
+            frame.live = True
+            frame.backing = [] if frame.array else {}
+            frame.slot = slot
+            if listener is not None:
+                listener.open(slot, "array" if frame.array else "object")
+            self._version += 1
+        if stack:
+            self._remainder(stack[-1])
+        elif self._instr and self._live is None:  # a top-level string
+            self._live = _LiveString(self._quote, None, None)
+            if listener is not None:
+                self._live.slot = listener.root()
+                listener.open(self._live.slot, "string")
+            self._version += 1
+        if self._live is not None and self._instr:
+            self._grow(self._live)
+
+    def _open_member(self, frame: _Frame, child: int) -> str | int:
+        """Read `frame`'s members up to a child that starts at `child`; return the child's key."""
+        if frame.comma >= frame.cp:
+            self._upto_comma(frame)
+        if frame.sep == _ITEM:
+            raise _SyntaxError("a comma is missing", child)
+        text = self._buf[frame.cp - self._base : child - self._base]
+        if frame.array:
+            if text.strip(" \t\n\r"):
+                raise _SyntaxError("a value is not followed by a comma", frame.cp)
+            return len(frame.backing)
+        match = _KEY_PART.fullmatch(text)
+        if match is None:
+            raise _SyntaxError("an object member needs a key and a colon", frame.cp)
+        return self._key(match.group(1), frame.cp)
+
+    def _upto_comma(self, frame: _Frame) -> None:
+        """Members between the checkpoint and the last comma at this level."""
+        comma = frame.comma
+        text = self._buf[frame.cp - self._base : comma - self._base]
+        start = frame.cp
+        if frame.sep == _ITEM:
+            if not text.strip(" \t\n\r"):
+                frame.sep = _COMMA
+                frame.cp = comma + 1
+                frame.comma = -1
+                return
+            lead = _LEAD_COMMA.match(text)
+            if lead is None:
+                raise _SyntaxError("a comma is missing", frame.cp)
+            text = text[lead.end() :]
+            start += lead.end()
+        if not text.strip(" \t\n\r"):
+            raise _SyntaxError("a value is missing before a comma", comma)
+        self._add(frame, text, start)
+        frame.sep = _COMMA
+        frame.cp = comma + 1
+        frame.comma = -1
+
+    def _members(self, frame: _Frame, close: int, *, closing: bool) -> None:
+        """Members between the checkpoint and the closing bracket."""
+        text = self._buf[frame.cp - self._base : close - self._base]
+        start = frame.cp
+        if frame.sep == _ITEM:
+            lead = _LEAD_COMMA.match(text)
+            if lead is None:
+                if text.strip(" \t\n\r"):
+                    raise _SyntaxError("a comma is missing", frame.cp)
+                return
+            text = text[lead.end() :]
+            start += lead.end()
+            if not text.strip(" \t\n\r"):
+                raise _SyntaxError("a trailing comma", close)
+        elif frame.sep == _COMMA and closing and not text.strip(" \t\n\r"):
+            raise _SyntaxError("a trailing comma", close)
+        if text.strip(" \t\n\r"):
+            self._add(frame, text, start)
+            frame.sep = _ITEM
+        frame.cp = close
+
+    def _add(self, frame: _Frame, text: str, start: int) -> None:
+        """Complete members, as written between two separators: one orjson call."""
+        wrapped = ("[" if frame.array else "{") + text + ("]" if frame.array else "}")
+        try:
+            parsed = orjson.loads(wrapped)
+        except orjson.JSONDecodeError as exc:
+            raise _SyntaxError(_reason(exc), start + max(0, exc.pos - 1)) from None
+        self._store(frame, parsed)
+
+    def _store(self, frame: _Frame, parsed: Any) -> None:
+        listener = self.listener
+        backing = frame.backing
+        if frame.array:
+            index = len(backing)
+            backing.extend(parsed)
+            if listener is not None:
+                slot = frame.slot
+                for offset, item in enumerate(parsed):
+                    listener.complete(slot, index + offset, item)
+        else:
+            if not backing.keys().isdisjoint(parsed):
+                backing = frame.backing = dict(backing)  # older snapshots keep the old values
+            backing.update(parsed)
+            if listener is not None:
+                slot = frame.slot
+                for key, item in parsed.items():
+                    listener.complete(slot, key, item)
+        self._version += 1
+
+    def _remainder(self, frame: _Frame) -> None:
+        """The member being written at the end of the chunk in the innermost container."""
+        if frame.cp < 0:
+            return
+        if frame.comma >= frame.cp:
+            self._upto_comma(frame)
+        base = self._base
+        if self._instr and self._live is None:
+            head = self._buf[frame.cp - base : self._quote - base]
+            blank = not head.strip(" \t\n\r")
+            if blank and frame.sep != _ITEM and not frame.array:
+                return  # a key being written
+            if frame.sep == _ITEM:
+                raise _SyntaxError("a comma is missing", frame.cp)
+            if frame.array:
+                if not blank:
+                    raise _SyntaxError("a value is not followed by a comma", frame.cp)
+                key: str | int = len(frame.backing)
+            else:
+                match = _KEY_PART.fullmatch(head)
+                if match is None:
+                    raise _SyntaxError("an object member needs a key and a colon", frame.cp)
+                key = self._key(match.group(1), frame.cp)
+            listener = self.listener
+            slot = None
+            if listener is not None:
+                slot = listener.child(frame.slot, key)
+                listener.open(slot, "string")
+            self._live = _LiveString(self._quote, key, slot)
+            frame.cp = -1
+            self._version += 1
+            return
+        if self._instr:
+            return
+        text = self._buf[frame.cp - base :]
+        stripped = text.rstrip(" \t\n\r")
+        if not stripped.strip(" \t\n\r"):
+            return
+        if frame.sep == _ITEM:
+            raise _SyntaxError("a comma is missing", frame.cp)
+        if stripped[-1] in '"}]' or len(stripped) < len(text):
+            # Looks complete: a string, a container, or a scalar followed by whitespace.
+            wrapped = ("[" if frame.array else "{") + stripped + ("]" if frame.array else "}")
+            try:
+                parsed = orjson.loads(wrapped)
+            except orjson.JSONDecodeError:
+                named = None if frame.array else _KEY_PREFIX.fullmatch(text)
+                if named is None:
+                    raise _SyntaxError("not a JSON value", frame.cp) from None
+                self._early_key(frame, named.group(1))
+                return
+            self._store(frame, parsed)
+            frame.sep = _ITEM
+            frame.cp = base + len(self._buf)
+            return
+        partial = (_ARRAY_PARTIAL if frame.array else _OBJECT_PARTIAL).fullmatch(text)
+        if partial is None:
+            raise _SyntaxError("not a JSON value", frame.cp)
+        if not frame.array:
+            self._early_key(frame, partial.group(1))
+
+    def _early_key(self, frame: _Frame, quoted: str) -> None:
+        """A key whose value has not started: checked now (an unexpected key stops a stream
+        before its value is written), shown later."""
+        if self.listener is not None and self._keyed != frame.cp:
+            self._keyed = frame.cp
+            self.listener.key(frame.slot, self._key(quoted, frame.cp))
+
+    def _key(self, quoted: str, at: int) -> str:
+        try:
+            key = orjson.loads(quoted)
+        except orjson.JSONDecodeError:
+            raise _SyntaxError("an invalid key", at) from None
+        assert isinstance(key, str)
+        return key
+
+    # -- strings -----------------------------------------------------------------------------
+
+    def _grow(self, live: _LiveString) -> None:
+        """Decode the new text of an open string, up to the last complete escape."""
+        base = self._base
+        raw = self._buf[live.raw - base : self._pos - base]
+        if not raw:
+            return
+        if "\\" not in raw:
+            live.add(self._decode(raw, live.raw))
+            live.raw += len(raw)
+            self._version += 1
+            if self.listener is not None:
+                self.listener.grow(live.slot, live.length, live.head)
+            return
+        match = _UNITS.match(raw)
+        assert match is not None
+        cut = match.end()
+        if match.start(1) >= 0 and match.end(1) == cut:
+            cut = match.start(1)  # a high surrogate waits for its low half
+        if not _PENDING_ESCAPE.fullmatch(raw, cut):
+            raise _SyntaxError("an invalid escape", live.raw + cut)
+        if cut:
+            live.add(self._decode(raw[:cut], live.raw))
+            live.raw += cut
+            self._version += 1
+            if self.listener is not None:
+                self.listener.grow(live.slot, live.length, live.head)
+
+    def _close_string(self, live: _LiveString, close: int) -> None:
+        live.add(self._decode(self._buf[live.raw - self._base : close - self._base], live.raw))
+        value = live.text()
+        self._live = None
+        self._version += 1
+        listener = self.listener
+        if listener is not None:
+            listener.close(live.slot, value)
+        if not self._stack:
+            self._root_done(value, close, opened=True)
+            return
+        self._attach(self._stack[-1], live.key, value, close + 1)
+
+    def _decode(self, raw: str, at: int) -> str:
+        if "\\" not in raw:
+            bad = _CONTROL.search(raw)
+            if bad is not None:
+                raise _SyntaxError("a control character in a string", at + bad.start())
+            return raw
+        try:
+            value = orjson.loads('"' + raw + '"')
+        except orjson.JSONDecodeError as exc:
+            raise _SyntaxError(_reason(exc), at + max(0, exc.pos - 1)) from None
+        assert isinstance(value, str)
+        return value
+
+    # -- snapshots ---------------------------------------------------------------------------
+
+    def _shows_something(self) -> bool:
+        if self._live is not None:
+            return True
+        return bool(self._stack) and bool(self._stack[0].backing)
+
+    def _build(self) -> Any:
+        phase = self._phase
+        if phase == _DONE:
+            return self._value
+        if self._tentative >= 0 or phase < _VALUE:
+            return MISSING
+        inner: Any = MISSING
+        key: Any = None
+        live = self._live
+        if live is not None and self._show_strings:
+            inner = live.show()
+            key = live.key
+        if self._show_all:  # the common case: every open container is shown
+            for frame in reversed(self._stack):
+                if not frame.live:
+                    inner, key = MISSING, None
+                    continue
+                backing = frame.backing
+                if frame.array:
+                    inner = PartialList(backing, len(backing), inner)
+                else:
+                    inner = PartialDict(backing, len(backing), key, inner)
+                key = frame.key
+            return inner
+        arrays, objects = "array" in self.partial, "object" in self.partial
+        for frame in reversed(self._stack):
+            if not frame.live or not (arrays if frame.array else objects):
+                inner, key = MISSING, None
+                continue
+            backing = frame.backing
+            if frame.array:
+                inner = PartialList(backing, len(backing), inner)
+            else:
+                inner = PartialDict(backing, len(backing), key, inner)
+            key = frame.key
+        return inner
+
+    def _where(self) -> str:
+        if self._live is not None or self._instr:
+            return "a string"
+        if self._stack:
+            kind = "an array" if self._stack[-1].array else "an object"
+            return f"{kind} ({len(self._stack)} level(s) open)"
+        return "a value"
+
+
+_FENCE_MARK = re.compile(r"`+|~+")
+
+
+def _skip(pattern: re.Pattern[str], text: str, pos: int) -> int:
+    """Where a pattern that also matches the empty string stops."""
+    match = pattern.match(text, pos)
+    return match.end() if match else pos
+
+
+def _reason(exc: orjson.JSONDecodeError) -> str:
+    return str(exc.msg).split(":")[0]
+
+
+def _syntax(found: str) -> Violation:
+    return Violation("", "syntax", "a single JSON value matching the schema", found, "syntax")
+
+
+__all__ = [
+    "MISSING",
+    "Kind",
+    "Listener",
+    "PartialDict",
+    "PartialList",
+    "PartialParser",
+    "PartialStr",
+    "extends",
+    "is_complete",
+    "plain",
+]

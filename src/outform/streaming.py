@@ -1,0 +1,948 @@
+"""Streaming: typed snapshots of a reply while it arrives, and an early stop when it goes wrong.
+
+```python
+for snapshot in outform.parse_stream(chunks, type=Invoice):
+    render(snapshot.value)        # a PartialInvoice: every field optional, filled in as it comes
+final = snapshot.result           # the last snapshot: validated like outform.parse(full_text)
+```
+
+Snapshots follow the no-flicker rule of :mod:`outform.parse.partial`: a value once shown never
+changes. Per-field policies refine it, as `Annotated` markers on the output type:
+
+- `Done`: the field appears only once complete (no partial strings or lists).
+- `Required`: the object holding the field is not shown until the field is present.
+- `WithState`: the field is a :class:`StreamState` (value and "pending" / "incomplete" /
+  "complete").
+
+While the reply streams, :class:`outform.parse.incremental.Checker` follows it against the
+schema; as soon as it can no longer become valid (or degenerates into a loop), `feed` raises
+:class:`StreamAbortedError` so the caller can stop the provider's stream and re-ask.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import typing
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from dataclasses import dataclass
+from enum import Enum
+from typing import Annotated, Any, Final, Generic, Literal, TypeVar, cast
+
+import orjson
+from pydantic import BaseModel, ConfigDict, create_model
+from pydantic import ValidationError as PydanticValidationError
+
+from outform.errors import OutputError, StreamAbortedError, UsageError
+from outform.format import JsonSchemaFormat, ResponseFormat
+from outform.parse.cache import PipelineCache
+from outform.parse.hint import RetryHint, Violation
+from outform.parse.incremental import (
+    DEFAULT_DEGENERATION,
+    Checker,
+    Degeneration,
+    DegenerationGuard,
+)
+from outform.parse.partial import (
+    MISSING,
+    PartialDict,
+    PartialList,
+    PartialParser,
+    is_complete,
+    plain,
+)
+from outform.parse.pipeline import Pipeline
+from outform.parse.result import ParseResult
+from outform.parse.unescape import looks_escaped
+from outform.parse.validate import pydantic_violations
+from outform.schema import pointer
+from outform.schema.compiled import compile_schema
+from outform.schema.derive import adapter_for
+from outform.schema.dialects.result import DialectResult
+from outform.schema.types import accepted_types
+
+T = TypeVar("T")
+
+
+# -- policies -------------------------------------------------------------------------------
+
+
+class StreamPolicy:
+    """A per-field stream policy, used as `Annotated[type, Done]` (see the module doc)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+Done: Final = StreamPolicy("Done")
+"""Show the field only once its value is complete."""
+Required: Final = StreamPolicy("Required")
+"""Hold the object that holds this field until the field is present."""
+WithState: Final = StreamPolicy("WithState")
+"""Expose the field as a StreamState: its value and whether it is pending, incomplete or
+complete."""
+
+FieldState = Literal["pending", "incomplete", "complete"]
+
+
+@dataclass(frozen=True, slots=True)
+class StreamState(Generic[T]):
+    """A field under the `WithState` policy: what is known of it so far."""
+
+    value: T | None
+    state: FieldState
+
+
+# -- errors ---------------------------------------------------------------------------------
+
+
+# -- snapshots ------------------------------------------------------------------------------
+
+
+class Snapshot(Generic[T]):
+    """The reply as far as it has arrived.
+
+    `data`: the partial value as JSON (open arrays and objects are read-only views that share
+    storage with later snapshots; `outform.parse.partial.plain` copies one to plain JSON).
+    `value`: the same as the partial type (computed on first access), or for the last snapshot
+    the validated value. `offset`: characters received. `complete`: the JSON value is complete.
+    `result`: the ParseResult, on the last snapshot only.
+    """
+
+    __slots__ = ("_build", "_value", "complete", "data", "offset", "result")
+
+    def __init__(
+        self,
+        data: Any,
+        offset: int,
+        complete: bool = False,
+        build: Callable[[Any], Any] | None = None,
+        result: ParseResult[T] | None = None,
+    ) -> None:
+        self.data = data
+        self.offset = offset
+        self.complete = complete
+        self.result = result
+        self._build = build
+        self._value: Any = MISSING
+
+    @property
+    def final(self) -> bool:
+        """This is the validated end of the stream."""
+        return self.result is not None
+
+    @property
+    def value(self) -> Any:
+        """The partial typed value (None when a `Required` field holds it back), or the
+        validated value on the last snapshot."""
+        if self._value is MISSING:
+            if self.result is not None:
+                self._value = self.result.value
+            elif self._build is not None:
+                built = self._build(self.data)
+                self._value = None if built is _HOLD else built
+            else:
+                self._value = self.data
+        return self._value
+
+    def __repr__(self) -> str:
+        kind = "final" if self.final else "partial"
+        return f"Snapshot({kind}, offset={self.offset}, data={self.data!r})"
+
+
+# -- the stream parser ----------------------------------------------------------------------
+
+_pipelines = PipelineCache()
+"""Compiled pipelines, as `outform.parse` keeps them: compiling one costs more than streaming a
+small reply."""
+
+
+class StreamParser(Generic[T]):
+    """Parses one streamed reply: `feed` each chunk, then `finish`.
+
+    `output` and `level` are those of :class:`outform.Pipeline` (a type, a JSON Schema or a
+    ResponseFormat), or `pipeline` is one already built. `wire`: the dialect translation when
+    the provider enforces a translated schema (the check follows the wire schema; snapshots of
+    a root the dialect wrapped in `{"value": ...}` show the root itself). `every`: characters
+    to gather before parsing again (0: every chunk; a larger value costs less per character
+    and delays snapshots and the early stop by that much). `validate`: check the schema while
+    streaming. `abort`: raise StreamAbortedError on a violation (otherwise it is only
+    recorded in `violation`). `degeneration`: the limits of the degeneration guard, None to
+    disable it.
+    """
+
+    def __init__(
+        self,
+        output: Any = None,
+        *,
+        level: str | None = None,
+        every: int = 0,
+        validate: bool = True,
+        abort: bool = True,
+        degeneration: Degeneration | None = DEFAULT_DEGENERATION,
+        pipeline: Pipeline[T] | None = None,
+        wire: DialectResult | None = None,
+        **options: Any,
+    ) -> None:
+        self.pipeline: Pipeline[T] = pipeline or _pipelines.get(output, level, options)
+        self.every = every
+        self.abort = abort
+        opts = self.pipeline.options
+        # A reply written under a provider's dialect is checked, while it streams, against the
+        # schema the provider enforced; the pipeline maps it back and validates the original.
+        compiled = compile_schema(wire.validation_schema) if wire else self.pipeline.compiled
+        self._unwrap = wire is not None and wire.wrapped_root
+        accepted = accepted_types(compiled)
+        roots = frozenset(k for k in ("object", "array") if k in accepted)
+        self.checker = (
+            Checker(
+                compiled,
+                strict=opts.level == "off",
+                lenient=opts.lenient,
+                tolerance=opts.tolerance,
+                max_depth=opts.max_depth,
+            )
+            if validate
+            else None
+        )
+        self.parser = PartialParser(
+            roots=roots or frozenset({"object", "array"}),
+            scalars=bool(accepted - {"object", "array"}),
+            extract="extract" in opts.stages,
+            listener=self.checker,
+            max_depth=opts.max_depth,
+        )
+        self.guard = DegenerationGuard(degeneration) if degeneration is not None else None
+        self.violation: Violation | None = None
+        """The first reason the reply cannot succeed (also when `abort` is off)."""
+        self.stopped = False
+        """The value is complete and the rest of the reply degenerated: reading can stop."""
+        output_type = (
+            self.pipeline.format.output_type
+            if isinstance(self.pipeline.format, JsonSchemaFormat)
+            else None
+        )
+        self._build = _Builder(output_type).build if output_type is not None else None
+        self._chunks: list[str] = []
+        self._parsed = 0
+        """How many of the chunks were parsed (`every` holds the others back)."""
+        self._pending_size = 0
+        self._last: Snapshot[T] | None = None
+        self._level = opts.level
+
+    @property
+    def text(self) -> str:
+        """Everything received so far."""
+        return "".join(self._chunks)
+
+    @property
+    def received(self) -> int:
+        """Characters received so far (parsed or held back by `every`)."""
+        return self.parser.received + self._pending_size
+
+    @property
+    def snapshot(self) -> Snapshot[T] | None:
+        """The latest snapshot, if any."""
+        return self._last
+
+    def feed(self, chunk: str) -> list[Snapshot[T]]:
+        """Read one chunk; the new snapshot (if the value shown changed). Raises StreamAbortedError
+        when the reply can no longer become valid (`abort=True`)."""
+        if not chunk:
+            return []
+        chunks = self._chunks
+        chunks.append(chunk)
+        if not self.every:
+            return self._parse(chunk)
+        self._pending_size += len(chunk)
+        if self._pending_size < self.every:
+            return []
+        return self.flush()
+
+    def flush(self) -> list[Snapshot[T]]:
+        """Parse what `every` held back (`finish` does it too)."""
+        if not self._pending_size:
+            return []
+        held = self._chunks[self._parsed :]
+        self._pending_size = 0
+        return self._parse("".join(held))
+
+    def finish(self) -> ParseResult[T]:
+        """The final value, validated through the pipeline: equal to `outform.parse` of the
+        whole reply with the same output and options. Raises OutputError like it."""
+        self.flush()
+        return self.pipeline.run(self.text)
+
+    def final(self) -> Snapshot[T]:
+        """`finish`, as the last snapshot."""
+        result = self.finish()
+        return Snapshot(result.data, len(self.text), complete=True, result=result)
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _parse(self, text: str) -> list[Snapshot[T]]:
+        self._parsed = len(self._chunks)
+        parser = self.parser
+        if self.guard is not None and self.violation is None:
+            degenerate = self.guard.feed(text)
+            if degenerate is not None:
+                if parser.done:
+                    self.stopped = True
+                else:
+                    self._stop(degenerate, "degenerate", len(text))
+        changed = parser.feed(text)
+        if self.violation is None:
+            checker = self.checker
+            if checker is not None and checker.violation is not None:
+                self._stop(checker.violation, "schema")
+            elif parser.error is not None and self._syntax_is_final():
+                self._stop(parser.error, "syntax")
+        if not changed:
+            return []
+        data = parser.value
+        if self._unwrap:
+            data = data["value"] if isinstance(data, Mapping) and "value" in data else MISSING
+        if data is MISSING:
+            return []
+        snapshot: Snapshot[T] = Snapshot(data, parser.received, parser.done, self._build)
+        self._last = snapshot
+        return [snapshot]
+
+    def _syntax_is_final(self) -> bool:
+        """Whether the pipeline could still read a reply that is not JSON as written."""
+        if self._level == "full":
+            return False  # the tolerant decoders may repair it
+        start = self.parser.start
+        return not (start is not None and looks_escaped(self.text[start : start + 64]))
+
+    def _stop(
+        self,
+        violation: Violation,
+        reason: Literal["schema", "syntax", "degenerate"],
+        unread: int = 0,
+    ) -> None:
+        self.violation = violation
+        if not self.abort:
+            return
+        what = {
+            "schema": "the reply can no longer match the schema",
+            "syntax": "the reply is not valid JSON",
+            "degenerate": "the reply is degenerating into a loop",
+        }[reason]
+        raise StreamAbortedError(
+            f"stream stopped: {what}",
+            hint=RetryHint((violation,)),
+            offset=self.parser.received + self._pending_size + unread,
+            text=self.text,
+            reason=reason,
+        )
+
+
+# -- entry points ---------------------------------------------------------------------------
+
+
+def _output(schema: Any, type_: Any) -> Any:
+    if schema is not None and type_ is not None:
+        raise UsageError(
+            "pass either schema= or type=, not both",
+            fix="type= derives the schema from the type; drop schema=",
+        )
+    return type_ if type_ is not None else schema
+
+
+def parse_stream(
+    chunks: Iterable[str],
+    schema: Mapping[str, Any] | ResponseFormat | None = None,
+    *,
+    type: Any = None,
+    level: str | None = None,
+    **options: Any,
+) -> Iterator[Snapshot[Any]]:
+    """Snapshots of a reply while its chunks arrive, then the validated value as the last one.
+
+    Raises StreamAbortedError as soon as the reply can no longer become valid, OutputError at the
+    end when it is not valid. `options` are those of StreamParser and of `outform.parse`.
+    """
+    parser: StreamParser[Any] = StreamParser(_output(schema, type), level=level, **options)
+    for chunk in chunks:
+        yield from parser.feed(chunk)
+        if parser.stopped:
+            break
+    yield from parser.flush()
+    yield parser.final()
+
+
+async def aparse_stream(
+    chunks: AsyncIterable[str],
+    schema: Mapping[str, Any] | ResponseFormat | None = None,
+    *,
+    type: Any = None,
+    level: str | None = None,
+    **options: Any,
+) -> AsyncIterator[Snapshot[Any]]:
+    """`parse_stream` for an asynchronous source of chunks."""
+    parser: StreamParser[Any] = StreamParser(_output(schema, type), level=level, **options)
+    async for chunk in chunks:
+        for snapshot in parser.feed(chunk):
+            yield snapshot
+        if parser.stopped:
+            break
+    for snapshot in parser.flush():
+        yield snapshot
+    yield parser.final()
+
+
+def replay(
+    text: str,
+    chunk_size: int = 16,
+    output: Any = None,
+    *,
+    level: str | None = None,
+    **options: Any,
+) -> Iterator[Snapshot[Any]]:
+    """Stream a stored reply in chunks of `chunk_size` characters (what `outform parse
+    --stream` shows). Ends with the validated value; raises like `parse_stream`."""
+    if chunk_size < 1:
+        raise UsageError(f"chunk_size must be at least 1, got {chunk_size}", fix="use e.g. 16")
+    chunks = (text[i : i + chunk_size] for i in range(0, len(text), chunk_size))
+    return parse_stream(chunks, output, level=level, **options)
+
+
+def stream_items(
+    chunks: Iterable[str],
+    output: Any = None,
+    path: str | None = None,
+    *,
+    level: str | None = None,
+    **options: Any,
+) -> Iterator[Any]:
+    """The elements of an array, one by one, each as soon as it is complete.
+
+    The array is the top-level value, or the one at `path` ("items", "data.items" or a JSON
+    pointer "/data/items"). With a typed output each element is validated as the array's item
+    type; the whole reply is still validated at the end (an invalid reply raises OutputError
+    after the elements that were complete).
+    """
+    parts = _path_parts(path)
+    parser: StreamParser[Any] = StreamParser(output, level=level, **options)
+    convert = _item_converter(parser, parts)
+    seen = 0
+    for chunk in chunks:
+        parser.feed(chunk)
+        array = _lookup(parser.parser.value, parts)
+        if isinstance(array, PartialList):
+            done = array.completed
+        elif isinstance(array, list):
+            done = len(array)
+        else:
+            continue
+        for index in range(seen, done):
+            yield convert(array[index], index)
+        seen = max(seen, done)
+        if parser.stopped:
+            break
+    result = parser.finish()
+    array = _lookup(result.data, parts)
+    if isinstance(array, list):
+        for index in range(seen, len(array)):
+            yield convert(array[index], index)
+
+
+def _path_parts(path: str | None) -> list[str]:
+    if not path:
+        return []
+    if path.startswith("/"):
+        return pointer.parts(path)
+    return path.split(".")
+
+
+def _lookup(value: Any, parts: list[str]) -> Any:
+    for part in parts:
+        if isinstance(value, Mapping):
+            value = value.get(part, MISSING)
+        elif isinstance(value, PartialList | list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return MISSING
+    return value
+
+
+def _item_converter(parser: StreamParser[Any], parts: list[str]) -> Callable[[Any, int], Any]:
+    fmt = parser.pipeline.format
+    output_type = fmt.output_type if isinstance(fmt, JsonSchemaFormat) else None
+    if output_type is None:
+        return lambda item, index: item
+    item_type = _item_type(output_type, parts)
+    if item_type is None:
+        return lambda item, index: item
+    adapter = adapter_for(item_type)
+    where = pointer.from_parts(parts)
+
+    def convert(item: Any, index: int) -> Any:
+        try:
+            return adapter.validate_python(item)
+        except PydanticValidationError as exc:
+            found = pydantic_violations(exc)
+            path = f"{where}/{index}"
+            hint = RetryHint(tuple(dataclasses.replace(v, path=path + v.path) for v in found))
+            raise OutputError(f"array item {path} is not valid", hint=hint) from None
+
+    return convert
+
+
+def _item_type(output_type: Any, parts: list[str]) -> Any:
+    """The element type of the array at `parts` of the output type, if the type says."""
+    current = output_type
+    for part in [*parts, None]:
+        current = _strip(current)
+        if part is None:
+            origin = typing.get_origin(current)
+            if origin in (list, tuple, set, frozenset) or _is_sequence(origin):
+                args = typing.get_args(current)
+                return args[0] if args else None
+            return None
+        if typing.get_origin(current) in (dict, Mapping, typing.Mapping):
+            args = typing.get_args(current)
+            current = args[1] if len(args) == 2 else Any
+            continue
+        fields = _fields(current)
+        if fields is None:
+            return None
+        match = next((f for f in fields if f.key == part), None)
+        if match is None:
+            return None
+        current = match.annotation
+    return None
+
+
+def _is_sequence(origin: Any) -> bool:
+    return origin in (Sequence, Iterable)
+
+
+def _strip(annotation: Any) -> Any:
+    """Without Annotated and Optional wrappers."""
+    while True:
+        origin = typing.get_origin(annotation)
+        if origin is Annotated:
+            annotation = typing.get_args(annotation)[0]
+            continue
+        if origin in (typing.Union, _UnionType):
+            args = [a for a in typing.get_args(annotation) if a is not type(None)]
+            if len(args) == 1:
+                annotation = args[0]
+                continue
+        return annotation
+
+
+_UnionType = type(int | None)
+
+
+# -- partial types --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Field:
+    key: str
+    """The JSON key."""
+    name: str
+    """The attribute (or TypedDict key)."""
+    annotation: Any
+    policies: frozenset[str]
+
+
+def _policies(metadata: Iterable[Any]) -> frozenset[str]:
+    return frozenset(m.name for m in metadata if isinstance(m, StreamPolicy))
+
+
+def _fields(tp: Any) -> list[_Field] | None:
+    """The fields of a Pydantic model, dataclass or TypedDict (None for other types)."""
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        out = []
+        for name, info in tp.model_fields.items():
+            alias = info.validation_alias if isinstance(info.validation_alias, str) else None
+            key = alias or info.alias or name
+            out.append(_Field(key, name, info.annotation, _policies(info.metadata)))
+        return out
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        hints = typing.get_type_hints(tp, include_extras=True)
+        return [_field_of(f.name, f.name, hints.get(f.name, Any)) for f in dataclasses.fields(tp)]
+    if typing.is_typeddict(tp):
+        hints = typing.get_type_hints(tp, include_extras=True)
+        return [_field_of(name, name, hint) for name, hint in hints.items()]
+    return None
+
+
+def _field_of(key: str, name: str, hint: Any) -> _Field:
+    policies: frozenset[str] = frozenset()
+    if typing.get_origin(hint) is Annotated:
+        args = typing.get_args(hint)
+        policies = _policies(args[1:])
+    return _Field(key, name, hint, policies)
+
+
+_in_progress: set[Any] = set()
+
+
+def partial_type(tp: Any) -> Any:
+    """The partial type of a Pydantic model, dataclass or TypedDict: every field optional
+    (default None), nested models partial too, `WithState` fields typed StreamState. Built once
+    per type. Other types are returned as they are (containers of models with partial items)."""
+    try:
+        return _partial_cached(tp)
+    except TypeError:  # unhashable type expression
+        return _partial(tp)
+
+
+@functools.lru_cache(maxsize=256)
+def _partial_cached(tp: Any) -> Any:
+    return _partial(tp)
+
+
+def _partial(tp: Any) -> Any:
+    origin = typing.get_origin(tp)
+    if origin is Annotated:
+        return _partial(typing.get_args(tp)[0])
+    if origin is not None:
+        args = typing.get_args(tp)
+        if origin in (typing.Union, _UnionType):
+            return cast(Any, typing.Union)[tuple(_partial(a) for a in args)]
+        if origin is Literal:
+            return tp
+        try:
+            return origin[tuple(_partial(a) for a in args)] if args else tp
+        except TypeError:
+            return tp
+    fields = _fields(tp)
+    if fields is None:
+        return tp
+    if tp in _in_progress:
+        return Any  # a recursive type: partial annotations are documentation only
+    _in_progress.add(tp)
+    try:
+        annotations = {f.name: _partial_field(f) for f in fields}
+    finally:
+        _in_progress.discard(tp)
+    name = f"Partial{tp.__name__}"
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        definitions: dict[str, Any] = {
+            key: (annotation, _state_default() if "WithState" in f.policies else None)
+            for (key, annotation), f in zip(annotations.items(), fields, strict=True)
+        }
+        model: Any = create_model(
+            name,
+            __config__=ConfigDict(arbitrary_types_allowed=True),
+            __module__=tp.__module__,
+            **definitions,
+        )
+        model.__doc__ = f"{tp.__name__} while it streams: every field optional."
+        return model
+    if dataclasses.is_dataclass(tp):
+        return dataclasses.make_dataclass(
+            name,
+            [
+                (key, annotation, dataclasses.field(default=None))
+                for key, annotation in annotations.items()
+            ],
+            namespace={"__module__": tp.__module__},
+        )
+    return typing.TypedDict(name, annotations, total=False)  # type: ignore[operator]
+
+
+def _partial_field(f: _Field) -> Any:
+    inner = _partial(f.annotation)
+    if "WithState" in f.policies:
+        return cast(Any, StreamState)[inner]
+    return cast(Any, typing.Optional)[inner]
+
+
+def _state_default() -> Any:
+    from pydantic import Field
+
+    return Field(default_factory=lambda: StreamState(None, "pending"))
+
+
+# -- building typed snapshots ---------------------------------------------------------------
+
+_HOLD: Final = object()
+"""A value held back by a `Required` field that is not there yet."""
+
+
+class _Builder:
+    """Turns snapshot data into partial typed values, sharing work between snapshots: a
+    complete subtree is converted once; an open array's typed items are kept per storage."""
+
+    def __init__(self, output_type: Any) -> None:
+        self.root = _planner(output_type).root
+        self._memo: dict[int, tuple[Any, Any]] = {}
+        self._lists: dict[int, tuple[list[Any], list[Any], int]] = {}
+
+    def build(self, data: Any) -> Any:
+        return self.root.build(data, self)
+
+
+def _planner(output_type: Any) -> _Planner:
+    try:
+        return _cached_planner(output_type)
+    except TypeError:  # an unhashable type expression
+        return _Planner(output_type)
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_planner(output_type: Any) -> _Planner:
+    return _Planner(output_type)
+
+
+class _Planner:
+    """How to build the partial value of one output type (made once per type)."""
+
+    def __init__(self, output_type: Any) -> None:
+        self._plans: dict[Any, _Plan] = {}
+        self.root = self.plan(output_type)
+
+    def plan(self, tp: Any) -> _Plan:
+        key = _plan_key(tp)
+        found = self._plans.get(key)
+        if found is not None:
+            return found
+        placeholder = _Lazy()
+        self._plans[key] = placeholder
+        made = self._make(tp)
+        placeholder.target = made
+        self._plans[key] = made
+        return made
+
+    def _make(self, tp: Any) -> _Plan:
+        origin = typing.get_origin(tp)
+        if origin is Annotated:
+            return self.plan(typing.get_args(tp)[0])
+        if origin in (typing.Union, _UnionType):
+            options = [a for a in typing.get_args(tp) if a is not type(None)]
+            if len(options) == 1:
+                return self.plan(options[0])
+            return _UnionPlan([self.plan(a) for a in options])
+        if origin in (list, tuple, set, frozenset) or _is_sequence(origin):
+            args = typing.get_args(tp)
+            return _ListPlan(self.plan(args[0] if args else Any))
+        if origin in (dict, Mapping) or origin is typing.Mapping:
+            args = typing.get_args(tp)
+            return _DictPlan(self.plan(args[1] if len(args) == 2 else Any))
+        fields = _fields(tp)
+        if fields is not None:
+            factory = _factory(tp, partial_type(tp))
+            return _ModelPlan(factory, [(f, self.plan(f.annotation)) for f in fields])
+        if isinstance(tp, type) and issubclass(tp, Enum):
+            return _EnumPlan(tp)
+        return _VALUE
+
+
+def _plan_key(tp: Any) -> Any:
+    try:
+        hash(tp)
+    except TypeError:
+        return id(tp)
+    return tp
+
+
+def _factory(tp: Any, partial: Any) -> Callable[[dict[str, Any]], Any]:
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return lambda values: partial.model_construct(**values)
+    if dataclasses.is_dataclass(tp):
+        return lambda values: partial(**values)
+    return dict
+
+
+class _Plan:
+    def build(self, data: Any, builder: _Builder) -> Any:
+        raise NotImplementedError
+
+
+class _Lazy(_Plan):
+    """A plan being made (recursive types)."""
+
+    target: _Plan | None = None
+
+    def build(self, data: Any, builder: _Builder) -> Any:
+        assert self.target is not None
+        return self.target.build(data, builder)
+
+
+class _ValuePlan(_Plan):
+    def build(self, data: Any, builder: _Builder) -> Any:
+        if isinstance(data, PartialList | PartialDict):
+            return plain(data)
+        return data
+
+
+_VALUE: Final = _ValuePlan()
+
+
+class _EnumPlan(_Plan):
+    def __init__(self, enum: type[Enum]) -> None:
+        self.enum = enum
+
+    def build(self, data: Any, builder: _Builder) -> Any:
+        if is_complete(data):
+            try:
+                return self.enum(data)
+            except ValueError:
+                return data
+        return data
+
+
+class _ModelPlan(_Plan):
+    def __init__(
+        self, factory: Callable[[dict[str, Any]], Any], fields: list[tuple[_Field, _Plan]]
+    ) -> None:
+        self.factory = factory
+        self.fields = fields
+        self.keys = frozenset(f.key for f, _ in fields)
+
+    def build(self, data: Any, builder: _Builder) -> Any:
+        if not isinstance(data, Mapping):
+            return data if is_complete(data) else None
+        complete = is_complete(data)
+        if complete:
+            memo = builder._memo.get(id(data))
+            if memo is not None and memo[0] is data:
+                return memo[1]
+        values: dict[str, Any] = {}
+        for f, plan in self.fields:
+            present = f.key in data
+            built: Any = None
+            shown = False
+            if present:
+                item = data[f.key]
+                if "Done" not in f.policies or is_complete(item):
+                    built = plan.build(item, builder)
+                    shown = built is not _HOLD
+            if "Required" in f.policies and not shown:
+                return _HOLD
+            if "WithState" in f.policies:
+                state: FieldState = (
+                    "pending"
+                    if not present
+                    else "complete"
+                    if is_complete(data[f.key])
+                    else "incomplete"
+                )
+                values[f.name] = StreamState(built if shown else None, state)
+            elif shown:
+                values[f.name] = built
+        value = self.factory(values)
+        if complete:
+            builder._memo[id(data)] = (data, value)
+        return value
+
+
+class _ListPlan(_Plan):
+    def __init__(self, item: _Plan) -> None:
+        self.item = item
+
+    def build(self, data: Any, builder: _Builder) -> Any:
+        if isinstance(data, PartialList):
+            items, n, tail = data.parts()
+            entry = builder._lists.get(id(items))
+            if entry is None or entry[0] is not items:
+                entry = (items, [], 0)
+            _, typed, done = entry
+            for item in items[done:n]:
+                built = self.item.build(item, builder)
+                if built is not _HOLD:
+                    typed.append(built)
+            builder._lists[id(items)] = (items, typed, n)
+            last = self.item.build(tail, builder) if tail is not MISSING else _HOLD
+            return PartialList(typed, len(typed), MISSING if last is _HOLD else last)
+        if isinstance(data, list):
+            memo = builder._memo.get(id(data))
+            if memo is not None and memo[0] is data:
+                return memo[1]
+            out = [b for b in (self.item.build(x, builder) for x in data) if b is not _HOLD]
+            builder._memo[id(data)] = (data, out)
+            return out
+        return data if is_complete(data) else None
+
+
+class _DictPlan(_Plan):
+    def __init__(self, value: _Plan) -> None:
+        self.value = value
+
+    def build(self, data: Any, builder: _Builder) -> Any:
+        if not isinstance(data, Mapping):
+            return data if is_complete(data) else None
+        out = {}
+        for key, item in data.items():
+            built = self.value.build(item, builder)
+            if built is not _HOLD:
+                out[key] = built
+        return out
+
+
+class _UnionPlan(_Plan):
+    """A union of types: the branch the data fits best (declared order breaks ties)."""
+
+    def __init__(self, options: list[_Plan]) -> None:
+        self.options = options
+
+    def build(self, data: Any, builder: _Builder) -> Any:
+        if isinstance(data, Mapping):
+            best: _Plan | None = None
+            score = -1
+            for option in self.options:
+                target = option.target if isinstance(option, _Lazy) else option
+                if isinstance(target, _ModelPlan):
+                    fit = sum(1 for key in data if key in target.keys)
+                    if fit > score:
+                        best, score = option, fit
+                elif isinstance(target, _DictPlan) and best is None:
+                    best = option
+            if best is not None:
+                return best.build(data, builder)
+        if isinstance(data, PartialList | list):
+            for option in self.options:
+                target = option.target if isinstance(option, _Lazy) else option
+                if isinstance(target, _ListPlan):
+                    return option.build(data, builder)
+        for option in self.options:
+            target = option.target if isinstance(option, _Lazy) else option
+            if isinstance(target, _EnumPlan):
+                built = option.build(data, builder)
+                if isinstance(built, Enum):
+                    return built
+        return _VALUE.build(data, builder)
+
+
+def to_json(snapshot: Snapshot[Any]) -> bytes:
+    """A snapshot's data as JSON bytes (what the CLI prints)."""
+    return orjson.dumps(plain(snapshot.data))
+
+
+__all__ = [
+    "Done",
+    "FieldState",
+    "Required",
+    "Snapshot",
+    "StreamAbortedError",
+    "StreamParser",
+    "StreamPolicy",
+    "StreamState",
+    "WithState",
+    "aparse_stream",
+    "parse_stream",
+    "partial_type",
+    "replay",
+    "stream_items",
+    "to_json",
+]

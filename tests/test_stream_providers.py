@@ -1,0 +1,328 @@
+"""outform.stream() end to end against each provider's streaming fake, over real HTTP.
+
+For every provider: snapshots grow while the reply arrives and end with the validated value;
+a reply that goes wrong at 10% of its length is cut there and asked for again, and the
+characters it would have cost are reported. Every stream event the fakes send is checked
+against the provider's official artifact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from pydantic import BaseModel, Field
+
+import outform
+from outform.parse.partial import plain
+from outform.run import Stream, astream, stream
+from outform.transport import AsyncTransport, RetryPolicy, Transport
+from tests.providers import anthropic_wire, bedrock_wire, gemini_wire, ollama_wire, openai_wire
+from tests.providers.fake import FakeServer
+from tests.shared import SHARED
+
+
+class Item(BaseModel):
+    id: int
+    name: str
+    price: float = Field(ge=0)
+
+
+class Order(BaseModel):
+    customer: str
+    items: list[Item]
+
+
+ORDER: dict[str, Any] = {
+    "customer": "Ada",
+    "items": [{"id": i, "name": f"Widget {i}", "price": 2.5 + i} for i in range(30)],
+}
+GOOD = orjson.dumps(ORDER).decode()
+# Goes wrong near 10% of its length: a price no repair can turn into a number.
+BAD = GOOD.replace('"price":4.5', '"price":"about four dollars and fifty cents, give or take"')
+
+
+def pieces(text: str, size: int = 16) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+# -- wire-accurate streams, per provider ---------------------------------------------------
+
+
+def _openai(text: str) -> tuple[list[Any], str]:
+    events = openai_wire.text_stream(*pieces(text))
+    return events, "sse"
+
+
+def _responses(text: str) -> tuple[list[Any], str]:
+    ev = openai_wire.Events()
+    done = openai_wire.response_body(openai_wire.message_item(openai_wire.output_text(text)))
+    events = [*ev.text_message(0, *pieces(text)), ev("response.completed", response=done)]
+    return [(e["type"], e) for e in events], "sse"
+
+
+def _anthropic(text: str) -> tuple[list[Any], str]:
+    message: dict[str, Any] = {
+        "id": "msg_01XFDUDYJgAACzvnptvVoYEL",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5-20250929",
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 412, "output_tokens": 1},
+    }
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": message},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        *(
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}}
+            for p in pieces(text)
+        ),
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+            "usage": {"output_tokens": 230},
+        },
+        {"type": "message_stop"},
+    ]
+    return [(e["type"], e) for e in events], "sse"
+
+
+def _gemini(text: str) -> tuple[list[Any], str]:
+    chunks = pieces(text)
+    events = [
+        {
+            "candidates": [
+                {
+                    "content": {"role": "model", "parts": [{"text": p}]},
+                    "index": 0,
+                    **({"finishReason": "STOP"} if i == len(chunks) - 1 else {}),
+                }
+            ],
+            "usageMetadata": {
+                "promptTokenCount": 51,
+                "candidatesTokenCount": i + 1,
+                "totalTokenCount": 52 + i,
+            },
+            "modelVersion": "gemini-2.5-flash",
+            "responseId": "mP0oafKUJfPjz7IP0NaEsAY",
+        }
+        for i, p in enumerate(chunks)
+    ]
+    return events, "sse"
+
+
+def _bedrock(text: str) -> tuple[list[Any], str]:
+    events: list[dict[str, Any]] = [
+        {"messageStart": {"role": "assistant"}},
+        *(
+            {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"text": p}}}
+            for p in pieces(text)
+        ),
+        {"contentBlockStop": {"contentBlockIndex": 0}},
+        {"messageStop": {"stopReason": "end_turn"}},
+        {
+            "metadata": {
+                "usage": {"inputTokens": 389, "outputTokens": 230, "totalTokens": 619},
+                "metrics": {"latencyMs": 812},
+            }
+        },
+    ]
+    return events, "aws-event-stream"
+
+
+def _ollama(text: str) -> tuple[list[Any], str]:
+    lines: list[dict[str, Any]] = [
+        {
+            "model": "llama3.2",
+            "created_at": "2026-11-21T17:21:00.000Z",
+            "message": {"role": "assistant", "content": p},
+            "done": False,
+        }
+        for p in pieces(text)
+    ]
+    lines.append(
+        {
+            "model": "llama3.2",
+            "created_at": "2026-11-21T17:21:01.000Z",
+            "message": {"role": "assistant", "content": ""},
+            "done": True,
+            "done_reason": "stop",
+            "total_duration": 4883583458,
+            "load_duration": 1334875,
+            "prompt_eval_count": 26,
+            "prompt_eval_duration": 342546000,
+            "eval_count": 230,
+            "eval_duration": 4535599000,
+        }
+    )
+    return lines, "ndjson"
+
+
+def _spec() -> openai_wire.Conformance:
+    if not (SHARED / "specs" / "openai-openapi.yaml").exists():
+        pytest.skip("../shared/specs/openai-openapi.yaml is absent")
+    from tests.providers.openapi import load
+
+    return openai_wire.Conformance(load())
+
+
+def _check_openai(events: list[Any]) -> None:
+    _spec().all("CreateChatCompletionStreamResponse", events)
+
+
+def _check_responses(events: list[Any]) -> None:
+    _spec().all("ResponseStreamEvent", [e for _, e in events])
+
+
+def _check_anthropic(events: list[Any]) -> None:
+    for _, event in events:
+        anthropic_wire.check_event(event)
+
+
+def _check_gemini(events: list[Any]) -> None:
+    for event in events:
+        gemini_wire.validate_response(event)
+
+
+def _check_bedrock(events: list[Any]) -> None:
+    for event in events:
+        bedrock_wire.check_event(event)
+
+
+def _check_ollama(events: list[Any]) -> None:
+    for event in events:
+        ollama_wire.validate_stream_event(event)
+
+
+@dataclass
+class Provider:
+    model: str
+    events: Callable[[str], tuple[list[Any], str]]
+    check: Callable[[list[Any]], None]
+
+
+PROVIDERS: dict[str, Provider] = {
+    "openai": Provider("openai:gpt-5.2", _openai, _check_openai),
+    "openai-responses": Provider("openai-responses:gpt-5.2", _responses, _check_responses),
+    "anthropic": Provider("anthropic:claude-sonnet-4-5", _anthropic, _check_anthropic),
+    "gemini": Provider("gemini:gemini-2.5-flash", _gemini, _check_gemini),
+    "bedrock": Provider(
+        "bedrock:anthropic.claude-sonnet-4-5-20250929-v1:0", _bedrock, _check_bedrock
+    ),
+    "ollama": Provider("ollama:llama3.2", _ollama, _check_ollama),
+}
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("config", "credentials"):
+        (tmp_path / name).write_text("")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+
+class Case:
+    def __init__(self, name: str, server: FakeServer) -> None:
+        self.name = name
+        self.provider = PROVIDERS[name]
+        self.server = server
+
+    def send(self, text: str) -> int:
+        """Queue a streamed reply of `text`; returns the number of events."""
+        events, framing = self.provider.events(text)
+        self.provider.check(events)
+        self.server.stream(events, framing=framing)  # type: ignore[arg-type]
+        return len(events)
+
+    def options(self) -> dict[str, Any]:
+        return {"base_url": self.server.url, "api_key": "test-key-not-secret"}
+
+
+@pytest.fixture(params=sorted(PROVIDERS))
+def case(request: pytest.FixtureRequest, aws: None) -> Iterator[Case]:
+    with FakeServer() as server:
+        yield Case(request.param, server)
+
+
+MESSAGES = [{"role": "user", "content": "List the order."}]
+
+
+def test_snapshots_grow_and_end_with_the_validated_value(case: Case) -> None:
+    case.send(GOOD)
+    with Transport(retry=RetryPolicy(retries=0)) as transport:
+        run: Stream[Any] = stream(
+            case.provider.model, MESSAGES, Order, transport=transport, **case.options()
+        )
+        snapshots = list(run)
+    shown = [plain(s.data) for s in snapshots[:-1]]
+    assert len(shown) > 10
+    counts = [len(s.get("items", [])) for s in shown if isinstance(s, dict)]
+    assert counts == sorted(counts)  # items only ever added
+    final = snapshots[-1]
+    assert final.final and final.value == Order(**ORDER)
+    assert run.generation is not None
+    assert run.generation.usage.output_tokens > 0
+    assert server_sent_stream(case)
+
+
+def server_sent_stream(case: Case) -> bool:
+    body = case.server.last.json
+    return bool(
+        body.get("stream") is True
+        or "stream" in case.server.last.path
+        or "converse-stream" in case.server.last.path
+    )
+
+
+def test_a_reply_that_goes_wrong_is_cut_there_and_asked_again(case: Case) -> None:
+    sent = case.send(BAD)
+    case.send(GOOD)
+    with Transport(retry=RetryPolicy(retries=0)) as transport:
+        run: Stream[Any] = stream(
+            case.provider.model, MESSAGES, Order, transport=transport, **case.options()
+        )
+        final = list(run)[-1]
+    assert final.value == Order(**ORDER)
+    assert run.generation is not None
+    first = run.generation.attempts[0]
+    assert first.aborted_at is not None
+    wrong_at = BAD.index("about four")
+    assert wrong_at <= first.aborted_at <= wrong_at + 64  # within a few chunks of the mistake
+    saved = len(BAD) - first.aborted_at
+    print(
+        f"{case.name}: cut at {first.aborted_at}/{len(BAD)} characters, {saved} saved "
+        f"({saved / len(BAD):.0%}); the fake had {sent} events queued"
+    )
+    assert saved / len(BAD) > 0.8
+    reask = case.server.requests[1].json
+    assert "price" in orjson.dumps(reask).decode()
+
+
+def test_the_async_stream_behaves_the_same(case: Case) -> None:
+    case.send(GOOD)
+
+    async def main() -> list[Any]:
+        async with AsyncTransport(retry=RetryPolicy(retries=0)) as transport:
+            run: Stream[Any] = astream(
+                case.provider.model, MESSAGES, Order, transport=transport, **case.options()
+            )
+            return [s async for s in run]
+
+    snapshots = asyncio.run(main())
+    assert snapshots[-1].value == Order(**ORDER)
+    assert len(snapshots) > 10
+
+
+def test_stream_is_exported_at_the_top() -> None:
+    assert outform.stream is stream and outform.astream is astream

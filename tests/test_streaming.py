@@ -1,0 +1,444 @@
+"""Streaming with types: partial snapshots, per-field policies, items one by one, early stop.
+
+Read top to bottom, this is a tour of `outform.streaming`: what `stream` yields for a model,
+a dataclass and a TypedDict; how `Done`, `Required` and `WithState` change what is shown;
+`stream_items`; and the early stop, where a reply that goes wrong at 10% of its length is cut
+there instead of being read to its end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+import pickle
+from collections.abc import AsyncIterator, Iterator
+from typing import Annotated, Any
+
+import orjson
+import pytest
+from pydantic import BaseModel
+from typing_extensions import TypedDict
+
+import outform
+from outform import OutputError
+from outform.parse.partial import PartialList, extends, plain
+from outform.streaming import (
+    Done,
+    Required,
+    Snapshot,
+    StreamAbortedError,
+    StreamParser,
+    StreamState,
+    WithState,
+    aparse_stream,
+    parse_stream,
+    partial_type,
+    replay,
+    stream_items,
+)
+
+
+def chunks(text: str, size: int = 8) -> Iterator[str]:
+    return (text[i : i + size] for i in range(0, len(text), size))
+
+
+class Address(BaseModel):
+    city: str
+    postcode: str
+
+
+class Person(BaseModel):
+    name: str
+    age: int
+    address: Address | None = None
+    languages: list[str] = []
+
+
+PERSON = (
+    '{"name": "Ada Lovelace", "age": 36, "address": {"city": "London", "postcode": "W1"},'
+    ' "languages": ["English", "French"]}'
+)
+
+
+# -- typed snapshots --------------------------------------------------------------------------
+
+
+def test_a_model_streams_as_its_partial_type_then_as_itself() -> None:
+    snapshots = list(parse_stream(chunks(PERSON), type=Person))
+    *partial, last = snapshots
+    partial_person = partial_type(Person)
+    assert all(isinstance(s.value, partial_person) for s in partial)
+    assert partial[0].value.name is None  # the first chunk held '{"name":' and nothing more
+    assert partial[1].value.name == "Ada Lo"  # the second, half the name
+    assert partial[1].value.age is None  # every other field is not there yet
+    middle = next(s.value for s in partial if s.value.address is not None)
+    assert isinstance(middle.address, partial_type(Address))  # nested models are partial too
+    assert last.final and isinstance(last.value, Person)
+    assert last.value == outform.parse(PERSON, type=Person).value
+
+
+def test_snapshots_only_grow() -> None:
+    previous: Any = None
+    for snapshot in parse_stream(chunks(PERSON, 3), type=Person):
+        if previous is not None:
+            assert extends(previous, snapshot.data)
+        previous = snapshot.data
+    assert previous == orjson.loads(PERSON)
+
+
+def test_the_partial_type_makes_every_field_optional_and_is_built_once() -> None:
+    partial_person = partial_type(Person)
+    assert partial_type(Person) is partial_person
+    empty = partial_person()
+    assert (empty.name, empty.age, empty.address, empty.languages) == (None, None, None, None)
+    assert partial_person.__name__ == "PartialPerson"
+
+
+@dataclasses.dataclass
+class Point:
+    x: float
+    label: str
+
+
+class Movie(TypedDict):
+    title: str
+    year: int
+
+
+def test_dataclasses_and_typed_dicts_stream_too() -> None:
+    *_, before, last = parse_stream(chunks('{"x": 1.5, "label": "origin"}', 4), type=Point)
+    assert before.value == partial_type(Point)(x=1.5, label="origin")
+    assert last.value == Point(1.5, "origin")
+    snapshots = list(parse_stream(chunks('{"title": "Metropolis", "year": 1927}', 5), type=Movie))
+    assert [s.value for s in snapshots[:3]] == [{}, {"title": "Metr"}, {"title": "Metropoli"}]
+    assert snapshots[-1].value == {"title": "Metropolis", "year": 1927}
+
+
+def test_without_a_type_snapshots_are_json() -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "array"}}}
+    *partial, last = parse_stream(chunks('{"a": [1, 2, 3]}', 5), schema)
+    assert [plain(s.value) for s in partial] == [{}, {"a": [1]}, {"a": [1, 2, 3]}, {"a": [1, 2, 3]}]
+    assert [s.complete for s in partial] == [False, False, False, True]  # "}" closed it
+    assert last.result is not None and last.result.data == {"a": [1, 2, 3]}
+
+
+# -- policies ---------------------------------------------------------------------------------
+
+
+class Link(BaseModel):
+    title: str
+    url: Annotated[str, Done]
+
+
+class Reply(BaseModel):
+    answer: str
+    sources: Annotated[list[Link], Done] = []
+
+
+def test_done_fields_appear_only_complete() -> None:
+    text = '{"title": "A guide", "url": "https://example.com/guide"}'
+    shown = [(s.value.title, s.value.url) for s in parse_stream(chunks(text, 6), type=Link)]
+    assert ("A", None) in shown  # the title streams...
+    assert {url for _, url in shown} == {None, "https://example.com/guide"}  # ...the url does not
+
+
+def test_a_done_list_appears_whole() -> None:
+    text = (
+        '{"answer": "yes", "sources": [{"title": "A", "url": "u1"}, {"title": "B", "url": "u2"}]}'
+    )
+    shown = [s.value.sources for s in parse_stream(chunks(text, 4), type=Reply)]
+    assert all(v is None for v in shown[: shown.index(next(v for v in shown if v))])
+    complete = [v for v in shown if v]
+    assert all(len(v) == 2 for v in complete)
+
+
+class Card(BaseModel):
+    id: Annotated[int, Required]
+    text: str = ""
+
+
+class Board(BaseModel):
+    cards: list[Card]
+
+
+def test_required_holds_the_object_until_the_field_is_there() -> None:
+    text = '{"cards": [{"text": "first", "id": 1}, {"text": "second", "id": 2}]}'
+    for snapshot in parse_stream(chunks(text, 3), type=Board):
+        cards = snapshot.value.cards or []
+        # A card is never shown without its id, even though "text" comes first.
+        assert all(card.id is not None for card in cards)
+    parser: StreamParser[Board] = StreamParser(Board)
+    parser.feed('{"cards": [{"text": "first"')
+    assert snapshot_value(parser).cards == []
+    parser.feed(', "id": 1}')
+    assert [card.id for card in snapshot_value(parser).cards] == [1]
+
+
+def snapshot_value(parser: StreamParser[Any]) -> Any:
+    assert parser.snapshot is not None
+    return parser.snapshot.value
+
+
+class Essay(BaseModel):
+    title: str
+    body: Annotated[str, WithState] = ""
+
+
+def test_with_state_says_whether_a_field_is_pending_incomplete_or_complete() -> None:
+    parser: StreamParser[Essay] = StreamParser(Essay)
+    parser.feed('{"title": "On streams"')
+    assert snapshot_value(parser).body == StreamState(None, "pending")
+    parser.feed(', "body": "Chunks arr')
+    assert snapshot_value(parser).body == StreamState("Chunks arr", "incomplete")
+    parser.feed('ive."}')
+    assert snapshot_value(parser).body == StreamState("Chunks arrive.", "complete")
+    assert parser.finish().value == Essay(title="On streams", body="Chunks arrive.")
+
+
+# -- items one by one -------------------------------------------------------------------------
+
+
+class Task(BaseModel):
+    id: int
+    title: str
+
+
+def test_stream_items_yields_each_element_as_soon_as_it_is_complete() -> None:
+    parts = [
+        '[{"id": 1, "ti',
+        'tle": "a"}, {"id": ',
+        '2, "title": "b"}',
+        ", ",
+        '{"id": 3',
+        ', "title": "c"}]',
+    ]
+    arrived: list[tuple[int, Any]] = []
+    source = iter(parts)
+    position = 0
+
+    def counted() -> Iterator[str]:
+        nonlocal position
+        for part in source:
+            position += 1
+            yield part
+
+    for item in stream_items(counted(), list[Task]):
+        arrived.append((position, item))
+    assert [item for _, item in arrived] == [
+        Task(id=1, title="a"),
+        Task(id=2, title="b"),
+        Task(id=3, title="c"),
+    ]
+    assert [at for at, _ in arrived] == [2, 3, 6]  # each one with the chunk that closed it
+
+
+class Plan(BaseModel):
+    goal: str
+    steps: list[Task]
+
+
+def test_stream_items_follows_a_named_array() -> None:
+    text = '{"goal": "ship", "steps": [{"id": 1, "title": "build"}, {"id": 2, "title": "test"}]}'
+    items = list(stream_items(chunks(text, 7), Plan, "steps"))
+    assert items == [Task(id=1, title="build"), Task(id=2, title="test")]
+    plain_items = list(stream_items(chunks(text, 7), None, "/steps"))
+    assert plain_items == [{"id": 1, "title": "build"}, {"id": 2, "title": "test"}]
+
+
+def test_an_element_that_does_not_fit_the_item_type_raises() -> None:
+    with pytest.raises(OutputError, match=r"\[1\]\.id"):
+        list(
+            stream_items(chunks('[{"id": 1, "title": "a"}, {"id": "x", "title": "b"}]'), list[Task])
+        )
+
+
+# -- the whole reply --------------------------------------------------------------------------
+
+
+def test_replay_shows_a_stored_reply_in_small_chunks_and_ends_validated() -> None:
+    reply = 'Here you go:\n```json\n{"name": "Ada", "age": 36}\n```'
+    shown = list(replay(reply, 4, Person))
+    assert [plain(s.data) for s in shown[:-1]] == [
+        {},
+        {"name": "A"},
+        {"name": "Ada"},
+        {"name": "Ada", "age": 36},
+    ]
+    assert shown[-1].final and shown[-1].value == Person(name="Ada", age=36)
+    assert all(a.offset < b.offset for a, b in itertools.pairwise(shown))
+
+
+def test_the_final_value_is_what_outform_parse_returns_for_the_whole_reply() -> None:
+    reply = '<think>two numbers</think>{"name": "Ada", "age": "36"}'  # "36" is coerced
+    last = list(parse_stream(chunks(reply, 5), type=Person))[-1]
+    assert last.result is not None
+    expected = outform.parse(reply, type=Person)
+    assert last.value == expected.value
+    assert last.result.changes == expected.changes
+
+
+def test_every_n_characters_gathers_chunks_before_parsing() -> None:
+    each = list(parse_stream(chunks(PERSON, 4), type=Person))
+    batched = list(parse_stream(chunks(PERSON, 4), type=Person, every=64))
+    assert len(batched) < len(each) / 4
+    assert batched[-1].value == each[-1].value
+
+
+def test_async_sources_stream_the_same() -> None:
+    async def source() -> AsyncIterator[str]:
+        for chunk in chunks(PERSON, 10):
+            yield chunk
+
+    async def collect() -> list[Snapshot[Any]]:
+        return [s async for s in aparse_stream(source(), type=Person)]
+
+    shown = asyncio.run(collect())
+    assert [plain(s.data) for s in shown] == [
+        plain(s.data) for s in parse_stream(chunks(PERSON, 10), type=Person)
+    ]
+
+
+# -- early stop -------------------------------------------------------------------------------
+
+
+class Product(BaseModel):
+    id: int
+    name: str
+    tags: list[str]
+    price: float
+    note: str
+
+
+class Catalogue(BaseModel):
+    items: list[Product]
+
+
+def catalogue(size: int, *, broken_at: float | None = None) -> tuple[str, int]:
+    """A ~`size`-character reply (the benchmark's shape) and where it goes wrong, if asked:
+    the price of the item at that fraction of the text is a word no coercion reads as a number."""
+    items: list[dict[str, Any]] = []
+    text = ""
+    while len(text) < size:
+        i = len(items)
+        items.append(
+            {
+                "id": i,
+                "name": f"Item {i}",
+                "tags": ["red", f"size-{i % 5}", "sale"],
+                "price": round(3.5 + i * 0.25, 2),
+                "note": f"A short note about item {i}, with some words.",
+            }
+        )
+        text = orjson.dumps({"items": items}).decode()
+    if broken_at is None:
+        return text, -1
+    cut = text.index('"price":', int(len(text) * broken_at)) + len('"price":')
+    end = text.index(",", cut)
+    return text[:cut] + '"ask us"' + text[end:], cut
+
+
+def test_a_reply_that_goes_wrong_at_ten_percent_is_cut_there() -> None:
+    text, wrong_at = catalogue(17_000, broken_at=0.10)
+    size = 16
+    with pytest.raises(StreamAbortedError) as caught:
+        for _ in parse_stream(chunks(text, size), type=Catalogue):
+            pass
+    stop = caught.value.offset
+    assert wrong_at < stop <= wrong_at + len('"ask us"') + 3 * size  # within a few chunks
+    saved = len(text) - stop
+    print(
+        f"\nearly stop: cut at {stop} of {len(text)} characters ({stop / len(text):.0%}); "
+        f"saved {saved} characters, about {saved // 4} tokens ({saved / len(text):.0%})"
+    )
+    assert saved > 0.85 * len(text)
+    error = caught.value
+    assert error.reason == "schema"
+    assert error.hint.violations[0].path.endswith("/price")
+    assert "price" in error.hint.message()  # ready to send back on the re-ask
+
+
+def test_without_a_problem_the_same_reply_streams_to_its_end() -> None:
+    text, _ = catalogue(17_000)
+    last = list(parse_stream(chunks(text, 16), type=Catalogue))[-1]
+    assert last.final and len(last.value.items) == len(orjson.loads(text)["items"])
+
+
+def test_strict_level_off_stops_on_what_coercion_would_have_repaired() -> None:
+    text = '{"id": 1, "name": "pen", "tags": [], "price": "3.50", "note": ""}'
+    assert list(parse_stream(chunks(text), type=Product))[-1].value.price == 3.5  # minimal: coerced
+    with pytest.raises(StreamAbortedError) as caught:
+        list(parse_stream(chunks(text), type=Product, level="off"))
+    assert caught.value.hint.violations[0].path == "/price"
+
+
+def test_a_whitespace_loop_is_stopped() -> None:
+    def looping() -> Iterator[str]:
+        yield '{"id": 1, "name": "pen",'
+        while True:
+            yield "\n" * 16
+
+    with pytest.raises(StreamAbortedError) as caught:
+        list(parse_stream(looping(), type=Product))
+    assert caught.value.reason == "degenerate"
+    assert caught.value.offset < 1100
+
+
+def test_a_loop_after_a_complete_value_just_ends_the_stream() -> None:
+    def trailing() -> Iterator[str]:
+        yield '{"id": 1, "name": "pen", "tags": [], "price": 2, "note": ""}'
+        while True:
+            yield " " * 64
+
+    last = list(parse_stream(trailing(), type=Product))[-1]
+    assert last.final and last.value.id == 1
+
+
+def test_json_that_is_not_json_stops_a_minimal_stream_but_not_a_full_one() -> None:
+    text = "{'id': 1, 'name': 'pen', 'tags': [], 'price': 2, 'note': ''}"
+    with pytest.raises(StreamAbortedError) as caught:
+        list(parse_stream(chunks(text), type=Product))
+    assert caught.value.reason == "syntax"
+    assert list(parse_stream(chunks(text), type=Product, level="full"))[-1].value.name == "pen"
+
+
+def test_escaped_json_is_left_to_the_pipeline() -> None:
+    text = (
+        '{\\"id\\": 1, \\"name\\": \\"pen\\", \\"tags\\": [], \\"price\\": 2, \\"note\\": \\"\\"}'
+    )
+    assert list(parse_stream(chunks(text), type=Product))[-1].value.name == "pen"
+
+
+def test_abort_off_records_the_violation_and_reads_on() -> None:
+    parser: StreamParser[Any] = StreamParser(Product, abort=False)
+    for chunk in chunks('{"id": "one", "name": "pen"}'):
+        parser.feed(chunk)
+    assert parser.violation is not None and parser.violation.path == "/id"
+    with pytest.raises(OutputError):
+        parser.finish()
+
+
+def test_stream_aborted_is_an_output_error_that_survives_pickling() -> None:
+    with pytest.raises(StreamAbortedError) as caught:
+        list(parse_stream(chunks('{"id": [1, 2], "name": "x"}'), type=Product))
+    error = caught.value
+    assert isinstance(error, OutputError)
+    copy = pickle.loads(pickle.dumps(error))
+    assert (copy.offset, copy.reason, copy.hint) == (error.offset, error.reason, error.hint)
+
+
+def test_schema_and_type_together_are_refused() -> None:
+    with pytest.raises(outform.UsageError):
+        list(parse_stream(["{}"], {"type": "object"}, type=Product))
+
+
+def test_the_partial_list_view_shares_typed_items_between_snapshots() -> None:
+    parser: StreamParser[Catalogue] = StreamParser(Catalogue)
+    text, _ = catalogue(2_000)
+    half = len(text) // 2
+    parser.feed(text[:half])
+    first = snapshot_value(parser).items
+    parser.feed(text[half:-3])
+    second = snapshot_value(parser).items
+    assert isinstance(first, PartialList) and isinstance(second, PartialList)
+    assert second[0] is first[0]  # the same typed object, built once
