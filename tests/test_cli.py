@@ -4,6 +4,7 @@ stderr, never a traceback."""
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import subprocess
 import sys
@@ -346,7 +347,7 @@ def test_stream_prints_growing_snapshots_then_the_validated_value(
         orjson.loads(line) for line in lines if line.startswith("{") and line.endswith("}")
     ]
     notes = [s.get("note", "") for s in snapshots if isinstance(s, dict)]
-    assert all(later.startswith(earlier) for earlier, later in zip(notes, notes[1:], strict=False))
+    assert all(later.startswith(earlier) for earlier, later in itertools.pairwise(notes))
     assert orjson.loads("\n".join(lines[len(snapshots) :])) == {
         "a": 12,
         "note": "a longer note that arrives in several chunks",
