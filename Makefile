@@ -37,7 +37,7 @@ test: lint typecheck pytest
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
-	$(BIN)/python -m benchmarks
+	$(BIN)/python -m benchmarks --write
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

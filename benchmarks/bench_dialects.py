@@ -30,6 +30,7 @@ from typing import Any
 import jsonschema_rs
 import orjson
 
+from benchmarks.report import machine, update_section
 from outform.errors import DialectError, SchemaError
 from outform.schema.dialects import NotRepresentableError, check_rules, translate
 from outform.schema.dialects.codec import same
@@ -207,7 +208,7 @@ def peer_table(reports: list[Report]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--update-docs", action="store_true", help="rewrite docs/benchmarks.md")
+    parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = parser.parse_args(argv)
     rows = records("jsonschemabench_dev.jsonl")
     peers = records("schema_dialects_generated.jsonl")
@@ -232,22 +233,18 @@ def main(argv: list[str] | None = None) -> None:
         + "\n"
     )
     print(text)
-    if args.update_docs:
+    if args.write:
         update_docs(text)
 
 
-SECTION = "## Schema dialects"
-
-
 def update_docs(tables: str) -> None:
-    path = ROOT / "docs" / "benchmarks.md"
     intro = (
-        f"{SECTION}\n\n"
-        "Command: `.venv/bin/python -m benchmarks.bench_dialects --update-docs` "
-        "(reads `../shared/corpus/jsonschemabench_dev.jsonl` and "
-        "`schema_dialects_generated.jsonl`; about 20 s). Aliases are not repeated: `groq` is "
-        "`openai_strict`, `ollama` is `llama_cpp`, `mistral`/`fireworks`/`together`/`vllm` are "
-        "`openai_compatible` (see docs/dialects.md).\n\n"
+        "## Schema dialects\n\n"
+        f"Command: `python -m benchmarks.bench_dialects --write` ({machine()}; reads "
+        "`../shared/corpus/jsonschemabench_dev.jsonl` and `schema_dialects_generated.jsonl`; "
+        "about 20 s). Aliases are not repeated: `groq` is `openai_strict`, `ollama` is "
+        "`llama_cpp`, `mistral`/`fireworks`/`together`/`vllm` are `openai_compatible` (see "
+        "docs/dialects.md).\n\n"
         "*round trip exact*: a labelled valid instance, mapped to the wire shape, validates under "
         "the wire schema and maps back equal. *refused by `forward`*: the instance uses a freedom "
         "the dialect narrows (an undeclared key of an object the dialect closes, an explicit null "
@@ -258,15 +255,7 @@ def update_docs(tables: str) -> None:
         "reference/providers.md) run over everyone's output, outform's included; a refusal "
         "(pydantic-ai strict=True raises on 22 schemas) counts as not obeying.\n\n"
     )
-    section = intro + tables
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n\n"
-    if SECTION in text:
-        before, _, rest = text.partition(SECTION)
-        after = rest.split("\n## ", 1)
-        text = before + section + ("\n## " + after[1] if len(after) == 2 else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    path.write_text(text, encoding="utf-8")
+    update_section("dialects", intro + tables)
 
 
 if __name__ == "__main__":

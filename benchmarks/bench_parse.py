@@ -99,11 +99,13 @@ def valid_rows() -> list[list[str]]:
     for label, size in (("1 KB", 1_000), ("100 KB", 100_000)):
         text = sized(size).decode()
         pipeline: Pipeline[Any] = Pipeline(SCHEMA)
+        bare_pipeline: Pipeline[Any] = Pipeline(SCHEMA, fill_defaults=False)
         typed: Pipeline[Invoice] = Pipeline(Invoice)
         assert pipeline.run(text).ok and not pipeline.run(text).changes
 
         base = per_call(partial(_floor, validator, text))
         run = per_call(partial(pipeline.run, text))
+        bare = per_call(partial(bare_pipeline.run, text))
         conv = per_call(partial(outform.parse, text, SCHEMA))
         pyd = per_call(partial(Invoice.model_validate_json, text))
         typ = per_call(partial(typed.run, text))
@@ -113,6 +115,8 @@ def valid_rows() -> list[list[str]]:
                 fmt_seconds(base),
                 fmt_seconds(run),
                 f"{run / base:.2f}×",
+                fmt_seconds(bare),
+                f"{bare / base:.2f}×",
                 fmt_seconds(conv),
                 f"{conv / base:.2f}×",
                 fmt_seconds(pyd),
@@ -222,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
             "orjson + jsonschema-rs",
             "Pipeline.run",
             "ratio",
+            "Pipeline.run, fill_defaults=False",
+            "ratio",
             "outform.parse",
             "ratio",
             "pydantic model_validate_json",
@@ -247,8 +253,10 @@ Command: `python -m benchmarks.bench_parse --write` ({machine()}).
 **Valid replies.** The reply is already valid JSON matching the schema (an invoice, Pydantic
 model with nested objects, a pattern, bounds, a literal and an optional field). The floor is
 `orjson.loads` plus a prebuilt jsonschema-rs validator; `Pipeline.run` is outform's fast path
-with a compiled pipeline; `outform.parse` adds the lookup of the cached pipeline by the
-schema's canonical JSON. Typed results are compared with Pydantic parsing the same model.
+with a compiled pipeline, which also adds the schema's declared defaults for absent properties
+(a walk planned once per schema; `fill_defaults=False` turns it off); `outform.parse` adds the
+lookup of the cached pipeline. Typed results are compared with Pydantic parsing the same model
+(Pydantic fills the defaults there).
 
 {valid}
 

@@ -276,10 +276,10 @@ def run() -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     markdown = run()
     print(markdown)
     if args.write:

@@ -23,6 +23,7 @@ from outform.parse.result import ParseResult
 from outform.plan import Mode, Plan, plan
 from outform.providers.assemble import Assembler
 from outform.providers.base import (
+    Delta,
     FinishReason,
     Message,
     Request,
@@ -556,6 +557,19 @@ def _parser(loop: _Loop, every: int) -> StreamParser[Any]:
     return StreamParser(pipeline=loop.current_pipeline, wire=loop.current_translation, every=every)
 
 
+def _route(
+    deltas: Iterable[Delta], parser: StreamParser[Any], parts: Assembler
+) -> list[Snapshot[Any]]:
+    """Text deltas to the stream parser (snapshots out), everything else to the assembler."""
+    snapshots: list[Snapshot[Any]] = []
+    for delta in deltas:
+        if delta.kind == "text":
+            snapshots += parser.feed(delta.text)
+        else:
+            parts.add(delta)
+    return snapshots
+
+
 def _final(owner: Stream[Any], outcome: Generation[Any]) -> Iterator[Snapshot[Any]]:
     owner.generation = outcome
     if outcome.parse is not None:
@@ -619,11 +633,7 @@ def stream(
             try:
                 with contextlib.closing(events):  # leaving early closes the provider's stream
                     for event in events:
-                        for delta in decoder.feed(event):
-                            if delta.kind == "text":
-                                yield from parser.feed(delta.text)
-                            else:
-                                parts.add(delta)
+                        yield from _route(decoder.feed(event), parser, parts)
                         if parser.stopped:
                             break
                 yield from parser.flush()
@@ -695,12 +705,8 @@ def astream(
                 try:
                     async with contextlib.aclosing(events):
                         async for event in events:
-                            for delta in decoder.feed(event):
-                                if delta.kind == "text":
-                                    for snapshot in parser.feed(delta.text):
-                                        yield snapshot
-                                else:
-                                    parts.add(delta)
+                            for snapshot in _route(decoder.feed(event), parser, parts):
+                                yield snapshot
                             if parser.stopped:
                                 break
                     for snapshot in parser.flush():

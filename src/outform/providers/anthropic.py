@@ -291,22 +291,6 @@ def inline_image(part: ImagePart, provider: str, where: str) -> tuple[str, str] 
     return header[: -len(";base64")] or "image/png", payload
 
 
-def tool_input(call: ToolCall, provider: str, where: str) -> dict[str, Any]:
-    """A past call's arguments as the JSON object the API wants back."""
-    try:
-        value = call.parsed_arguments()
-    except orjson.JSONDecodeError:
-        value = None
-    if not isinstance(value, dict):
-        raise UsageError(
-            f"{provider}: the arguments of tool call {call.id!r} ({call.name}) are not a JSON "
-            "object",
-            where=where,
-            fix="pass the arguments as the JSON object text the model produced",
-        )
-    return value
-
-
 def merge_turn(turns: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:
     """Append content to the conversation; consecutive turns of one role become one (tool
     results must share one user turn, and both APIs want alternating roles)."""
@@ -356,7 +340,7 @@ def _messages(messages: Sequence[Message]) -> tuple[list[str], list[dict[str, An
                     "type": "tool_use",
                     "id": call.id,
                     "name": call.name,
-                    "input": tool_input(call, PROVIDER, f"{where}.tool_calls[{i}]"),
+                    "input": call.object_arguments(PROVIDER, f"{where}.tool_calls[{i}]"),
                 }
                 for i, call in enumerate(message.tool_calls)
             ]

@@ -62,6 +62,24 @@ class ToolCall:
     def parsed_arguments(self) -> Any:
         return orjson.loads(self.arguments) if self.arguments.strip() else {}
 
+    def object_arguments(self, provider: str, where: str | None = None) -> dict[str, Any]:
+        """The arguments as a JSON object, for APIs that take a past call's arguments as one
+        (Anthropic, Bedrock, Gemini, Ollama); UsageError when they are not an object."""
+        try:
+            value = self.parsed_arguments()
+        except orjson.JSONDecodeError:
+            value = None
+        if not isinstance(value, dict):
+            from outform.errors import UsageError
+
+            raise UsageError(
+                f"{provider}: the arguments of tool call {self.id!r} ({self.name}) are not a "
+                "JSON object",
+                where=where or f"tool call {self.name}",
+                fix="pass the arguments as the JSON object text the model produced",
+            )
+        return value
+
 
 @dataclass(frozen=True, slots=True)
 class Message:

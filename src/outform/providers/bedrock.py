@@ -48,7 +48,6 @@ from outform.providers.anthropic import (
     merge_turn,
     refuse_forcing_with_thinking,
     system_texts,
-    tool_input,
 )
 from outform.providers.base import (
     Auth,
@@ -231,7 +230,7 @@ def _messages(
             tool_blocks = True
         elif message.role == "assistant":
             for i, call in enumerate(message.tool_calls):
-                arguments = tool_input(call, PROVIDER, f"{where}.tool_calls[{i}]")
+                arguments = call.object_arguments(PROVIDER, f"{where}.tool_calls[{i}]")
                 use = {"toolUseId": call.id, "name": call.name, "input": arguments}
                 blocks.append({"toolUse": use})
                 tool_blocks = True

@@ -292,7 +292,10 @@ def _contents(messages: Sequence[Message], signature: bool) -> list[dict[str, An
         if message.role == "assistant":
             for index, call in enumerate(message.tool_calls):
                 names[call.id] = call.name
-                function: dict[str, Any] = {"name": call.name, "args": _arguments(call)}
+                function: dict[str, Any] = {
+                    "name": call.name,
+                    "args": call.object_arguments("Gemini"),
+                }
                 if not call.id.startswith(GENERATED_ID_PREFIX):
                     function["id"] = call.id
                 part = {"functionCall": function}
@@ -337,20 +340,6 @@ def _function_response(message: Message, names: Mapping[str, str]) -> dict[str, 
     if call_id and not call_id.startswith(GENERATED_ID_PREFIX):
         response["id"] = call_id
     return {"functionResponse": response}
-
-
-def _arguments(call: ToolCall) -> dict[str, Any]:
-    try:
-        args = call.parsed_arguments()
-    except orjson.JSONDecodeError:
-        args = None
-    if not isinstance(args, dict):
-        raise UsageError(
-            f"the arguments of tool call {call.id!r} are not a JSON object",
-            where=f"tool call {call.name}",
-            fix="Gemini takes function-call arguments as an object; pass JSON object text",
-        )
-    return args
 
 
 # -- tools and thinking --------------------------------------------------------------------

@@ -180,7 +180,7 @@ def _messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
             entry["images"] = images
         if message.tool_calls:
             entry["tool_calls"] = [
-                {"function": {"name": c.name, "arguments": _arguments(c)}}
+                {"function": {"name": c.name, "arguments": c.object_arguments("Ollama")}}
                 for c in message.tool_calls
             ]
             names.update((c.id, c.name) for c in message.tool_calls)
@@ -203,20 +203,6 @@ def _image(part: ImagePart) -> str:
         where=f"image {part.url!r}",
         fix="download the image and pass ImagePart(data=..., media_type=...)",
     )
-
-
-def _arguments(call: ToolCall) -> dict[str, Any]:
-    try:
-        args = call.parsed_arguments()
-    except orjson.JSONDecodeError:
-        args = None
-    if not isinstance(args, dict):
-        raise UsageError(
-            f"the arguments of tool call {call.id!r} are not a JSON object",
-            where=f"tool call {call.name}",
-            fix="Ollama takes tool-call arguments as an object; pass JSON object text",
-        )
-    return args
 
 
 def _tool(name: str, parameters: Mapping[str, Any], description: str | None) -> dict[str, Any]:

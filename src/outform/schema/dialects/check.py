@@ -15,6 +15,7 @@ from typing import Any
 from outform.schema import pointer
 from outform.schema.dialects import analysis
 from outform.schema.dialects.rules import JSON_TYPES, DialectRules
+from outform.schema.types import json_type
 
 _OPENAPI_TYPES = frozenset(kind.upper() for kind in JSON_TYPES)
 
@@ -144,7 +145,7 @@ def _values(path: str, schema: Mapping[str, Any], rules: DialectRules) -> Iterat
         if not isinstance(enum, list) or not enum:
             yield Problem(path, "enum", "enum must be a non-empty list")
         else:
-            bad = [v for v in enum if _kind(v) not in rules.enum_types]
+            bad = [v for v in enum if json_type(v) not in rules.enum_types]
             if bad and not (rules.render == "openapi" and bad == [None]):
                 yield Problem(path, "enum", f"enum values of these types are refused: {bad[:3]}")
     fmt = schema.get("format")
@@ -208,20 +209,6 @@ def _limits(schema: Mapping[str, Any], rules: DialectRules) -> Iterator[Problem]
         count, chars = size.largest_enum
         if count > limits.large_enum[0] and chars > limits.large_enum[1]:
             yield Problem("", "limit", f"a {count}-value string enum of {chars} characters")
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
 
 
 def _serialisable(schema: Mapping[str, Any]) -> bool:
