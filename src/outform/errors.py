@@ -119,6 +119,11 @@ class DialectError(SchemaError):
         super().__init__(what, where=where, fix="; or ".join(options) if options else None)
 
 
+class StoreError(OutformError):
+    """The response store failed (database unreachable, locked, full): the gateway answers
+    503 and nothing it reported as saved is lost."""
+
+
 class ProviderError(OutformError):
     """A provider call failed. `status` is the HTTP status (None for network failures), `body`
     an excerpt of what the provider said. Credentials never appear here."""
@@ -211,6 +216,7 @@ __all__ = [
     "SchemaError",
     "ServerError",
     "StreamAbortedError",
+    "StoreError",
     "StreamInterruptedError",
     "UsageError",
 ]
