@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -27,6 +28,8 @@ class Check:
 
     accepts: Callable[[Any], bool]
     allowed: str
+    secret: bool = False
+    """A bad value is not repeated in the error (it may be a key pasted in by mistake)."""
 
 
 def _choice(*values: str) -> Check:
@@ -57,6 +60,60 @@ def _subset(*values: str) -> Check:
     )
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _env_name(value: Any) -> bool:
+    return isinstance(value, str) and _ENV_NAME.fullmatch(value) is not None
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _backend(value: Any) -> bool:
+    """An http(s) URL of a Chat Completions server, or a provider of outform's registry."""
+    if not _text(value):
+        return False
+    if value.startswith(("http://", "https://")):
+        return True
+    from outform.providers.registry import PROVIDERS
+
+    return value in PROVIDERS
+
+
+_GATEWAY: dict[str, Check] = {
+    "backend": Check(
+        _backend,
+        "an http:// or https:// URL of a Chat Completions API (e.g. http://localhost:8000/v1), "
+        "or a provider name such as 'anthropic' or 'gemini'",
+    ),
+    "backend_api_key_env": Check(
+        _env_name, "the name of an environment variable (not the key itself)", secret=True
+    ),
+    "model_map": Check(
+        lambda v: isinstance(v, dict) and all(_text(k) and _text(t) for k, t in v.items()),
+        "a table of model names: client-facing name = backend model",
+    ),
+    "api_keys": Check(
+        lambda v: isinstance(v, list) and all(_env_name(item) for item in v),
+        "a list of environment variable names (the keys themselves never go in the file)",
+        secret=True,
+    ),
+    "max_body_bytes": _int(1_024, 1 << 30),
+    "backend_timeout": _number(0.01, 86_400),
+    "max_connections": _int(1, 100_000),
+    "store": Check(_text, "'memory', 'sqlite:PATH' or 'postgres:DSN'", secret=True),
+    "enforce": _BOOL,
+    "enforce_retries": _int(0, 10),
+    "enforce_level": _choice("off", "minimal", "full"),
+    "host": Check(_text, "a host name or address to listen on"),
+    "port": _int(0, 65_535),
+    "shutdown_timeout": _number(0, 86_400),
+    "access_log": _BOOL,
+}
+
+
 SECTIONS: dict[str, dict[str, Check]] = {
     "parse": {
         "level": _choice("off", "minimal", "full"),
@@ -69,6 +126,7 @@ SECTIONS: dict[str, dict[str, Check]] = {
         "time_limit": _number(0.001, 3600),
         "stages": _subset("extract", "unescape", "decode", "coerce"),
     },
+    "gateway": _GATEWAY,
 }
 
 
@@ -82,6 +140,8 @@ class ParseSettings:
 @dataclass(frozen=True)
 class Settings:
     parse: ParseSettings = field(default_factory=ParseSettings)
+    gateway: Mapping[str, Any] = field(default_factory=dict)
+    """The `[gateway]` keys as written (validated); `outform.gateway.settings` reads them."""
     source: Path | None = None
     """The file the settings came from, or None for built-in defaults."""
 
@@ -140,6 +200,7 @@ def load(path: Path, table: str = "") -> Settings:
     if not isinstance(data, dict):
         raise ConfigError(f"[{table}] must be a table", where=str(path))
     parse: dict[str, Any] = {}
+    gateway: dict[str, Any] = {}
     for section, values in data.items():
         checks = SECTIONS.get(section)
         if checks is None:
@@ -159,15 +220,18 @@ def load(path: Path, table: str = "") -> Settings:
                     fix=f"use one of: {', '.join(sorted(checks))}",
                 )
             if not check.accepts(value):
+                shown = "(not shown: it may be a secret)" if check.secret else repr(value)
                 raise ConfigError(
-                    f"bad value {value!r} for {prefix}{section}.{key}",
+                    f"bad value {shown} for {prefix}{section}.{key}",
                     where=str(path),
                     fix=f"allowed: {check.allowed}",
                 )
         if section == "parse":
             parse = dict(values)
+        elif section == "gateway":
+            gateway = dict(values)
     level = parse.pop("level", "minimal")
-    return Settings(parse=ParseSettings(level=level, overrides=parse), source=path)
+    return Settings(parse=ParseSettings(level=level, overrides=parse), gateway=gateway, source=path)
 
 
 @functools.lru_cache(maxsize=1)

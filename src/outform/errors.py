@@ -215,8 +215,8 @@ __all__ = [
     "RateLimitError",
     "SchemaError",
     "ServerError",
-    "StreamAbortedError",
     "StoreError",
+    "StreamAbortedError",
     "StreamInterruptedError",
     "UsageError",
 ]

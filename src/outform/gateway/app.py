@@ -1,0 +1,444 @@
+"""The ASGI app: `create_app(settings, store=..., backend=...)`.
+
+FastAPI is the framework: it holds every route, serves the gateway's OpenAPI document
+(`/openapi.json`, `/docs`) and runs start-up and shutdown. In front of it sits a thin ASGI
+layer that every HTTP request passes through once: bearer auth, the structured access log,
+and a fast path that sends the two hot endpoints (`POST /v1/responses`,
+`POST /v1/chat/completions`) straight to their handlers, skipping FastAPI's per-request
+routing and dependency machinery (measured: it halved throughput; benchmarks/bench_gateway.py).
+The FastAPI routes of those endpoints run the very same code (`_Delegate`), so the documented
+app and the fast path cannot drift apart.
+
+Bodies are read by hand, up to `max_body_bytes` (413 beyond, checked against Content-Length
+before reading when there is one). A streamed reply is pumped while a watcher waits for the
+client to go away; if it does, the backend's stream is closed at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import logging
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
+from typing import Any
+from urllib.parse import parse_qsl
+
+import orjson
+from fastapi import FastAPI, Request
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+from outform import __version__
+from outform.errors import StoreError
+from outform.gateway import chain
+from outform.gateway.backend import Backend, HttpChatBackend
+from outform.gateway.handlers import Gateway
+from outform.gateway.replies import GatewayError, PassthroughError, Reply, StreamReply
+from outform.gateway.settings import ENFORCE_HEADER, GatewaySettings
+from outform.gateway.store import ResponseStore
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+Handler = Callable[[Scope, Receive], Awaitable[Reply | StreamReply]]
+
+access_logger = logging.getLogger("outform.gateway.access")
+logger = logging.getLogger("outform.gateway")
+
+_ENFORCE = ENFORCE_HEADER.encode()
+_OPEN_PATHS = frozenset({"/healthz"})
+
+
+def create_app(
+    settings: GatewaySettings,
+    *,
+    store: ResponseStore | None = None,
+    backend: Backend | None = None,
+    env: Mapping[str, str] = os.environ,
+) -> GatewayApp:
+    """The gateway as an ASGI app. Without `store` / `backend`, they are made from the
+    settings at start-up (and closed at shutdown); given ones are left for the caller to close.
+    Client keys are read from the environment now, so a missing one fails before serving."""
+    return GatewayApp(settings, store=store, backend=backend, env=env)
+
+
+def make_backend(settings: GatewaySettings, env: Mapping[str, str] = os.environ) -> Backend:
+    if settings.native:
+        from outform.gateway.native import NativeBackend
+
+        return NativeBackend(settings.backend, timeout=settings.backend_timeout, env=env)
+    return HttpChatBackend(
+        settings.backend,
+        api_key=settings.backend_key(env),
+        timeout=settings.backend_timeout,
+        max_connections=settings.max_connections,
+    )
+
+
+class GatewayApp:
+    def __init__(
+        self,
+        settings: GatewaySettings,
+        *,
+        store: ResponseStore | None,
+        backend: Backend | None,
+        env: Mapping[str, str],
+    ) -> None:
+        self.settings = settings
+        self._env = env
+        self._keys = tuple(key.encode() for key in settings.client_keys(env))
+        self._given_store = store
+        self._given_backend = backend
+        self._owned: list[Callable[[], Awaitable[None]]] = []
+        self.gateway: Gateway | None = None
+        self.fastapi = _fastapi(self)
+        self._fast: dict[tuple[str, str], Handler] = {
+            ("POST", "/v1/responses"): self._create_response,
+            ("POST", "/v1/chat/completions"): self._chat_completions,
+        }
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    async def startup(self) -> None:
+        store = self._given_store
+        if store is None:
+            from outform.gateway.stores import open_store
+
+            store = open_store(
+                self.settings.store_spec(self._env), base_dir=self.settings.store_base_dir
+            )
+            self._owned.append(store.close)
+        backend = self._given_backend
+        if backend is None:
+            backend = make_backend(self.settings, self._env)
+            self._owned.append(backend.aclose)
+        self.gateway = Gateway(self.settings, backend, store)
+
+    async def shutdown(self) -> None:
+        owned, self._owned = self._owned, []
+        for close in owned:
+            try:
+                await close()
+            except Exception:
+                logger.exception("closing the gateway's store or backend failed")
+
+    # -- ASGI ------------------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.fastapi(scope, receive, send)
+            return
+        started = time.perf_counter()
+        log: dict[str, Any] = {}
+        scope["outform.log"] = log
+        status = 0
+
+        async def send_logged(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        path: str = scope["path"]
+        try:
+            if self._keys and path not in _OPEN_PATHS and not self._authorized(scope):
+                await _send_reply(_unauthorized(scope), send_logged)
+                return
+            handler = self._fast.get((scope["method"], path))
+            if handler is not None:
+                await self.serve(handler, scope, receive, send_logged)
+            else:
+                await self.fastapi(scope, receive, send_logged)
+        finally:
+            if (
+                self.settings.access_log
+                and path not in _OPEN_PATHS  # health probes would drown the log
+                and access_logger.isEnabledFor(logging.INFO)
+            ):
+                self._log(scope, status, started, log)
+
+    def _authorized(self, scope: Scope) -> bool:
+        value = _header(scope, b"authorization")
+        if value is None or value[:7].lower() != b"bearer ":
+            return False
+        token = value[7:].strip()
+        return any(hmac.compare_digest(token, key) for key in self._keys)
+
+    def _log(self, scope: Scope, status: int, started: float, log: dict[str, Any]) -> None:
+        client = scope.get("client")
+        line = {
+            "event": "access",
+            "time": round(time.time(), 3),
+            "method": scope["method"],
+            "path": scope["path"],  # never the query string, never a header
+            "status": status,
+            "ms": round((time.perf_counter() - started) * 1000, 3),
+            "client": client[0] if client else None,
+            **log,
+        }
+        access_logger.info(orjson.dumps(line).decode())
+
+    # -- serving ---------------------------------------------------------------------------------
+
+    async def serve(self, handler: Handler, scope: Scope, receive: Receive, send: Send) -> None:
+        """Run a handler; its errors become OpenAI-shaped error bodies."""
+        try:
+            if self.gateway is None:
+                raise GatewayError(503, "The gateway is starting or stopping.", type="server_error")
+            reply = await handler(scope, receive)
+        except (GatewayError, PassthroughError) as exc:
+            reply = exc.reply()
+        except chain.ChainError as exc:
+            reply = Reply(exc.status, orjson.dumps(exc.body()))
+        except StoreError as exc:
+            logger.error("the response store failed: %s", exc.what)
+            reply = GatewayError(
+                503,
+                f"The response store failed: {exc.what}",
+                type="server_error",
+                code="store_error",
+            ).reply()
+        except _ClientGone:
+            return
+        except Exception:
+            logger.exception("internal error serving %s %s", scope["method"], scope["path"])
+            reply = GatewayError(
+                500, "Internal error in the gateway (see its log).", type="server_error"
+            ).reply()
+        if isinstance(reply, StreamReply):
+            await _send_stream(reply, receive, send)
+        else:
+            await _send_reply(reply, send)
+
+    async def _create_response(self, scope: Scope, receive: Receive) -> Reply | StreamReply:
+        body = await self._body(scope, receive)
+        assert self.gateway is not None
+        return await self.gateway.create_response(
+            body, _header(scope, _ENFORCE), scope.setdefault("outform.log", {})
+        )
+
+    async def _chat_completions(self, scope: Scope, receive: Receive) -> Reply | StreamReply:
+        body = await self._body(scope, receive)
+        assert self.gateway is not None
+        return await self.gateway.chat_completions(
+            body, _header(scope, _ENFORCE), scope.setdefault("outform.log", {})
+        )
+
+    async def _body(self, scope: Scope, receive: Receive) -> bytes:
+        limit = self.settings.max_body_bytes
+        declared = _header(scope, b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise _too_large(limit)
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise _ClientGone
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise _too_large(limit)
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+class _ClientGone(Exception):  # noqa: N818 - the client hung up; nothing to answer
+    pass
+
+
+def _too_large(limit: int) -> GatewayError:
+    return GatewayError(
+        413,
+        f"The request body is larger than this gateway accepts ({limit} bytes).",
+        code="request_too_large",
+    )
+
+
+def _unauthorized(scope: Scope) -> Reply:
+    missing = _header(scope, b"authorization") is None
+    message = (
+        "Missing bearer authentication in header (Authorization: Bearer <key>)."
+        if missing
+        else "Incorrect API key provided."
+    )
+    return GatewayError(401, message, code="invalid_api_key").reply()
+
+
+def _header(scope: Scope, name: bytes) -> bytes | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return bytes(value)
+    return None
+
+
+async def _send_reply(reply: Reply, send: Send) -> None:
+    headers = [
+        (b"content-type", reply.content_type),
+        (b"content-length", b"%d" % len(reply.body)),
+        *reply.headers,
+    ]
+    await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+    await send({"type": "http.response.body", "body": reply.body})
+
+
+async def _send_stream(reply: StreamReply, receive: Receive, send: Send) -> None:
+    headers = [
+        (b"content-type", reply.content_type),
+        (b"cache-control", b"no-cache"),
+        (b"x-accel-buffering", b"no"),
+        *reply.headers,
+    ]
+    await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+    chunks = reply.chunks
+
+    async def pump() -> None:
+        try:
+            async for chunk in chunks:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+        finally:
+            close = getattr(chunks, "aclose", None)
+            if close is not None:
+                await close()
+
+    async def gone() -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+
+    pumping = asyncio.ensure_future(pump())
+    watching = asyncio.ensure_future(gone())
+    try:
+        await asyncio.wait({pumping, watching}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if not pumping.done():  # the client went away: stop reading the backend
+            pumping.cancel()
+        watching.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watching
+        try:
+            await pumping
+        except asyncio.CancelledError:
+            pass
+        except Exception:
+            logger.exception("a stream failed after its first byte was sent")
+
+
+# -- FastAPI ---------------------------------------------------------------------------------
+
+
+class _Delegate(Response):
+    """A route's answer that runs a gateway handler with the raw ASGI channel."""
+
+    def __init__(self, app: GatewayApp, handler: Handler) -> None:
+        super().__init__()
+        self._app = app
+        self._handler = handler
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._app.serve(self._handler, scope, receive, send)
+
+
+_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": {"type": "object"}}},
+    }
+}
+_JSON_OR_SSE: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "JSON, or Server-Sent Events when the body has `stream: true`.",
+        "content": {"application/json": {}, "text/event-stream": {}},
+    }
+}
+
+
+def _fastapi(app: GatewayApp) -> FastAPI:
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        await app.startup()
+        try:
+            yield
+        finally:
+            await app.shutdown()
+
+    api = FastAPI(
+        title="outform gateway",
+        version=__version__,
+        description=(
+            "The OpenAI Responses API (and Chat Completions pass-through) in front of a "
+            "Chat Completions backend or a native provider, with structured output forwarded "
+            "faithfully and, on request, enforced. See docs/gateway.md."
+        ),
+        lifespan=lifespan,
+        redoc_url=None,
+    )
+
+    @api.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        """Unknown paths and methods answer in OpenAI's error shape too."""
+        message = f"{exc.detail}: {request.method} {request.url.path}"
+        reply = GatewayError(exc.status_code, message, code="not_found").reply()
+        return Response(reply.body, reply.status, media_type="application/json")
+
+    def gateway() -> Gateway:
+        if app.gateway is None:
+            raise GatewayError(503, "The gateway is starting or stopping.", type="server_error")
+        return app.gateway
+
+    @api.post("/v1/responses", openapi_extra=_BODY, responses=_JSON_OR_SSE, tags=["responses"])
+    async def create_response(request: Request) -> Response:
+        """Create a model response (OpenAI Responses API)."""
+        return _Delegate(app, app._create_response)
+
+    @api.get("/v1/responses/{response_id}", tags=["responses"])
+    async def retrieve_response(response_id: str) -> Response:
+        """A stored response, as it was served."""
+        return _Delegate(app, lambda scope, receive: gateway().retrieve(response_id))
+
+    @api.delete("/v1/responses/{response_id}", tags=["responses"])
+    async def delete_response(response_id: str) -> Response:
+        """Delete a stored response."""
+        return _Delegate(app, lambda scope, receive: gateway().delete(response_id))
+
+    @api.get("/v1/responses/{response_id}/input_items", tags=["responses"])
+    async def list_input_items(
+        request: Request,
+        response_id: str,
+        *,
+        limit: str | None = None,
+        order: str | None = None,
+        after: str | None = None,
+        before: str | None = None,
+    ) -> Response:
+        """The input items of a stored response: `limit` (1-100, default 20), `order`
+        (`desc`, the default, or `asc`), `after` / `before` (item ids)."""
+        query = dict(parse_qsl(request.url.query))
+        return _Delegate(app, lambda scope, receive: gateway().input_items(response_id, query))
+
+    @api.post("/v1/chat/completions", openapi_extra=_BODY, responses=_JSON_OR_SSE, tags=["chat"])
+    async def chat_completions(request: Request) -> Response:
+        """Chat Completions, passed through to the backend."""
+        return _Delegate(app, app._chat_completions)
+
+    @api.get("/v1/models", tags=["models"])
+    async def list_models() -> Response:
+        """The backend's models and the names of the model map."""
+        return _Delegate(app, lambda scope, receive: gateway().models())
+
+    @api.get("/healthz", tags=["operations"])
+    async def healthz() -> Response:
+        """Liveness: 200 once the gateway has started (no authentication)."""
+        ready = app.gateway is not None
+        body = {"status": "ok" if ready else "starting"}
+        return Response(orjson.dumps(body), 200 if ready else 503, media_type="application/json")
+
+    return api
+
+
+__all__ = ["GatewayApp", "create_app", "make_backend"]

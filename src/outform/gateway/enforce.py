@@ -1,0 +1,169 @@
+"""Enforcement mode: schema-valid output even from a backend that ignores `response_format`.
+
+Off by default (passthrough stays passthrough); on per deployment (`enforce = true`) or per
+request (`x-outform-enforce: 1`, or `0` to turn a deployment's default off). For a
+`json_schema` or `json_object` format, the backend's reply goes through outform's pipeline
+(extract from prose and fences, repair, coerce, validate) at the configured level; a reply
+that cannot be made valid is asked for again, the model shown its reply and the hint that
+says path by path what was wrong (the re-ask of `outform.generate`), up to `enforce_retries`
+times. The client receives the valid JSON as the message text: unchanged when it was valid
+as sent, re-serialised when outform changed it. After the last attempt the client gets a
+422 with the hint. Tool calls and refusals are returned as they are: there is no JSON to
+check. Usage is summed over the attempts.
+
+A streamed request in enforcement mode asks the backend for a whole answer and streams the
+validated result (a stream of invalid JSON cannot be taken back once sent).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from outform.errors import InputError, OutputError, SchemaError
+from outform.format import JsonObjectFormat, JsonSchemaFormat, ResponseFormat
+from outform.gateway.backend import Backend
+from outform.gateway.output import content_text
+from outform.gateway.replies import GatewayError, bad_request
+from outform.parse import parse
+from outform.parse.hint import RetryHint, Violation
+
+
+@dataclass(frozen=True)
+class Enforced:
+    completion: dict[str, Any]
+    attempts: int
+    repaired: bool
+
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        verdict = b"repaired" if self.repaired else b"valid"
+        return [(b"x-outform-enforce", verdict), (b"x-outform-attempts", b"%d" % self.attempts)]
+
+
+def wanted(setting: bool, header: bytes | None) -> bool:
+    """The deployment's setting, unless the request's header says otherwise."""
+    if header is None:
+        return setting
+    value = header.strip().lower()
+    if value in (b"1", b"true", b"on", b"yes"):
+        return True
+    if value in (b"0", b"false", b"off", b"no"):
+        return False
+    raise bad_request(
+        f"x-outform-enforce must be 1 or 0, got {value.decode('latin-1')!r}.",
+        "x-outform-enforce",
+    )
+
+
+def checkable(fmt: Any) -> ResponseFormat | None:
+    """The format enforcement can check (`json_schema`, `json_object`), else None."""
+    if not isinstance(fmt, Mapping) or fmt.get("type") not in ("json_schema", "json_object"):
+        return None
+    try:
+        parsed = ResponseFormat.from_dict(fmt)
+    except SchemaError as exc:
+        raise bad_request(exc.what, "text.format") from None
+    return parsed if isinstance(parsed, JsonSchemaFormat | JsonObjectFormat) else None
+
+
+async def enforce(
+    backend: Backend,
+    chat: Mapping[str, Any],
+    fmt: ResponseFormat,
+    *,
+    retries: int,
+    level: str,
+) -> Enforced:
+    """Call the backend until its reply validates against `fmt` (or the retries run out)."""
+    body = {k: v for k, v in chat.items() if k not in ("stream", "stream_options")}
+    messages = list(body.get("messages") or ())
+    usage: dict[str, Any] | None = None
+    hint: RetryHint | None = None
+    for attempt in range(1, retries + 2):
+        body["messages"] = messages
+        completion = (await backend.complete(body)).json()
+        usage = _add_usage(usage, completion.get("usage"))
+        choices = completion.get("choices") or [{}]
+        choice = choices[0] if isinstance(choices[0], dict) else {}
+        message = choice.get("message") or {}
+        if message.get("tool_calls") or message.get("refusal"):
+            return Enforced(_with(completion, choice, message, usage), attempt, False)
+        text = content_text(message.get("content"))
+        try:
+            result = parse(text, fmt, level=level)
+            if choice.get("finish_reason") == "length" and _repaired_after_cut(result.changes):
+                cut = Violation(
+                    "",
+                    "syntax",
+                    "a complete reply",
+                    "the reply was cut off at the token limit (finish_reason=length)",
+                )
+                raise OutputError("the reply was cut off", hint=RetryHint((cut,)))
+        except OutputError as error:
+            hint = error.hint
+            messages = [
+                *chat.get("messages", ()),
+                {"role": "assistant", "content": text or "(empty reply)"},
+                {"role": "user", "content": hint.message()},
+            ]
+            continue
+        except InputError as error:
+            raise GatewayError(
+                422, f"The backend's reply cannot be parsed: {error.what}", code="output_invalid"
+            ) from None
+        if not result.changes:
+            return Enforced(_with(completion, choice, message, usage), attempt, False)
+        fixed = {**message, "content": orjson.dumps(result.data).decode()}
+        return Enforced(_with(completion, choice, fixed, usage), attempt, True)
+    assert hint is not None
+    raise GatewayError(
+        422,
+        f"The backend's reply did not match the response format after {retries + 1} "
+        f"attempt(s). {hint.message()}",
+        param="text.format",
+        code="output_invalid",
+    )
+
+
+def _repaired_after_cut(changes: Any) -> bool:
+    """A reply cut at the token limit is accepted only if it was complete as sent."""
+    return any(c.stage == "tolerant" or c.transform == "extract_truncated" for c in changes)
+
+
+def _with(
+    completion: dict[str, Any],
+    choice: dict[str, Any],
+    message: dict[str, Any],
+    usage: dict[str, Any] | None,
+) -> dict[str, Any]:
+    out = {**completion, "choices": [{**choice, "message": message}]}
+    if usage is not None:
+        out["usage"] = usage
+    return out
+
+
+def _add_usage(total: dict[str, Any] | None, usage: Any) -> dict[str, Any] | None:
+    if not isinstance(usage, dict):
+        return total
+    if total is None:
+        return usage
+    summed = dict(total)
+    for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
+        summed[key] = int(total.get(key) or 0) + int(usage.get(key) or 0)
+    for key, inner in (
+        ("prompt_tokens_details", "cached_tokens"),
+        ("completion_tokens_details", "reasoning_tokens"),
+    ):
+        before, now = total.get(key) or {}, usage.get(key) or {}
+        if before or now:
+            summed[key] = {
+                **before,
+                inner: int(before.get(inner) or 0) + int(now.get(inner) or 0),
+            }
+    return summed
+
+
+__all__ = ["Enforced", "checkable", "enforce", "wanted"]

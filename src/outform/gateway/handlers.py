@@ -1,0 +1,292 @@
+"""The gateway's endpoints as plain async functions: bytes and headers in, a Reply out.
+
+`POST /v1/responses` (the hot path): parse the body with orjson, check it by hand, continue
+the stored chain, translate to a Chat request, call the backend, translate back, store, answer.
+No pydantic model, no deep copy, one JSON parse and one JSON dump per body.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Any
+
+import orjson
+
+from outform.errors import StoreError
+from outform.gateway import chain, translate
+from outform.gateway.backend import Backend, Body, ChatStream
+from outform.gateway.enforce import checkable, enforce, wanted
+from outform.gateway.events import DONE, data_frame
+from outform.gateway.output import Shell, response_from_completion
+from outform.gateway.replies import (
+    GatewayError,
+    Headers,
+    Reply,
+    StreamReply,
+    bad_request,
+    not_found,
+)
+from outform.gateway.settings import GatewaySettings
+from outform.gateway.store import ResponseStore, StoredResponse
+from outform.gateway.stream import StreamFailure, StreamTranslator, completion_chunks
+
+Log = dict[str, Any]
+
+
+class Gateway:
+    def __init__(self, settings: GatewaySettings, backend: Backend, store: ResponseStore) -> None:
+        self.settings = settings
+        self.backend = backend
+        self.store = store
+        self.model_map = dict(settings.model_map)
+
+    # -- POST /v1/responses ----------------------------------------------------------------------
+
+    async def create_response(
+        self, raw: bytes, enforce_header: bytes | None, log: Log
+    ) -> Reply | StreamReply:
+        started = time.perf_counter()
+        req = _json_object(raw)
+        translate.check_request(req)
+        model = req["model"]
+        stream = req.get("stream") is True
+        log["model"] = model
+        log["stream"] = stream
+        text = req.get("text")
+        fmt = None
+        if wanted(self.settings.enforce, enforce_header):
+            fmt = checkable(text.get("format") if text else None)
+        value = req.get("input")
+        items = chain.input_items(value if value is not None else [])
+        try:
+            previous = await chain.load_previous(self.store, req.get("previous_response_id"))
+        except chain.ChainError as exc:
+            raise _chain_error(exc) from None
+        chat = translate.chat_request(
+            req,
+            self.model_map.get(model, model),
+            chain.conversation_for(previous, items),
+            stream=stream and fmt is None,
+        )
+        shell = Shell(req, chain.new_id("resp"), int(time.time()))
+        log["response_id"] = shell.id
+        store = req.get("store") is not False
+        headers: Headers = []
+        waited = 0.0
+        if fmt is not None:
+            called = time.perf_counter()
+            enforced = await enforce(
+                self.backend,
+                chat,
+                fmt,
+                retries=self.settings.enforce_retries,
+                level=self.settings.enforce_level,
+            )
+            waited = time.perf_counter() - called
+            log["enforce"] = enforced.attempts
+            completion = enforced.completion
+            headers = enforced.headers()
+            if stream:
+                chunks = _replay(completion_chunks(completion))
+                events = self._events(shell, chunks, None, items, previous, store=store)
+                return StreamReply(200, events, headers=headers)
+        elif stream:
+            backend_stream = await self.backend.stream(chat)
+            events = self._events(shell, None, backend_stream, items, previous, store=store)
+            return StreamReply(200, events)
+        else:
+            called = time.perf_counter()
+            completion = (await self.backend.complete(chat)).json()
+            waited = time.perf_counter() - called
+        response = response_from_completion(shell, completion)
+        if store:
+            await self.store.save(chain.record_for(response, items, previous))
+        body = orjson.dumps(response)
+        headers.append(_overhead(started, waited))
+        return Reply(200, body, headers=headers)
+
+    async def _events(
+        self,
+        shell: Shell,
+        chunks: AsyncIterator[dict[str, Any]] | None,
+        backend_stream: ChatStream | None,
+        items: list[chain.Item],
+        previous: StoredResponse | None,
+        *,
+        store: bool,
+    ) -> AsyncIterator[bytes]:
+        translator = StreamTranslator(shell)
+        source = chunks if chunks is not None else backend_stream.chunks()  # type: ignore[union-attr]
+        try:
+            yield translator.start()
+            closing = b""
+            try:
+                async for chunk in source:
+                    out = translator.feed(chunk)
+                    if out:
+                        yield out
+                closing = translator.finish()
+            except StreamFailure as exc:
+                translator.abort(str(exc))
+            if store and translator.response is not None:
+                try:
+                    await self.store.save(chain.record_for(translator.response, items, previous))
+                except StoreError as exc:  # too late for a 503: the stream says it failed
+                    translator.abort(f"the response could not be stored: {exc.what}")
+            yield closing + translator.terminal()
+        finally:
+            if backend_stream is not None:
+                await backend_stream.aclose()
+
+    # -- GET / DELETE /v1/responses/{id} -----------------------------------------------------------
+
+    async def retrieve(self, response_id: str) -> Reply:
+        record = await self._load(response_id)
+        return Reply(200, orjson.dumps(record.response))
+
+    async def delete(self, response_id: str) -> Reply:
+        if not await self.store.delete(response_id):
+            raise _missing(response_id)
+        body = {"id": response_id, "object": "response", "deleted": True}
+        return Reply(200, orjson.dumps(body))
+
+    async def input_items(self, response_id: str, query: Mapping[str, str]) -> Reply:
+        record = await self._load(response_id)
+        raw_limit = query.get("limit", "20")
+        try:
+            limit = int(raw_limit)
+        except ValueError:
+            raise bad_request(
+                f"Invalid 'limit': {raw_limit!r} is not an integer.", "limit"
+            ) from None
+        try:
+            page = chain.page(
+                record.input_items,
+                limit=limit,
+                order=query.get("order", "desc"),
+                after=query.get("after"),
+                before=query.get("before"),
+            )
+        except chain.ChainError as exc:
+            raise _chain_error(exc) from None
+        return Reply(200, orjson.dumps(page))
+
+    async def _load(self, response_id: str) -> StoredResponse:
+        record = await self.store.load(response_id)
+        if record is None:
+            raise _missing(response_id)
+        return record
+
+    # -- POST /v1/chat/completions -----------------------------------------------------------------
+
+    async def chat_completions(
+        self, raw: bytes, enforce_header: bytes | None, log: Log
+    ) -> Reply | StreamReply:
+        """Pass-through: the body goes to the backend as received (its model renamed when the
+        model map says so), and the answer comes back as the backend sent it."""
+        started = time.perf_counter()
+        req = _json_object(raw)
+        model = req.get("model")
+        if not isinstance(model, str) or not model:
+            raise bad_request("Missing required parameter: 'model'.", "model", "missing_required")
+        stream = req.get("stream") is True
+        log["model"] = model
+        log["stream"] = stream
+        target = self.model_map.get(model, model)
+        body: Body = raw if target == model else orjson.dumps({**req, "model": target})
+        fmt = None
+        if wanted(self.settings.enforce, enforce_header):
+            fmt = checkable(_flat_format(req.get("response_format")))
+        if fmt is not None:
+            called = time.perf_counter()
+            enforced = await enforce(
+                self.backend,
+                {**req, "model": target},
+                fmt,
+                retries=self.settings.enforce_retries,
+                level=self.settings.enforce_level,
+            )
+            log["enforce"] = enforced.attempts
+            if stream:
+                frames = [data_frame(c) for c in completion_chunks(enforced.completion)]
+                return StreamReply(200, _replay([*frames, DONE]), headers=enforced.headers())
+            headers = [*enforced.headers(), _overhead(started, time.perf_counter() - called)]
+            return Reply(200, orjson.dumps(enforced.completion), headers=headers)
+        if stream:
+            backend_stream = await self.backend.stream(body)
+            return StreamReply(200, _relay(backend_stream), backend_stream.content_type)
+        called = time.perf_counter()
+        reply = await self.backend.complete(body)
+        headers = [_overhead(started, time.perf_counter() - called)]
+        return Reply(reply.status, reply.body, reply.content_type, headers)
+
+    # -- GET /v1/models ----------------------------------------------------------------------------
+
+    async def models(self) -> Reply:
+        listed = await self.backend.models()
+        ids = {model["id"] for model in listed}
+        mapped = [
+            {"id": name, "object": "model", "created": 0, "owned_by": "outform"}
+            for name in self.model_map
+            if name not in ids
+        ]
+        return Reply(200, orjson.dumps({"object": "list", "data": mapped + listed}))
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+def _json_object(raw: bytes) -> dict[str, Any]:
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise bad_request(f"The body is not valid JSON: {exc}.", None, "invalid_json") from None
+    if not isinstance(data, dict):
+        raise bad_request("The body must be a JSON object.", None, "invalid_json")
+    return data
+
+
+def _flat_format(response_format: Any) -> Any:
+    """Chat's nested `response_format` in the flat shape `ResponseFormat` reads."""
+    if isinstance(response_format, Mapping) and response_format.get("type") == "json_schema":
+        nested = response_format.get("json_schema")
+        return {"type": "json_schema", **(nested if isinstance(nested, Mapping) else {})}
+    return response_format
+
+
+def _overhead(started: float, waited: float) -> tuple[bytes, bytes]:
+    """Milliseconds the gateway itself spent on the request (everything but the backend)."""
+    spent = (time.perf_counter() - started - waited) * 1000
+    return (b"x-outform-overhead-ms", b"%.3f" % spent)
+
+
+def _missing(response_id: str) -> GatewayError:
+    return not_found(f"Response with id '{response_id}' not found.", "response_id")
+
+
+def _chain_error(exc: chain.ChainError) -> GatewayError:
+    return GatewayError(exc.status, exc.what, param=exc.param, code=exc.code)
+
+
+async def _replay(items: Iterable[Any]) -> AsyncIterator[Any]:
+    for item in items:
+        yield item
+
+
+async def _relay(backend_stream: ChatStream) -> AsyncIterator[bytes]:
+    """The backend's SSE bytes as they come; a break becomes an `error` event, which the
+    OpenAI SDK raises as an APIError (the status line was sent long ago)."""
+    try:
+        async for chunk in backend_stream.raw():
+            yield chunk
+    except StreamFailure as exc:
+        error = {
+            "error": {"message": str(exc), "type": "server_error", "param": None, "code": None}
+        }
+        yield data_frame(error)
+    finally:
+        await backend_stream.aclose()
+
+
+__all__ = ["Gateway"]

@@ -1,0 +1,141 @@
+"""The `[gateway]` section of outform.toml, and the flags of `outform serve`, as one object.
+
+Secrets never appear here: client API keys and the backend's key are named by environment
+variable (`api_keys = ["GATEWAY_KEY"]`, `backend_api_key_env = "VLLM_KEY"`) and read once at
+start-up, so a config file, a log line or a repr can show the names and never the values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from outform.errors import ConfigError
+
+DEFAULT_BACKEND = "http://127.0.0.1:8000/v1"
+ENFORCE_HEADER = "x-outform-enforce"
+
+
+@dataclass(frozen=True)
+class GatewaySettings:
+    backend: str = DEFAULT_BACKEND
+    """A Chat Completions base URL (vLLM, Ollama, LiteLLM, llama.cpp...), or a provider name
+    of outform's registry (`anthropic`, `gemini`, `bedrock`...) served through its adapter."""
+    backend_api_key_env: str | None = None
+    """Environment variable holding the key sent to a URL backend as `Authorization: Bearer`."""
+    model_map: Mapping[str, str] = field(default_factory=dict)
+    """Client-facing model name -> backend model name; names not listed pass unchanged."""
+    api_keys: tuple[str, ...] = ()
+    """Environment variables holding the keys clients must present (none: no auth)."""
+    max_body_bytes: int = 16 * 1024 * 1024
+    backend_timeout: float = 600.0
+    """Seconds to wait for the backend's answer (and, in a stream, between two chunks)."""
+    max_connections: int = 512
+    """Connections kept to a URL backend at most (requests beyond wait for one)."""
+    store: str = field(default="sqlite", repr=False)  # a DSN may hold a password
+    """'memory', 'sqlite' / 'sqlite:PATH' (the default: ./outform-responses.sqlite) or
+    'postgres:DSN'. A DSN may be written as $VAR to read it from the environment."""
+    store_base_dir: str | None = None
+    """Where a relative SQLite path is resolved: the config file's directory."""
+    enforce: bool = False
+    """Run outform's pipeline and re-ask loop on every structured reply (a request can turn it
+    on or off with the `x-outform-enforce` header)."""
+    enforce_retries: int = 2
+    enforce_level: str = "full"
+    """Repair level of the pipeline in enforcement mode: the client asked for valid output,
+    so JSON5 and json-repair are tried before a re-ask costs another call."""
+    host: str = "127.0.0.1"
+    port: int = 8080
+    shutdown_timeout: float = 30.0
+    """Seconds in-flight requests (streams included) get to finish on SIGTERM / Ctrl-C."""
+    access_log: bool = True
+
+    @classmethod
+    def from_config(
+        cls, values: Mapping[str, Any], *, source: Path | None = None
+    ) -> GatewaySettings:
+        """Settings from a validated `[gateway]` table (see `outform.config`)."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        fields: dict[str, Any] = {k: v for k, v in values.items() if k in known}
+        if "api_keys" in fields:
+            fields["api_keys"] = tuple(fields["api_keys"])
+        if "model_map" in fields:
+            fields["model_map"] = dict(fields["model_map"])
+        if "backend_timeout" in fields:
+            fields["backend_timeout"] = float(fields["backend_timeout"])
+        if source is not None:
+            fields["store_base_dir"] = str(source.parent)
+        return cls(**fields)
+
+    def replace(self, **changes: Any) -> GatewaySettings:
+        """A copy with the given fields changed; None values are ignored (unset flags)."""
+        return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    @property
+    def native(self) -> bool:
+        """True when the backend is a provider served through outform's adapters."""
+        return not self.backend.startswith(("http://", "https://"))
+
+    def client_keys(self, env: Mapping[str, str] = os.environ) -> tuple[str, ...]:
+        """The keys clients must present, read from the environment variables named."""
+        keys = []
+        for name in self.api_keys:
+            value = env.get(name, "")
+            if not value:
+                raise ConfigError(
+                    f"the client API key variable {name} is not set",
+                    where="[gateway] api_keys",
+                    fix=f"export {name}=..., or remove it from api_keys",
+                )
+            keys.append(value)
+        return tuple(keys)
+
+    def backend_key(self, env: Mapping[str, str] = os.environ) -> str | None:
+        if self.backend_api_key_env is None:
+            return None
+        value = env.get(self.backend_api_key_env, "")
+        if not value:
+            raise ConfigError(
+                f"the backend key variable {self.backend_api_key_env} is not set",
+                where="[gateway] backend_api_key_env",
+                fix=f"export {self.backend_api_key_env}=..., or remove backend_api_key_env",
+            )
+        return value
+
+    def store_spec(self, env: Mapping[str, str] = os.environ) -> str:
+        """`store` with a `$VAR` target read from the environment (a DSN with a password)."""
+        kind, sep, target = self.store.partition(":")
+        if sep and target.startswith("$"):
+            name = target[1:]
+            value = env.get(name, "")
+            if not value:
+                raise ConfigError(
+                    f"the store variable {name} is not set",
+                    where="[gateway] store",
+                    fix=f"export {name}=..., or write the store without $",
+                )
+            return f"{kind}:{value}"
+        return self.store
+
+
+def parse_model_map(pairs: list[str]) -> dict[str, str]:
+    """`--model-map client=backend` (repeatable, or comma-separated) as a dict."""
+    mapping: dict[str, str] = {}
+    for pair in (p.strip() for chunk in pairs for p in chunk.split(",")):
+        if not pair:
+            continue
+        name, sep, target = pair.partition("=")
+        if not sep or not name.strip() or not target.strip():
+            raise ConfigError(
+                f"--model-map needs client=backend pairs, got {pair!r}",
+                fix="for example --model-map gpt-4o=Qwen/Qwen2.5-7B-Instruct",
+            )
+        mapping[name.strip()] = target.strip()
+    return mapping
+
+
+__all__ = ["DEFAULT_BACKEND", "ENFORCE_HEADER", "GatewaySettings", "parse_model_map"]
