@@ -17,8 +17,8 @@ time of its process over the sequential requests); throughput with 64 concurrent
 keep-alive connections for a fixed time. Goals (issue 5): p50 overhead ≤ 1 ms, ≤ 0.5 ms of
 gateway CPU per non-streamed request, ≥ 20× LiteLLM's throughput.
 
-LiteLLM's proxy goes in the same table: `LITELLM` below is the hook for its row (another
-change adds the measurement); until then the row says it was not measured in this run.
+LiteLLM's proxy goes in the same table, in front of the same fake backend, measured the same
+way (benchmarks/litellm_peer.py installs it in its own virtual environment on first use).
 """
 
 from __future__ import annotations
@@ -166,12 +166,12 @@ class _Client(asyncio.Protocol):
         assert self.done is not None
         self.done.set_result(None)
 
-    async def post(self, path: bytes, body: bytes) -> int:
+    async def post(self, path: bytes, body: bytes, headers: bytes = b"") -> int:
         self.parser = self._parser_type(self)
         self.done = asyncio.get_running_loop().create_future()
         self.transport.write(
             b"POST %s HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
-            b"content-length: %d\r\n\r\n%s" % (path, len(body), body)
+            b"%scontent-length: %d\r\n\r\n%s" % (path, headers, len(body), body)
         )
         await self.done
         status: int = self.parser.get_status_code()
@@ -191,25 +191,34 @@ class Latency:
     """Seconds of the gateway's CPU per request (None for the direct path)."""
 
 
-async def sequential(port: int, path: bytes, body: bytes, pid: int | None) -> Latency:
+async def sequential(
+    port: int,
+    path: bytes,
+    body: bytes,
+    pid: int | None,
+    *,
+    headers: bytes = b"",
+    count: int = SEQUENTIAL,
+    warmup: int = WARMUP,
+) -> Latency:
     client = await _connect(port)
-    for _ in range(WARMUP):
-        await client.post(path, body)
+    for _ in range(warmup):
+        await client.post(path, body, headers)
     before = cpu_seconds(pid) if pid else 0.0
     samples = []
-    for _ in range(SEQUENTIAL):
+    for _ in range(count):
         start = time.perf_counter()
-        status = await client.post(path, body)
+        status = await client.post(path, body, headers)
         samples.append(time.perf_counter() - start)
         if status != 200:
             raise RuntimeError(f"{path.decode()} answered {status}")
-    cpu = (cpu_seconds(pid) - before) / SEQUENTIAL if pid else None
+    cpu = (cpu_seconds(pid) - before) / count if pid else None
     client.transport.close()
     samples.sort()
     return Latency(samples[len(samples) // 2], samples[int(len(samples) * 0.99)], cpu)
 
 
-async def throughput(port: int, path: bytes, body: bytes) -> float:
+async def throughput(port: int, path: bytes, body: bytes, headers: bytes = b"") -> float:
     clients = [await _connect(port) for _ in range(CONCURRENCY)]
     done = 0
     stop = time.perf_counter() + DURATION
@@ -217,7 +226,7 @@ async def throughput(port: int, path: bytes, body: bytes) -> float:
     async def worker(client: _Client) -> None:
         nonlocal done
         while time.perf_counter() < stop:
-            await client.post(path, body)
+            await client.post(path, body, headers)
             done += 1
 
     start = time.perf_counter()
@@ -229,9 +238,34 @@ async def throughput(port: int, path: bytes, body: bytes) -> float:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process, from /proc/<pid>/stat."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User + system CPU time of a process and every process under it, from /proc (a
+    server that forks workers is measured whole)."""
+    total = 0.0
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(fields[1])
+            if _descends(int(entry.name), pid, parents):
+                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def _descends(candidate: int, root: int, parents: dict[int, int]) -> bool:
+    seen = 0
+    while candidate and seen < 64:
+        if candidate == root:
+            return True
+        try:
+            stat = Path(f"/proc/{candidate}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return False
+        candidate = parents.get(candidate) or int(stat[1])
+        seen += 1
+    return False
 
 
 # -- processes -----------------------------------------------------------------------------
@@ -299,10 +333,9 @@ class PeerRow:
     throughput: float
 
 
-LITELLM: Callable[[int], PeerRow | None] | None = None
-"""Hook for LiteLLM's proxy (`litellm --config ...` with `use_chat_completions_api: true`,
-in front of the same fake backend): called with the fake backend's port, returns its row.
-None until that change lands; the table then says LiteLLM was not measured in this run."""
+LITELLM: Callable[[int, Latency], PeerRow | None] | None = None
+"""LiteLLM's proxy in front of the same fake backend (benchmarks/litellm_peer.py): called with
+the backend's port and its direct latency, returns its row (None when it could not run)."""
 
 
 # -- the run -------------------------------------------------------------------------------
@@ -351,7 +384,7 @@ def run() -> Results:
                 gateway.terminate()
                 gateway.wait(timeout=30)
         if LITELLM is not None:
-            results.litellm = LITELLM(backend_port)
+            results.litellm = LITELLM(backend_port, results.direct)
         return results
     finally:
         backend.terminate()
@@ -388,8 +421,8 @@ def markdown(results: Results) -> str:
     peer = results.litellm
     if peer is None:
         rows.append(
-            "| LiteLLM proxy, `POST /v1/responses` | not measured in this run (hook: "
-            "`LITELLM` in benchmarks/bench_gateway.py) | | | | | |"
+            "| LiteLLM proxy, `POST /v1/responses` | not measured in this run "
+            "(`--no-litellm`, or it could not be installed) | | | | | |"
         )
     else:
         rows.append(
@@ -428,10 +461,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     parser.add_argument("--fake-backend", type=int, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--no-litellm", action="store_true", help="leave LiteLLM's proxy out of this run"
+    )
     args = parser.parse_args(argv)
     if args.fake_backend:
         fake_backend(args.fake_backend)
         return 0
+    global LITELLM  # noqa: PLW0603 - the peer hook, set for this run
+    if not args.no_litellm:
+        from benchmarks import litellm_peer
+
+        LITELLM = litellm_peer.measure
     text = markdown(run())
     print(text)
     if args.write:
