@@ -13,10 +13,29 @@ from dataclasses import dataclass
 from typing import Any
 
 from outform.format import JsonSchemaFormat
-from outform.parse.hint import RetryHint
+from outform.parse.hint import RetryHint, Violation
+from outform.parse.result import Change
 from outform.providers.base import Message
 from outform.schema import pointer
 from outform.schema.compiled import CompiledSchema
+
+CUT_OFF = RetryHint(
+    (
+        Violation(
+            "",
+            "syntax",
+            "a complete reply",
+            "the reply was cut off at the token limit (finish_reason=length)",
+        ),
+    )
+)
+"""The hint for a reply that stopped at the token limit."""
+
+
+def repaired_after_cut(changes: Sequence[Change]) -> bool:
+    """Whether a reply cut at the token limit needed repair: such a reply is accepted only if
+    it was complete as sent (a repaired truncation may have lost the end of the value)."""
+    return any(c.stage == "tolerant" or c.transform == "extract_truncated" for c in changes)
 
 
 @dataclass(frozen=True)

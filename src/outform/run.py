@@ -17,7 +17,7 @@ import orjson
 
 from outform.errors import OutformError, OutputError, StreamAbortedError, UsageError
 from outform.format import JsonSchemaFormat, ResponseFormat, TextFormat
-from outform.parse.hint import RetryHint, Violation
+from outform.parse.hint import RetryHint
 from outform.parse.pipeline import Pipeline, Processor
 from outform.parse.result import ParseResult
 from outform.plan import Mode, Plan, plan
@@ -36,7 +36,7 @@ from outform.providers.base import (
     as_message,
 )
 from outform.providers.registry import Resolved, resolve
-from outform.reask import FieldAsk, field_ask, reask_messages
+from outform.reask import CUT_OFF, FieldAsk, field_ask, reask_messages, repaired_after_cut
 from outform.schema.dialects.result import DialectResult
 from outform.schema.ledger import Ledger
 from outform.streaming import Snapshot, StreamParser
@@ -182,14 +182,8 @@ class _Loop:
             answer = self.ask_pipeline.run(text)
             text = orjson.dumps(self.ask.merge(answer.data)).decode()
         result = self.pipeline.run(text)
-        if response.finish_reason == "length" and _repaired_after_cut(result):
-            cut = Violation(
-                "",
-                "syntax",
-                "a complete reply",
-                "the reply was cut off at the token limit (finish_reason=length)",
-            )
-            raise OutputError("the reply was cut off", hint=RetryHint((cut,)), result=result)
+        if response.finish_reason == "length" and repaired_after_cut(result.changes):
+            raise OutputError("the reply was cut off", hint=CUT_OFF, result=result)
         return result
 
     def _retry(
@@ -288,11 +282,6 @@ class _Loop:
     def _emit(self, name: EventName, detail: str) -> None:
         event = Event(name, "validate", self.pipeline.schema_hash, detail=detail)
         dispatch((event,), self.observers)
-
-
-def _repaired_after_cut(result: ParseResult[Any]) -> bool:
-    """A reply cut at the token limit is accepted only if it was complete as sent."""
-    return any(c.stage == "tolerant" or c.transform == "extract_truncated" for c in result.changes)
 
 
 def _pipeline(

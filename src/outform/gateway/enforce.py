@@ -29,7 +29,8 @@ from outform.gateway.backend import Backend
 from outform.gateway.output import content_text
 from outform.gateway.replies import GatewayError, bad_request
 from outform.parse import parse
-from outform.parse.hint import RetryHint, Violation
+from outform.parse.hint import RetryHint
+from outform.reask import CUT_OFF, repaired_after_cut
 
 
 @dataclass(frozen=True)
@@ -94,14 +95,8 @@ async def enforce(
         text = content_text(message.get("content"))
         try:
             result = parse(text, fmt, level=level)
-            if choice.get("finish_reason") == "length" and _repaired_after_cut(result.changes):
-                cut = Violation(
-                    "",
-                    "syntax",
-                    "a complete reply",
-                    "the reply was cut off at the token limit (finish_reason=length)",
-                )
-                raise OutputError("the reply was cut off", hint=RetryHint((cut,)))
+            if choice.get("finish_reason") == "length" and repaired_after_cut(result.changes):
+                raise OutputError("the reply was cut off", hint=CUT_OFF)
         except OutputError as error:
             hint = error.hint
             messages = [
@@ -126,11 +121,6 @@ async def enforce(
         param="text.format",
         code="output_invalid",
     )
-
-
-def _repaired_after_cut(changes: Any) -> bool:
-    """A reply cut at the token limit is accepted only if it was complete as sent."""
-    return any(c.stage == "tolerant" or c.transform == "extract_truncated" for c in changes)
 
 
 def _with(

@@ -15,6 +15,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import jsonschema_rs
+
 from outform.parse.result import Change
 from outform.schema import pointer
 from outform.schema.compiled import CompiledSchema
@@ -32,6 +34,8 @@ class Defaults:
         self.max_depth = max_depth
         self._needs: dict[str, bool] = {}
         self._plans: dict[str, _Plan | None] = {}
+        self._complete: Any = None
+        """The presence validator, False when the plan has none, None until first needed."""
 
     @property
     def any(self) -> bool:
@@ -80,7 +84,43 @@ class Defaults:
     def fill(self, value: Any, changes: list[Change]) -> Any:
         """`value` with declared defaults added where properties are absent (a copy only of
         the containers that changed)."""
+        if self._complete is None:
+            self._complete = self._presence_validator()
+        if self._complete is not False and self._complete.is_valid(value):
+            return value  # every property with a default is there: nothing to walk
         return self._walk(value, "", (), changes, 0)
+
+    def _presence_validator(self) -> Any:
+        """A validator (jsonschema-rs) that accepts exactly the values in which no property
+        with a default is missing, so the common case costs one call in Rust instead of a walk
+        in Python; False when the plan cannot be written that way (unions, recursion)."""
+        schema = self._presence("", frozenset())
+        return jsonschema_rs.validator_for(schema) if schema is not None else False
+
+    def _presence(self, loc: str, seen: frozenset[str]) -> dict[str, Any] | None:
+        plan = self._plan(loc)
+        if plan is None:
+            return {}
+        if plan.branches or loc in seen:
+            return None
+        seen = seen | {loc}
+        parts = [self._presence(target, seen) for target in plan.chained]
+        properties = {name: self._presence(child, seen) for name, child in plan.properties.items()}
+        nested = {
+            keyword: self._presence(child, seen)
+            for keyword, child in (("items", plan.items), ("additionalProperties", plan.additional))
+            if child is not None
+        }
+        if None in parts or None in properties.values() or None in nested.values():
+            return None
+        node: dict[str, Any] = dict(nested)
+        if plan.defaults:
+            node["required"] = [name for name, _ in plan.defaults]
+        if properties:
+            node["properties"] = properties
+        if parts:
+            node["allOf"] = parts
+        return node
 
     def _plan(self, loc: str) -> _Plan | None:
         """What to do at a location, worked out once: None when nothing below needs a walk."""
