@@ -41,6 +41,8 @@ from outform.providers.base import (
 from outform.providers.registry import resolve
 from outform.transport import RetryPolicy, Transport
 from tests.providers.anthropic_wire import check_error, check_event, check_message, check_request
+from tests.providers.deltas import decode as decode_events
+from tests.providers.deltas import joined
 from tests.providers.fake import FakeServer, Reply
 
 MODEL = "claude-sonnet-4-6"
@@ -552,16 +554,7 @@ def text_stream(*pieces: str) -> list[dict[str, Any]]:
 
 
 def decode(req: Request, events: Sequence[Mapping[str, Any]]) -> list[Delta]:
-    decoder = adapter.decoder(req)
-    out: list[Delta] = []
-    for event in events:
-        check_event(event)
-        out += decoder.feed(event)
-    return out
-
-
-def joined(deltas: Sequence[Delta], kind: str) -> str:
-    return "".join(d.text for d in deltas if d.kind == kind)
+    return decode_events(adapter, req, events, check_event)
 
 
 def test_a_streamed_native_reply_arrives_as_text_then_usage_then_finish() -> None:

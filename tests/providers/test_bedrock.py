@@ -48,6 +48,8 @@ from outform.providers.bedrock import BedrockConverse
 from outform.providers.registry import resolve
 from outform.transport import RetryPolicy, Transport
 from tests.providers.bedrock_wire import check_error, check_event, check_request, check_response
+from tests.providers.deltas import decode as decode_events
+from tests.providers.deltas import joined
 from tests.providers.fake import FakeServer, Reply
 
 CLAUDE = "anthropic.claude-sonnet-4-5-20250929-v1:0"
@@ -490,16 +492,7 @@ def text_stream(*pieces: str) -> list[dict[str, Any]]:
 
 
 def decode(req: Request, events: Sequence[Mapping[str, Any]]) -> list[Delta]:
-    decoder = adapter.decoder(req)
-    out: list[Delta] = []
-    for event in events:
-        check_event(event)
-        out += decoder.feed(event)
-    return out
-
-
-def joined(deltas: Sequence[Delta], kind: str) -> str:
-    return "".join(d.text for d in deltas if d.kind == kind)
+    return decode_events(adapter, req, events, check_event)
 
 
 def test_a_streamed_native_reply_arrives_as_text_then_finish_then_usage() -> None:

@@ -43,6 +43,7 @@ from outform.providers.gemini import GENERATED_ID_PREFIX, SKIP_SIGNATURE, Gemini
 from outform.providers.registry import PROVIDERS, load_adapter
 from outform.schema.dialects import translate
 from outform.transport import Endpoint, RetryPolicy, Secret, Transport
+from tests.providers.deltas import decode as decode_events
 from tests.providers.fake import FakeServer, Reply
 from tests.providers.gemini_wire import (
     as_sdk_types,
@@ -621,8 +622,7 @@ def chunk(*parts: dict[str, Any], finish: str | None = None, usage: Any = None) 
 
 
 def decode(request: Request, events: list[dict[str, Any]]) -> list[Delta]:
-    decoder = Gemini().decoder(request)
-    return [delta for event in events for delta in decoder.feed(event)]
+    return decode_events(Gemini(), request, events)
 
 
 RUNNING = {"promptTokenCount": 9, "totalTokenCount": 9}

@@ -39,6 +39,7 @@ from outform.providers.ollama import GENERATED_ID_PREFIX, OllamaChat
 from outform.providers.registry import PROVIDERS, load_adapter, resolve
 from outform.schema.dialects import translate
 from outform.transport import Endpoint, RetryPolicy, Transport
+from tests.providers.deltas import decode as decode_events
 from tests.providers.fake import FakeServer, Reply
 from tests.providers.ollama_wire import (
     validate_request,
@@ -318,8 +319,7 @@ STREAM = [
 
 
 def decode(request: Request, events: list[dict[str, Any]]) -> list[Delta]:
-    decoder = OllamaChat().decoder(request)
-    return [delta for event in events for delta in decoder.feed(event)]
+    return decode_events(OllamaChat(), request, events)
 
 
 def test_a_stream_is_thinking_then_text_then_usage_and_finish() -> None:

@@ -32,6 +32,7 @@ from outform.providers.base import (
 from outform.providers.openai_responses import OpenAIResponses
 from outform.providers.registry import PROVIDERS, load_adapter
 from outform.transport import Endpoint, Secret, Transport
+from tests.providers.deltas import decode as decode_events
 from tests.providers.fake import FakeServer
 from tests.providers.openai_wire import (
     Conformance,
@@ -327,8 +328,7 @@ def test_a_failed_response_finishes_with_other(conforms: Conformance) -> None:
 
 
 def decode(req: Request, events: list[dict[str, Any]]) -> list[Delta]:
-    decoder = OpenAIResponses().decoder(req)
-    return [d for event in events for d in decoder.feed(event)]
+    return decode_events(OpenAIResponses(), req, events)
 
 
 def test_a_text_stream(conforms: Conformance) -> None:

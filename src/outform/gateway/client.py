@@ -274,39 +274,10 @@ class HttpClient:
     ) -> Response:
         """Send a request and read the whole answer, within the client's timeout (waiting
         for a free connection included)."""
-        conn: _Connection | None = None
-        slot = False
-        try:
-            async with asyncio.timeout(self.timeout):
-                await self._slots.acquire()
-                slot = True
-                for attempt in (0, 1):
-                    conn = await self._connection()
-                    conn.start(streaming=False)
-                    self._send(conn, method, path, body, accept)
-                    try:
-                        await conn.until_complete()
-                    except BackendClosedError:
-                        if attempt == 0 and conn.reused and not conn.received:
-                            continue  # a stale keep-alive connection: it never saw the request
-                        raise
-                    response = Response(conn.status, conn.headers, b"".join(conn.body))
-                    if conn.reusable:
-                        self._idle.append(conn)
-                    else:
-                        conn.close()
-                    conn = None
-                    return response
-        except TimeoutError:
-            raise BackendTimeoutError(
-                f"the backend did not answer within {self.timeout:g} s"
-            ) from None
-        finally:
-            if conn is not None:
-                conn.close()
-            if slot:
-                self._slots.release()
-        raise AssertionError("unreachable")  # pragma: no cover
+        conn = await self._exchange(method, path, body, accept, streaming=False)
+        response = Response(conn.status, conn.headers, b"".join(conn.body))
+        self._release(conn)
+        return response
 
     async def stream(
         self,
@@ -318,37 +289,48 @@ class HttpClient:
     ) -> StreamingResponse:
         """Send a request and return once the answer's headers arrived; the connection (and
         its slot) belongs to the StreamingResponse from then on."""
+        conn = await self._exchange(method, path, body, accept, streaming=True)
+        return StreamingResponse(self, conn, self.timeout)
+
+    async def _exchange(
+        self, method: bytes, path: str, body: bytes | None, accept: bytes, *, streaming: bool
+    ) -> _Connection:
+        """Take a slot and a connection, send the request, and wait for the whole answer (or,
+        streaming, its headers) within the timeout. A stale keep-alive connection, closed
+        before it saw any of the request, is replaced once. On success the caller owns the
+        connection and its slot; on failure both are released here."""
         conn: _Connection | None = None
         slot = False
         try:
-            try:
-                async with asyncio.timeout(self.timeout):
-                    await self._slots.acquire()
-                    slot = True
-                    for attempt in (0, 1):
-                        conn = await self._connection()
-                        conn.start(streaming=True)
-                        self._send(conn, method, path, body, accept)
-                        try:
-                            await conn.until_headers()
-                        except BackendClosedError:
-                            if attempt == 0 and conn.reused and not conn.received:
-                                continue
-                            raise
-                        response = StreamingResponse(self, conn, self.timeout)
-                        conn = None
-                        return response
-            except TimeoutError:
-                raise BackendTimeoutError(
-                    f"the backend did not answer within {self.timeout:g} s"
-                ) from None
+            async with asyncio.timeout(self.timeout):
+                await self._slots.acquire()
+                slot = True
+                for attempt in (0, 1):
+                    conn = await self._connection()
+                    conn.start(streaming=streaming)
+                    self._send(conn, method, path, body, accept)
+                    try:
+                        await (conn.until_headers() if streaming else conn.until_complete())
+                    except BackendClosedError:
+                        if attempt == 0 and conn.reused and not conn.received:
+                            continue  # a stale keep-alive connection: it never saw the request
+                        raise
+                    return conn
+        except TimeoutError:
+            self._abandon(conn, slot)
+            raise BackendTimeoutError(
+                f"the backend did not answer within {self.timeout:g} s"
+            ) from None
         except BaseException:
-            if conn is not None:
-                conn.close()
-            if slot:
-                self._slots.release()
+            self._abandon(conn, slot)
             raise
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _abandon(self, conn: _Connection | None, slot: bool) -> None:
+        if conn is not None:
+            conn.close()
+        if slot:
+            self._slots.release()
 
     async def aclose(self) -> None:
         idle, self._idle = self._idle, []
