@@ -14,6 +14,7 @@ from outform.config import find_config, load
 
 # `outform.parse` is the function (it shadows the subpackage), so import from the module.
 from outform.parse import clear_cache
+from outform.streaming import StreamParser
 
 
 @pytest.fixture(autouse=True)
@@ -168,6 +169,14 @@ def test_parse_uses_the_configured_level(project: Path) -> None:
     outform.config.reload()
     clear_cache()
     assert outform.parse('{"a": 1,}', {"type": "object"}).value == {"a": 1}
+
+
+def test_a_reload_reaches_the_stream_parser_too(project: Path) -> None:
+    schema = {"type": "object"}
+    assert StreamParser(schema).pipeline.options.level == "minimal"
+    write(project / "outform.toml", '[parse]\nlevel = "full"\n')
+    outform.config.reload()
+    assert StreamParser(schema).pipeline.options.level == "full"
 
 
 def test_configured_stages_switch_stages_off(project: Path) -> None:

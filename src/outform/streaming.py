@@ -43,7 +43,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from outform.errors import OutputError, StreamAbortedError, UsageError
 from outform.format import JsonSchemaFormat, ResponseFormat
-from outform.parse.cache import PipelineCache
+from outform.parse.cache import shared as _pipelines
 from outform.parse.hint import RetryHint, Violation
 from outform.parse.incremental import (
     DEFAULT_DEGENERATION,
@@ -164,10 +164,6 @@ class Snapshot(Generic[T]):
 
 
 # -- the stream parser ----------------------------------------------------------------------
-
-_pipelines = PipelineCache()
-"""Compiled pipelines, as `outform.parse` keeps them: compiling one costs more than streaming a
-small reply."""
 
 
 class StreamParser(Generic[T]):

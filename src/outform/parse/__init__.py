@@ -7,7 +7,7 @@ from typing import Any
 
 from outform.errors import UsageError
 from outform.format import ResponseFormat
-from outform.parse.cache import PipelineCache
+from outform.parse.cache import shared as _cache
 from outform.parse.context import LEVELS, STAGES, Level, Options
 from outform.parse.hint import RetryHint, Violation
 from outform.parse.pipeline import PROCESSOR_POINTS, Pipeline, Processor
@@ -47,9 +47,6 @@ def parse(
     else:
         pipeline = _cache.get(output, level, options)
     return pipeline.run(text)
-
-
-_cache = PipelineCache()
 
 
 def clear_cache() -> None:

@@ -66,6 +66,11 @@ class PipelineCache:
             self._by_id.clear()
 
 
+shared = PipelineCache()
+"""The one cache `outform.parse` and the stream parser share, so `clear_cache()` (and
+`config.reload()`) reach both."""
+
+
 def _output_key(output: Any) -> Any:
     if isinstance(output, Mapping):
         return ("schema", canonical_json(output))
