@@ -1,0 +1,5 @@
+"""`python -m outform.cli`."""
+
+from outform.cli import run
+
+run()

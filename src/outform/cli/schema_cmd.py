@@ -1,0 +1,54 @@
+"""`outform schema`: a schema translated into a provider's dialect, with its ledger."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import orjson
+import typer
+from rich.table import Table
+
+from outform.cli.app import app, stderr, stdout
+from outform.cli.io import load_schema, print_json
+
+
+@app.command("schema")
+def schema_command(
+    file: Annotated[Path, typer.Argument(help="JSON Schema file to translate.")],
+    dialect: Annotated[
+        str, typer.Option("--dialect", "-d", help="Provider dialect, e.g. openai_strict, gemini.")
+    ],
+    ledger: Annotated[
+        bool, typer.Option("--ledger", help="Also print the constraint ledger as a table.")
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the schema and the ledger as one JSON document.")
+    ] = False,
+) -> None:
+    """Translate a schema into a provider's dialect; say what the provider will enforce."""
+    from outform.schema.dialects import translate
+
+    result = translate(load_schema(file), dialect)
+    if as_json:
+        print_json(result.to_dict())
+        return
+    stdout.print(orjson.dumps(result.schema, option=orjson.OPT_INDENT_2).decode())
+    if ledger:
+        table = Table(title=f"Constraint ledger ({result.dialect})", title_justify="left")
+        for column in ("path", "keyword", "disposition", "reason"):
+            table.add_column(column, overflow="fold")
+        for entry in result.ledger:
+            kind = "" if entry.kind == "constraint" else f" ({entry.kind})"
+            table.add_row(entry.path or "/", entry.keyword, entry.disposition + kind, entry.reason)
+        stderr.print(table)
+    counts = result.ledger.counts()
+    wrapped = "; the root is wrapped in {'value': ...}" if result.wrapped_root else ""
+    if isinstance(result.payload(), str):
+        wrapped += "; the request carries it as a JSON-encoded string"
+    stderr.print(
+        f"{result.dialect}: {counts['enforced']} constraints enforced by {result.rules.provider}, "
+        f"{counts['checked_locally']} checked locally by outform, {counts['dropped']} dropped"
+        f"{wrapped}",
+        markup=False,
+    )
