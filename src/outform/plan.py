@@ -83,7 +83,6 @@ class Plan:
     """Empty when thinking and the mode were left as they would be; else what the thinking
     rule switched (a mode passed over, or thinking turned off)."""
     choice: ModeChoice | None = None
-
     ledger: Ledger | None = None
     """Per keyword of the caller's schema: enforced by the provider, or checked by outform.
     In a mode with no translated schema (JSON-object mode, instructions, a forced tool whose

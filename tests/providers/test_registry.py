@@ -15,6 +15,8 @@ ENV = {"GOOGLE_CLOUD_PROJECT": "p", "GOOGLE_CLOUD_LOCATION": "us-central1"}
 
 
 class NoTokens:
+    """A token source that names no project and gives no headers."""
+
     project = None
 
     def headers(self) -> dict[str, str]:

@@ -30,6 +30,7 @@ from outform.providers.registry import resolve
 from outform.transport import AsyncTransport, RetryPolicy, Transport
 from tests.providers.fake import FakeServer
 from tests.providers.gemini_wire import as_sdk_types, validate_request
+from tests.providers.test_registry import NoTokens
 
 TOKEN = "ya29.a0AfB_byC-fake-access-token"
 PATH = (
@@ -231,17 +232,8 @@ def test_the_token_source_never_shows_the_token(
 def test_without_a_project_the_error_says_which_variable_to_set(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    class NoProject:
-        project = None
-
-        def headers(self) -> dict[str, str]:
-            return {}
-
-        def cached(self) -> dict[str, str] | None:
-            return None
-
     with pytest.raises(UsageError, match="Google Cloud project") as caught:
-        resolve("vertex:gemini-2.5-flash", credentials=NoProject(), env={})
+        resolve("vertex:gemini-2.5-flash", credentials=NoTokens(), env={})
     assert caught.value.fix is not None and "GOOGLE_CLOUD_PROJECT" in caught.value.fix
 
 
