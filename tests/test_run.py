@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -18,7 +19,7 @@ from pydantic import BaseModel, Field
 
 import outform
 from outform.errors import UsageError
-from outform.plan import plan
+from outform.plan import _PROFILE_MODE, Mode, plan, thinking_table
 from outform.providers import registry
 from outform.providers.base import (
     Delta,
@@ -35,6 +36,7 @@ from outform.providers.base import (
     Usage,
     WireRequest,
 )
+from outform.providers.profiles import PROFILES
 from outform.run import GenerationError, RefusalError, agenerate, as_tool, generate
 from outform.transport import AsyncTransport, RetryPolicy, Transport
 from tests.providers.fake import FakeServer
@@ -260,33 +262,73 @@ def test_auto_picks_the_native_schema_when_the_model_has_one() -> None:
     assert call.translation.ledger.counts()["enforced"] > 0
 
 
-def test_a_forced_tool_with_thinking_on_claude_switches_to_native() -> None:
+def test_auto_with_thinking_on_claude_keeps_native_output_and_thinking() -> None:
     call = plan(
-        FMT,
-        provider="anthropic",
-        model="claude-sonnet-4-5",
-        mode="tool",
-        thinking=Thinking(budget_tokens=2048),
+        FMT, provider="anthropic", model="claude-sonnet-4-5", thinking=Thinking(budget_tokens=2048)
     )
     assert isinstance(call.output, NativeSchema)
     assert call.thinking is not None and call.thinking.enabled
-    assert "switched" in call.thinking_note
+    assert call.thinking_note == ""  # native output was the choice anyway: nothing switched
 
 
-def test_a_forced_tool_with_thinking_and_no_native_mode_turns_thinking_off() -> None:
-    profile = outform.providers.profiles.capabilities("anthropic", "claude-3-haiku-20240307")
-    if profile.native_dialect is not None or profile.forcing_with_thinking:
-        pytest.skip("no profile here lacks native output while refusing forcing with thinking")
-    call = plan(
-        FMT,
-        provider="anthropic",
-        model="claude-3-haiku-20240307",
-        mode="tool",
-        thinking=Thinking(budget_tokens=2048),
-    )
-    assert isinstance(call.output, ForcedTool)
-    assert call.thinking is not None and not call.thinking.enabled
-    assert "turned off" in call.thinking_note
+def test_auto_passes_over_a_mode_refused_while_thinking_and_says_what_it_switched() -> None:
+    thinking = Thinking(budget_tokens=4096)
+    without = plan(FMT, provider="anthropic", model="claude-3-5-sonnet-20241022")
+    assert isinstance(without.output, ForcedTool)
+    call = plan(FMT, provider="anthropic", model="claude-3-5-sonnet-20241022", thinking=thinking)
+    assert call.mode == "instructions" and isinstance(call.output, FreeText)
+    assert call.thinking == thinking  # thinking is kept as asked
+    assert call.thinking_note.startswith("switched from a forced tool to instructions")
+    assert call.thinking_note in call.reason
+
+
+def test_an_explicit_mode_refused_while_thinking_is_kept_and_thinking_turned_off() -> None:
+    for provider, model in (
+        ("anthropic", "claude-sonnet-4-5"),
+        ("bedrock", "anthropic.claude-sonnet-4-5-20250929-v1:0"),
+        ("deepseek", "deepseek-chat"),
+    ):
+        call = plan(
+            FMT, provider=provider, model=model, mode="tool", thinking=Thinking(effort="high")
+        )
+        assert isinstance(call.output, ForcedTool), provider
+        assert call.thinking is not None and not call.thinking.enabled
+        assert call.thinking_note.startswith("thinking turned off")
+        assert "mode='tool'" in call.reason
+
+
+def test_thinking_with_a_mode_the_provider_allows_changes_nothing() -> None:
+    thinking = Thinking(effort="high")
+    modes: tuple[Mode, ...] = ("native", "tool", "json", "prompted")
+    for mode in modes:
+        call = plan(FMT, provider="gemini", model="gemini-2.5-flash", mode=mode, thinking=thinking)
+        assert (call.thinking, call.thinking_note) == (thinking, "")
+
+
+def test_the_thinking_table_in_the_docs_is_the_one_the_code_follows() -> None:
+    doc = (Path(__file__).parent.parent / "docs" / "generate.md").read_text()
+    assert thinking_table() in doc
+
+
+def test_every_mode_in_the_thinking_table_is_planned_as_the_table_says() -> None:
+    thinking = Thinking(budget_tokens=2048)
+    for name, found in PROFILES.items():
+        for rule in found.models:
+            model = rule.patterns[0].replace("*", "x")  # a model name the rule matches
+            caps = found.lookup(model)[0]
+            available = {
+                "native": caps.native_dialect is not None,
+                "tool": caps.tool_forcing,
+                "json": caps.json_object,
+                "prompted": True,
+            }
+            for mode, profile_mode in _PROFILE_MODE.items():
+                if not available[mode]:
+                    continue
+                call = plan(FMT, provider=name, model=model, mode=mode, thinking=thinking)
+                refused = profile_mode in found.thinking_refuses
+                assert call.thinking is not None, (name, model, mode)
+                assert call.thinking.enabled is not refused, (name, model, mode)
 
 
 def test_asking_for_a_mode_the_model_lacks_fails_with_the_alternatives() -> None:

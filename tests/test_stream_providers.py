@@ -16,9 +16,10 @@ from typing import Any
 
 import orjson
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 import outform
+from outform.errors import ProviderError
 from outform.parse.partial import plain
 from outform.run import Stream, astream, stream
 from outform.transport import AsyncTransport, RetryPolicy, Transport
@@ -326,3 +327,80 @@ def test_the_async_stream_behaves_the_same(case: Case) -> None:
 
 def test_stream_is_exported_at_the_top() -> None:
     assert outform.stream is stream and outform.astream is astream
+
+
+# -- a stream that is not one, and streams across re-asks -------------------------------------
+
+
+def test_a_plain_json_answer_to_a_stream_request_is_a_provider_error_not_retried(
+    case: Case,
+) -> None:
+    case.server.json({"id": "not-a-stream", "object": "chat.completion"})
+    case.server.json({"id": "not-a-stream", "object": "chat.completion"})
+    with Transport(retry=RetryPolicy(retries=2)) as transport:
+        run: Stream[Any] = stream(
+            case.provider.model, MESSAGES, Order, transport=transport, **case.options()
+        )
+        with pytest.raises(ProviderError, match="event stream") as caught:
+            list(run)
+    error = caught.value
+    assert "HTTP 200" in error.what and "application/json" in error.what
+    assert error.body is not None and "not-a-stream" in error.body
+    assert len(case.server.requests) == 1  # neither transport nor the re-ask loop tried again
+
+
+class Adult(BaseModel):
+    name: str
+    age: int
+
+    @field_validator("age")
+    @classmethod
+    def grown_up(cls, age: int) -> int:
+        if age < 18:
+            raise ValueError("must be 18 or more")
+        return age
+
+
+def test_snapshots_say_their_attempt_and_a_field_reask_keeps_the_fields_shown(
+    case: Case,
+) -> None:
+    # The first reply is well-formed; its age, written as a string, is converted for the
+    # partial value, and only the final validation (a validator) finds it wrong.
+    case.send('{"name": "Ada Lovelace", "age": "12"}')
+    case.send('{"age": 36}')
+    with Transport(retry=RetryPolicy(retries=0)) as transport:
+        run: Stream[Any] = stream(
+            case.provider.model, MESSAGES, Adult, transport=transport, **case.options()
+        )
+        snapshots = list(run)
+    assert run.generation is not None and run.generation.attempts[1].fields == ("age",)
+    first = [s for s in snapshots if s.attempt == 1]
+    second = [s for s in snapshots if s.attempt == 2]
+    assert first and second and len(first) + len(second) == len(snapshots)
+    assert [s.first for s in snapshots] == [
+        s is first[0] or s is second[0] for s in snapshots
+    ]  # `first` marks where each attempt starts
+    aged = [s for s in first if s.value.age is not None]
+    assert aged and all(s.value.age == 12 for s in aged)  # an int, never the string "12"
+    assert [(c.path, c.transform, c.before, c.after) for c in aged[-1].changes] == [
+        ("/age", "string_to_integer", "12", 12)
+    ]
+    for snapshot in second:  # the kept name stays shown while the age is asked for again
+        assert snapshot.value.name == "Ada Lovelace"
+    assert second[-1].final and second[-1].value == Adult(name="Ada Lovelace", age=36)
+    assert [s.value.age for s in second[:-1]] in ([], [None], [36], [None, 36])
+
+
+def test_the_async_stream_refuses_a_plain_json_answer_the_same_way(case: Case) -> None:
+    case.server.json({"id": "not-a-stream"})
+
+    async def main() -> None:
+        async with AsyncTransport(retry=RetryPolicy(retries=2)) as transport:
+            run: Stream[Any] = astream(
+                case.provider.model, MESSAGES, Order, transport=transport, **case.options()
+            )
+            [s async for s in run]
+
+    with pytest.raises(ProviderError, match="event stream"):
+        asyncio.run(main())
+    assert len(case.server.requests) == 1

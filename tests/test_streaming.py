@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime
 import itertools
 import pickle
 from collections.abc import AsyncIterator, Iterator
+from enum import Enum
 from typing import Annotated, Any
 
 import orjson
@@ -85,6 +87,63 @@ def test_snapshots_only_grow() -> None:
             assert extends(previous, snapshot.data)
         previous = snapshot.data
     assert previous == orjson.loads(PERSON)
+
+
+class Colour(Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Record(BaseModel):
+    count: int
+    ratio: float
+    ok: bool
+    when: datetime.date
+    colour: Colour
+    note: str
+
+
+def shown(reply: str) -> tuple[Any, list[tuple[str, str, Any, Any]]]:
+    """The last partial value of a streamed reply (its final validation aside), and its
+    changes."""
+    parser: StreamParser[Record] = StreamParser(Record, abort=False)
+    for chunk in chunks(reply, 4):
+        parser.feed(chunk)
+    snapshot = parser.snapshot
+    assert snapshot is not None
+    changes = [(c.path, c.transform, c.before, c.after) for c in snapshot.changes]
+    return snapshot.value, changes
+
+
+def test_a_partial_field_holds_only_a_value_of_its_declared_type() -> None:
+    value, changes = shown(
+        '{"count": "36", "ratio": 2, "ok": "yes", "when": "1843-07-10", "colour": "red", '
+        '"note": "fine", "x": 0}'
+    )
+    assert (value.count, value.ratio, value.ok) == (36, 2.0, True)
+    assert value.when == datetime.date(1843, 7, 10) and value.colour is Colour.RED
+    assert value.note == "fine"
+    assert changes == [
+        ("/count", "string_to_integer", "36", 36),
+        ("/ok", "string_to_boolean", "yes", True),
+    ]
+
+
+def test_a_value_that_is_not_of_the_declared_type_is_not_shown() -> None:
+    value, changes = shown(
+        '{"count": "thirty", "ratio": "n/a?", "ok": 7, "when": "soon", "colour": "green", '
+        '"note": 12, "x": 0}'
+    )
+    assert (value.count, value.ratio, value.ok, value.when, value.colour) == (None,) * 5
+    assert value.note == "12"  # a number where a string goes: written as the string
+    assert changes == [("/note", "number_to_string", 12, "12")]
+
+
+def test_a_string_being_written_shows_only_where_any_string_goes() -> None:
+    value, _ = shown('{"note": "half a sent')
+    assert value.note == "half a sent"
+    value, _ = shown('{"count": "3')
+    assert value.count is None  # "3" may yet be "36" or "3 dozen"
 
 
 def test_the_partial_type_makes_every_field_optional_and_is_built_once() -> None:

@@ -99,9 +99,19 @@ def field_ask(
 
 
 def reask_messages(
-    base: Sequence[Message], bad_reply: str, hint: RetryHint, ask: FieldAsk | None
+    base: Sequence[Message],
+    bad_reply: str,
+    hint: RetryHint,
+    ask: FieldAsk | None,
+    instructions: str | None = None,
 ) -> list[Message]:
-    """The original conversation, the last bad reply, and what to fix."""
+    """The original conversation, the last bad reply, and what to fix.
+
+    What to fix is one user turn: the hint, and for a field re-ask the fields to send again
+    and `instructions` (the schema of just those fields, in modes where the wire does not
+    carry it). No system message is added after the first turn: the chat templates of many
+    open models refuse a system message anywhere but first.
+    """
     text = hint.message()
     if ask is not None:
         names = ", ".join(ask.fields)
@@ -109,4 +119,22 @@ def reask_messages(
             f"\nThe other fields were fine. Reply with a JSON object containing only the "
             f"corrected field(s): {names}."
         )
+    if instructions:
+        text += f"\n{instructions}"
     return [*base, Message.assistant(bad_reply or "(empty reply)"), Message.user(text)]
+
+
+def with_instructions(messages: Sequence[Message], instructions: str | None) -> list[Message]:
+    """`messages` with `instructions` in the system turn: merged into the caller's first
+    message when it is a system message (one system turn, first, is what every chat template
+    accepts), else as a new first message."""
+    out = list(messages)
+    if not instructions:
+        return out
+    if out and out[0].role == "system":
+        first = out[0]
+        text = f"{first.text}\n\n{instructions}" if first.text else instructions
+        out[0] = Message.system(text)
+    else:
+        out.insert(0, Message.system(instructions))
+    return out

@@ -36,10 +36,17 @@ from outform.providers.base import (
     as_message,
 )
 from outform.providers.registry import Resolved, resolve
-from outform.reask import CUT_OFF, FieldAsk, field_ask, reask_messages, repaired_after_cut
+from outform.reask import (
+    CUT_OFF,
+    FieldAsk,
+    field_ask,
+    reask_messages,
+    repaired_after_cut,
+    with_instructions,
+)
 from outform.schema.dialects.result import DialectResult
 from outform.schema.ledger import Ledger
-from outform.streaming import Snapshot, StreamParser
+from outform.streaming import Snapshot, StreamParser, typed_builder
 from outform.trace.events import Event, EventName, Observer, dispatch
 from outform.transport import AsyncTransport, Transport
 
@@ -85,7 +92,8 @@ class Generation(Generic[T]):
     """Empty when thinking was left as asked; else how the thinking rule changed it."""
     parse: ParseResult[Any] | None = None
     ledger: Ledger | None = None
-    """What the provider enforced, what outform checked (native and tool modes)."""
+    """Per keyword of the schema: enforced by the provider, or checked by outform (every
+    keyword, in a mode where the provider enforces none). None for free text."""
 
 
 class GenerationError(OutputError):
@@ -232,8 +240,8 @@ class _Loop:
         ask = None
         if isinstance(self.fmt, JsonSchemaFormat) and not hint.is_syntax:
             ask = field_ask(self.fmt, self.pipeline.compiled, value, hint)
-        messages = reask_messages(self.base, text, hint, ask)
         if ask is None:
+            messages = reask_messages(self.base, text, hint, None)
             return None, None, None, replace(self.template, messages=tuple(messages))
         sub_plan = plan(
             ask.format,
@@ -244,8 +252,7 @@ class _Loop:
             tools=self.caller_tools,
             streaming=self.template.stream,
         )
-        if sub_plan.instructions:
-            messages.append(Message.system(sub_plan.instructions))
+        messages = reask_messages(self.base, text, hint, ask, sub_plan.instructions)
         request = replace(self.template, messages=tuple(messages), output=sub_plan.output)
         pipeline = _pipeline(ask.format, sub_plan, self.level, self.parse_options, self.observers)
         return ask, pipeline, sub_plan.translation, request
@@ -263,7 +270,6 @@ class _Loop:
             )
             if len(self.attempts) > 1:
                 self._emit("output.reask.success", f"valid after {len(self.attempts)} attempts")
-        translation = self.plan.translation
         return Generation(
             value=result.value if result is not None else None,
             data=result.data if result is not None else None,
@@ -276,7 +282,7 @@ class _Loop:
             tool_calls=tool_calls,
             thinking=self.plan.thinking_note,
             parse=result,
-            ledger=translation.ledger if translation is not None else None,
+            ledger=self.plan.ledger,
         )
 
     def _emit(self, name: EventName, detail: str) -> None:
@@ -329,6 +335,7 @@ def _loop(
         mode=mode,
         thinking=thinking,
         tools=bool(tools),
+        streaming=streaming,
     )
     base = [
         as_message(m)
@@ -338,8 +345,7 @@ def _loop(
     ]
     if not base:
         raise UsageError("generate() needs at least one message", where="messages")
-    if call_plan.instructions:
-        base.insert(0, Message.system(call_plan.instructions))
+    base = with_instructions(base, call_plan.instructions)
     template = Request(
         model=resolved.model,
         messages=(),
@@ -546,6 +552,48 @@ def _parser(loop: _Loop, every: int) -> StreamParser[Any]:
     return StreamParser(pipeline=loop.current_pipeline, wire=loop.current_translation, every=every)
 
 
+class _Attempt:
+    """The snapshots of one call as the caller sees them: numbered with the attempt they belong
+    to (`first` on the first of each), and, for a re-ask of some fields, the fields kept from
+    the last reply shown with the partial answer, typed as the caller's output."""
+
+    def __init__(self, loop: _Loop) -> None:
+        self.number = len(loop.attempts) + 1
+        self.ask = loop.ask
+        fmt = loop.fmt
+        output_type = fmt.output_type if isinstance(fmt, JsonSchemaFormat) else None
+        self.build = typed_builder(output_type) if self.ask is not None else None
+        self.first = True
+
+    def __call__(self, snapshots: Iterable[Snapshot[Any]]) -> list[Snapshot[Any]]:
+        shown: list[Snapshot[Any]] = []
+        for snapshot in snapshots:
+            data = snapshot.data
+            if self.ask is not None and isinstance(data, Mapping):
+                data = self.ask.merge(data)
+            shown.append(
+                snapshot.in_attempt(
+                    attempt=self.number, first=self.first, data=data, build=self.build
+                )
+            )
+            self.first = False
+        return shown
+
+    def final(self, owner: Stream[Any], outcome: Generation[Any]) -> list[Snapshot[Any]]:
+        owner.generation = outcome
+        if outcome.parse is None:
+            return []
+        last = Snapshot(
+            outcome.parse.data,
+            len(outcome.text),
+            complete=True,
+            result=outcome.parse,
+            attempt=self.number,
+            first=self.first,
+        )
+        return [last]
+
+
 def _route(
     deltas: Iterable[Delta], parser: StreamParser[Any], parts: Assembler
 ) -> list[Snapshot[Any]]:
@@ -557,12 +605,6 @@ def _route(
         else:
             parts.add(delta)
     return snapshots
-
-
-def _final(owner: Stream[Any], outcome: Generation[Any]) -> Iterator[Snapshot[Any]]:
-    owner.generation = outcome
-    if outcome.parse is not None:
-        yield Snapshot(outcome.parse.data, len(outcome.text), complete=True, result=outcome.parse)
 
 
 def stream(
@@ -616,21 +658,21 @@ def stream(
     def drive(owner: Stream[Any]) -> Iterator[Snapshot[Any]]:
         request = loop.first()
         while True:
-            parser, parts = _parser(loop, every), Assembler()
+            parser, parts, shown = _parser(loop, every), Assembler(), _Attempt(loop)
             decoder = resolved.adapter.decoder(request)
             events = sender.stream(resolved.endpoint, resolved.adapter.build(request))
             try:
                 with contextlib.closing(events):  # leaving early closes the provider's stream
                     for event in events:
-                        yield from _route(decoder.feed(event), parser, parts)
+                        yield from shown(_route(decoder.feed(event), parser, parts))
                         if parser.stopped:
                             break
-                yield from parser.flush()
+                yield from shown(parser.flush())
                 outcome = loop.step(parts.response(parser.text, model=resolved.model))
             except StreamAbortedError as aborted:
                 outcome = loop.abort(parts.response(aborted.text), aborted)
             if isinstance(outcome, Generation):
-                yield from _final(owner, outcome)
+                yield from shown.final(owner, outcome)
                 return
             request = outcome
 
@@ -688,23 +730,23 @@ def astream(
         try:
             request = loop.first()
             while True:
-                parser, parts = _parser(loop, every), Assembler()
+                parser, parts, shown = _parser(loop, every), Assembler(), _Attempt(loop)
                 decoder = resolved.adapter.decoder(request)
                 events = sender.stream(resolved.endpoint, resolved.adapter.build(request))
                 try:
                     async with contextlib.aclosing(events):
                         async for event in events:
-                            for snapshot in _route(decoder.feed(event), parser, parts):
+                            for snapshot in shown(_route(decoder.feed(event), parser, parts)):
                                 yield snapshot
                             if parser.stopped:
                                 break
-                    for snapshot in parser.flush():
+                    for snapshot in shown(parser.flush()):
                         yield snapshot
                     outcome = loop.step(parts.response(parser.text, model=resolved.model))
                 except StreamAbortedError as aborted:
                     outcome = loop.abort(parts.response(aborted.text), aborted)
                 if isinstance(outcome, Generation):
-                    for snapshot in _final(owner, outcome):
+                    for snapshot in shown.final(owner, outcome):
                         yield snapshot
                     return
                 request = outcome

@@ -38,6 +38,7 @@ from enum import Enum
 from typing import Annotated, Any, Final, Generic, Literal, TypeVar, cast
 
 import orjson
+import typing_extensions
 from pydantic import BaseModel, ConfigDict, create_model
 from pydantic import ValidationError as PydanticValidationError
 
@@ -60,7 +61,8 @@ from outform.parse.partial import (
     plain,
 )
 from outform.parse.pipeline import Pipeline
-from outform.parse.result import ParseResult
+from outform.parse.result import Change, ParseResult
+from outform.parse.scalars import as_integer, is_null_word, parse_bool, parse_number
 from outform.parse.unescape import looks_escaped
 from outform.parse.validate import pydantic_violations
 from outform.schema import pointer
@@ -112,6 +114,10 @@ class StreamState(Generic[T]):
 # -- snapshots ------------------------------------------------------------------------------
 
 
+Build = Callable[[Any], "tuple[Any, tuple[Change, ...]]"]
+"""Snapshot data -> (the partial typed value, the coercions that made it)."""
+
+
 class Snapshot(Generic[T]):
     """The reply as far as it has arrived.
 
@@ -119,25 +125,43 @@ class Snapshot(Generic[T]):
     storage with later snapshots; `outform.parse.partial.plain` copies one to plain JSON).
     `value`: the same as the partial type (computed on first access), or for the last snapshot
     the validated value. `offset`: characters received. `complete`: the JSON value is complete.
-    `result`: the ParseResult, on the last snapshot only.
+    `result`: the ParseResult, on the last snapshot only. `attempt`: which call of a
+    generate() stream the snapshot belongs to (1, then 2 after a re-ask, ...); `first`: it is
+    the first snapshot of its attempt (what was shown before belongs to a reply given up).
     """
 
-    __slots__ = ("_build", "_value", "complete", "data", "offset", "result")
+    __slots__ = (
+        "_build",
+        "_changes",
+        "_value",
+        "attempt",
+        "complete",
+        "data",
+        "first",
+        "offset",
+        "result",
+    )
 
     def __init__(
         self,
         data: Any,
         offset: int,
         complete: bool = False,
-        build: Callable[[Any], Any] | None = None,
+        build: Build | None = None,
         result: ParseResult[T] | None = None,
+        *,
+        attempt: int = 1,
+        first: bool = False,
     ) -> None:
         self.data = data
         self.offset = offset
         self.complete = complete
         self.result = result
+        self.attempt = attempt
+        self.first = first
         self._build = build
         self._value: Any = MISSING
+        self._changes: tuple[Change, ...] = ()
 
     @property
     def final(self) -> bool:
@@ -147,20 +171,45 @@ class Snapshot(Generic[T]):
     @property
     def value(self) -> Any:
         """The partial typed value (None when a `Required` field holds it back), or the
-        validated value on the last snapshot."""
+        validated value on the last snapshot. A field of a partial value holds only a value of
+        its declared type: converted when the pipeline's scalar rules convert it (`changes`
+        says so), else not shown yet."""
         if self._value is MISSING:
             if self.result is not None:
                 self._value = self.result.value
             elif self._build is not None:
-                built = self._build(self.data)
+                built, self._changes = self._build(self.data)
                 self._value = None if built is _HOLD else built
             else:
                 self._value = self.data
         return self._value
 
+    @property
+    def changes(self) -> tuple[Change, ...]:
+        """What was converted to give `value`: the pipeline's changes on the last snapshot; on
+        a partial one, the fields converted to their declared type (`"36"` to 36)."""
+        if self.result is not None:
+            return self.result.changes
+        _ = self.value
+        return self._changes
+
+    def in_attempt(
+        self, *, attempt: int, first: bool, data: Any = MISSING, build: Build | None = None
+    ) -> Snapshot[T]:
+        """This snapshot, numbered as part of `attempt` (and with other data or typing)."""
+        return Snapshot(
+            self.data if data is MISSING else data,
+            self.offset,
+            self.complete,
+            build or self._build,
+            self.result,
+            attempt=attempt,
+            first=first,
+        )
+
     def __repr__(self) -> str:
         kind = "final" if self.final else "partial"
-        return f"Snapshot({kind}, offset={self.offset}, data={self.data!r})"
+        return f"Snapshot({kind}, attempt={self.attempt}, offset={self.offset}, data={self.data!r})"
 
 
 # -- the stream parser ----------------------------------------------------------------------
@@ -231,7 +280,7 @@ class StreamParser(Generic[T]):
             if isinstance(self.pipeline.format, JsonSchemaFormat)
             else None
         )
-        self._build = _Builder(output_type).build if output_type is not None else None
+        self._build = typed_builder(output_type)
         self._chunks: list[str] = []
         self._parsed = 0
         """How many of the chunks were parsed (`every` holds the others back)."""
@@ -575,7 +624,7 @@ def _fields(tp: Any) -> list[_Field] | None:
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         hints = typing.get_type_hints(tp, include_extras=True)
         return [_field_of(f.name, f.name, hints.get(f.name, Any)) for f in dataclasses.fields(tp)]
-    if typing.is_typeddict(tp):
+    if typing_extensions.is_typeddict(tp):  # also TypedDicts made by typing_extensions
         hints = typing.get_type_hints(tp, include_extras=True)
         return [_field_of(name, name, hint) for name, hint in hints.items()]
     return None
@@ -673,20 +722,43 @@ def _state_default() -> Any:
 # -- building typed snapshots ---------------------------------------------------------------
 
 _HOLD: Final = object()
-"""A value held back by a `Required` field that is not there yet."""
+"""A value not shown: held back by a `Required` field that is not there yet, or a leaf that is
+not (yet) a value of its declared type."""
+
+
+def typed_builder(output_type: Any) -> Build | None:
+    """How snapshot data becomes a partial value of `output_type` (None for no type): one per
+    stream, since it keeps the typed parts of completed subtrees between snapshots."""
+    return _Builder(output_type).build if output_type is not None else None
 
 
 class _Builder:
     """Turns snapshot data into partial typed values, sharing work between snapshots: a
-    complete subtree is converted once; an open array's typed items are kept per storage."""
+    complete subtree is converted once; an open array's typed items are kept per storage.
+    Conversions of a leaf to its declared type are collected in `changes`, and remembered
+    with the subtree that holds them."""
 
     def __init__(self, output_type: Any) -> None:
         self.root = _planner(output_type).root
-        self._memo: dict[int, tuple[Any, Any]] = {}
-        self._lists: dict[int, tuple[list[Any], list[Any], int]] = {}
+        self._memo: dict[int, tuple[Any, Any, tuple[Change, ...]]] = {}
+        self._lists: dict[int, tuple[list[Any], list[Any], list[Change], int]] = {}
+        self.changes: list[Change] = []
 
-    def build(self, data: Any) -> Any:
-        return self.root.build(data, self)
+    def build(self, data: Any) -> tuple[Any, tuple[Change, ...]]:
+        self.changes = []
+        value = self.root.build(data, self, "")
+        return value, tuple(self.changes)
+
+    def remembered(self, data: Any) -> Any:
+        """The value built for this complete subtree before (its changes counted again)."""
+        memo = self._memo.get(id(data))
+        if memo is None or memo[0] is not data:
+            return MISSING
+        self.changes.extend(memo[2])
+        return memo[1]
+
+    def remember(self, data: Any, value: Any, since: int) -> None:
+        self._memo[id(data)] = (data, value, tuple(self.changes[since:]))
 
 
 def _planner(output_type: Any) -> _Planner:
@@ -728,7 +800,7 @@ class _Planner:
             options = [a for a in typing.get_args(tp) if a is not type(None)]
             if len(options) == 1:
                 return self.plan(options[0])
-            return _UnionPlan([self.plan(a) for a in options])
+            return _UnionPlan([self.plan(a) for a in options], _ScalarPlan(tp))
         if origin in (list, tuple, set, frozenset) or _is_sequence(origin):
             args = typing.get_args(tp)
             return _ListPlan(self.plan(args[0] if args else Any))
@@ -741,7 +813,9 @@ class _Planner:
             return _ModelPlan(factory, [(f, self.plan(f.annotation)) for f in fields])
         if isinstance(tp, type) and issubclass(tp, Enum):
             return _EnumPlan(tp)
-        return _VALUE
+        if tp is Any or tp is object:
+            return _VALUE
+        return _ScalarPlan(tp)
 
 
 def _plan_key(tp: Any) -> Any:
@@ -761,7 +835,7 @@ def _factory(tp: Any, partial: Any) -> Callable[[dict[str, Any]], Any]:
 
 
 class _Plan:
-    def build(self, data: Any, builder: _Builder) -> Any:
+    def build(self, data: Any, builder: _Builder, path: str) -> Any:
         raise NotImplementedError
 
 
@@ -770,13 +844,15 @@ class _Lazy(_Plan):
 
     target: _Plan | None = None
 
-    def build(self, data: Any, builder: _Builder) -> Any:
+    def build(self, data: Any, builder: _Builder, path: str) -> Any:
         assert self.target is not None
-        return self.target.build(data, builder)
+        return self.target.build(data, builder, path)
 
 
 class _ValuePlan(_Plan):
-    def build(self, data: Any, builder: _Builder) -> Any:
+    """Any JSON value (a field typed `Any`)."""
+
+    def build(self, data: Any, builder: _Builder, path: str) -> Any:
         if isinstance(data, PartialList | PartialDict):
             return plain(data)
         return data
@@ -785,17 +861,76 @@ class _ValuePlan(_Plan):
 _VALUE: Final = _ValuePlan()
 
 
+class _ScalarPlan(_Plan):
+    """A leaf of a declared type (`int`, `str`, `datetime`, `Literal[...]`, a union of such):
+    shown only as a value of that type. A value of another JSON type is converted by the rules
+    the pipeline's coercion stage applies to scalars (numbers, booleans and null spelled as
+    strings, numbers as strings), and the conversion recorded; otherwise it is not shown. A
+    string still being written is shown only in a field that takes any string."""
+
+    def __init__(self, tp: Any) -> None:
+        self.adapter = adapter_for(tp)
+        self.text = _strip(tp) is str
+
+    def build(self, data: Any, builder: _Builder, path: str) -> Any:
+        if not is_complete(data):
+            return data if self.text and isinstance(data, str) else _HOLD
+        value = self._typed(data)
+        if value is not _HOLD:
+            return value
+        for converted, transform in _conversions(data):
+            value = self._typed(converted)
+            if value is not _HOLD:
+                name, _, detail = transform.partition("(")
+                builder.changes.append(
+                    Change(path, "semantic", name, data, converted, detail.rstrip(")"))
+                )
+                return value
+        return _HOLD
+
+    def _typed(self, data: Any) -> Any:
+        try:
+            return self.adapter.validate_json(orjson.dumps(data), strict=True)
+        except (PydanticValidationError, orjson.JSONEncodeError):
+            return _HOLD
+
+
+def _conversions(data: Any) -> Iterator[tuple[Any, str]]:
+    """The scalar conversions of the coercion stage, with its names for them, in its order."""
+    if isinstance(data, str):
+        if is_null_word(data):
+            yield None, "string_to_null"
+        number = parse_number(data)
+        if number is not None:
+            integer = as_integer(number.value)
+            if integer is not None:
+                yield integer, f"string_to_integer({number.how})"
+            yield number.value, f"string_to_number({number.how})"
+        flag = parse_bool(data)
+        if flag is not None:
+            yield flag, "string_to_boolean"
+    elif isinstance(data, bool):
+        yield ("true" if data else "false"), "boolean_to_string"
+    elif isinstance(data, int | float):
+        integer = as_integer(data)
+        if isinstance(data, float) and integer is not None:
+            yield integer, "number_to_integer"
+        if data in (0, 1):
+            yield bool(data), "number_to_boolean"
+        yield orjson.dumps(data).decode(), "number_to_string"
+
+
 class _EnumPlan(_Plan):
     def __init__(self, enum: type[Enum]) -> None:
         self.enum = enum
 
-    def build(self, data: Any, builder: _Builder) -> Any:
-        if is_complete(data):
-            try:
-                return self.enum(data)
-            except ValueError:
-                return data
-        return data
+    def build(self, data: Any, builder: _Builder, path: str) -> Any:
+        if not is_complete(data):
+            return _HOLD
+        try:
+            return self.enum(data)
+        except (ValueError, TypeError):
+            return _HOLD
 
 
 class _ModelPlan(_Plan):
@@ -806,14 +941,15 @@ class _ModelPlan(_Plan):
         self.fields = fields
         self.keys = frozenset(f.key for f, _ in fields)
 
-    def build(self, data: Any, builder: _Builder) -> Any:
+    def build(self, data: Any, builder: _Builder, path: str) -> Any:
         if not isinstance(data, Mapping):
-            return data if is_complete(data) else None
+            return _HOLD
         complete = is_complete(data)
         if complete:
-            memo = builder._memo.get(id(data))
-            if memo is not None and memo[0] is data:
-                return memo[1]
+            memo = builder.remembered(data)
+            if memo is not MISSING:
+                return memo
+        since = len(builder.changes)
         values: dict[str, Any] = {}
         for f, plan in self.fields:
             present = f.key in data
@@ -822,7 +958,7 @@ class _ModelPlan(_Plan):
             if present:
                 item = data[f.key]
                 if "Done" not in f.policies or is_complete(item):
-                    built = plan.build(item, builder)
+                    built = plan.build(item, builder, pointer.join(path, f.key))
                     shown = built is not _HOLD
             if "Required" in f.policies and not shown:
                 return _HOLD
@@ -839,7 +975,7 @@ class _ModelPlan(_Plan):
                 values[f.name] = built
         value = self.factory(values)
         if complete:
-            builder._memo[id(data)] = (data, value)
+            builder.remember(data, value, since)
         return value
 
 
@@ -847,52 +983,69 @@ class _ListPlan(_Plan):
     def __init__(self, item: _Plan) -> None:
         self.item = item
 
-    def build(self, data: Any, builder: _Builder) -> Any:
+    def build(self, data: Any, builder: _Builder, path: str) -> Any:
         if isinstance(data, PartialList):
             items, n, tail = data.parts()
             entry = builder._lists.get(id(items))
             if entry is None or entry[0] is not items:
-                entry = (items, [], 0)
-            _, typed, done = entry
-            for item in items[done:n]:
-                built = self.item.build(item, builder)
+                entry = (items, [], [], 0)
+            _, typed, changes, done = entry
+            since = len(builder.changes)
+            for index in range(done, n):
+                built = self.item.build(items[index], builder, pointer.join(path, index))
                 if built is not _HOLD:
                     typed.append(built)
-            builder._lists[id(items)] = (items, typed, n)
-            last = self.item.build(tail, builder) if tail is not MISSING else _HOLD
+            changes.extend(builder.changes[since:])
+            del builder.changes[since:]
+            builder.changes.extend(changes)
+            builder._lists[id(items)] = (items, typed, changes, n)
+            last = (
+                self.item.build(tail, builder, pointer.join(path, n))
+                if tail is not MISSING
+                else _HOLD
+            )
             return PartialList(typed, len(typed), MISSING if last is _HOLD else last)
         if isinstance(data, list):
-            memo = builder._memo.get(id(data))
-            if memo is not None and memo[0] is data:
-                return memo[1]
-            out = [b for b in (self.item.build(x, builder) for x in data) if b is not _HOLD]
-            builder._memo[id(data)] = (data, out)
+            memo = builder.remembered(data)
+            if memo is not MISSING:
+                return memo
+            since = len(builder.changes)
+            out = [
+                b
+                for b in (
+                    self.item.build(x, builder, pointer.join(path, i)) for i, x in enumerate(data)
+                )
+                if b is not _HOLD
+            ]
+            builder.remember(data, out, since)
             return out
-        return data if is_complete(data) else None
+        return _HOLD
 
 
 class _DictPlan(_Plan):
     def __init__(self, value: _Plan) -> None:
         self.value = value
 
-    def build(self, data: Any, builder: _Builder) -> Any:
+    def build(self, data: Any, builder: _Builder, path: str) -> Any:
         if not isinstance(data, Mapping):
-            return data if is_complete(data) else None
+            return _HOLD
         out = {}
         for key, item in data.items():
-            built = self.value.build(item, builder)
+            built = self.value.build(item, builder, pointer.join(path, key))
             if built is not _HOLD:
                 out[key] = built
         return out
 
 
 class _UnionPlan(_Plan):
-    """A union of types: the branch the data fits best (declared order breaks ties)."""
+    """A union of types: the branch the data fits best (declared order breaks ties); a scalar
+    is shown as a value of the union."""
 
-    def __init__(self, options: list[_Plan]) -> None:
+    def __init__(self, options: list[_Plan], scalar: _ScalarPlan) -> None:
         self.options = options
+        self.scalar = scalar
 
-    def build(self, data: Any, builder: _Builder) -> Any:
+    def build(self, data: Any, builder: _Builder, path: str) -> Any:
         if isinstance(data, Mapping):
             best: _Plan | None = None
             score = -1
@@ -905,19 +1058,19 @@ class _UnionPlan(_Plan):
                 elif isinstance(target, _DictPlan) and best is None:
                     best = option
             if best is not None:
-                return best.build(data, builder)
+                return best.build(data, builder, path)
         if isinstance(data, PartialList | list):
             for option in self.options:
                 target = option.target if isinstance(option, _Lazy) else option
                 if isinstance(target, _ListPlan):
-                    return option.build(data, builder)
+                    return option.build(data, builder, path)
         for option in self.options:
             target = option.target if isinstance(option, _Lazy) else option
             if isinstance(target, _EnumPlan):
-                built = option.build(data, builder)
+                built = option.build(data, builder, path)
                 if isinstance(built, Enum):
                     return built
-        return _VALUE.build(data, builder)
+        return self.scalar.build(data, builder, path)
 
 
 def to_json(snapshot: Snapshot[Any]) -> bytes:

@@ -29,6 +29,7 @@ from outform.errors import (
     StreamInterruptedError,
 )
 from outform.providers.base import Auth, StreamFormat, WireRequest
+from outform.providers.credentials import TokenSource
 
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 _BODY_EXCERPT = 2_000
@@ -69,6 +70,8 @@ class Endpoint:
     """Extra headers that are not secret (versions, organisation ids)."""
     aws_region: str | None = None
     aws_service: str = "bedrock"
+    tokens: TokenSource | None = field(default=None, repr=False)
+    """For `auth="google"`: where the OAuth access token comes from."""
 
     def url(self, path: str) -> str:
         return self.base_url.rstrip("/") + "/" + path.lstrip("/")
@@ -144,6 +147,12 @@ class Transport:
     ) -> Generator[Mapping[str, Any], None, None]:
         """Events of a streamed reply. Retries only before the first event arrives."""
         response = self._with_retries(endpoint, wire, stream=True)
+        if not _is_stream(wire.stream, response):
+            try:
+                head = next(response.iter_bytes(_BODY_EXCERPT + 1), b"")
+            finally:
+                response.close()
+            raise _not_a_stream(endpoint, wire.stream, response, head)
         try:
             yield from _events(endpoint, wire.stream, response.iter_bytes())
         except httpx.TransportError as exc:
@@ -158,7 +167,8 @@ class Transport:
     def _with_retries(self, endpoint: Endpoint, wire: WireRequest, *, stream: bool) -> Any:
         attempt = 0
         while True:
-            request = _build(self._client, endpoint, wire)
+            token = endpoint.tokens.headers() if endpoint.tokens is not None else None
+            request = _build(self._client, endpoint, wire, token)
             try:
                 response = self._client.send(request, stream=stream)
             except httpx.TransportError as exc:
@@ -217,6 +227,12 @@ class AsyncTransport:
         self, endpoint: Endpoint, wire: WireRequest
     ) -> AsyncGenerator[Mapping[str, Any], None]:
         response = await self._with_retries(endpoint, wire, stream=True)
+        if not _is_stream(wire.stream, response):
+            try:
+                head = await anext(aiter(response.aiter_bytes(_BODY_EXCERPT + 1)), b"")
+            finally:
+                await response.aclose()
+            raise _not_a_stream(endpoint, wire.stream, response, head)
         reader = _EventReader(endpoint, wire.stream)
         try:
             async for chunk in response.aiter_bytes():
@@ -236,7 +252,7 @@ class AsyncTransport:
     async def _with_retries(self, endpoint: Endpoint, wire: WireRequest, *, stream: bool) -> Any:
         attempt = 0
         while True:
-            request = _build(self._client, endpoint, wire)
+            request = _build(self._client, endpoint, wire, await _token_headers(endpoint))
             try:
                 response = await self._client.send(request, stream=stream)
             except httpx.TransportError as exc:
@@ -261,7 +277,25 @@ class AsyncTransport:
 # -- requests ------------------------------------------------------------------------------
 
 
-def _build(client: httpx.Client | httpx.AsyncClient, endpoint: Endpoint, wire: WireRequest) -> Any:
+async def _token_headers(endpoint: Endpoint) -> dict[str, str] | None:
+    """The token source's headers; fetching a token blocks, so it runs in a worker thread."""
+    tokens = endpoint.tokens
+    if tokens is None:
+        return None
+    cached = tokens.cached()
+    if cached is not None:
+        return cached
+    import anyio.to_thread
+
+    return await anyio.to_thread.run_sync(tokens.headers)
+
+
+def _build(
+    client: httpx.Client | httpx.AsyncClient,
+    endpoint: Endpoint,
+    wire: WireRequest,
+    token: Mapping[str, str] | None = None,
+) -> Any:
     body = orjson.dumps(wire.body)
     headers = {"content-type": "application/json", "accept": _accept(wire.stream)}
     headers.update(endpoint.headers)
@@ -274,6 +308,14 @@ def _build(client: httpx.Client | httpx.AsyncClient, endpoint: Endpoint, wire: W
         headers["x-api-key"] = key
     elif endpoint.auth == "x-goog-api-key" and key:
         headers["x-goog-api-key"] = key
+    elif endpoint.auth == "google":
+        if token is None:
+            raise AuthenticationError(
+                f"{endpoint.provider} needs Google credentials and the endpoint has none",
+                provider=endpoint.provider,
+                fix="resolve the model through outform's registry, or give the Endpoint tokens=",
+            )
+        headers.update(token)
     elif endpoint.auth == "sigv4":
         headers = _sigv4(endpoint, wire.method, url, body, headers)
     return client.build_request(wire.method, url, content=body, headers=headers)
@@ -403,6 +445,38 @@ def _connection_failed(endpoint: Endpoint, exc: httpx.TransportError) -> Connect
 
 
 # -- stream framing ------------------------------------------------------------------------
+
+_STREAM_TYPES: dict[StreamFormat, frozenset[str]] = {
+    "sse": frozenset({"text/event-stream"}),
+    "ndjson": frozenset({"application/x-ndjson", "application/jsonl", "application/json-seq"}),
+    "aws-event-stream": frozenset({"application/vnd.amazon.eventstream"}),
+}
+_GENERIC_TYPES = frozenset({"", "text/plain", "application/octet-stream"})
+"""Content types that say nothing either way: some servers label their streams so."""
+
+
+def _is_stream(framing: StreamFormat | None, response: httpx.Response) -> bool:
+    """Whether a successful answer to a streamed request declares the expected framing (or a
+    type that does not say). A JSON or HTML document in its place is not read as a stream:
+    it would yield no events, and an empty reply."""
+    media = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+    return media in _GENERIC_TYPES or media in _STREAM_TYPES[framing or "sse"]
+
+
+def _not_a_stream(
+    endpoint: Endpoint, framing: StreamFormat | None, response: httpx.Response, head: bytes
+) -> ProviderError:
+    expected = sorted(_STREAM_TYPES[framing or "sse"])[0]
+    got = response.headers.get("content-type", "")
+    return ProviderError(
+        f"{endpoint.provider} was asked for an event stream ({expected}) and answered HTTP "
+        f"{response.status_code} with {got} instead",
+        provider=endpoint.provider,
+        body=_excerpt(head),  # no `status`: the call did not fail with one, the answer is wrong
+        where=endpoint.base_url,
+        fix="check that the base URL points at the provider's API itself (a proxy may not "
+        "stream), or call generate() instead of stream()",
+    )
 
 
 def _events(

@@ -80,7 +80,7 @@ def build(req: Request) -> WireRequest:
 
 def test_a_native_schema_goes_in_output_config_format_the_ga_form() -> None:
     wire = build(request(output=NativeSchema("person", PERSON, strict=True)))
-    assert wire.path == "/v1/messages"
+    assert wire.path == "/messages"  # under the registry's base URL, which ends in /v1
     assert wire.body["output_config"] == {"format": {"type": "json_schema", "schema": PERSON}}
     assert "output_format" not in wire.body  # the deprecated beta field
     assert wire.headers == {}  # no anthropic-beta; version and key belong to the endpoint

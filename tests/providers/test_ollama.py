@@ -103,14 +103,14 @@ def test_the_registry_resolves_ollama_host_to_this_adapter() -> None:
     resolved = resolve("ollama:qwen3:8b", env={"OLLAMA_HOST": "gpu-box:11434"})
     assert isinstance(resolved.adapter, OllamaChat)
     assert resolved.model == "qwen3:8b"
-    assert resolved.endpoint.base_url == "http://gpu-box:11434"
+    assert resolved.endpoint.base_url == "http://gpu-box:11434/api"
     assert load_adapter(PROVIDERS["ollama"]).auth == PROVIDERS["ollama"].auth == "none"
 
 
 def test_a_plain_call_always_says_whether_to_stream() -> None:
     request = ask(Message.system("Be brief."), Message.user("Hi"))
     wire = OllamaChat().build(request)
-    assert (wire.path, wire.stream) == ("/api/chat", None)
+    assert (wire.path, wire.stream) == ("/chat", None)  # under the base URL's /api
     assert body_of(request) == {
         "model": MODEL,
         "messages": [
@@ -370,7 +370,7 @@ def server() -> Iterator[FakeServer]:
 
 
 def endpoint(server: FakeServer) -> Endpoint:
-    return Endpoint("ollama", server.url, auth="none")
+    return Endpoint("ollama", server.url + "/api", auth="none")
 
 
 class Sleeps:

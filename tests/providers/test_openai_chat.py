@@ -163,10 +163,16 @@ def test_deepseek_has_no_json_schema_mode_and_says_what_to_use() -> None:
     assert "forced tool" in (caught.value.fix or "")
 
 
-def test_vllm_gets_the_schema_in_its_structured_outputs_field(conforms: Conformance) -> None:
-    sent = body("vllm", conforms, request(NativeSchema("person", PERSON, strict=True)))
-    assert sent["structured_outputs"] == {"json": PERSON}
-    assert "response_format" not in sent
+def test_vllm_and_sglang_get_the_response_format_every_version_reads(
+    conforms: Conformance,
+) -> None:
+    for flavor in ("vllm", "sglang"):
+        sent = body(flavor, conforms, request(NativeSchema("person", PERSON, strict=True)))
+        assert sent["response_format"] == {
+            "type": "json_schema",
+            "json_schema": {"name": "person", "schema": PERSON, "strict": True},
+        }
+        assert "structured_outputs" not in sent and "guided_json" not in sent
 
 
 def test_llamacpp_gets_the_nested_form_its_server_reads(conforms: Conformance) -> None:

@@ -91,7 +91,8 @@ _FINISH: Final[Mapping[str, FinishReason]] = {
 
 
 class AnthropicMessages:
-    """Adapter for `POST /v1/messages` (base URL without `/v1`)."""
+    """Adapter for `POST /v1/messages`: the path `/messages`, under the registry's base URL
+    (which ends in the version segment, `/v1`)."""
 
     name = PROVIDER
     auth: Auth = "x-api-key"
@@ -137,7 +138,7 @@ class AnthropicMessages:
         if request.stream:
             body["stream"] = True
         body = merge_extra(body, request.extra)
-        return WireRequest("/v1/messages", body, stream="sse" if request.stream else None)
+        return WireRequest("/messages", body, stream="sse" if request.stream else None)
 
     def parse(self, request: Request, body: Mapping[str, Any]) -> Response:
         forced = request.output.name if isinstance(request.output, ForcedTool) else None

@@ -20,7 +20,8 @@ Role = Literal["system", "user", "assistant", "tool"]
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "refusal", "other"]
 """One vocabulary for every provider's stop reason."""
 StreamFormat = Literal["sse", "ndjson", "aws-event-stream"]
-Auth = Literal["bearer", "x-api-key", "x-goog-api-key", "sigv4", "none"]
+Auth = Literal["bearer", "x-api-key", "x-goog-api-key", "sigv4", "google", "none"]
+"""How transport authenticates: a key in a header, AWS SigV4, Google OAuth tokens, or nothing."""
 
 
 # -- messages ------------------------------------------------------------------------------
@@ -197,14 +198,21 @@ class Thinking:
 # -- output mechanisms ---------------------------------------------------------------------
 
 
+SchemaForm = Literal["json_schema", "openapi"]
+"""The language a wire schema is written in: JSON Schema, or the OpenAPI 3.0 `Schema` object
+(upper-case types, `nullable`) that Gemini's `responseSchema` takes."""
+
+
 @dataclass(frozen=True, slots=True)
 class NativeSchema:
-    """The provider's response-format field with a JSON Schema (already in its dialect)."""
+    """The provider's response-format field with a schema (already in its dialect)."""
 
     name: str
     schema: Mapping[str, Any]
     strict: bool | None = None
     description: str | None = None
+    form: SchemaForm = "json_schema"
+    """Which language `schema` is in; an API with a field per language picks it by this."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,9 +10,13 @@ chunks. Keys are camelCase everywhere; the SDK itself sends some nested keys in 
 
 Decisions where the sources leave a choice (each also said where it is made):
 
-- Native schema goes in `responseJsonSchema` by default (sdk-wire.md: verbatim, and it takes
-  every schema shape); `Gemini(schema_field="responseSchema")` sends the OpenAPI form instead,
-  when the dialect result is `gemini_openapi`. Neither has a name or a strict flag.
+- A native schema goes in the field of its language: JSON Schema (`NativeSchema.form ==
+  "json_schema"`, the `gemini` dialect) in `responseJsonSchema`, which the SDK forwards verbatim
+  and which takes every schema shape (sdk-wire.md); the OpenAPI form (`"openapi"`, the
+  `gemini_openapi` dialect the profile picks for Gemini 2.0 and 1.5) in `responseSchema`.
+  Neither has a name or a strict flag.
+- Vertex AI takes the same body under `projects/{project}/locations/{location}/publishers/
+  google`; the registry puts that in the base URL, so this adapter serves both.
 - Tools are declared with `parametersJsonSchema` (standard JSON Schema, the `gemini` tool
   dialect). Strict tools ask for `mode: VALIDATED` (providers.md §4.6).
 - Tool results travel as `functionResponse` parts in a `user` turn with
@@ -50,6 +54,7 @@ from outform.providers.base import (
     Part,
     Request,
     Response,
+    SchemaForm,
     TextPart,
     Thinking,
     Tool,
@@ -59,7 +64,10 @@ from outform.providers.base import (
     merge_extra,
 )
 
-SCHEMA_FIELDS: Final = ("responseJsonSchema", "responseSchema")
+SCHEMA_FIELDS: Final[Mapping[SchemaForm, str]] = {
+    "json_schema": "responseJsonSchema",
+    "openapi": "responseSchema",
+}
 GENERATED_ID_PREFIX: Final = "call_outform_"
 """Ids outform makes up for calls that came without one; they are never sent back."""
 SKIP_SIGNATURE: Final = "skip_thought_signature_validator"
@@ -98,19 +106,10 @@ choice; 24576 is the largest budget Gemini 2.5 Flash accepts."""
 
 
 class Gemini:
-    """Adapter for the Gemini API (`generativelanguage.googleapis.com/v1beta`)."""
+    """Adapter for the Gemini API (`generativelanguage.googleapis.com/v1beta`) and Vertex AI."""
 
     name = "gemini"
     auth: Auth = "x-goog-api-key"
-
-    def __init__(self, schema_field: str = "responseJsonSchema") -> None:
-        if schema_field not in SCHEMA_FIELDS:
-            raise UsageError(
-                f"Gemini has no schema field {schema_field!r}",
-                where="Gemini(schema_field=...)",
-                fix="use 'responseJsonSchema' (JSON Schema) or 'responseSchema' (OpenAPI subset)",
-            )
-        self.schema_field = schema_field
 
     # -- request ---------------------------------------------------------------------------
 
@@ -149,7 +148,7 @@ class Gemini:
         output = request.output
         if isinstance(output, NativeSchema):
             config["responseMimeType"] = "application/json"
-            config[self.schema_field] = dict(output.schema)
+            config[SCHEMA_FIELDS[output.form]] = dict(output.schema)
         elif isinstance(output, JsonObject):
             config["responseMimeType"] = "application/json"
         if request.thinking is not None:

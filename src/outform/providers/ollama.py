@@ -1,4 +1,5 @@
-"""Ollama's native chat API, `POST /api/chat` (base URL from OLLAMA_HOST).
+"""Ollama's native chat API, `POST /api/chat` (the path `/chat` under the registry's base URL,
+which ends in `/api`; the host comes from OLLAMA_HOST).
 
 Shapes follow Ollama's own OpenAPI description (`ollama/ollama` docs/openapi.yaml) and its
 capability guides (tool calling, thinking, streaming), summarised in reference/providers.md §6;
@@ -107,7 +108,7 @@ class OllamaChat:
         if options:
             body["options"] = options
         body = merge_extra(body, request.extra)
-        return WireRequest("/api/chat", body, stream="ndjson" if request.stream else None)
+        return WireRequest("/chat", body, stream="ndjson" if request.stream else None)
 
     def parse(self, request: Request, body: Mapping[str, Any]) -> Response:
         message = body.get("message") or {}

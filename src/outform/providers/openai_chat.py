@@ -14,17 +14,19 @@ groq       `response_format` json_schema       `reasoning_effort` + `reasoning_f
 together   `response_format` json_schema       ignored (not documented)
 fireworks  `response_format` json_schema       ignored (not documented)
 xai        `response_format` json_schema       `reasoning_effort` low|high (grok-3-mini family)
-vllm       `structured_outputs: {json}`        `chat_template_kwargs: {enable_thinking}`
+vllm       `response_format` json_schema       `chat_template_kwargs: {enable_thinking}`
 llamacpp   `response_format` json_schema       `chat_template_kwargs: {enable_thinking}`
 sglang     `response_format` json_schema       `chat_template_kwargs: {enable_thinking}`
 =========  ==================================  ==================================================
 
 Choices made where sources leave room:
 
-* **vLLM** gets its own `structured_outputs: {"json": schema}` field and no `response_format`:
-  it is the field vLLM documents for structured output (the old `guided_json` was removed in
-  v0.12), and vLLM turns a `response_format` into the same `structured_outputs` internally,
-  so sending both would name one constraint twice. `JsonObject` stays `response_format`.
+* **vLLM** and **SGLang** get OpenAI's `response_format` json_schema, the form both document
+  for their OpenAI-compatible servers (as llama.cpp does). vLLM's own extra field has changed
+  name across versions (`guided_json`, removed in v0.12, then `structured_outputs`), and
+  outform cannot see a server's version; `response_format` is read by every version. Whether
+  the server then constrains decoding depends on its structured-output backend, so the vLLM
+  profile does not count the schema as enforced (outform validates every reply).
 * **llama.cpp** gets the nested OpenAI form `{"type": "json_schema", "json_schema": {"schema":
   ...}}`: its server code reads `json_schema.schema` (providers.md §16.1), while the flat
   `{"type": "json_schema", "schema": ...}` shown in its README silently degrades to "any
@@ -77,7 +79,7 @@ class Flavor:
     """What one OpenAI-compatible server does differently."""
 
     name: str
-    native_schema: Literal["response_format", "structured_outputs", "none"] = "response_format"
+    native_schema: Literal["response_format", "none"] = "response_format"
     thinking: ThinkingStyle = "none"
     max_tokens_field: str = "max_tokens"
     stream_usage: bool = True
@@ -96,7 +98,7 @@ FLAVORS: dict[str, Flavor] = {
         Flavor("together"),
         Flavor("fireworks"),
         Flavor("xai", thinking="xai"),
-        Flavor("vllm", native_schema="structured_outputs", thinking="template"),
+        Flavor("vllm", thinking="template"),
         Flavor("llamacpp", thinking="template"),
         Flavor("sglang", thinking="template"),
     )
@@ -183,9 +185,6 @@ class OpenAIChat:
                 fix="use a forced tool or JSON-object mode with the schema in the prompt "
                 "(mode='auto' picks one for this provider)",
             )
-        if self.flavor.native_schema == "structured_outputs":
-            body["structured_outputs"] = {"json": dict(output.schema)}
-            return
         spec: dict[str, Any] = {"name": output.name, "schema": dict(output.schema)}
         if output.strict is not None:
             spec["strict"] = output.strict

@@ -11,8 +11,12 @@ guidance, JSON-object mode with the schema in the instructions (the issue's orde
 forced tool whose schema is only guidance (for models with no JSON-object mode, such as older
 Claude models, it beats instructions alone), and finally the instructions alone. It returns
 the first mode that the model supports in the call's situation (thinking, streaming, other
-tools) and whose dialect can express the schema, with the reason for it and for every mode it
-passed over.
+tools, a caller's `strict=False`) and whose dialect can express the schema, with the reason for
+it and for every mode it passed over.
+
+Thinking is a provider-level fact (`ProviderProfile.thinking_refuses`: the modes the provider
+refuses while the model thinks); `thinking_table()` renders it as the table of
+docs/generate.md, and a test keeps the two equal.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from outform.errors import DialectError, UsageError
 from outform.schema.dialects import DialectResult, translate
 
 Mode = Literal["native_schema", "forced_tool", "json_object", "instructions"]
+MODES: tuple[Mode, ...] = ("native_schema", "forced_tool", "json_object", "instructions")
 
 
 @dataclass(frozen=True)
@@ -38,13 +43,17 @@ class Capabilities:
     native_dialect: str | None = None
     """The dialect of the native schema mode; None when the model has none."""
     native_enforced: bool = True
-    """The native schema constrains decoding (False: the schema is only guidance)."""
+    """outform can count on the native schema constraining decoding (False: guidance only, or
+    enforcement that depends on what outform cannot see, such as a server's version)."""
+    native_strict: bool = True
+    """The native mode asks for strict decoding (`strict: true` where the wire has the flag)."""
+    loose_dialect: str | None = None
+    """The dialect of the native mode sent with `strict: false`, for a caller's `strict=False`
+    (None: the native mode has no such flag and always constrains decoding)."""
     tool_dialect: str | None = None
     """The dialect of strict tool definitions; None when tools cannot be strict."""
     tool_forcing: bool = False
     """The caller can force the model to call one named tool."""
-    forcing_with_thinking: bool = True
-    """Forcing a tool still works with thinking / reasoning on."""
     schema_with_streaming: bool = True
     """Structured output (native or tool) works in a streaming call."""
     schema_with_tools: bool = True
@@ -68,6 +77,21 @@ class ProviderProfile:
     source: str
     models: tuple[ModelRule, ...]
     """Tried in order; the last one should match every model (`*`)."""
+    thinking_refuses: frozenset[Mode] = frozenset()
+    """The output modes this provider refuses while the model thinks."""
+    thinking_source: str = "no conflict documented"
+    """Why: the documented fact behind `thinking_refuses` (a column of the doc's table)."""
+
+    def modes(self) -> tuple[Mode, ...]:
+        """The output modes some model of this provider has, strongest first."""
+        rules = [rule.capabilities for rule in self.models]
+        have = {
+            "native_schema": any(c.native_dialect for c in rules),
+            "forced_tool": any(c.tool_forcing for c in rules),
+            "json_object": any(c.json_object for c in rules),
+            "instructions": True,
+        }
+        return tuple(mode for mode in MODES if have[mode])
 
     def lookup(self, model: str) -> tuple[Capabilities, str]:
         """The capabilities of a model and the pattern that matched it."""
@@ -86,6 +110,7 @@ def _rule(*patterns: str, base: Capabilities, **changes: Any) -> ModelRule:
 _OPENAI = Capabilities(
     json_object=True,
     native_dialect="openai_strict",
+    loose_dialect="openai",
     tool_dialect="openai_strict",
     tool_forcing=True,
     json_word=True,
@@ -94,8 +119,6 @@ _ANTHROPIC = Capabilities(
     native_dialect="anthropic",
     tool_dialect="anthropic",
     tool_forcing=True,
-    forcing_with_thinking=False,
-    note="extended thinking refuses a forced tool_choice (providers.md §3.6)",
 )
 _GEMINI = Capabilities(
     json_object=True,
@@ -109,11 +132,24 @@ _BEDROCK_CLAUDE = Capabilities(
     native_dialect="bedrock",
     tool_dialect="bedrock",
     tool_forcing=True,
-    forcing_with_thinking=False,
-    note="Claude with thinking refuses a forced toolChoice (providers.md §5.5)",
 )
 _GRAMMAR = Capabilities(json_object=True, schema_in_prompt=True)
 _COMPATIBLE = Capabilities(json_object=True, tool_forcing=True, schema_in_prompt=True)
+
+
+def _compatible(dialect: str, *patterns: str, **changes: Any) -> ModelRule:
+    """A rule of an OpenAI-compatible server with its own `response_format` json_schema
+    dialect, which also goes out with `strict: false` (catch-all unless patterns are given)."""
+    return _rule(
+        *(patterns or ("*",)),
+        base=_COMPATIBLE,
+        native_dialect=dialect,
+        loose_dialect=dialect,
+        **changes,
+    )
+
+
+_FORCED_TOOL: frozenset[Mode] = frozenset({"forced_tool"})
 
 PROFILES: dict[str, ProviderProfile] = {
     profile.name: profile
@@ -143,6 +179,7 @@ PROFILES: dict[str, ProviderProfile] = {
                 ),
                 _rule("*", base=_OPENAI),
             ),
+            thinking_source="no conflict between reasoning and structured outputs",
         ),
         ProviderProfile(
             "anthropic",
@@ -175,9 +212,11 @@ PROFILES: dict[str, ProviderProfile] = {
                     native_dialect=None,
                     tool_dialect=None,
                     note="no JSON outputs before Claude 4.5 (Opus 4.1 excepted): forced tool, "
-                    "not strict; thinking refuses forcing",
+                    "not strict",
                 ),
             ),
+            thinking_refuses=_FORCED_TOOL,
+            thinking_source="extended thinking refuses a forced `tool_choice` (HTTP 400)",
         ),
         ProviderProfile(
             "gemini",
@@ -193,6 +232,7 @@ PROFILES: dict[str, ProviderProfile] = {
                 ),
                 _rule("*", base=_GEMINI),
             ),
+            thinking_source="no conflict documented",
         ),
         ProviderProfile(
             "bedrock",
@@ -228,6 +268,8 @@ PROFILES: dict[str, ProviderProfile] = {
                 ),
                 _rule("*", base=Capabilities(note="Converse has no JSON-object mode")),
             ),
+            thinking_refuses=_FORCED_TOOL,
+            thinking_source="Claude with thinking refuses a forced `toolChoice`",
         ),
         ProviderProfile(
             "ollama",
@@ -239,10 +281,12 @@ PROFILES: dict[str, ProviderProfile] = {
                     base=_GRAMMAR,
                     native_dialect="ollama",
                     native_enforced=False,
+                    native_strict=False,
                     note="Ollama Cloud accepts a schema without enforcing it",
                 ),
                 _rule("*", base=_GRAMMAR, native_dialect="ollama"),
             ),
+            thinking_source="the server applies the format once the thinking ends",
         ),
         ProviderProfile(
             "llama_cpp",
@@ -256,6 +300,7 @@ PROFILES: dict[str, ProviderProfile] = {
                     note="a grammar and tools together were refused by older servers",
                 ),
             ),
+            thinking_source="no conflict documented (unverified)",
         ),
         ProviderProfile(
             "deepseek",
@@ -269,20 +314,18 @@ PROFILES: dict[str, ProviderProfile] = {
                 ),
                 _rule(
                     "*",
-                    base=Capabilities(
-                        json_object=True,
-                        json_word=True,
-                        tool_forcing=True,
-                        forcing_with_thinking=False,
-                    ),
+                    base=Capabilities(json_object=True, json_word=True, tool_forcing=True),
                     note="no json_schema response format: JSON mode or a forced tool",
                 ),
             ),
+            thinking_refuses=_FORCED_TOOL,
+            thinking_source="thinking models refuse `tool_choice: required`",
         ),
         ProviderProfile(
             "mistral",
             "providers.md §8 (strict semantics unverified)",
-            (_rule("*", base=_COMPATIBLE, native_dialect="mistral", json_word=True),),
+            (_compatible("mistral", json_word=True),),
+            thinking_source="no conflict documented (unverified)",
         ),
         ProviderProfile(
             "groq",
@@ -293,6 +336,7 @@ PROFILES: dict[str, ProviderProfile] = {
                     "gpt-oss-*",
                     base=_COMPATIBLE,
                     native_dialect="groq",
+                    loose_dialect="openai",
                     schema_with_streaming=False,
                     schema_with_tools=False,
                     schema_in_prompt=False,
@@ -305,49 +349,55 @@ PROFILES: dict[str, ProviderProfile] = {
                     base=_COMPATIBLE,
                     native_dialect="openai",
                     native_enforced=False,
+                    native_strict=False,
+                    loose_dialect="openai",
                     schema_with_streaming=False,
                     schema_with_tools=False,
                     note="best-effort structured outputs (strict: false)",
                 ),
                 _rule("*", base=_COMPATIBLE),
             ),
+            thinking_source="no conflict documented (unverified)",
         ),
         ProviderProfile(
             "together",
             "providers.md §10",
-            (_rule("*", base=_COMPATIBLE, native_dialect="together"),),
+            (_compatible("together"),),
+            thinking_source="documented to work with reasoning models",
         ),
         ProviderProfile(
             "fireworks",
             "providers.md §11",
-            (_rule("*", base=_COMPATIBLE, native_dialect="fireworks"),),
+            (_compatible("fireworks"),),
+            thinking_source="no conflict documented (unverified)",
         ),
         ProviderProfile(
             "xai",
             "providers.md §13",
             (
-                _rule(
-                    "grok-4*",
-                    base=_COMPATIBLE,
-                    native_dialect="xai",
-                    tool_dialect="xai",
-                    schema_in_prompt=False,
-                ),
-                _rule(
-                    "*",
-                    base=_COMPATIBLE,
-                    native_dialect="xai",
+                _compatible("xai", "grok-4*", tool_dialect="xai", schema_in_prompt=False),
+                _compatible(
+                    "xai",
                     tool_dialect="xai",
                     schema_with_tools=False,
                     schema_in_prompt=False,
                     note="structured output with tools only on Grok 4 models",
                 ),
             ),
+            thinking_source="no conflict documented (unverified)",
         ),
         ProviderProfile(
             "vllm",
-            "providers.md §14",
-            (_rule("*", base=_COMPATIBLE, native_dialect="vllm"),),
+            "providers.md §14, §15",
+            (
+                _compatible(
+                    "vllm",
+                    native_enforced=False,
+                    note="response_format json_schema is constrained by the server's structured-"
+                    "output backend, which depends on its version and configuration",
+                ),
+            ),
+            thinking_source="the constraint applies to the answer, after the reasoning",
         ),
     )
 }
@@ -402,6 +452,19 @@ def capabilities(provider: str, model: str) -> Capabilities:
     return profile(provider).lookup(model)[0]
 
 
+@dataclass(frozen=True)
+class _Call:
+    """What `choose_mode` knows of one call."""
+
+    model: str
+    caps: Capabilities
+    refused: frozenset[Mode]
+    """Modes the provider refuses in this call because thinking is on."""
+    streaming: bool
+    tools: bool
+    strict: bool | None
+
+
 def choose_mode(
     provider: str,
     model: str,
@@ -410,31 +473,28 @@ def choose_mode(
     streaming: bool = False,
     tools: bool = False,
     schema: Mapping[str, Any] | None = None,
+    strict: bool | None = None,
 ) -> ModeChoice:
     """The strongest structured-output mode this model supports in this call.
 
     `thinking`, `streaming` and `tools` describe the call (reasoning on, a streamed reply, the
     caller's own tools offered). With a `schema`, a mode whose dialect cannot express it
     (recursion for Anthropic, say) is passed over too, and the translation is returned.
+    `strict=False` (the caller's `ResponseFormat(strict=False)`) passes over every mode that
+    would ask the provider to constrain decoding.
     """
-    caps, matched = profile(provider).lookup(model)
+    found = profile(provider)
+    caps, matched = found.lookup(model)
+    call = _Call(
+        model, caps, found.thinking_refuses if thinking else frozenset(), streaming, tools, strict
+    )
     skipped: list[tuple[str, str]] = []
-    steps: list[tuple[Mode, bool, str | None, str | None]] = [
-        ("native_schema", True, caps.native_dialect, _native_blocker(caps, True, streaming, tools)),
-        (
-            "forced_tool",
-            True,
-            caps.tool_dialect,
-            _tool_blocker(caps, True, thinking, streaming, tools),
-        ),
-        (
-            "native_schema",
-            False,
-            caps.native_dialect,
-            _native_blocker(caps, False, streaming, tools),
-        ),
+    steps: list[tuple[Mode, bool, tuple[str | None, str | None]]] = [
+        ("native_schema", True, _native(call, enforced=True)),
+        ("forced_tool", True, _tool(call, strict=True)),
+        ("native_schema", False, _native(call, enforced=False)),
     ]
-    for mode, enforced, dialect, blocker in steps:
+    for mode, enforced, (dialect, blocker) in steps:
         label = f"{mode} ({'enforced' if enforced else 'guidance'})"
         if blocker is not None:
             skipped.append((label, blocker))
@@ -451,7 +511,7 @@ def choose_mode(
         reason = (
             f"{model} supports {mode.replace('_', ' ')} "
             + (f"with the {dialect} dialect" if dialect else "without a strict schema")
-            + ("; the provider enforces the schema" if enforced else "; the schema is guidance")
+            + _enforcement(call, mode, enforced)
         )
         prompt: tuple[str, ...] = (
             ("describe the schema in the prompt too",) if caps.schema_in_prompt else ()
@@ -468,7 +528,8 @@ def choose_mode(
             matched,
             translation,
         )
-    if caps.json_object:
+    json_blocker = _json(call)
+    if json_blocker is None:
         prompt = ("put the schema in the instructions",)
         if caps.json_word:
             prompt += ("the input messages must contain the word 'json'",)
@@ -484,10 +545,10 @@ def choose_mode(
             prompt,
             matched,
         )
-    skipped.append(("json_object", f"{model} has no JSON-object mode"))
+    skipped.append(("json_object", json_blocker))
     # A forced tool without a strict schema: the schema is guidance, but the reply is a JSON
     # object shaped by it, which beats instructions alone.
-    blocker = _tool_blocker(caps, False, thinking, streaming, tools)
+    _, blocker = _tool(call, strict=False)
     if blocker is None:
         return ModeChoice(
             provider,
@@ -515,39 +576,76 @@ def choose_mode(
     )
 
 
-def _native_blocker(caps: Capabilities, enforced: bool, streaming: bool, tools: bool) -> str | None:
-    if caps.native_dialect is None:
-        return "no native schema mode"
-    if caps.native_enforced != enforced:
+def _enforcement(call: _Call, mode: Mode, enforced: bool) -> str:
+    if enforced:
+        return "; the provider enforces the schema"
+    if call.strict is False:
+        return "; strict=False was asked: the schema is guidance, outform validates the reply"
+    if mode == "native_schema" and call.caps.native_strict:
         return (
-            "the native schema mode is only guidance"
-            if enforced
-            else "the native schema mode is enforced (considered first)"
+            "; the server is asked to enforce the schema, but whether it does depends on its "
+            "version and backend, which outform cannot see: outform validates the reply"
         )
-    if streaming and not caps.schema_with_streaming:
-        return "structured output does not work with streaming"
-    if tools and not caps.schema_with_tools:
-        return "the native schema mode does not work together with tools"
-    return None
+    return "; the schema is guidance"
 
 
-def _tool_blocker(
-    caps: Capabilities, strict: bool, thinking: bool, streaming: bool, tools: bool
-) -> str | None:
+def _native(call: _Call, *, enforced: bool) -> tuple[str | None, str | None]:
+    """(dialect, None) when the native schema mode fits this step, else (None, why not)."""
+    caps = call.caps
+    if caps.native_dialect is None:
+        return None, "no native schema mode"
+    if "native_schema" in call.refused:
+        return None, "the native schema mode is refused while thinking is on"
+    dialect: str | None = caps.native_dialect
+    if enforced:
+        if not caps.native_enforced:
+            return None, "the native schema mode is only guidance, or its enforcement unverifiable"
+        if call.strict is False:
+            return None, "strict=False was asked"
+    elif caps.native_enforced:
+        if call.strict is not False:
+            return None, "the native schema mode is enforced (considered first)"
+        if caps.loose_dialect is None:
+            return None, "strict=False was asked, and this native mode always constrains decoding"
+        dialect = caps.loose_dialect
+    elif call.strict is False:
+        dialect = caps.loose_dialect or caps.native_dialect
+    if call.streaming and not caps.schema_with_streaming:
+        return None, "structured output does not work with streaming"
+    if call.tools and not caps.schema_with_tools:
+        return None, "the native schema mode does not work together with tools"
+    return dialect, None
+
+
+def _tool(call: _Call, *, strict: bool) -> tuple[str | None, str | None]:
+    """(dialect, None) when a forced tool fits (a strict one, or one whose schema is
+    guidance), else (None, why not)."""
+    caps = call.caps
     if not caps.tool_forcing:
-        return "the model cannot be forced to call a tool"
+        return None, "the model cannot be forced to call a tool"
     if strict and caps.tool_dialect is None:
-        return "tools cannot be strict"
-    if thinking and not caps.forcing_with_thinking:
-        return "a forced tool is refused while thinking is on"
-    if tools:
-        return "forcing the output tool would stop the model from calling your tools"
-    if streaming and not caps.schema_with_streaming:
-        return "structured output does not work with streaming"
+        return None, "tools cannot be strict"
+    if strict and call.strict is False:
+        return None, "strict=False was asked"
+    if "forced_tool" in call.refused:
+        return None, "a forced tool is refused while thinking is on"
+    if call.tools:
+        return None, "forcing the output tool would stop the model from calling your tools"
+    if call.streaming and not caps.schema_with_streaming:
+        return None, "structured output does not work with streaming"
+    return (caps.tool_dialect if strict else None), None
+
+
+def _json(call: _Call) -> str | None:
+    if not call.caps.json_object:
+        return f"{call.model} has no JSON-object mode"
+    if "json_object" in call.refused:
+        return "JSON-object mode is refused while thinking is on"
     return None
 
 
 __all__ = [
+    "MODES",
     "PROFILES",
     "Capabilities",
     "ModeChoice",
