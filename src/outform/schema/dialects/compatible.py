@@ -45,7 +45,7 @@ FAMILY: dict[str, DialectRules] = {
         RULES,
         name="vllm",
         provider="vLLM",
-        wire="response_format.json_schema.schema or structured_outputs.json",
+        wire="response_format.json_schema.schema",
         source="providers.md §14",
     ),
     "groq": dataclasses.replace(
