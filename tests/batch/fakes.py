@@ -179,7 +179,13 @@ def route(
 ) -> tuple[int, Any, dict[str, str]]:
     parts = urlsplit(raw_path)
     path, query = unquote(parts.path), parse_qs(parts.query)
-    handler = {"openai": _openai, "anthropic": _anthropic, "gemini": _gemini, "bedrock": _bedrock}
+    handler = {
+        "openai": _openai,
+        "anthropic": _anthropic,
+        "gemini": _gemini,
+        "bedrock": _bedrock,
+        "live": _live,
+    }
     return handler[fake.api](fake, method, path, query, headers, body)
 
 
@@ -256,6 +262,24 @@ def _openai_batch(fake: BatchFake, batch: dict[str, Any], *, finished: bool) -> 
         "request_counts": {"total": total, "completed": total if done else 0, "failed": 0},
         "metadata": meta.get("metadata"),
     }
+
+
+def _live(
+    fake: BatchFake, method: str, path: str, query: Any, headers: Any, body: bytes
+) -> tuple[int, Any, dict[str, str]]:
+    """A Chat Completions server with no batch API (vLLM, Ollama's /v1): one call a row. The
+    custom id is read from the user message ("... #<id>")."""
+    request = orjson.loads(body)
+    text = request["messages"][-1]["content"]
+    first = next(m["content"] for m in request["messages"] if m["role"] == "user")
+    custom_id = str(first).rsplit("#", 1)[-1]
+    if not request["messages"][-1]["role"] == "user" or text == first:
+        fake.submitted[custom_id] += 1
+    answer = fake.model(custom_id, request)
+    limits = {"x-ratelimit-remaining-requests": "100", "x-ratelimit-reset-requests": "1s"}
+    if isinstance(answer, Error):
+        return answer.status, {"error": {"message": answer.message}}, limits
+    return 200, openai_wire.chat_completion(content=answer, model=str(request["model"])), limits
 
 
 # -- Anthropic ---------------------------------------------------------------------------------
