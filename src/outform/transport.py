@@ -333,6 +333,8 @@ def _build(
         request = client.build_request(wire.method, url, data=data, files=files, headers=headers)
         _authorize(endpoint, request.headers)
         return request
+    if not body:
+        del headers["content-type"]
     if endpoint.auth == "sigv4":
         headers = _sigv4(endpoint, wire.method, url, body, headers)
     else:

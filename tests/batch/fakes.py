@@ -117,7 +117,7 @@ class BatchFake:
     def _finished(self, batch: dict[str, Any]) -> bool:
         self.reads[batch["id"]] += 1
         if self.reads[batch["id"]] > self.polls and "output" not in batch:
-            output_id = self._new_id("out")
+            output_id = self._new_id("files/out" if self.api == "gemini" else "out")
             self.files[output_id] = self._results(batch["lines"])
             batch["output"] = output_id
         return "output" in batch
@@ -388,6 +388,14 @@ def _gemini_operation(batch: dict[str, Any]) -> dict[str, Any]:
 def _bedrock(
     fake: BatchFake, method: str, path: str, query: Any, headers: Any, body: bytes
 ) -> tuple[int, Any, dict[str, str]]:
+    if method == "POST" and path.startswith("/model/") and path.endswith("/converse"):
+        request = orjson.loads(body)  # a live Converse call (rows too few for a job)
+        text = request["messages"][0]["content"][0]["text"]
+        custom_id = str(text).rsplit("#", 1)[-1]
+        fake.submitted[custom_id] += 1
+        answer = fake.model(custom_id, request)
+        assert isinstance(answer, str)
+        return 200, _result("bedrock", custom_id, request, answer)["modelOutput"], {}
     if method == "POST" and path == "/model-invocation-job":
         request = orjson.loads(body)
         for batch in fake.batches.values():  # clientRequestToken: the same call, the same job

@@ -15,7 +15,7 @@ from urllib.parse import quote, urlsplit
 from outform.batch.anthropic_batch import AnthropicBatch
 from outform.batch.api import BatchApi, BatchState, batch_label
 from outform.batch.bedrock_batch import OUTPUT_SUFFIX, BedrockBatch
-from outform.batch.gemini_batch import MEDIA_TYPE, GeminiBatch
+from outform.batch.gemini_batch import GeminiBatch
 from outform.batch.manifest import BatchRecord
 from outform.batch.openai_batch import OpenAIBatch
 from outform.errors import ProviderError, UsageError
@@ -143,8 +143,9 @@ class GeminiCarrier:
                 "gemini did not return an upload URL", provider="gemini", fix="retry the job"
             )
         finish = self.api.upload_finish(_relative(url), len(content))
+        # the SDK sends the bytes as application/json; the file's own type went with the start
         reply = self.transport.exchange(
-            self.endpoint, finish, Upload(content, media_type=MEDIA_TYPE)
+            self.endpoint, finish, Upload(content, media_type="application/json")
         )
         create = self.api.create(first.path, self.api.uploaded_id(reply.body), label)
         return self.api.created_id(self.transport.send(self.endpoint, create))

@@ -303,10 +303,13 @@ class Runner:
                         size += grow
                 handle.write(framing.tail)
                 handle.close()
-                if idxs:
+                if len(idxs) >= limits.min_requests:
                     self._send(round_, chunk, idxs, first)
             finally:
                 handle.close()
+        if idxs and len(idxs) < limits.min_requests:  # a tail too small for a batch: live
+            self.progress.note(f"{len(idxs)} row(s) are fewer than a batch takes: sent live")
+            self._live(round_)
 
     def _lines(self, page: Sequence[PendingRow]) -> Iterator[tuple[PendingRow, bytes]]:
         assert self._api is not None
