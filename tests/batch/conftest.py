@@ -42,10 +42,10 @@ class Scripted:
         if self.errors and n % self.errors == 0 and first:
             return Error(500)
         if n % self.invalid == 0 and first:
-            return '{"name": "P%d", "age": "unknown"}' % n
+            return f'{{"name": "P{n}", "age": "unknown"}}'
         if n % self.fenced == 0:
-            return '```json\n{"name": "P%d", "age": "%d"}\n```' % (n, n)
-        return '{"name": "P%d", "age": %d}' % (n, n)
+            return f'```json\n{{"name": "P{n}", "age": "{n}"}}\n```'
+        return f'{{"name": "P{n}", "age": {n}}}'
 
 
 @pytest.fixture

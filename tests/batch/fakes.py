@@ -273,7 +273,7 @@ def _live(
     text = request["messages"][-1]["content"]
     first = next(m["content"] for m in request["messages"] if m["role"] == "user")
     custom_id = str(first).rsplit("#", 1)[-1]
-    if not request["messages"][-1]["role"] == "user" or text == first:
+    if request["messages"][-1]["role"] != "user" or text == first:
         fake.submitted[custom_id] += 1
     answer = fake.model(custom_id, request)
     limits = {"x-ratelimit-remaining-requests": "100", "x-ratelimit-reset-requests": "1s"}
@@ -362,10 +362,13 @@ def _gemini(
     return 404, {"error": {"code": 404, "message": path, "status": "NOT_FOUND"}}, {}
 
 
+_TYPE = "type.googleapis.com/google.ai.generativelanguage.v1beta."
+
+
 def _gemini_operation(batch: dict[str, Any]) -> dict[str, Any]:
     done = "output" in batch
     meta: dict[str, Any] = {
-        "@type": "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatch",
+        "@type": _TYPE + "GenerateContentBatch",
         "name": f"batches/{batch['id']}",
         "model": batch["meta"]["model"],
         "displayName": batch["meta"]["displayName"],
@@ -376,7 +379,7 @@ def _gemini_operation(batch: dict[str, Any]) -> dict[str, Any]:
         meta["output"] = {"responsesFile": batch["output"]}
         operation["done"] = True
         operation["response"] = {
-            "@type": "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatchOutput",
+            "@type": _TYPE + "GenerateContentBatchOutput",
             "responsesFile": batch["output"],
         }
     return operation

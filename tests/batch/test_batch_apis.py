@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-import outform.batch as batch
+from outform import batch
 from tests.batch.conftest import SCHEMA, Scripted
 from tests.batch.fakes import BatchFake
 
@@ -78,7 +78,7 @@ def test_the_re_ask_carries_the_bad_reply_and_the_hint(rows: Path, tmp_path: Pat
         )
         batch.resume(job.job, manifest=tmp_path / "m.sqlite3", api_key="k")
         second = [r for r in fake.requests if r.path == "/v1/files"][-1].body
-    line = next(l for l in second.splitlines() if b'"custom_id":"r7"' in l)
+    line = next(x for x in second.splitlines() if b'"custom_id":"r7"' in x)
     messages = orjson.loads(line)["body"]["messages"]
     assert messages[-2] == {"role": "assistant", "content": '{"name": "P7", "age": "unknown"}'}
     assert "at age: expected integer" in messages[-1]["content"]
@@ -103,7 +103,7 @@ def test_the_last_round_leaves_failed_rows_with_their_hint(rows: Path, tmp_path:
             rounds=1,
             poll_interval=0.001,
         )
-    lines = {l["id"]: l for l in map(orjson.loads, out.read_bytes().splitlines())}
+    lines = {row["id"]: row for row in map(orjson.loads, out.read_bytes().splitlines())}
     assert lines["r3"]["status"] == "failed"
     assert lines["r3"]["attempts"] == 2
     assert lines["r3"]["hint"]["violations"][0]["path"] == "/age"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-import outform.batch as batch
+from outform import batch
 from outform.errors import UsageError
 from tests.batch.conftest import SCHEMA, Scripted
 from tests.batch.fakes import BatchFake

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import orjson
 
-import outform.batch as batch
+from outform import batch
 from outform.batch.ratelimit import RateGate, duration
 from tests.batch.conftest import SCHEMA, Scripted
 from tests.batch.fakes import BatchFake, Error
@@ -33,7 +33,7 @@ def test_a_live_job_gives_the_same_output(rows: Path, tmp_path: Path) -> None:
             concurrency=4,
         )
     assert status.done
-    lines = {l["id"]: l for l in map(orjson.loads, out.read_bytes().splitlines())}
+    lines = {row["id"]: row for row in map(orjson.loads, out.read_bytes().splitlines())}
     assert len(lines) == 30
     assert lines["r3"]["status"] == "provider_error" and "bad request" in lines["r3"]["error"]
     assert lines["r7"]["status"] == "ok" and lines["r7"]["attempts"] == 2

@@ -108,7 +108,7 @@ def _stall_second(fake: BatchFake, what: str) -> None:
 
 
 def _only_job(manifest: Path) -> str:
-    import outform.batch as batch
+    from outform import batch
 
     store = batch.open_manifest(manifest)
     try:

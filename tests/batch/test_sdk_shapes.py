@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 import orjson
 import pytest
 
-import outform.batch as batch
+from outform import batch
 from tests.batch.conftest import SCHEMA, Scripted
 from tests.batch.fakes import BatchFake
 from tests.providers.fake import Recorded
@@ -75,7 +75,8 @@ def test_openai_files_and_batches(tmp_path: Path) -> None:
 
     with BatchFake("openai", Scripted(), polls=1) as fake:
         client = openai.OpenAI(base_url=fake.url + "/v1", api_key="k", max_retries=0)
-        line = b'{"custom_id": "r1", "method": "POST", "url": "/v1/chat/completions", "body": {"model": "m"}}'
+        line = b'{"custom_id": "r1", "method": "POST", "url": "/v1/chat/completions", '
+        line += b'"body": {"model": "m"}}'
         uploaded = client.files.create(file=("in.jsonl", line), purpose="batch")
         created = client.batches.create(
             input_file_id=uploaded.id,
@@ -109,12 +110,12 @@ def test_anthropic_message_batches(tmp_path: Path) -> None:
 
     with BatchFake("anthropic", Scripted()) as fake:
         client = anthropic.Anthropic(base_url=fake.url, api_key="k", max_retries=0)
-        params = {
+        params: Any = {
             "model": "claude-x",
             "max_tokens": 64,
             "messages": [{"role": "user", "content": "hi"}],
         }
-        created = client.messages.batches.create(requests=[{"custom_id": "r1", "params": params}])  # type: ignore[list-item]
+        created = client.messages.batches.create(requests=[{"custom_id": "r1", "params": params}])
         client.messages.batches.list(limit=100)
         client.messages.batches.retrieve(created.id)
         list(client.messages.batches.results(created.id))
