@@ -114,6 +114,18 @@ _GATEWAY: dict[str, Check] = {
 }
 
 
+_BATCH: dict[str, Check] = {
+    "manifest": Check(_text, "'sqlite:PATH' or a file path", secret=True),
+    "rounds": _int(0, 10),
+    "concurrency": _int(1, 1_024),
+    "poll_interval": _number(0.01, 86_400),
+    "max_requests": _int(1, 1_000_000),
+    "max_bytes": _int(1_024, 1 << 32),
+    "s3_uri": Check(lambda v: _text(v) and v.startswith("s3://"), "an s3://bucket/prefix/ URI"),
+    "role_arn": Check(lambda v: _text(v) and v.startswith("arn:"), "an IAM role ARN"),
+}
+
+
 SECTIONS: dict[str, dict[str, Check]] = {
     "parse": {
         "level": _choice("off", "minimal", "full"),
@@ -127,6 +139,7 @@ SECTIONS: dict[str, dict[str, Check]] = {
         "stages": _subset("extract", "unescape", "decode", "coerce"),
     },
     "gateway": _GATEWAY,
+    "batch": _BATCH,
 }
 
 
@@ -142,6 +155,8 @@ class Settings:
     parse: ParseSettings = field(default_factory=ParseSettings)
     gateway: Mapping[str, Any] = field(default_factory=dict)
     """The `[gateway]` keys as written (validated); `outform.gateway.settings` reads them."""
+    batch: Mapping[str, Any] = field(default_factory=dict)
+    """The `[batch]` keys as written (validated); `outform.batch` reads them."""
     source: Path | None = None
     """The file the settings came from, or None for built-in defaults."""
 
@@ -201,6 +216,7 @@ def load(path: Path, table: str = "") -> Settings:
         raise ConfigError(f"[{table}] must be a table", where=str(path))
     parse: dict[str, Any] = {}
     gateway: dict[str, Any] = {}
+    batch: dict[str, Any] = {}
     for section, values in data.items():
         checks = SECTIONS.get(section)
         if checks is None:
@@ -230,8 +246,12 @@ def load(path: Path, table: str = "") -> Settings:
             parse = dict(values)
         elif section == "gateway":
             gateway = dict(values)
+        elif section == "batch":
+            batch = dict(values)
     level = parse.pop("level", "minimal")
-    return Settings(parse=ParseSettings(level=level, overrides=parse), gateway=gateway, source=path)
+    return Settings(
+        parse=ParseSettings(level=level, overrides=parse), gateway=gateway, batch=batch, source=path
+    )
 
 
 @functools.lru_cache(maxsize=1)

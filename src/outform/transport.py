@@ -110,6 +110,25 @@ def retry_after(headers: httpx.Headers) -> float | None:
     )
 
 
+@dataclass(frozen=True)
+class Upload:
+    """Bytes to send instead of the JSON body: as the whole body (`field` None), or as one
+    file of a multipart form whose other fields are the request's body (`field` its name)."""
+
+    content: bytes
+    media_type: str = "application/octet-stream"
+    field: str | None = None
+    filename: str = "file"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A JSON reply with its headers (rate limits, upload URLs, request ids)."""
+
+    body: Mapping[str, Any]
+    headers: Mapping[str, str]
+
+
 class Transport:
     """Synchronous transport over one pooled httpx client."""
 
@@ -136,9 +155,36 @@ class Transport:
 
     def send(self, endpoint: Endpoint, wire: WireRequest) -> Mapping[str, Any]:
         """POST the request and return the decoded JSON body."""
-        response = self._with_retries(endpoint, wire, stream=False)
+        return self.exchange(endpoint, wire).body
+
+    def exchange(
+        self, endpoint: Endpoint, wire: WireRequest, upload: Upload | None = None
+    ) -> Reply:
+        """Send the request (or `upload` in place of its body); the JSON body and headers."""
+        response = self._with_retries(endpoint, wire, stream=False, upload=upload)
         try:
-            return _json_body(endpoint, response.content)
+            return Reply(_json_body(endpoint, response.content), dict(response.headers))
+        finally:
+            response.close()
+
+    def lines(self, endpoint: Endpoint, wire: WireRequest) -> Generator[bytes, None, None]:
+        """The lines of a downloaded text body (JSONL results), read as they arrive, so that a
+        file of any size passes in constant memory. Retries only before the first byte."""
+        response = self._with_retries(endpoint, wire, stream=True)
+        buffer = b""
+        try:
+            for chunk in response.iter_bytes():
+                buffer += chunk
+                *complete, buffer = buffer.split(b"\n")
+                yield from (line for line in complete if line.strip())
+            if buffer.strip():
+                yield buffer
+        except httpx.TransportError as exc:
+            raise StreamInterruptedError(
+                f"the {endpoint.provider} download broke off: {type(exc).__name__}",
+                provider=endpoint.provider,
+                fix="download it again; nothing read so far is lost",
+            ) from None
         finally:
             response.close()
 
@@ -164,11 +210,13 @@ class Transport:
         finally:
             response.close()
 
-    def _with_retries(self, endpoint: Endpoint, wire: WireRequest, *, stream: bool) -> Any:
+    def _with_retries(
+        self, endpoint: Endpoint, wire: WireRequest, *, stream: bool, upload: Upload | None = None
+    ) -> Any:
         attempt = 0
         while True:
             token = endpoint.tokens.headers() if endpoint.tokens is not None else None
-            request = _build(self._client, endpoint, wire, token)
+            request = _build(self._client, endpoint, wire, token, upload)
             try:
                 response = self._client.send(request, stream=stream)
             except httpx.TransportError as exc:
@@ -295,12 +343,37 @@ def _build(
     endpoint: Endpoint,
     wire: WireRequest,
     token: Mapping[str, str] | None = None,
+    upload: Upload | None = None,
 ) -> Any:
-    body = orjson.dumps(wire.body)
     headers = {"content-type": "application/json", "accept": _accept(wire.stream)}
+    body = b"" if wire.method in ("GET", "DELETE") else orjson.dumps(wire.body)
+    files: Any = None
+    if upload is not None and upload.field is not None:
+        # multipart: httpx writes the boundary; the JSON body's fields become form fields
+        del headers["content-type"]
+        files = {upload.field: (upload.filename, upload.content, upload.media_type)}
+    elif upload is not None:
+        body = upload.content
+        headers["content-type"] = upload.media_type
     headers.update(endpoint.headers)
     headers.update(wire.headers)
     url = endpoint.url(wire.path)
+    if files is not None:
+        data = {k: str(v) for k, v in wire.body.items()}
+        request = client.build_request(wire.method, url, data=data, files=files, headers=headers)
+        _authorize(endpoint, request.headers, token)
+        return request
+    if not body:
+        del headers["content-type"]
+    if endpoint.auth == "sigv4":
+        headers = _sigv4(endpoint, wire.method, url, body, headers)
+    else:
+        _authorize(endpoint, headers, token)
+    return client.build_request(wire.method, url, content=body or None, headers=headers)
+
+
+def _authorize(endpoint: Endpoint, headers: Any, token: Mapping[str, str] | None) -> None:
+    """Put the key where the provider wants it (not for SigV4, which signs the whole request)."""
     key = endpoint.api_key.reveal() if endpoint.api_key is not None else None
     if endpoint.auth == "bearer" and key:
         headers["authorization"] = f"Bearer {key}"
@@ -316,9 +389,6 @@ def _build(
                 fix="resolve the model through outform's registry, or give the Endpoint tokens=",
             )
         headers.update(token)
-    elif endpoint.auth == "sigv4":
-        headers = _sigv4(endpoint, wire.method, url, body, headers)
-    return client.build_request(wire.method, url, content=body, headers=headers)
 
 
 def _accept(stream: StreamFormat | None) -> str:

@@ -1,0 +1,271 @@
+"""Bulk extraction through the providers' batch APIs: one request per input row, every row
+accounted for, resumable after a crash. See docs/batch.md.
+
+    job = outform.batch.submit("rows.jsonl", "openai:gpt-5-mini", Invoice,
+                               prompt="Extract the invoice: {text}", output="out.jsonl")
+    outform.batch.status(job.job)          # counts per status, batches, rounds
+    for row in outform.batch.results(job.job):   # waits for the end; one dict per row
+        ...
+
+`asubmit`, `astatus` and `aresults` are the same, awaitable (the work runs in a thread, so an
+event loop is never blocked).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from outform.batch.job import JobSpec
+from outform.batch.manifest import SqliteManifest
+from outform.batch.outcome import STATUSES, Status
+from outform.batch.progress import Progress, Silent
+from outform.batch.runner import JobStatus, Runner, start, write_output
+from outform.errors import UsageError
+from outform.format import ResponseFormat
+from outform.plan import Mode
+from outform.transport import Transport
+
+DEFAULT_MANIFEST = Path(".outform") / "batch.sqlite3"
+ENV_MANIFEST = "OUTFORM_BATCH_MANIFEST"
+
+
+def manifest_path(manifest: str | Path | None = None) -> Path:
+    """The manifest named, else $OUTFORM_BATCH_MANIFEST, else `[batch] manifest` in the
+    config, else .outform/batch.sqlite3 under the working directory."""
+    from outform.config import settings
+
+    chosen = manifest or os.environ.get(ENV_MANIFEST) or settings().batch.get("manifest")
+    if chosen is None:
+        return DEFAULT_MANIFEST
+    text = str(chosen)
+    if text.startswith(("postgres:", "postgresql:")):
+        raise UsageError(
+            "a PostgreSQL batch manifest is not supported yet",
+            where="manifest",
+            fix="use a SQLite file (sqlite:PATH or a path)",
+        )
+    return Path(text.removeprefix("sqlite:"))
+
+
+def open_manifest(manifest: str | Path | None = None) -> SqliteManifest:
+    return SqliteManifest(manifest_path(manifest))
+
+
+def _format(output: Any) -> ResponseFormat:
+    if isinstance(output, ResponseFormat):
+        return output
+    if isinstance(output, Mapping):
+        return ResponseFormat.json_schema(output)
+    if output is None:
+        raise UsageError(
+            "a batch job needs an output schema or type", fix="pass a Pydantic model or a schema"
+        )
+    return ResponseFormat.of(output)
+
+
+def _defaults() -> Mapping[str, Any]:
+    from outform.config import settings
+
+    return settings().batch
+
+
+def spec(
+    input: str | Path,
+    model: str,
+    output_format: Any,
+    *,
+    output: str | Path | None = None,
+    prompt: str | None = None,
+    id_field: str = "id",
+    mode: Mode = "auto",
+    rounds: int | None = None,
+    level: str | None = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    extra: Mapping[str, Any] | None = None,
+    base_url: str | None = None,
+    live: bool = False,
+    concurrency: int | None = None,
+    max_requests: int | None = None,
+    max_bytes: int | None = None,
+    poll_interval: float | None = None,
+    s3_uri: str | None = None,
+    role_arn: str | None = None,
+) -> JobSpec:
+    """A job's settings; unset ones come from `[batch]` in the config, then the defaults."""
+    defaults = _defaults()
+    return JobSpec(
+        model=model,
+        format=_format(output_format).to_dict(),
+        input=str(input),
+        output=str(Path(output).resolve()) if output is not None else None,
+        prompt=prompt,
+        id_field=id_field,
+        mode=mode,
+        rounds=rounds if rounds is not None else int(defaults.get("rounds", 2)),
+        level=level,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        extra=dict(extra or {}),
+        base_url=base_url,
+        live=live,
+        concurrency=concurrency or int(defaults.get("concurrency", 8)),
+        max_requests=max_requests or defaults.get("max_requests"),
+        max_bytes=max_bytes or defaults.get("max_bytes"),
+        poll_interval=poll_interval or float(defaults.get("poll_interval", 30.0)),
+        s3_uri=s3_uri or defaults.get("s3_uri"),
+        role_arn=role_arn or defaults.get("role_arn"),
+    )
+
+
+def submit(
+    input: str | Path,
+    model: str,
+    output_format: Any,
+    *,
+    manifest: str | Path | None = None,
+    api_key: str | None = None,
+    transport: Transport | None = None,
+    progress: Progress | None = None,
+    **options: Any,
+) -> JobStatus:
+    """Check every row (a bad one raises UsageError naming its line, and nothing is sent),
+    record the job, and submit its first round. Returns at once; the job id is `.job`."""
+    job_spec = spec(input, model, output_format, **options)
+    store = open_manifest(manifest)
+    try:
+        job = start(store, job_spec, progress=progress, api_key=api_key)
+        runner = Runner(store, job, transport=transport, progress=progress, api_key=api_key)
+        return runner.run(wait=False)
+    finally:
+        store.close()
+
+
+def status(
+    job: str,
+    *,
+    manifest: str | Path | None = None,
+    api_key: str | None = None,
+    transport: Transport | None = None,
+    refresh: bool = True,
+) -> JobStatus:
+    """Where the job stands. With `refresh`, first ask the provider (and read the results of
+    batches that have ended, submitting any follow-up round) without waiting."""
+    store = open_manifest(manifest)
+    try:
+        if not refresh:
+            from outform.batch.runner import status_of
+
+            record = store.job(job)
+            return status_of(store, job, record.state, JobSpec.from_json(record.spec).output)
+        return Runner(store, job, transport=transport, api_key=api_key).run(wait=False)
+    finally:
+        store.close()
+
+
+def resume(
+    job: str,
+    *,
+    manifest: str | Path | None = None,
+    api_key: str | None = None,
+    transport: Transport | None = None,
+    progress: Progress | None = None,
+    wait: bool = True,
+) -> JobStatus:
+    """Carry a job on from wherever it stopped, to its end with `wait`."""
+    store = open_manifest(manifest)
+    try:
+        runner = Runner(store, job, transport=transport, progress=progress, api_key=api_key)
+        return runner.run(wait=wait)
+    finally:
+        store.close()
+
+
+def results(
+    job: str,
+    *,
+    manifest: str | Path | None = None,
+    api_key: str | None = None,
+    transport: Transport | None = None,
+    wait: bool = True,
+) -> Iterator[dict[str, Any]]:
+    """One dict per input row, in input order (id, line, status, value, changes, hint...),
+    after driving the job to its end (`wait`); UsageError if it has not ended."""
+    if wait:
+        resume(job, manifest=manifest, api_key=api_key, transport=transport)
+    store = open_manifest(manifest)
+    try:
+        if store.job(job).state != "done":
+            raise UsageError(
+                f"batch job {job} has not finished", fix="wait=True, or `outform batch resume`"
+            )
+        for _, line in store.results(job):
+            yield orjson.loads(line or b"{}")
+    finally:
+        store.close()
+
+
+async def asubmit(input: str | Path, model: str, output_format: Any, **kwargs: Any) -> JobStatus:
+    """submit(), awaitable."""
+    import anyio.to_thread
+
+    return await anyio.to_thread.run_sync(lambda: submit(input, model, output_format, **kwargs))
+
+
+async def astatus(job: str, **kwargs: Any) -> JobStatus:
+    """status(), awaitable."""
+    import anyio.to_thread
+
+    return await anyio.to_thread.run_sync(lambda: status(job, **kwargs))
+
+
+async def aresume(job: str, **kwargs: Any) -> JobStatus:
+    """resume(), awaitable."""
+    import anyio.to_thread
+
+    return await anyio.to_thread.run_sync(lambda: resume(job, **kwargs))
+
+
+async def aresults(job: str, *, wait: bool = True, **kwargs: Any) -> AsyncIterator[dict[str, Any]]:
+    """results(), for `async for`: rows are read from the manifest a page at a time."""
+    import anyio.to_thread
+
+    if wait:
+        await aresume(job, **kwargs)
+    rows = results(job, wait=False, manifest=kwargs.get("manifest"))
+    while True:
+        page = await anyio.to_thread.run_sync(
+            lambda: [r for _, r in zip(range(1000), rows, strict=False)]
+        )
+        if not page:
+            return
+        for row in page:
+            yield row
+
+
+__all__ = [
+    "DEFAULT_MANIFEST",
+    "STATUSES",
+    "JobSpec",
+    "JobStatus",
+    "Progress",
+    "Silent",
+    "Status",
+    "aresults",
+    "aresume",
+    "astatus",
+    "asubmit",
+    "manifest_path",
+    "open_manifest",
+    "results",
+    "resume",
+    "spec",
+    "status",
+    "submit",
+    "write_output",
+]

@@ -1,0 +1,300 @@
+"""The I/O of each batch API, through transport: upload, create, find, poll, download.
+
+Each carrier pairs a pure API module (shapes) with the calls that move them. Nothing here
+decides what a reply means; the runner does, and the manifest records it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import quote, urlsplit
+
+from outform.batch.anthropic_batch import AnthropicBatch
+from outform.batch.api import BatchApi, BatchState, batch_label
+from outform.batch.bedrock_batch import OUTPUT_SUFFIX, BedrockBatch
+from outform.batch.gemini_batch import GeminiBatch
+from outform.batch.manifest import BatchRecord
+from outform.batch.openai_batch import OpenAIBatch
+from outform.errors import ProviderError, UsageError
+from outform.providers.base import WireRequest
+from outform.transport import Endpoint, Transport, Upload
+
+_MAX_PAGES = 50
+
+
+class Carrier(Protocol):
+    @property
+    def api(self) -> BatchApi: ...
+
+    def submit(self, job: str, key: str, chunk: Path, first: WireRequest) -> str:
+        """Send one framed chunk of requests as a provider batch; its provider id."""
+        ...
+
+    def find(self, job: str, waiting: Sequence[BatchRecord], known: set[str]) -> dict[str, str]:
+        """Which of the batches recorded as `submitting` the provider has: key -> id."""
+        ...
+
+    def state(self, provider_id: str) -> BatchState: ...
+
+    def results(self, state: BatchState) -> Iterator[bytes]: ...
+
+
+def _origin(endpoint: Endpoint) -> Endpoint:
+    parts = urlsplit(endpoint.base_url)
+    return dataclasses.replace(endpoint, base_url=f"{parts.scheme}://{parts.netloc}")
+
+
+def _relative(url: str) -> str:
+    """The path and query of a URL the provider handed back: calls go to the configured host
+    only, so a key is never sent to a host named in a reply."""
+    parts = urlsplit(url)
+    return parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+class OpenAICarrier:
+    def __init__(self, transport: Transport, endpoint: Endpoint, api: OpenAIBatch) -> None:
+        self.transport, self.endpoint, self.api = transport, endpoint, api
+
+    def submit(self, job: str, key: str, chunk: Path, first: WireRequest) -> str:
+        upload = Upload(
+            chunk.read_bytes(),
+            media_type="application/jsonl",
+            field="file",
+            filename=f"{batch_label(job, key)}.jsonl",
+        )
+        reply = self.transport.exchange(self.endpoint, self.api.upload(), upload)
+        file_id = self.api.uploaded_id(reply.body)
+        create = self.api.create(file_id, self.api.endpoint_of(first), job, key)
+        return self.api.created_id(self.transport.send(self.endpoint, create))
+
+    def find(self, job: str, waiting: Sequence[BatchRecord], known: set[str]) -> dict[str, str]:
+        keys = {b.key for b in waiting}
+        found: dict[str, str] = {}
+        after: str | None = None
+        for _ in range(_MAX_PAGES):
+            body = self.transport.send(self.endpoint, self.api.listing(after))
+            page, after = self.api.found(body, job)
+            found.update({f.key: f.provider_id for f in page if f.key in keys})
+            if after is None or keys <= found.keys():
+                break
+        return found
+
+    def state(self, provider_id: str) -> BatchState:
+        return self.api.state(self.transport.send(self.endpoint, self.api.retrieve(provider_id)))
+
+    def results(self, state: BatchState) -> Iterator[bytes]:
+        for output in state.outputs:
+            yield from self.transport.lines(self.endpoint, self.api.download(output))
+
+
+class AnthropicCarrier:
+    def __init__(self, transport: Transport, endpoint: Endpoint, api: AnthropicBatch) -> None:
+        self.transport, self.endpoint, self.api = transport, endpoint, api
+
+    def submit(self, job: str, key: str, chunk: Path, first: WireRequest) -> str:
+        upload = Upload(chunk.read_bytes(), media_type="application/json")
+        reply = self.transport.exchange(self.endpoint, self.api.create(), upload)
+        return self.api.created_id(reply.body)
+
+    def find(self, job: str, waiting: Sequence[BatchRecord], known: set[str]) -> dict[str, str]:
+        """No metadata on Message Batches: a batch created after the submission was recorded,
+        of the same size, not known to the job already (see anthropic_batch)."""
+        listed: list[tuple[str, float, int]] = []
+        after: str | None = None
+        for _ in range(_MAX_PAGES):
+            body = self.transport.send(self.endpoint, self.api.listing(after))
+            page, after = self.api.listed(body)
+            listed += page
+            if after is None:
+                break
+        found: dict[str, str] = {}
+        claimed = set(known)
+        for batch in sorted(waiting, key=lambda b: b.started):
+            for provider_id, created, size in listed:
+                fits = size == batch.size and created >= batch.started - 5.0
+                if fits and provider_id not in claimed:
+                    found[batch.key] = provider_id
+                    claimed.add(provider_id)
+                    break
+        return found
+
+    def state(self, provider_id: str) -> BatchState:
+        return self.api.state(self.transport.send(self.endpoint, self.api.retrieve(provider_id)))
+
+    def results(self, state: BatchState) -> Iterator[bytes]:
+        # results_url's path is absolute (it carries the version): fetch it from the origin
+        origin = _origin(self.endpoint)
+        for output in state.outputs:
+            yield from self.transport.lines(origin, self.api.download(output))
+
+
+class GeminiCarrier:
+    def __init__(self, transport: Transport, endpoint: Endpoint, api: GeminiBatch) -> None:
+        self.transport, self.endpoint, self.api = transport, _origin(endpoint), api
+
+    def submit(self, job: str, key: str, chunk: Path, first: WireRequest) -> str:
+        content = chunk.read_bytes()
+        label = batch_label(job, key)
+        start = self.transport.exchange(self.endpoint, self.api.upload_start(len(content), label))
+        url = start.headers.get("x-goog-upload-url")
+        if not url:
+            raise ProviderError(
+                "gemini did not return an upload URL", provider="gemini", fix="retry the job"
+            )
+        finish = self.api.upload_finish(_relative(url), len(content))
+        # the SDK sends the bytes as application/json; the file's own type went with the start
+        reply = self.transport.exchange(
+            self.endpoint, finish, Upload(content, media_type="application/json")
+        )
+        create = self.api.create(first.path, self.api.uploaded_id(reply.body), label)
+        return self.api.created_id(self.transport.send(self.endpoint, create))
+
+    def find(self, job: str, waiting: Sequence[BatchRecord], known: set[str]) -> dict[str, str]:
+        keys = {b.key for b in waiting}
+        found: dict[str, str] = {}
+        after: str | None = None
+        for _ in range(_MAX_PAGES):
+            body = self.transport.send(self.endpoint, self.api.listing(after))
+            page, after = self.api.found(body, job)
+            found.update({f.key: f.provider_id for f in page if f.key in keys})
+            if after is None or keys <= found.keys():
+                break
+        return found
+
+    def state(self, provider_id: str) -> BatchState:
+        return self.api.state(self.transport.send(self.endpoint, self.api.retrieve(provider_id)))
+
+    def results(self, state: BatchState) -> Iterator[bytes]:
+        for output in state.outputs:
+            yield from self.transport.lines(self.endpoint, self.api.download(output))
+
+
+@dataclasses.dataclass(frozen=True)
+class S3Place:
+    bucket: str
+    prefix: str
+
+    @classmethod
+    def parse(cls, uri: str | None) -> S3Place:
+        if not uri or not uri.startswith("s3://"):
+            raise UsageError(
+                "Bedrock batch inference needs an S3 location for its input and output",
+                where="s3_uri",
+                fix="pass --s3-uri s3://bucket/prefix/ (and --role-arn), or --live",
+            )
+        bucket, _, prefix = uri[5:].partition("/")
+        return cls(bucket, prefix.strip("/") + "/" if prefix.strip("/") else "")
+
+    def uri(self, key: str) -> str:
+        return f"s3://{self.bucket}/{key}"
+
+
+class BedrockCarrier:
+    """S3 through botocore's client (endpoint from AWS_ENDPOINT_URL_S3 when set, as botocore
+    reads it), the control plane through transport, signed with SigV4."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        endpoint: Endpoint,
+        api: BedrockBatch,
+        *,
+        model: str,
+        s3_uri: str | None,
+        role_arn: str | None,
+        env: Mapping[str, str],
+    ) -> None:
+        if not role_arn:
+            raise UsageError(
+                "Bedrock batch inference needs a service role for the job",
+                where="role_arn",
+                fix="pass --role-arn arn:aws:iam::ACCOUNT:role/NAME, or --live",
+            )
+        self.place = S3Place.parse(s3_uri)
+        self.role_arn, self.model, self.api = role_arn, model, api
+        region = endpoint.aws_region or "us-east-1"
+        url = env.get("AWS_ENDPOINT_URL_BEDROCK") or f"https://bedrock.{region}.amazonaws.com"
+        self.transport = transport
+        self.endpoint = dataclasses.replace(endpoint, base_url=url)
+        self._s3: Any = None
+        self._region = region
+
+    @property
+    def s3(self) -> Any:
+        if self._s3 is None:
+            import botocore.session
+
+            self._s3 = botocore.session.get_session().create_client("s3", region_name=self._region)
+        return self._s3
+
+    def submit(self, job: str, key: str, chunk: Path, first: WireRequest) -> str:
+        label = batch_label(job, key)
+        input_key = f"{self.place.prefix}{job}/{key}.jsonl"
+        with chunk.open("rb") as handle:
+            self.s3.put_object(Bucket=self.place.bucket, Key=input_key, Body=handle)
+        create = self.api.create(
+            model=self.model,
+            label=label,
+            token=label,
+            role_arn=self.role_arn,
+            input_uri=self.place.uri(input_key),
+            output_uri=self.place.uri(f"{self.place.prefix}{job}/{key}-out/"),
+        )
+        return self.api.created_id(self.transport.send(self.endpoint, create))
+
+    def find(self, job: str, waiting: Sequence[BatchRecord], known: set[str]) -> dict[str, str]:
+        keys = {b.key for b in waiting}
+        found: dict[str, str] = {}
+        after: str | None = None
+        for _ in range(_MAX_PAGES):
+            body = self.transport.send(self.endpoint, self.api.listing(job, after))
+            page, after = self.api.found(body, job)
+            found.update({f.key: f.provider_id for f in page if f.key in keys})
+            if after is None or keys <= found.keys():
+                break
+        return found
+
+    def state(self, provider_id: str) -> BatchState:
+        return self.api.state(self.transport.send(self.endpoint, self.api.retrieve(provider_id)))
+
+    def results(self, state: BatchState) -> Iterator[bytes]:
+        for output in state.outputs:
+            place = S3Place.parse(output)
+            pages = self.s3.get_paginator("list_objects_v2").paginate(
+                Bucket=place.bucket, Prefix=place.prefix
+            )
+            for page in pages:
+                for item in page.get("Contents") or ():
+                    if not str(item["Key"]).endswith(OUTPUT_SUFFIX):
+                        continue
+                    body = self.s3.get_object(Bucket=place.bucket, Key=item["Key"])["Body"]
+                    yield from (line for line in body.iter_lines() if line.strip())
+
+
+def carrier_for(
+    api: BatchApi,
+    transport: Transport,
+    endpoint: Endpoint,
+    *,
+    model: str,
+    s3_uri: str | None = None,
+    role_arn: str | None = None,
+    env: Mapping[str, str],
+) -> Carrier:
+    if isinstance(api, OpenAIBatch):
+        return OpenAICarrier(transport, endpoint, api)
+    if isinstance(api, AnthropicBatch):
+        return AnthropicCarrier(transport, endpoint, api)
+    if isinstance(api, GeminiBatch):
+        return GeminiCarrier(transport, endpoint, api)
+    if isinstance(api, BedrockBatch):
+        return BedrockCarrier(
+            transport, endpoint, api, model=model, s3_uri=s3_uri, role_arn=role_arn, env=env
+        )
+    raise UsageError(f"no carrier for batch API {api.name!r}")
+
+
+__all__ = ["Carrier", "carrier_for", "quote"]

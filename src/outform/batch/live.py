@@ -1,0 +1,107 @@
+"""Jobs on providers without a batch API (Ollama, vLLM, llama.cpp, SGLang, the OpenAI-
+compatible ones), or run with `live`: the same rows, requests, verdicts and manifest, sent as
+ordinary calls with bounded concurrency.
+
+Each row runs its rounds at once: a reply that fails validation is re-asked right away, up to
+the job's rounds. Outcomes are committed in groups as they complete. A row in flight when the
+process dies has no outcome recorded, so `resume` sends it again: a live call leaves nothing
+at the provider to collect.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import orjson
+
+from outform.batch.job import Prepared, hint_from_dict
+from outform.batch.manifest import PendingRow, RowUpdate, SqliteManifest
+from outform.batch.outcome import Verdict, judge, output_line
+from outform.batch.progress import Progress
+from outform.batch.ratelimit import RateGate
+from outform.batch.rows import Row, rows_at
+from outform.errors import OutformError, ProviderError
+from outform.transport import Transport
+
+_GROUP = 200
+
+
+def run_live(
+    prepared: Prepared,
+    manifest: SqliteManifest,
+    job: str,
+    pending: Iterator[Sequence[PendingRow]],
+    *,
+    transport: Transport,
+    progress: Progress,
+    gate: RateGate | None = None,
+) -> None:
+    gate = gate or RateGate()
+    limit = max(1, prepared.spec.concurrency)
+    updates: list[RowUpdate] = []
+    with concurrent.futures.ThreadPoolExecutor(limit, thread_name_prefix="outform-live") as pool:
+        running: set[concurrent.futures.Future[RowUpdate]] = set()
+        for page in pending:
+            places = [(p.idx, p.line, p.offset) for p in page]
+            rows = rows_at(prepared.input, places, prepared.prompt, prepared.spec.id_field)
+            for stored, row in zip(page, rows, strict=True):
+                running.add(pool.submit(_row, prepared, stored, row, transport, gate))
+                if len(running) >= limit * 4:  # bounded: memory stays flat in the rows
+                    done, running = concurrent.futures.wait(
+                        running, return_when=concurrent.futures.FIRST_COMPLETED
+                    )
+                    updates += [f.result() for f in done]
+                    progress.advance("parsing", len(done))
+                if len(updates) >= _GROUP:
+                    manifest.record(job, updates)
+                    updates = []
+                    progress.counts(manifest.status_counts(job))
+        for future in concurrent.futures.as_completed(running):
+            updates.append(future.result())
+            progress.advance("parsing")
+    manifest.record(job, updates)
+    progress.counts(manifest.status_counts(job))
+
+
+def _row(
+    prepared: Prepared, stored: PendingRow, row: Row, transport: Transport, gate: RateGate
+) -> RowUpdate:
+    rounds = prepared.spec.rounds
+    history: list[dict[str, Any]] = []
+    if stored.last_text is not None and stored.last_hint:
+        hint = hint_from_dict(orjson.loads(stored.last_hint))
+        request = prepared.reask(row.messages, stored.last_text, hint)
+    else:
+        request = prepared.request(row.messages)
+    attempt = stored.attempts
+    endpoint = prepared.resolved.endpoint
+    adapter = prepared.resolved.adapter
+    while True:
+        gate.wait()
+        try:
+            reply = transport.exchange(endpoint, prepared.wire(request))
+        except ProviderError as error:
+            gate.update(
+                {} if error.retry_after is None else {"retry-after": str(error.retry_after)}
+            )
+            verdict = Verdict("provider_error", error=error.what)
+            return _final(row, verdict, attempt + 1, history)
+        gate.update(reply.headers)
+        try:
+            response = adapter.parse(request, reply.body)
+        except (OutformError, KeyError, TypeError, ValueError) as exc:
+            verdict = Verdict("provider_error", error=f"unreadable reply: {exc}")
+            return _final(row, verdict, attempt + 1, history)
+        verdict = judge(response, prepared.pipeline, can_reask=attempt < rounds)
+        attempt += 1
+        if verdict.status != "reask" or verdict.hint is None:
+            return _final(row, verdict, attempt, history)
+        history.append({"attempt": attempt, "outcome": "invalid", "hint": verdict.hint.message()})
+        request = prepared.reask(row.messages, verdict.text, verdict.hint)
+
+
+def _final(row: Row, verdict: Verdict, attempts: int, history: list[dict[str, Any]]) -> RowUpdate:
+    line = output_line(row.id, row.line, verdict, attempts=attempts, rounds=history or None)
+    return RowUpdate(row.index, status=verdict.status, result=line)

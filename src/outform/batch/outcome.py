@@ -1,0 +1,90 @@
+"""What becomes of one reply: a final status for the row, or a re-ask in the next round.
+
+Statuses: `ok` (valid as sent), `repaired` (valid after the recorded changes), `failed` (not
+valid after the last round, or refused), `provider_error` (the provider did not answer the
+request), `expired` (the batch ran out of time before the request ran). The rules are those
+of generate(): a refusal is final, a reply cut at the token limit that only repairs made
+whole is re-asked, and an invalid reply is re-asked with its hint while rounds remain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import orjson
+
+from outform.errors import OutformError, OutputError
+from outform.parse.hint import RetryHint
+from outform.parse.pipeline import Pipeline
+from outform.providers.base import Response, Usage
+from outform.reask import CUT_OFF, repaired_after_cut
+
+Status = Literal["ok", "repaired", "failed", "provider_error", "expired"]
+STATUSES: tuple[Status, ...] = ("ok", "repaired", "failed", "provider_error", "expired")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: Status | Literal["reask"]
+    data: Any = None
+    changes: tuple[dict[str, Any], ...] = ()
+    hint: RetryHint | None = None
+    error: str = ""
+    text: str = ""
+    """The reply (kept for a re-ask: the model sees what it said)."""
+    usage: Usage = field(default_factory=Usage)
+
+
+def judge(response: Response, pipeline: Pipeline[Any], *, can_reask: bool) -> Verdict:
+    """The verdict on one parsed provider reply."""
+    usage = response.usage
+    if (response.refusal or response.finish_reason == "content_filter") and not (
+        response.text.strip()
+    ):
+        refusal = response.refusal or "the provider's content filter blocked the reply"
+        return Verdict("failed", error=f"refused: {refusal[:500]}", usage=usage)
+    try:
+        result = pipeline.run(response.text)
+        if response.finish_reason == "length" and repaired_after_cut(result.changes):
+            raise OutputError("the reply was cut off", hint=CUT_OFF, result=result)
+    except OutputError as error:
+        if can_reask:
+            return Verdict("reask", hint=error.hint, text=response.text, usage=usage)
+        return Verdict("failed", hint=error.hint, text=response.text, usage=usage)
+    except OutformError as error:  # binary, too large, too deep: the model may do better
+        hint = RetryHint(())
+        if can_reask:
+            return Verdict("reask", hint=hint, error=error.what, text=response.text, usage=usage)
+        return Verdict("failed", error=error.what, text=response.text, usage=usage)
+    changes = tuple(c.to_dict() for c in result.changes)
+    return Verdict("repaired" if changes else "ok", result.data, changes, usage=usage)
+
+
+def output_line(
+    row_id: str,
+    line: int,
+    verdict: Verdict,
+    *,
+    attempts: int,
+    rounds: Sequence[Mapping[str, Any]] | None = None,
+) -> bytes:
+    """The row's line in OUT.jsonl (without the newline)."""
+    out: dict[str, Any] = {"id": row_id, "line": line, "status": verdict.status}
+    if verdict.status in ("ok", "repaired"):
+        out["value"] = verdict.data
+        out["changes"] = list(verdict.changes)
+    if verdict.hint is not None:
+        out["hint"] = verdict.hint.to_dict()
+    if verdict.error:
+        out["error"] = verdict.error
+    if verdict.status == "failed" and verdict.text:
+        out["reply"] = verdict.text[:2000]
+    out["attempts"] = attempts
+    if rounds:
+        out["rounds"] = rounds
+    usage = verdict.usage
+    if usage.total_tokens:
+        out["usage"] = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
+    return orjson.dumps(out)

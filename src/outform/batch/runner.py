@@ -1,0 +1,508 @@
+"""The job runner: check the input, submit rows in batches, collect results, re-ask, finish.
+
+Exactly-once rests on the manifest (see `manifest`): a batch is recorded before the provider
+call that creates it and again after. On every start, batches still `submitting` are looked
+for at the provider (by the job and batch key they carry); a batch found is adopted, one not
+found never reached the provider and its rows are sent again. Results are read as each batch
+ends; a row's outcome is committed with the row leaving its batch, and rows already done are
+skipped when a batch is read again after a restart. Rounds run one after another: the rows
+whose replies failed validation in round r are sent in round r+1, up to the job's rounds.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from outform.batch.api import BatchApi, BatchState, Limits, Outcome
+from outform.batch.carriers import Carrier, carrier_for
+from outform.batch.job import JobSpec, Prepared, batch_api, hint_from_dict, new_job_id, prepare
+from outform.batch.live import run_live
+from outform.batch.manifest import BatchRecord, PendingRow, RowUpdate, SqliteManifest
+from outform.batch.outcome import Verdict, judge, output_line
+from outform.batch.progress import Progress, Silent
+from outform.batch.rows import rows_at, scan
+from outform.errors import OutformError, UsageError
+from outform.transport import Transport
+
+_GROUP = 1000
+_PAGE = 5000
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """Where a job stands: its state, round, and the rows per state and status."""
+
+    job: str
+    state: str
+    round: int
+    rows: int
+    counts: Mapping[str, int]
+    batches: Sequence[Mapping[str, Any]]
+    rounds: Sequence[Mapping[str, Any]]
+    output: str | None
+    message: str = ""
+
+    @property
+    def done(self) -> bool:
+        return self.state == "done"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "job": self.job,
+            "state": self.state,
+            "round": self.round,
+            "rows": self.rows,
+            "counts": dict(self.counts),
+            "batches": list(self.batches),
+            "rounds": list(self.rounds),
+            "output": self.output,
+            "message": self.message,
+        }
+
+
+def check_and_record(
+    manifest: SqliteManifest, spec: JobSpec, prepared: Prepared, progress: Progress
+) -> tuple[str, int]:
+    """Read every row (a bad one raises, naming its line, and nothing is recorded), then
+    record the job and its rows in one transaction. Nothing is sent before this returns."""
+    path = prepared.input
+    stat = path.stat() if path.exists() else None
+    spec = JobSpec(
+        **{
+            **_fields(spec),
+            "input": str(path.resolve()),
+            "input_size": stat.st_size if stat else 0,
+            "input_mtime": stat.st_mtime if stat else 0.0,
+        }
+    )
+    job = new_job_id()
+    progress.start("checking", stat.st_size if stat else None)
+
+    def rows() -> Iterator[tuple[int, str, int, int]]:
+        last = 0
+        for row in scan(path, prepared.prompt, spec.id_field):
+            prepared.wire(prepared.request(row.messages))  # the adapter accepts it
+            if row.offset - last > 1 << 20:
+                progress.advance("checking", row.offset - last)
+                last = row.offset
+            yield row.index, row.id, row.line, row.offset
+
+    count = manifest.create_job(job, spec.to_json(), rows())
+    if count == 0:
+        with manifest.transaction() as db:
+            db.execute("DELETE FROM jobs WHERE id = ?", (job,))
+        raise UsageError(
+            "the input file has no rows", where=str(path), fix="give one JSON object a line"
+        )
+    manifest.set_job(job, state="running", round=0)
+    return job, count
+
+
+def _fields(spec: JobSpec) -> dict[str, Any]:
+    import dataclasses
+
+    return {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
+
+
+class Runner:
+    """Drives one job through transport; resumable at any point."""
+
+    def __init__(
+        self,
+        manifest: SqliteManifest,
+        job: str,
+        *,
+        transport: Transport | None = None,
+        progress: Progress | None = None,
+        api_key: str | None = None,
+        env: Mapping[str, str] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.manifest = manifest
+        self.job = job
+        record = manifest.job(job)
+        self.spec = JobSpec.from_json(record.spec)
+        self.env = dict(env if env is not None else os.environ)
+        self.prepared = prepare(self.spec, api_key=api_key, env=self.env)
+        self.transport = transport or Transport()
+        self.progress = progress or Silent()
+        self.sleep = sleep
+        self._api: BatchApi | None = None
+        self._carrier: Carrier | None = None
+        if self.prepared.api is not None:
+            self._api = batch_api(self.prepared)
+            self._carrier = carrier_for(
+                self._api,
+                self.transport,
+                self.prepared.resolved.endpoint,
+                model=self.prepared.resolved.model,
+                s3_uri=self.spec.s3_uri,
+                role_arn=self.spec.role_arn,
+                env=self.env,
+            )
+        self._parse_request = self.prepared.request(())
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def status(self) -> JobStatus:
+        record = self.manifest.job(self.job)
+        return status_of(self.manifest, self.job, record.state, self.spec.output)
+
+    def run(self, *, wait: bool = True) -> JobStatus:
+        """Advance the job as far as it goes: to the end with `wait`, else one pass (submit
+        what is pending, read what has ended)."""
+        self._check_input()
+        while True:
+            record = self.manifest.job(self.job)
+            if record.state == "done":
+                return self.status()
+            round_ = record.round
+            if self._carrier is None:
+                self._live(round_)
+            else:
+                self._recover()
+                self._submit(round_)
+                self._collect()
+            if self._round_open(round_):
+                if not wait:
+                    return self.status()
+                self.sleep(self.spec.poll_interval)
+                continue
+            self.manifest.end_round(self.job, round_)
+            if self.manifest.count(self.job, "state = 'pending' AND round = ?", round_ + 1):
+                self.manifest.set_job(self.job, round=round_ + 1)
+                self.progress.note(f"round {round_ + 1}: re-asking the rows that failed validation")
+                continue
+            self._finish()
+
+    def _round_open(self, round_: int) -> bool:
+        return bool(
+            self.manifest.count(self.job, "state IN ('pending', 'sent') AND round = ?", round_)
+        )
+
+    def _check_input(self) -> None:
+        path = self.prepared.input
+        try:
+            stat = path.stat()
+        except OSError:
+            raise UsageError(
+                "the job's input file is gone", where=str(path), fix="put it back to resume the job"
+            ) from None
+        if self.spec.input_size and (
+            stat.st_size != self.spec.input_size or stat.st_mtime != self.spec.input_mtime
+        ):
+            raise UsageError(
+                "the job's input file changed since the job started",
+                where=str(path),
+                fix="restore the file as it was, or start a new job",
+            )
+
+    # -- live ----------------------------------------------------------------------------------
+
+    def _pages(self, round_: int) -> Iterator[list[PendingRow]]:
+        after = -1
+        while True:
+            page = self.manifest.pending(self.job, round_, after, _PAGE)
+            if not page:
+                return
+            yield page
+            after = page[-1].idx
+
+    def _live(self, round_: int, rows: Iterator[Sequence[PendingRow]] | None = None) -> None:
+        total = self.manifest.count(self.job, "state = 'pending'")
+        self.progress.start("parsing", total)
+        run_live(
+            self.prepared,
+            self.manifest,
+            self.job,
+            rows if rows is not None else self._pages(round_),
+            transport=self.transport,
+            progress=self.progress,
+        )
+
+    # -- submitting ----------------------------------------------------------------------------
+
+    @property
+    def limits(self) -> Limits:
+        assert self._api is not None
+        base = self._api.limits
+        return Limits(
+            min(base.max_requests, self.spec.max_requests or base.max_requests),
+            min(base.max_bytes, self.spec.max_bytes or base.max_bytes),
+            base.min_requests,
+        )
+
+    def _recover(self) -> None:
+        """Batches recorded as `submitting`: adopt those the provider has, release the rest."""
+        assert self._carrier is not None
+        waiting = self.manifest.batches(self.job, ["submitting"])
+        if not waiting:
+            return
+        known = {b.provider_id for b in self.manifest.batches(self.job) if b.provider_id}
+        found = self._carrier.find(self.job, waiting, known)
+        for batch in waiting:
+            if batch.key in found:
+                self.manifest.set_batch(
+                    self.job, batch.key, "submitted", provider_id=found[batch.key]
+                )
+                self.progress.note(f"batch {batch.key}: found at the provider after a restart")
+            else:
+                self.manifest.release_batch(self.job, batch.key)
+
+    def _submit(self, round_: int) -> None:
+        assert self._api is not None
+        total = self.manifest.count(self.job, "state = 'pending' AND round = ?", round_)
+        if not total:
+            return
+        limits = self.limits
+        if total < limits.min_requests:
+            self.progress.note(
+                f"{total} row(s) are fewer than {self._api.name} batches take: sent live"
+            )
+            self._live(round_)
+            return
+        self.progress.start("submitting", total)
+        framing = self._api.framing
+        with tempfile.TemporaryDirectory(prefix="outform-batch-") as folder:
+            chunk = Path(folder) / "chunk"
+            idxs: list[int] = []
+            first = None
+            size = len(framing.head) + len(framing.tail)
+            handle = chunk.open("wb")
+            try:
+                for page in self._pages(round_):
+                    for stored, line in self._lines(page):
+                        grow = len(line) + (len(framing.separator) if idxs else 0)
+                        if idxs and (
+                            len(idxs) >= limits.max_requests or size + grow > limits.max_bytes
+                        ):
+                            handle.write(framing.tail)
+                            handle.close()
+                            self._send(round_, chunk, idxs, first)
+                            handle, idxs, size = (
+                                chunk.open("wb"),
+                                [],
+                                len(framing.head) + len(framing.tail),
+                            )
+                            grow = len(line)
+                        if not idxs:
+                            handle.write(framing.head)
+                            first = line
+                        else:
+                            handle.write(framing.separator)
+                        handle.write(line)
+                        idxs.append(stored.idx)
+                        size += grow
+                handle.write(framing.tail)
+                handle.close()
+                if len(idxs) >= limits.min_requests:
+                    self._send(round_, chunk, idxs, first)
+            finally:
+                handle.close()
+        if idxs and len(idxs) < limits.min_requests:  # a tail too small for a batch: live
+            self.progress.note(f"{len(idxs)} row(s) are fewer than a batch takes: sent live")
+            self._live(round_)
+
+    def _lines(self, page: Sequence[PendingRow]) -> Iterator[tuple[PendingRow, bytes]]:
+        assert self._api is not None
+        places = [(p.idx, p.line, p.offset) for p in page]
+        rows = rows_at(self.prepared.input, places, self.prepared.prompt, self.spec.id_field)
+        for stored, row in zip(page, rows, strict=True):
+            if stored.last_text is not None and stored.last_hint:
+                hint = hint_from_dict(orjson.loads(stored.last_hint))
+                request = self.prepared.reask(row.messages, stored.last_text, hint)
+            else:
+                request = self.prepared.request(row.messages)
+            wire = self.prepared.wire(request)
+            self._first_wire = wire
+            yield stored, self._api.line(stored.row_id, wire)
+
+    def _send(self, round_: int, chunk: Path, idxs: list[int], first: bytes | None) -> None:
+        assert self._carrier is not None
+        key = f"r{round_}b{self.manifest.next_batch_number(self.job)}"
+        self.manifest.start_batch(self.job, key, round_, idxs)  # recorded before the call
+        provider_id = self._carrier.submit(self.job, key, chunk, self._first_wire)
+        self.manifest.set_batch(self.job, key, "submitted", provider_id=provider_id)
+        self.progress.advance("submitting", len(idxs))
+
+    # -- collecting ----------------------------------------------------------------------------
+
+    def _collect(self) -> None:
+        assert self._carrier is not None
+        outstanding = self.manifest.batches(self.job, ["submitted"])
+        if not outstanding:
+            return
+        self.progress.start("waiting", len(outstanding))
+        for batch in outstanding:
+            assert batch.provider_id is not None
+            state = self._carrier.state(batch.provider_id)
+            if state.phase == "running":
+                continue
+            self._download(batch, state)
+            self.progress.advance("waiting")
+
+    def _download(self, batch: BatchRecord, state: BatchState) -> None:
+        assert self._carrier is not None and self._api is not None
+        waiting = self.manifest.sent_rows(self.job, batch.key)
+        self.progress.start("parsing", len(waiting))
+        updates: list[RowUpdate] = []
+        for line in self._carrier.results(state):
+            try:
+                outcome = self._api.outcome(line)
+            except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
+                continue  # not a result line (a provider's summary line)
+            stored = waiting.pop(outcome.custom_id, None)
+            if stored is None:
+                continue  # not this batch's, or already done before a restart
+            updates.append(self._update(batch, outcome, stored))
+            if len(updates) >= _GROUP:
+                self.manifest.record(self.job, updates)
+                self.progress.advance("parsing", len(updates))
+                self.progress.counts(self.manifest.status_counts(self.job))
+                updates = []
+        for row_id, stored in waiting.items():  # rows the provider returned nothing for
+            status = "expired" if state.phase == "expired" else "provider_error"
+            error = state.message or "the provider returned no result for this request"
+            outcome = Outcome(row_id, "expired" if status == "expired" else "error", error=error)
+            updates.append(self._update(batch, outcome, stored))
+        self.manifest.record(self.job, updates)
+        self.progress.advance("parsing", len(updates))
+        self.progress.counts(self.manifest.status_counts(self.job))
+        final = "done" if state.phase == "ended" else "failed"
+        self.manifest.set_batch(self.job, batch.key, final, message=state.message)
+
+    def _update(
+        self,
+        batch: BatchRecord,
+        outcome: Outcome,
+        stored: tuple[int, int, int, int],
+    ) -> RowUpdate:
+        idx, round_, attempts, line_number = stored
+        can_reask = round_ < self.spec.rounds
+        if outcome.kind == "reply" and outcome.body is not None:
+            try:
+                response = self.prepared.resolved.adapter.parse(self._parse_request, outcome.body)
+                verdict = judge(response, self.prepared.pipeline, can_reask=can_reask)
+            except (OutformError, KeyError, TypeError, ValueError, AttributeError) as exc:
+                verdict = Verdict("provider_error", error=f"unreadable reply: {exc}")
+        elif outcome.kind == "expired":
+            verdict = Verdict("expired", error=outcome.error)
+        elif outcome.retryable and can_reask:
+            verdict = Verdict("reask", error=outcome.error)
+        else:
+            verdict = Verdict("provider_error", error=outcome.error)
+        history = (
+            list(orjson.loads(self.manifest.history(self.job, idx) or b"[]")) if attempts else []
+        )
+        entry: dict[str, Any] = {"round": round_, "batch": batch.key}
+        if verdict.status == "reask":
+            entry["outcome"] = "invalid" if verdict.hint is not None else "provider_error"
+            entry["detail"] = verdict.hint.message() if verdict.hint is not None else verdict.error
+            history.append(entry)
+            return RowUpdate(
+                idx,
+                next_round=round_ + 1,
+                text=verdict.text if verdict.hint is not None else None,
+                hint=orjson.dumps(verdict.hint.to_dict()) if verdict.hint is not None else None,
+                history=orjson.dumps(history),
+            )
+        row_id = outcome.custom_id
+        result = output_line(
+            row_id, line_number, verdict, attempts=attempts + 1, rounds=history or None
+        )
+        return RowUpdate(
+            idx,
+            status=verdict.status,
+            result=result,
+            history=orjson.dumps(history) if history else None,
+        )
+
+    # -- finishing -----------------------------------------------------------------------------
+
+    def _finish(self) -> None:
+        if self.spec.output:
+            write_output(self.manifest, self.job, Path(self.spec.output))
+        self.manifest.set_job(self.job, state="done")
+
+
+def write_output(manifest: SqliteManifest, job: str, path: Path) -> int:
+    """OUT.jsonl, one line per input row in input order, written whole or not at all (a
+    temporary file renamed into place)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    count = 0
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            for _, result in manifest.results(job):
+                if result is None:
+                    raise UsageError("the job is not finished", where=job)
+                handle.write(result)
+                handle.write(b"\n")
+                count += 1
+            handle.flush()
+            os.fsync(handle.fileno())
+        Path(temp).replace(path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return count
+
+
+def status_of(manifest: SqliteManifest, job: str, state: str, output: str | None) -> JobStatus:
+    record = manifest.job(job)
+    batches = [
+        {
+            "key": b.key,
+            "round": b.round,
+            "state": b.state,
+            "provider_id": b.provider_id,
+            "size": b.size,
+            "message": b.message,
+        }
+        for b in manifest.batches(job)
+    ]
+    return JobStatus(
+        job,
+        record.state,
+        record.round,
+        record.rows,
+        manifest.status_counts(job),
+        batches,
+        manifest.rounds(job),
+        output,
+        record.message,
+    )
+
+
+def start(
+    manifest: SqliteManifest,
+    spec: JobSpec,
+    *,
+    progress: Progress | None = None,
+    api_key: str | None = None,
+) -> str:
+    """Check the input and record the job; its id. Nothing is submitted yet."""
+    prepared = prepare(spec, api_key=api_key)
+    if prepared.api == "bedrock":
+        from outform.batch.carriers import S3Place
+
+        S3Place.parse(spec.s3_uri)
+        if not spec.role_arn:
+            raise UsageError(
+                "Bedrock batch inference needs a service role for the job",
+                where="role_arn",
+                fix="pass --role-arn arn:aws:iam::ACCOUNT:role/NAME, or --live",
+            )
+    job, _ = check_and_record(manifest, spec, prepared, progress or Silent())
+    return job
+
+
+__all__ = ["JobStatus", "Runner", "new_job_id", "start", "status_of", "write_output"]

@@ -1,0 +1,297 @@
+"""`outform batch run | status | resume`: bulk extraction through the providers' batch APIs.
+
+Reads the options, draws progress on standard error, prints the summary; the work is
+outform.batch's. Exit codes: 0 the job finished and every row is ok or repaired, 1 it finished
+with rows failed, provider_error or expired (see OUT.jsonl), 2 wrong usage or bad input (no
+batch was submitted), 4 the job is still running (--no-wait, or `status`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from outform.cli.app import EXIT_INVALID, app, stderr
+from outform.cli.io import import_type, load_schema, print_json
+from outform.errors import UsageError
+
+EXIT_RUNNING = 4
+
+batch_app = typer.Typer(
+    help="Bulk extraction through the providers' batch APIs (see docs/batch.md).",
+    no_args_is_help=True,
+)
+app.add_typer(batch_app, name="batch")
+
+Manifest = Annotated[
+    str | None,
+    typer.Option(
+        "--manifest", help="The job manifest (SQLite file); default .outform/batch.sqlite3."
+    ),
+]
+Json = Annotated[
+    bool, typer.Option("--json", help="Print the status as JSON, with no progress bars.")
+]
+
+
+class RichProgress:
+    """Bars for checking, submitting, waiting and parsing, with counts per status."""
+
+    def __init__(self) -> None:
+        self.bars = Progress(
+            TextColumn("{task.description:<10}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[counts]}"),
+            console=stderr,
+            transient=False,
+        )
+        self.tasks: dict[str, TaskID] = {}
+        self.text = ""
+
+    def __enter__(self) -> RichProgress:
+        self.bars.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bars.stop()
+
+    def start(self, phase: str, total: int | None) -> None:
+        if phase in self.tasks:
+            self.bars.reset(self.tasks[phase], total=total)
+        else:
+            self.tasks[phase] = self.bars.add_task(phase, total=total, counts="")
+
+    def advance(self, phase: str, n: int = 1) -> None:
+        if phase in self.tasks:
+            self.bars.advance(self.tasks[phase], n)
+
+    def counts(self, counts: Mapping[str, int]) -> None:
+        self.text = "  ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+        for task in self.tasks.values():
+            self.bars.update(task, counts="")
+        if "parsing" in self.tasks:
+            self.bars.update(self.tasks["parsing"], counts=self.text)
+
+    def note(self, text: str) -> None:
+        self.bars.console.print(text, markup=False, highlight=False)
+
+
+def _prompt(value: str | None) -> str | None:
+    if value is None or not value.startswith("@"):
+        return value
+    path = Path(value[1:])
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(
+            f"cannot read the prompt template: {exc.strerror}", where=str(path)
+        ) from None
+
+
+@batch_app.command("run")
+def run_command(
+    input: Annotated[Path, typer.Argument(help="JSON Lines file: one object per row.")],
+    model: Annotated[str, typer.Option("--model", "-m", help="provider:model")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="OUT.jsonl: one line per row.")],
+    schema: Annotated[
+        Path | None, typer.Option("--schema", "-s", help="JSON Schema file of each value.")
+    ] = None,
+    type_: Annotated[
+        str | None, typer.Option("--type", "-t", help="Python type of each value, module:Name.")
+    ] = None,
+    prompt: Annotated[
+        str | None,
+        typer.Option("--prompt", "-p", help="Template with {field}s of the row, or @FILE."),
+    ] = None,
+    id_field: Annotated[str, typer.Option("--id-field", help="The row key holding its id.")] = "id",
+    rounds: Annotated[
+        int | None, typer.Option("--rounds", min=0, max=10, help="Follow-up rounds (default 2).")
+    ] = None,
+    mode: Annotated[
+        str, typer.Option("--mode", help="auto, native, tool, json or prompted.")
+    ] = "auto",
+    level: Annotated[str | None, typer.Option("--level", help="Repair level.")] = None,
+    max_tokens: Annotated[int | None, typer.Option("--max-tokens", min=1)] = None,
+    live: Annotated[
+        bool, typer.Option("--live", help="Send ordinary calls even where a batch API exists.")
+    ] = False,
+    concurrency: Annotated[
+        int | None, typer.Option("--concurrency", min=1, help="Live calls at once (default 8).")
+    ] = None,
+    max_requests: Annotated[
+        int | None, typer.Option("--max-requests", min=1, help="Requests per batch, at most.")
+    ] = None,
+    max_bytes: Annotated[
+        int | None, typer.Option("--max-bytes", min=1024, help="Bytes per batch file, at most.")
+    ] = None,
+    poll_interval: Annotated[
+        float | None, typer.Option("--poll-interval", help="Seconds between status checks.")
+    ] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url")] = None,
+    s3_uri: Annotated[
+        str | None, typer.Option("--s3-uri", help="Bedrock: s3://bucket/prefix/ for the files.")
+    ] = None,
+    role_arn: Annotated[
+        str | None, typer.Option("--role-arn", help="Bedrock: the job's role.")
+    ] = None,
+    wait: Annotated[
+        bool, typer.Option("--wait/--no-wait", help="Wait for the end (default), or submit only.")
+    ] = True,
+    manifest: Manifest = None,
+    as_json: Json = False,
+) -> None:
+    """Check every row, submit them, wait, parse every reply, re-ask the invalid ones, and
+    write OUT.jsonl. Nothing is submitted until the whole input has been checked."""
+    from outform import batch
+
+    if (schema is None) == (type_ is None):
+        raise UsageError(
+            "give exactly one of --schema and --type",
+            fix="outform batch run rows.jsonl -m openai:gpt-5-mini -s s.json -o out.jsonl",
+        )
+    output_format: Any = load_schema(schema) if schema is not None else import_type(type_ or "")
+    options: dict[str, Any] = {
+        "output": output,
+        "prompt": _prompt(prompt),
+        "id_field": id_field,
+        "rounds": rounds,
+        "mode": mode,
+        "level": level,
+        "max_tokens": max_tokens,
+        "live": live,
+        "concurrency": concurrency,
+        "max_requests": max_requests,
+        "max_bytes": max_bytes,
+        "poll_interval": poll_interval,
+        "base_url": base_url,
+        "s3_uri": s3_uri,
+        "role_arn": role_arn,
+    }
+    _drive(
+        lambda progress: batch.submit(
+            input, model, output_format, manifest=manifest, progress=progress, **options
+        ),
+        manifest,
+        as_json,
+        wait,
+    )
+
+
+@batch_app.command("status")
+def status_command(
+    job: Annotated[str | None, typer.Argument(help="The job id; none lists the jobs.")] = None,
+    manifest: Manifest = None,
+    as_json: Json = False,
+    refresh: Annotated[
+        bool, typer.Option("--refresh/--no-refresh", help="Ask the provider first (default).")
+    ] = True,
+) -> None:
+    """Where a job stands (asking the provider, and reading batches that ended)."""
+    from outform import batch
+
+    if job is None:
+        _list(manifest, as_json)
+        return
+    status = batch.status(job, manifest=manifest, refresh=refresh)
+    _report(status, as_json)
+
+
+@batch_app.command("resume")
+def resume_command(
+    job: Annotated[str, typer.Argument(help="The job id.")],
+    manifest: Manifest = None,
+    as_json: Json = False,
+    wait: Annotated[bool, typer.Option("--wait/--no-wait")] = True,
+) -> None:
+    """Carry a job on from where it stopped (after a crash, kill -9 or --no-wait): no row is
+    submitted twice, none is lost."""
+    from outform import batch
+
+    _drive(
+        lambda progress: batch.resume(job, manifest=manifest, progress=progress, wait=False),
+        manifest,
+        as_json,
+        wait,
+    )
+
+
+def _drive(first: Any, manifest: str | None, as_json: bool, wait: bool) -> None:
+    from outform import batch
+    from outform.batch.progress import Silent
+
+    if as_json:
+        status = first(Silent())
+        if wait and not status.done:
+            status = batch.resume(status.job, manifest=manifest)
+    else:
+        with RichProgress() as progress:
+            status = first(progress)
+            progress.note(f"job {status.job}")
+            if wait and not status.done:
+                status = batch.resume(status.job, manifest=manifest, progress=progress)
+    _report(status, as_json)
+
+
+def _report(status: Any, as_json: bool) -> None:
+    if as_json:
+        print_json(status.to_dict())
+    else:
+        _summary(status)
+    if not status.done:
+        raise typer.Exit(EXIT_RUNNING)
+    bad = sum(status.counts.get(k, 0) for k in ("failed", "provider_error", "expired"))
+    if bad:
+        raise typer.Exit(EXIT_INVALID)
+
+
+def _summary(status: Any) -> None:
+    table = Table(title=f"batch job {status.job}: {status.state}", title_justify="left")
+    table.add_column("status")
+    table.add_column("rows", justify="right")
+    for name in ("ok", "repaired", "failed", "provider_error", "expired", "pending", "sent"):
+        if status.counts.get(name):
+            table.add_row(name, str(status.counts[name]))
+    table.add_row("total", str(status.rows), style="bold")
+    stderr.print(table)
+    if status.rounds:
+        rounds = ", ".join(f"round {r['round']}: {r['sent']} sent" for r in status.rounds)
+        stderr.print(rounds, markup=False)
+    if status.output and status.done:
+        stderr.print(f"written: {status.output}", markup=False)
+    if status.message:
+        stderr.print(status.message, markup=False)
+
+
+def _list(manifest: str | None, as_json: bool) -> None:
+    from outform import batch
+
+    store = batch.open_manifest(manifest)
+    try:
+        jobs = [
+            {"job": j.id, "state": j.state, "rows": j.rows, "round": j.round} for j in store.jobs()
+        ]
+    finally:
+        store.close()
+    if as_json:
+        print_json(jobs)
+        return
+    table = Table(title="batch jobs", title_justify="left")
+    for column in ("job", "state", "rows", "round"):
+        table.add_column(column)
+    for job in jobs:
+        table.add_row(*(str(job[c]) for c in ("job", "state", "rows", "round")))
+    stderr.print(table)
