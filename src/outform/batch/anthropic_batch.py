@@ -40,7 +40,7 @@ class AnthropicBatch:
 
     @staticmethod
     def create() -> WireRequest:
-        """POST /messages/batches (under the versioned base URL); the body is the framed requests."""
+        """POST /messages/batches under the versioned base URL; the body is the requests."""
         return WireRequest("/messages/batches", {})
 
     @staticmethod
