@@ -14,6 +14,7 @@ import outform
 from outform.cli import EXIT_USAGE, main
 from outform.errors import SchemaError
 from outform.schema.satisfiable import find_empty
+from tests.vendored import corpus
 
 SAMPLES: list[Any] = [
     None, True, False, 0, 1, 2, 3, 5, -1, 1.5, 0.25, 1e9, "", "a", "abc", "abcdef",
@@ -136,3 +137,10 @@ def test_the_cli_refuses_the_schema_the_issue_shows(
     assert main(["schema", str(path), "--dialect", "openai_strict"]) == EXIT_USAGE
     err = " ".join(capsys.readouterr().err.split())
     assert "the schema accepts no value: no integer is at least 5 and at most 1" in err
+
+
+def test_no_real_world_schema_is_refused() -> None:
+    refused = [
+        row["id"] for row in corpus("jsonschemabench_dev.jsonl") if find_empty(row["schema"])
+    ]
+    assert refused == []

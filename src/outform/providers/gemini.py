@@ -1,6 +1,6 @@
 """Google Gemini `generateContent` / `streamGenerateContent` (REST, camelCase).
 
-The body follows what the official `google-genai` SDK sends (reference/sdk-wire.md, SDK 3.4.0):
+The body follows what the official `google-genai` SDK sends (tests/providers/gemini_wire.py):
 `contents` (roles `user` and `model`), a top-level `systemInstruction` (labelled role `user`,
 as the SDK does), `generationConfig`, `tools` and `toolConfig`. The path is relative to the
 registry's base URL (`.../v1beta`): `/models/{model}:generateContent`, or
@@ -10,11 +10,11 @@ chunks. Keys are camelCase everywhere; the SDK itself sends some nested keys in 
 
 Decisions where the sources leave a choice (each also said where it is made):
 
-- Native schema goes in `responseJsonSchema` by default (sdk-wire.md: verbatim, and it takes
+- Native schema goes in `responseJsonSchema` by default (the SDK passes it verbatim, and it takes
   every schema shape); `Gemini(schema_field="responseSchema")` sends the OpenAPI form instead,
   when the dialect result is `gemini_openapi`. Neither has a name or a strict flag.
 - Tools are declared with `parametersJsonSchema` (standard JSON Schema, the `gemini` tool
-  dialect). Strict tools ask for `mode: VALIDATED` (providers.md §4.6).
+  dialect). Strict tools ask for `mode: VALIDATED` (Gemini's function-calling docs).
 - Tool results travel as `functionResponse` parts in a `user` turn with
   `response: {"result": <text>}`, as the SDK's automatic function calling does.
 - Gemini 3 rejects a replayed `functionCall` part without its `thoughtSignature`. The neutral

@@ -2,7 +2,7 @@
 
 One adapter, ten flavors. OpenAI's own API is the reference (its OpenAPI document and the
 official SDK); the flavors differ only where the provider documents a difference
-(providers.md §1, §7-11, §13-16):
+(each server's own structured-output docs):
 
 =========  ==================================  ==================================================
 flavor     schema output (`NativeSchema`)      thinking (`Thinking`)
@@ -26,7 +26,7 @@ Choices made where sources leave room:
   v0.12), and vLLM turns a `response_format` into the same `structured_outputs` internally,
   so sending both would name one constraint twice. `JsonObject` stays `response_format`.
 * **llama.cpp** gets the nested OpenAI form `{"type": "json_schema", "json_schema": {"schema":
-  ...}}`: its server code reads `json_schema.schema` (providers.md §16.1), while the flat
+  ...}}`: its server code reads `json_schema.schema` (tools/server/README.md), while the flat
   `{"type": "json_schema", "schema": ...}` shown in its README silently degrades to "any
   object". The nested form is also what OpenAI's spec defines, so one shape serves all.
 * **`max_tokens`**: OpenAI's spec marks it deprecated in favour of `max_completion_tokens`

@@ -1,7 +1,7 @@
 """What each provider and model supports for structured output, and the mode `auto` picks.
 
 A profile is data: per provider, a list of model-name patterns (globs, first match wins), each
-with its `Capabilities`. The facts come from reference/providers.md (sections cited per
+with its `Capabilities`. The facts come from the providers' documentation (cited per
 provider); where the reference marks a fact unverified, the profile takes the conservative
 side and says so in `note`.
 
@@ -95,7 +95,7 @@ _ANTHROPIC = Capabilities(
     tool_dialect="anthropic",
     tool_forcing=True,
     forcing_with_thinking=False,
-    note="extended thinking refuses a forced tool_choice (providers.md §3.6)",
+    note="extended thinking refuses a forced tool_choice",
 )
 _GEMINI = Capabilities(
     json_object=True,
@@ -103,14 +103,14 @@ _GEMINI = Capabilities(
     tool_dialect="gemini",
     tool_forcing=True,
     schema_with_tools=False,
-    note="structured output with function tools only on Gemini 3 (providers.md §4.6)",
+    note="structured output with function tools only on Gemini 3",
 )
 _BEDROCK_CLAUDE = Capabilities(
     native_dialect="bedrock",
     tool_dialect="bedrock",
     tool_forcing=True,
     forcing_with_thinking=False,
-    note="Claude with thinking refuses a forced toolChoice (providers.md §5.5)",
+    note="Claude with thinking refuses a forced toolChoice",
 )
 _GRAMMAR = Capabilities(json_object=True, schema_in_prompt=True)
 _COMPATIBLE = Capabilities(json_object=True, tool_forcing=True, schema_in_prompt=True)
@@ -120,7 +120,7 @@ PROFILES: dict[str, ProviderProfile] = {
     for profile in (
         ProviderProfile(
             "openai",
-            "providers.md §1, §2, §19",
+            "platform.openai.com/docs/guides/structured-outputs",
             (
                 _rule(
                     "gpt-4",
@@ -146,7 +146,7 @@ PROFILES: dict[str, ProviderProfile] = {
         ),
         ProviderProfile(
             "anthropic",
-            "providers.md §3, §18.5",
+            "docs.anthropic.com/en/docs/build-with-claude/structured-outputs, /extended-thinking",
             (
                 _rule(
                     "claude-fable*",
@@ -154,7 +154,7 @@ PROFILES: dict[str, ProviderProfile] = {
                     base=_ANTHROPIC,
                     tool_forcing=False,
                     note="refuses a forced tool_choice; JSON outputs support is conflicting "
-                    "(providers.md §3.1, §3.6)",
+                    "(Anthropic's structured-outputs and extended-thinking docs)",
                 ),
                 _rule(
                     "claude-opus-4-1*",
@@ -181,7 +181,7 @@ PROFILES: dict[str, ProviderProfile] = {
         ),
         ProviderProfile(
             "gemini",
-            "providers.md §4, §17.2, §18.4",
+            "ai.google.dev/gemini-api/docs/structured-output",
             (
                 _rule("gemini-3*", base=_GEMINI, schema_with_tools=True, note=""),
                 _rule(
@@ -196,7 +196,7 @@ PROFILES: dict[str, ProviderProfile] = {
         ),
         ProviderProfile(
             "bedrock",
-            "providers.md §5, §18.6",
+            "docs.aws.amazon.com/bedrock/latest/userguide/structured-output.html",
             (
                 _rule(
                     "*claude-haiku-4-5*",
@@ -231,7 +231,7 @@ PROFILES: dict[str, ProviderProfile] = {
         ),
         ProviderProfile(
             "ollama",
-            "providers.md §6",
+            "ollama/ollama docs: structured outputs, thinking",
             (
                 _rule(
                     "*-cloud",
@@ -246,7 +246,7 @@ PROFILES: dict[str, ProviderProfile] = {
         ),
         ProviderProfile(
             "llama_cpp",
-            "providers.md §16",
+            "llama.cpp tools/server/README.md",
             (
                 _rule(
                     "*",
@@ -259,7 +259,7 @@ PROFILES: dict[str, ProviderProfile] = {
         ),
         ProviderProfile(
             "deepseek",
-            "providers.md §7",
+            "api-docs.deepseek.com/guides/json_mode",
             (
                 _rule(
                     "deepseek-reasoner*",
@@ -281,12 +281,12 @@ PROFILES: dict[str, ProviderProfile] = {
         ),
         ProviderProfile(
             "mistral",
-            "providers.md §8 (strict semantics unverified)",
+            "docs.mistral.ai structured output (strict semantics undocumented)",
             (_rule("*", base=_COMPATIBLE, native_dialect="mistral", json_word=True),),
         ),
         ProviderProfile(
             "groq",
-            "providers.md §9",
+            "console.groq.com/docs/structured-outputs",
             (
                 _rule(
                     "openai/gpt-oss-*",
@@ -314,17 +314,17 @@ PROFILES: dict[str, ProviderProfile] = {
         ),
         ProviderProfile(
             "together",
-            "providers.md §10",
+            "docs.together.ai/docs/json-mode",
             (_rule("*", base=_COMPATIBLE, native_dialect="together"),),
         ),
         ProviderProfile(
             "fireworks",
-            "providers.md §11",
+            "docs.fireworks.ai/structured-responses/structured-response-formatting",
             (_rule("*", base=_COMPATIBLE, native_dialect="fireworks"),),
         ),
         ProviderProfile(
             "xai",
-            "providers.md §13",
+            "docs.x.ai/developers/model-capabilities/text/structured-outputs",
             (
                 _rule(
                     "grok-4*",
@@ -346,7 +346,7 @@ PROFILES: dict[str, ProviderProfile] = {
         ),
         ProviderProfile(
             "vllm",
-            "providers.md §14",
+            "docs.vllm.ai/en/latest/features/structured_outputs",
             (_rule("*", base=_COMPATIBLE, native_dialect="vllm"),),
         ),
     )
