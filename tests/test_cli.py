@@ -32,19 +32,27 @@ SCHEMA = {
 }
 
 
-@pytest.fixture(autouse=True)
-def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """Each test runs in an empty directory holding schema.json, with no config in effect."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("OUTFORM_CONFIG", raising=False)
-    monkeypatch.delenv("OUTFORM_DEBUG", raising=False)
-    (tmp_path / "schema.json").write_bytes(orjson.dumps(SCHEMA))
+def isolated(
+    path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, Any], *unset: str
+) -> Iterator[Path]:
+    """Run in `path`, holding `files` (name -> JSON), with no config and `unset` variables."""
+    monkeypatch.chdir(path)
+    for name in ("OUTFORM_CONFIG", "OUTFORM_DEBUG", *unset):
+        monkeypatch.delenv(name, raising=False)
+    for name, content in files.items():
+        (path / name).write_bytes(orjson.dumps(content))
     outform.config.reload()
     clear_cache()
-    yield tmp_path
+    yield path
     monkeypatch.undo()
     outform.config.reload()
     clear_cache()
+
+
+@pytest.fixture(autouse=True)
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Each test runs in an empty directory holding schema.json, with no config in effect."""
+    yield from isolated(tmp_path, monkeypatch, {"schema.json": SCHEMA})
 
 
 class Run:

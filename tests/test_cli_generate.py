@@ -11,12 +11,10 @@ from typing import Any
 import orjson
 import pytest
 
-import outform.config
 from outform.cli import EXIT_INVALID, EXIT_PROVIDER, EXIT_USAGE, main
-from outform.parse import clear_cache
 from tests.providers import openai_wire
 from tests.providers.fake import FakeServer
-from tests.test_cli import Run, command
+from tests.test_cli import Run, command, isolated
 
 MODEL = "openai:gpt-4o-2024-08-06"
 PERSON = {
@@ -28,16 +26,9 @@ PERSON = {
 
 @pytest.fixture(autouse=True)
 def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    monkeypatch.chdir(tmp_path)
-    for name in ("OUTFORM_CONFIG", "OUTFORM_DEBUG", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    (tmp_path / "person.json").write_bytes(orjson.dumps(PERSON))
-    outform.config.reload()
-    clear_cache()
-    yield tmp_path
-    monkeypatch.undo()
-    outform.config.reload()
-    clear_cache()
+    """An empty directory holding person.json; no config, no OpenAI key or URL from outside."""
+    files = {"person.json": PERSON}
+    yield from isolated(tmp_path, monkeypatch, files, "OPENAI_API_KEY", "OPENAI_BASE_URL")
 
 
 @pytest.fixture

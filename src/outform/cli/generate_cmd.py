@@ -82,6 +82,7 @@ def generate_command(
     The value goes to standard output; the mode, attempts and changes to standard error.
     """
     from outform.run import GenerationError, RefusalError, generate
+    from outform.transport import Transport
 
     settings = options.parse_settings(level, max_chars, max_depth, time_limit)
     output, _ = output_of(schema, type_)
@@ -90,19 +91,21 @@ def generate_command(
     if system is not None:
         messages.insert(0, {"role": "system", "content": system})
     try:
-        generation = generate(
-            model,
-            messages,
-            output if output is not None else ResponseFormat.json_object(),
-            mode=cast("Mode", mode),  # the planner refuses an unknown mode, naming the others
-            retries=retries,
-            token_budget=token_budget,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            base_url=base_url,
-            api_key=_key_from(api_key_env),
-            **settings,
-        )
+        with Transport() as transport:  # one call: its connections close with the command
+            generation = generate(
+                model,
+                messages,
+                output if output is not None else ResponseFormat.json_object(),
+                mode=cast("Mode", mode),  # the planner refuses an unknown mode, naming them
+                retries=retries,
+                token_budget=token_budget,
+                temperature=temperature,
+                max_tokens=max_tokens,
+                base_url=base_url,
+                api_key=_key_from(api_key_env),
+                transport=transport,
+                **settings,
+            )
     except GenerationError as error:
         _fail(error, error.attempts, error.usage, as_json)
     except RefusalError as error:
