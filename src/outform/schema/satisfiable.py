@@ -33,10 +33,10 @@ import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 from outform.schema import pointer
+from outform.schema.interval import Interval
 
 Kinds = frozenset[str]
 ALL: Kinds = frozenset({"null", "boolean", "integer", "number", "string", "array", "object"})
@@ -137,7 +137,7 @@ class _Finder:
         declared = _declared(node.get("type"))
         if not declared:
             return self._empty(node, location, "'type' lists no type")
-        numbers = _Interval.of(node)
+        numbers = Interval.of(node)
         ruled_out = _ruled_out(node, numbers)
         found = declared - set(ruled_out)
         if not found:
@@ -344,7 +344,7 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def _ruled_out(node: Mapping[str, Any], numbers: _Interval) -> dict[str, str]:
+def _ruled_out(node: Mapping[str, Any], numbers: Interval) -> dict[str, str]:
     """Kinds the node's own bounds, lengths and counts leave no value of, with the reason."""
     out: dict[str, str] = {}
     if not numbers.has_integer():
@@ -370,7 +370,7 @@ def _inverted(node: Mapping[str, Any], low: str, high: str) -> str:
     return f"'{low}' {node[low]} is above '{high}' {node[high]}"
 
 
-def _fits(value: Any, node: Mapping[str, Any], kinds: Kinds, numbers: _Interval) -> bool:
+def _fits(value: Any, node: Mapping[str, Any], kinds: Kinds, numbers: Interval) -> bool:
     """Whether an enum member meets the node's type, bounds, lengths and counts."""
     if not _kind_of(value) & kinds:
         return False
@@ -473,114 +473,3 @@ def _anchor(node: Any, name: str) -> Any:
         elif isinstance(current, list):
             stack.extend(current)
     return None
-
-
-@dataclass(frozen=True)
-class _Interval:
-    """The numbers a node's bounds and `multipleOf` allow, in exact arithmetic."""
-
-    low: Fraction | None = None
-    low_open: bool = False
-    high: Fraction | None = None
-    high_open: bool = False
-    step: Fraction | None = None
-
-    @classmethod
-    def of(cls, node: Mapping[str, Any]) -> _Interval:
-        low, low_open = _bound(node, "minimum", "exclusiveMinimum", max)
-        high, high_open = _bound(node, "maximum", "exclusiveMaximum", min)
-        step = _exact(node.get("multipleOf"))
-        return cls(low, low_open, high, high_open, step if step and step > 0 else None)
-
-    def holds(self, value: float) -> bool:
-        exact = _exact(value)
-        if exact is None:
-            return False
-        if self.low is not None and (exact < self.low or (self.low_open and exact == self.low)):
-            return False
-        if self.high is not None and (exact > self.high or (self.high_open and exact == self.high)):
-            return False
-        return self.step is None or (exact / self.step).denominator == 1
-
-    def _first(self, step: Fraction) -> int:
-        """The index of the first multiple of `step` in the interval (`low` is set)."""
-        assert self.low is not None
-        ratio = self.low / step
-        return math.ceil(ratio) + (1 if self.low_open and ratio.denominator == 1 else 0)
-
-    def _count(self, step: Fraction) -> int | None:
-        """How many multiples of `step` lie in the interval (None: unbounded)."""
-        if self.low is None or self.high is None:
-            return None
-        ratio = self.high / step
-        last = math.floor(ratio) - (1 if self.high_open and ratio.denominator == 1 else 0)
-        return max(0, last - self._first(step) + 1)
-
-    def has_number(self) -> bool:
-        if self.step is not None:
-            return self._count(self.step) != 0
-        if self.low is None or self.high is None:
-            return True
-        return self.low < self.high or (
-            self.low == self.high and not (self.low_open or self.high_open)
-        )
-
-    def has_integer(self) -> bool:
-        step = Fraction(self.step.numerator) if self.step is not None else Fraction(1)
-        return self._count(step) != 0
-
-    def has_fraction(self) -> bool:
-        """Whether a number that is not an integer fits."""
-        if self.step is not None:
-            if self.step.denominator == 1:
-                return False
-            count = self._count(self.step)
-            if count is None or count >= 2:  # of two consecutive multiples, one is not whole
-                return True
-            return count == 1 and (self._first(self.step) * self.step).denominator != 1
-        if self.low is None or self.high is None:
-            return True
-        if self.low < self.high:
-            return True
-        return self.low == self.high and not self.low_open and self.low.denominator != 1
-
-    def describe(self) -> str:
-        parts = []
-        if self.low is not None:
-            parts.append(f"{'above' if self.low_open else 'at least'} {_show(self.low)}")
-        if self.high is not None:
-            parts.append(f"{'below' if self.high_open else 'at most'} {_show(self.high)}")
-        if self.step is not None:
-            parts.append(f"a multiple of {_show(self.step)}")
-        return " and ".join(parts)
-
-
-def _bound(
-    node: Mapping[str, Any], inclusive: str, exclusive: str, pick: Any
-) -> tuple[Fraction | None, bool]:
-    """The tighter of an inclusive and an exclusive bound (draft 4 spells exclusivity as a
-    boolean beside the inclusive keyword)."""
-    closed = _exact(node.get(inclusive))
-    flag = node.get(exclusive)
-    if isinstance(flag, bool):
-        return closed, flag and closed is not None
-    opened = _exact(flag)
-    if closed is None or opened is None:
-        return (closed, False) if opened is None else (opened, True)
-    chosen = pick(closed, opened)
-    if chosen == opened and opened == closed:
-        return opened, True
-    return chosen, chosen == opened
-
-
-def _exact(value: Any) -> Fraction | None:
-    """A JSON number as an exact fraction of its decimal spelling (0.1 is 1/10)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return Fraction(repr(value)) if isinstance(value, float) else Fraction(value)
-
-
-def _show(value: Fraction) -> str:
-    return str(value.numerator) if value.denominator == 1 else repr(float(value))
