@@ -181,6 +181,7 @@ def test_a_refusal_exits_1_with_the_refusal(
     server.json(openai_wire.chat_completion(content=None, refusal="I can't help with that."))
     result = generate(capsys, server, "-s", "person.json")
     assert result.code == EXIT_INVALID
+    assert "attempt 1: refused" in result.err
     assert "the model refused: I can't help with that." in result.err
 
 

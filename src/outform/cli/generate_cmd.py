@@ -109,7 +109,7 @@ def generate_command(
     except GenerationError as error:
         _fail(error, error.attempts, error.usage, as_json)
     except RefusalError as error:
-        _fail(error, error.attempts, error.usage, as_json)
+        _fail(error, error.attempts, error.usage, as_json, last="refused")
     if as_json:
         print_json(_document(generation))
         return
@@ -118,7 +118,7 @@ def generate_command(
     stderr.print(f"mode: {generation.mode} ({generation.mode_reason})", markup=False)
     if generation.thinking:
         stderr.print(f"thinking: {generation.thinking}", markup=False)
-    _print_attempts(generation.attempts)
+    _print_attempts(generation.attempts, "valid")
     if generation.parse.changes:
         print_changes(generation.parse.changes, "What outform changed")
     stderr.print(f"tokens: {_tokens(generation.usage)}", markup=False)
@@ -138,8 +138,15 @@ def _key_from(env_var: str | None) -> str | None:
     return key
 
 
-def _fail(error: Any, attempts: tuple[Attempt, ...], usage: Usage, as_json: bool) -> NoReturn:
-    """No valid value: every attempt and what was wrong, then the error; exit 1."""
+def _fail(
+    error: Any,
+    attempts: tuple[Attempt, ...],
+    usage: Usage,
+    as_json: bool,
+    last: str = "not valid",
+) -> NoReturn:
+    """No valid value: every attempt and what was wrong, then the error; exit 1. `last` says
+    what became of a final attempt that carries no violations (a refusal)."""
     if as_json:
         print_json(
             {
@@ -150,16 +157,17 @@ def _fail(error: Any, attempts: tuple[Attempt, ...], usage: Usage, as_json: bool
             }
         )
     else:
-        _print_attempts(attempts)
+        _print_attempts(attempts, last)
         print_error(error)
         stderr.print(f"tokens: {_tokens(usage)}", markup=False)
     raise typer.Exit(EXIT_INVALID)
 
 
-def _print_attempts(attempts: tuple[Attempt, ...]) -> None:
+def _print_attempts(attempts: tuple[Attempt, ...], last: str) -> None:
+    """One line per attempt; `last` is the outcome of a final attempt without violations."""
     for number, attempt in enumerate(attempts, 1):
         asked = f" (re-asked for {', '.join(attempt.fields)})" if attempt.fields else ""
-        outcome = "valid" if attempt.hint is None else "not valid"
+        outcome = last if attempt.hint is None else "not valid"
         if attempt.aborted_at is not None:
             outcome = f"stopped at character {attempt.aborted_at}"
         stderr.print(
