@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import os
 import re
 import statistics
 import time
@@ -36,7 +35,8 @@ from outform.schema.dialects import NotRepresentableError, check_rules, translat
 from outform.schema.dialects.codec import same
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("OUTFORM_SHARED", ROOT.parent / "shared"))
+CORPUS = ROOT / "tests" / "data" / "corpus"
+"""Vendored with its provenance (tests/data/corpus/README.md)."""
 DIALECTS = (
     "openai_strict",
     "openai",
@@ -63,9 +63,7 @@ PEERS = {
 
 
 def records(name: str) -> list[dict[str, Any]]:
-    path = SHARED / "corpus" / name
-    if not path.exists():
-        raise SystemExit(f"{path} is absent (set OUTFORM_SHARED to the shared directory)")
+    path = CORPUS / name
     return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
 
 
@@ -241,7 +239,7 @@ def update_docs(tables: str) -> None:
     intro = (
         "## Schema dialects\n\n"
         f"Command: `python -m benchmarks.bench_dialects --write` ({machine()}; reads "
-        "`../shared/corpus/jsonschemabench_dev.jsonl` and `schema_dialects_generated.jsonl`; "
+        "`tests/data/corpus/jsonschemabench_dev.jsonl` and `schema_dialects_generated.jsonl`; "
         "about 20 s). Aliases are not repeated: `groq` is `openai_strict`, `ollama` is "
         "`llama_cpp`, `mistral`/`fireworks`/`together`/`vllm` are `openai_compatible` (see "
         "docs/dialects.md).\n\n"
@@ -251,8 +249,8 @@ def update_docs(tables: str) -> None:
         "for an optional nullable field under all-required rules, a type read from the keywords); "
         "each narrowing is in the ledger. For peers, *valid instances its schema still accepts* is "
         "the same question without any mapping back, since peers have none. *obeys the provider's "
-        "rules* is outform's checker (`outform.schema.dialects.check_rules`, written from "
-        "reference/providers.md) run over everyone's output, outform's included; a refusal "
+        "rules* is outform's checker (`outform.schema.dialects.check_rules`, written from the "
+        "providers' documentation) run over everyone's output, outform's included; a refusal "
         "(pydantic-ai strict=True raises on 22 schemas) counts as not obeying.\n\n"
     )
     update_section("dialects", intro + tables)

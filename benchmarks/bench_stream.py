@@ -2,7 +2,7 @@
 
 Run: `python -m benchmarks.bench_stream [--write]` (`--write` updates docs/benchmarks.md).
 
-The document is the shape of reference/peers.md §13: `{"items": [{id, name, tags[3], price,
+The document is a list of products, as in a bulk extraction: `{"items": [{id, name, tags[3], price,
 note}, ...]}`. The peers are used the way every Python structured-output library uses them:
 after each chunk, the whole text received so far is parsed again (jiter in
 `partial_mode="trailing-strings"`, partial-json-parser's `loads`, LangChain's

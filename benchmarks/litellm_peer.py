@@ -1,8 +1,8 @@
 """LiteLLM's proxy as a Responses-over-Chat bridge, measured the way the gateway is.
 
 LiteLLM is installed in its own virtual environment (`.venv-peers/litellm`, created on first
-use), so its pins never touch outform's. It runs offline, as reference/responses-gateway.md §5
-describes: `LITELLM_LOCAL_MODEL_COST_MAP=True`, a master key, and `use_chat_completions_api`
+use), so its pins never touch outform's. It runs offline, as LiteLLM's proxy docs
+describe: `LITELLM_LOCAL_MODEL_COST_MAP=True`, a master key, and `use_chat_completions_api`
 so that `/v1/responses` is bridged to the fake backend's `/v1/chat/completions` instead of
 being forwarded to a `/v1/responses` the fake does not have.
 """

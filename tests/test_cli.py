@@ -1,11 +1,15 @@
-"""`outform parse`: exit codes 0 valid, 1 invalid, 2 misuse; the value on stdout, the rest on
-stderr, never a traceback."""
+"""`outform parse` and what every command shares: the exit codes (0 valid, 1 not valid, 2 misuse,
+4 input that cannot be parsed), the value on stdout, the rest on stderr as plain lines outside a
+terminal, never a traceback."""
 
 from __future__ import annotations
 
+import ast
 import io
 import itertools
+import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,8 +20,9 @@ import orjson
 import pytest
 
 import outform.config
-from outform.cli import main
-from outform.parse import clear_cache
+from outform.cli import EXIT_CODES, EXIT_INPUT, main
+from outform.cli.app import app
+from outform.parse import Options, clear_cache
 
 CONSOLE_SCRIPT = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "outform"
 SCHEMA = {
@@ -27,19 +32,27 @@ SCHEMA = {
 }
 
 
-@pytest.fixture(autouse=True)
-def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """Each test runs in an empty directory holding schema.json, with no config in effect."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("OUTFORM_CONFIG", raising=False)
-    monkeypatch.delenv("OUTFORM_DEBUG", raising=False)
-    (tmp_path / "schema.json").write_bytes(orjson.dumps(SCHEMA))
+def isolated(
+    path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, Any], *unset: str
+) -> Iterator[Path]:
+    """Run in `path`, holding `files` (name -> JSON), with no config and `unset` variables."""
+    monkeypatch.chdir(path)
+    for name in ("OUTFORM_CONFIG", "OUTFORM_DEBUG", *unset):
+        monkeypatch.delenv(name, raising=False)
+    for name, content in files.items():
+        (path / name).write_bytes(orjson.dumps(content))
     outform.config.reload()
     clear_cache()
-    yield tmp_path
+    yield path
     monkeypatch.undo()
     outform.config.reload()
     clear_cache()
+
+
+@pytest.fixture(autouse=True)
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Each test runs in an empty directory holding schema.json, with no config in effect."""
+    yield from isolated(tmp_path, monkeypatch, {"schema.json": SCHEMA})
 
 
 class Run:
@@ -180,35 +193,207 @@ def test_a_type_that_cannot_be_found_is_a_usage_error(
 # -- exit 1 ---------------------------------------------------------------------------------
 
 
-def test_an_invalid_reply_exits_1_with_the_hint_on_stderr(
+def test_an_invalid_reply_exits_1_with_the_violations_for_people_on_stderr(
     capsys: pytest.CaptureFixture[str], workdir: Path
 ) -> None:
     result = run(capsys, reply(workdir, '{"a": "x"}'), "-s", "schema.json")
     assert result.code == 1
     assert result.out == ""
-    assert 'at a: expected integer, found string "x"' in result.err_text
-    assert "Reply again with only the corrected JSON." in result.err_text
+    assert '- at a: expected integer, found string "x"' in result.err
+    assert "Reply again" not in result.err  # the words written for the model stay with it
+    assert "Your reply" not in result.err
 
 
-def test_a_binary_reply_exits_1_saying_it_is_not_text(
+# -- exit 4: a reply that cannot be parsed at all -------------------------------------------
+
+
+def test_a_binary_reply_exits_4_saying_it_is_not_text(
     capsys: pytest.CaptureFixture[str], workdir: Path
 ) -> None:
     result = run(capsys, reply(workdir, b"\xff\xfe{}"), "-s", "schema.json")
-    assert result.code == 1
+    assert result.code == EXIT_INPUT == 4
     assert "not UTF-8 text" in result.err_text
+
+
+@pytest.mark.parametrize(
+    ("flag", "text", "limit", "enough", "message"),
+    [
+        ("--max-chars", '{"a": 1, "note": "' + "x" * 100 + '"}', "50", "500", "over the limit"),
+        ("--max-depth", 'Here: {"a": 1, "x": [[[[1]]]]}', "3", "10", "nests"),
+        ("--time-limit", 'Here it is: {"a": "1"}', "0", "60", "time"),
+    ],
+)
+def test_the_limits_errors_name_are_flags_and_exceeding_them_exits_4(
+    capsys: pytest.CaptureFixture[str],
+    workdir: Path,
+    flag: str,
+    text: str,
+    limit: str,
+    enough: str,
+    message: str,
+) -> None:
+    path = reply(workdir, text)
+    over = run(capsys, path, flag, limit)
+    assert over.code == EXIT_INPUT
+    assert message in over.err_text
+    option = flag.removeprefix("--").replace("-", "_")
+    assert f"'{option}'" in over.err_text  # the error names the setting the flag sets
+    assert run(capsys, path, flag, enough).code == 0
+
+
+# -- every setting an error message names can be set from the shell --------------------------
+
+_SRC = Path(outform.__file__).parent
+_REACHED = ("parse", "schema", "format.py", "plan.py", "run.py", "reask.py", "providers")
+"""What `outform parse` and `outform generate` run (the gateway has its own settings)."""
+_NAMED = (
+    re.compile(r"'([a-z][a-z_]*)' option"),  # raise the 'max_chars' option
+    re.compile(r"`([a-z][a-z_]*)`"),  # raise `retries`
+    re.compile(r"\b([a-z][a-z_]*)='"),  # use mode='auto'
+)
+_NOT_FROM_THE_SHELL = {
+    "tool_choice": "only with the caller's own tools, which the CLI does not pass",
+    "enabled": "Thinking(enabled=...): the CLI does not turn thinking on",
+}
+
+
+def _named_in_errors() -> dict[str, str]:
+    """Every setting named by the text of an error raised in `_REACHED`, with where."""
+    named: dict[str, str] = {}
+    for part in _REACHED:
+        for path in sorted((_SRC / part).rglob("*.py") if "." not in part else [_SRC / part]):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if not (isinstance(node, ast.Call) and _raises(node)):
+                    continue
+                texts = [
+                    c.value
+                    for arg in (*node.args, *(k.value for k in node.keywords))
+                    for c in ast.walk(arg)
+                    if isinstance(c, ast.Constant) and isinstance(c.value, str)
+                ]
+                for text, pattern in itertools.product(texts, _NAMED):
+                    for name in pattern.findall(text):
+                        named.setdefault(name, f"{path.relative_to(_SRC)}:{node.lineno}")
+    return named
+
+
+def _raises(call: ast.Call) -> bool:
+    name = getattr(call.func, "id", None) or getattr(call.func, "attr", "")
+    return isinstance(name, str) and name.endswith("Error")
+
+
+def _flags(command: str) -> set[str]:
+    import typer.main
+
+    group = typer.main.get_command(app)
+    sub = group.commands[command]  # type: ignore[attr-defined]
+    return {opt for param in sub.params for opt in getattr(param, "opts", ())}
+
+
+def test_every_setting_an_error_names_is_a_flag_of_the_commands_that_reach_it() -> None:
+    named = _named_in_errors()
+    assert {"max_chars", "max_depth", "time_limit", "retries", "mode"} <= set(named)
+    parse_options = set(Options.__dataclass_fields__)
+    for name, where in named.items():
+        if name in _NOT_FROM_THE_SHELL:
+            continue
+        flag = "--" + name.replace("_", "-")
+        assert flag in _flags("generate"), f"{where} names {name!r}: outform generate lacks {flag}"
+        if name in parse_options:
+            assert flag in _flags("parse"), f"{where} names {name!r}: outform parse lacks {flag}"
+
+
+# -- the exit codes are documented ----------------------------------------------------------
+
+
+def test_help_and_the_docs_list_every_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    documented = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text()
+    for code, meaning in EXIT_CODES:
+        assert f"{code} {meaning}" in shown
+        assert re.search(rf"^\| `?{code}`? \|", documented, re.MULTILINE), f"docs/cli.md: {code}"
+
+
+# -- --version, and any JSON without a schema -----------------------------------------------
+
+
+def test_version_prints_the_installed_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"outform {version('outform')}"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": [1, 2], "b": null}',
+        'The answer:\n```json\n{"a": "x"}\n```',
+        '"just a string"',
+        "[1, 2, 3]",
+    ],
+)
+def test_without_schema_or_type_any_json_is_parsed_as_the_library_does(
+    capsys: pytest.CaptureFixture[str], workdir: Path, text: str
+) -> None:
+    result = run(capsys, reply(workdir, text))
+    assert result.code == 0
+    assert orjson.loads(result.out) == outform.parse(text).data
+
+
+def test_without_schema_a_reply_with_no_json_exits_1(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    result = run(capsys, reply(workdir, "I could not find any invoice."))
+    assert result.code == 1
+    assert "no JSON value could be read" in result.err_text
+
+
+# -- not a type -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "kind"),
+    [("json:dumps", "function"), ("os:sep", "str"), ("os:path", "module"), ("math:pi", "float")],
+)
+def test_a_type_that_is_not_a_type_exits_2_saying_so(
+    capsys: pytest.CaptureFixture[str], workdir: Path, spec: str, kind: str
+) -> None:
+    result = run(capsys, reply(workdir, "{}"), "--type", spec)
+    assert result.code == 2
+    assert f"--type {spec} is not a type (it is a {kind})" in result.err_text
+    assert "internal error" not in result.err_text
+
+
+@pytest.mark.parametrize("value", [json.dumps, os.sep, os, 42, "Invoice"])
+def test_the_library_refuses_what_is_not_a_type_with_a_schema_error(value: Any) -> None:
+    with pytest.raises(outform.SchemaError, match="not a type"):
+        outform.parse("{}", type=value)
 
 
 # -- --shadow -------------------------------------------------------------------------------
 
 
-def test_shadow_mode_prints_the_reply_as_sent_and_what_would_change(
+def test_shadow_mode_prints_the_would_be_value_and_what_would_change(
     capsys: pytest.CaptureFixture[str], workdir: Path
 ) -> None:
-    result = run(capsys, reply(workdir, '{"a": "12"}'), "-s", "schema.json", "--shadow")
-    assert result.code == 1
-    assert orjson.loads(result.out) == {"a": "12"}
+    result = run(capsys, reply(workdir, 'Sure: {"a": "12"}'), "-s", "schema.json", "--shadow")
+    assert result.code == 0  # outform would return a valid value
+    assert orjson.loads(result.out) == {"a": 12}
     assert "What would change (shadow mode)" in result.err
-    assert "string_to_integer" in result.err
+    assert "extract_from_prose" in result.err and "string_to_integer" in result.err
+    assert "as sent, the reply is not valid" in result.err_text
+
+
+def test_shadow_mode_exits_1_when_even_the_would_be_value_is_not_valid(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    result = run(capsys, reply(workdir, 'Sure: {"a": "many"}'), "-s", "schema.json", "--shadow")
+    assert result.code == 1
+    assert orjson.loads(result.out) == {"a": "many"}
+    assert "Even after these changes it would not match" in result.err_text
+    assert '- at a: expected integer, found string "many"' in result.err
 
 
 def test_shadow_mode_exits_0_for_a_reply_valid_as_sent(
@@ -218,6 +403,7 @@ def test_shadow_mode_exits_0_for_a_reply_valid_as_sent(
     assert result.code == 0
     data = orjson.loads(result.out)
     assert (data["shadow"], data["ok"], data["would_be"]) == (True, True, {"a": 12})
+    assert data["would_be_hint"] is None
 
 
 # -- exit 2 ---------------------------------------------------------------------------------
@@ -226,11 +412,8 @@ def test_shadow_mode_exits_0_for_a_reply_valid_as_sent(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ([], "give exactly one of --schema and --type"),
-        (
-            ["-s", "schema.json", "-t", "json:JSONDecoder"],
-            "give exactly one of --schema and --type",
-        ),
+        (["-s", "schema.json", "-t", "json:JSONDecoder"], "give --schema or --type, not both"),
+        (["--max-chars", "0"], "Invalid value for '--max-chars'"),
         (["-s", "schema.json", "--level", "max"], "unknown level 'max'"),
         (["-s", "missing.json"], "cannot read the schema file"),
         (["-s", "schema.json", "--frobnicate"], "No such option"),
@@ -286,9 +469,14 @@ def test_a_broken_config_file_exits_2_naming_it(
 
 
 def console(workdir: Path, *args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[str]:
+    """`outform parse ARGS` as a user runs it: the installed script, no terminal."""
+    return command(workdir, "parse", *args, stdin=stdin)
+
+
+def command(workdir: Path, *args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[str]:
     env: dict[str, Any] = {k: v for k, v in os.environ.items() if not k.startswith("OUTFORM_")}
     return subprocess.run(
-        [str(CONSOLE_SCRIPT), "parse", *args],
+        [str(CONSOLE_SCRIPT), *args],
         cwd=workdir,
         env=env,
         input=stdin.decode(),
@@ -314,10 +502,28 @@ def test_the_console_script_exits_1_with_the_hint_for_an_invalid_reply(workdir: 
     assert "Traceback" not in done.stderr
 
 
+def test_the_console_script_prints_its_version(workdir: Path) -> None:
+    done = command(workdir, "--version")
+    assert (done.returncode, done.stdout.split()[0]) == (0, "outform")
+
+
+def test_the_console_script_writes_plain_change_lines_outside_a_terminal(workdir: Path) -> None:
+    long_note = "a long note " * 20
+    text = f'Sure: {{"a": "12", "note": "{long_note}"}}'
+    done = console(workdir, "-", "--schema", "schema.json", stdin=text.encode())
+    assert done.returncode == 0
+    lines = done.stderr.splitlines()
+    assert lines[0] == "What outform changed:"
+    assert not set("─━│┃┏┡└") & set(done.stderr)  # no table borders
+    (coerced,) = [line for line in lines if "string_to_integer" in line]
+    assert coerced.strip().startswith("/a  semantic  string_to_integer")
+    assert coerced.endswith('"12" -> 12')  # one line per change, never wrapped
+
+
 @pytest.mark.parametrize(
     "args",
     [
-        ["reply.txt"],
+        ["reply.txt", "--type", "json:dumps"],
         ["reply.txt", "--schema", "nope.json"],
         ["reply.txt", "--schema", "schema.json", "--level", "max"],
         ["reply.txt", "--schema", "schema.json", "--unknown"],
@@ -331,6 +537,32 @@ def test_the_console_script_exits_2_for_misuse_without_a_traceback(
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     assert done.stderr.strip()
+
+
+# -- plain lines or a table -----------------------------------------------------------------
+
+
+def test_outside_a_terminal_each_change_is_one_plain_line(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    result = run(capsys, reply(workdir, 'Here: {"a": "12"}'), "-s", "schema.json")
+    assert result.err.splitlines()[:3] == [
+        "What outform changed:",
+        '  /  extract  extract_from_prose: – -> {"a": "12"}',
+        '  /a  semantic  string_to_integer (plain): "12" -> 12',
+    ]
+
+
+def test_on_a_terminal_the_changes_are_a_table(
+    capsys: pytest.CaptureFixture[str], workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from outform.cli.app import stderr
+
+    monkeypatch.setattr(stderr, "_force_terminal", True)
+    result = run(capsys, reply(workdir, 'Here: {"a": "12"}'), "-s", "schema.json")
+    assert result.code == 0
+    assert "What outform changed" in result.err
+    assert any(border in result.err for border in "┃│")
 
 
 # -- --stream -------------------------------------------------------------------------------

@@ -59,11 +59,8 @@ def test_an_output_error_renders_the_hint_under_what_went_wrong() -> None:
     hint = RetryHint((Violation("/a", "type", "integer", 'string "x"'),))
     error = OutputError("the reply does not match the schema", hint=hint)
     assert error.render() == (
-        "the reply does not match the schema\n"
-        "  Your reply did not match the required JSON schema:\n"
-        '  - at a: expected integer, found string "x"\n'
-        "  Reply again with only the corrected JSON."
-    )
+        'the reply does not match the schema\n  - at a: expected integer, found string "x"'
+    )  # for people: the model's wording ("Reply again ...") stays in `.hint.message()`
 
 
 def test_an_output_error_from_a_parse_carries_hint_and_result() -> None:

@@ -83,7 +83,8 @@ class OutputError(OutformError):
         super().__init__(what, where=where, fix=fix)
 
     def render(self) -> str:
-        return super().render() + "\n" + self.hint.message(indent="  ")
+        # For people: the violations under what went wrong (the model's wording is `.hint`'s).
+        return super().render() + "\n" + self.hint.explain(indent="  ")
 
     def __reduce__(self) -> tuple[Any, ...]:
         state = {"what": self.what, "where": self.where, "fix": self.fix}

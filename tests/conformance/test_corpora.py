@@ -1,4 +1,4 @@
-"""Other projects' test cases (../shared/corpus), run through outform.parse.
+"""Other projects' test cases (tests/data/corpus), run through outform.parse.
 
 These measure agreement rather than define behaviour: where outform answers differently on
 purpose, the case id is listed with its reason in docs/conformance.md, and a test checks that
@@ -18,7 +18,7 @@ import pytest
 
 import outform
 from outform import OutformError
-from tests.shared import ROOT, corpus
+from tests.vendored import ROOT, corpus
 
 DOC = ROOT / "docs" / "conformance.md"
 # json_repair options that select behaviour outside what a JSON parser should do by default:

@@ -15,7 +15,7 @@ import orjson
 
 import outform
 from outform import OutformError
-from tests.shared import ROOT
+from tests.vendored import ROOT
 
 CASES = Path(__file__).resolve().parents[1] / "parse" / "data" / "schema_aligned_cases.jsonl"
 DOC = ROOT / "docs" / "conformance.md"

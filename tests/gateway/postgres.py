@@ -228,10 +228,6 @@ class Backend:
     path: Path | None = None
     dsn: str | None = None
 
-    def require_persistent(self) -> None:
-        if not self.persistent:
-            pytest.skip(f"{self.name}: nothing outlives the store or is shared between stores")
-
 
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:

@@ -96,6 +96,8 @@ def test_after_the_last_attempt_the_client_gets_422_with_the_hint(
     error = caught.value.body
     assert isinstance(error, dict) and error["code"] == "output_invalid"
     assert "2 attempt(s)" in error["message"]
+    assert "expected" in error["message"]  # the violations, for people:
+    assert "Reply again" not in error["message"]  # not the words sent to the model
     assert len(gw.backend.requests) == 2
 
 

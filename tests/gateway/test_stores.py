@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from tests.gateway.postgres import Backend, PostgresServer
 
 pytest_plugins = ["tests.gateway.postgres"]
+persistent_only = pytest.mark.parametrize("backend", ("sqlite", "postgres"), indirect=True)
+"""For what only a database store does: something outlives the store or is shared between
+stores. The memory store has nothing to outlive or share, so these tests do not run on it."""
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[2]
@@ -145,9 +148,8 @@ def test_read_your_writes_under_concurrent_saves(backend: Backend) -> None:
     run(main)
 
 
+@persistent_only
 def test_records_outlive_the_store(backend: Backend) -> None:
-    backend.require_persistent()
-
     async def write() -> None:
         store = backend.open()
         for n in range(50):
@@ -165,9 +167,9 @@ def test_records_outlive_the_store(backend: Backend) -> None:
     assert run(read) == [record(f"resp_{n}", created_at=1_700_000_000 + n) for n in range(50)]
 
 
+@persistent_only
 def test_two_stores_on_one_database_see_each_other(backend: Backend) -> None:
     """The several-gateway-processes case: what one writes, the other reads and deletes."""
-    backend.require_persistent()
 
     async def main() -> None:
         first, second = backend.open(), backend.open()
@@ -289,9 +291,8 @@ def test_key_order_is_kept(backend: Backend) -> None:
     run(main)
 
 
+@persistent_only
 def test_close_commits_every_pending_write(backend: Backend) -> None:
-    backend.require_persistent()
-
     async def main() -> None:
         store = backend.open()
         await asyncio.gather(*(store.save(record(f"resp_{n}")) for n in range(500)))
@@ -306,8 +307,9 @@ def test_close_commits_every_pending_write(backend: Backend) -> None:
     run(main)
 
 
+@persistent_only
 def test_values_that_are_not_json_are_refused(backend: Backend) -> None:
-    backend.require_persistent()  # MemoryStore keeps Python objects as they are
+    """Only database stores serialise (MemoryStore keeps Python objects as they are)."""
 
     async def main() -> None:
         store = backend.open()
@@ -323,9 +325,8 @@ def test_values_that_are_not_json_are_refused(backend: Backend) -> None:
     run(main)
 
 
+@persistent_only
 def test_purge_deletes_old_responses(backend: Backend) -> None:
-    backend.require_persistent()
-
     async def main() -> None:
         store = backend.open()
         try:
@@ -344,9 +345,8 @@ def test_purge_deletes_old_responses(backend: Backend) -> None:
     run(main)
 
 
+@persistent_only
 def test_a_closed_store_refuses_work(backend: Backend) -> None:
-    backend.require_persistent()
-
     async def main() -> None:
         store = backend.open()
         await store.save(record("resp_1"))

@@ -111,10 +111,20 @@ def test_a_long_list_of_violations_is_cut_with_a_count_of_the_rest() -> None:
     assert lines[-2] == "- … and 5 more"
 
 
+def test_people_get_the_violations_without_the_words_for_the_model() -> None:
+    hint = RetryHint(tuple(Violation(f"/{i}", "type", "integer", "string") for i in range(25)))
+    explanation = hint.explain(indent="  ")
+    assert "Your reply" not in explanation and "Reply again" not in explanation
+    assert explanation.splitlines()[0] == "  - at [0]: expected integer, found string"
+    assert explanation.splitlines()[-1] == "  - … and 5 more"
+    assert explanation in hint.message(indent="  ")  # the same lines the model is sent
+
+
 def test_the_hint_serialises_its_violations_and_message() -> None:
     hint = RetryHint((Violation("/a", "type", "integer", "string"),))
     data = hint.to_dict()
     assert data["message"] == hint.message()
+    assert data["explanation"] == hint.explain()
     assert data["violations"] == [hint.violations[0].to_dict()]
 
 
@@ -212,7 +222,8 @@ def test_an_output_error_carries_the_hint_and_the_partial_result() -> None:
     assert error.result.value == {"a": "x"}
     assert not error.result.ok
     assert [c.transform for c in error.result.changes] == ["extract_from_prose"]
-    assert error.hint.message(indent="  ") in str(error)
+    assert error.hint.explain(indent="  ") in str(error)
+    assert "Reply again" not in str(error)
 
 
 def test_an_unreadable_reply_gives_a_syntax_hint_quoting_the_problem() -> None:

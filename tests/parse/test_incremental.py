@@ -24,7 +24,7 @@ from outform.parse.incremental import (
 )
 from outform.parse.partial import PartialParser
 from outform.schema.compiled import CompiledSchema, compile_schema
-from tests.shared import corpus
+from tests.vendored import corpus
 
 
 class Item(BaseModel):

@@ -29,7 +29,7 @@ from outform.parse.partial import (
     plain,
 )
 from tests.parse.strategies import json_values, prose
-from tests.shared import ROOT, corpus, corpus_if_present, shared_path
+from tests.vendored import CORPUS, ROOT, corpus
 
 DOC = ROOT / "docs" / "streaming.md"
 
@@ -333,7 +333,7 @@ def _documented() -> str:
 def _prefix_records() -> list[dict[str, Any]]:
     """The generated prefixes. Read with `json`, not orjson: the recorded peer answers hold lone
     surrogates (half an emoji), which orjson rightly refuses."""
-    path = shared_path("corpus", _PREFIXES)
+    path = CORPUS / _PREFIXES
     lines = path.read_text(encoding="utf-8").splitlines()
     return [json.loads(line) for line in lines if line.strip()]
 
@@ -442,7 +442,7 @@ def test_langchain_parse_partial_json_cases() -> None:
 
 @pytest.mark.parametrize(
     "record",
-    [r for r in corpus_if_present(_LANGCHAIN) if r["kind"] == "stream_sequence"],
+    [r for r in corpus(_LANGCHAIN) if r["kind"] == "stream_sequence"],
     ids=lambda r: r["id"],
 )
 def test_langchain_stream_sequences_show_the_same_values_minus_the_flicker(

@@ -185,6 +185,12 @@ def test_shadow_mode_never_raises_for_an_invalid_reply() -> None:
     result = outform.parse('{"a": "x"}', NUMBERED, shadow=True)
     assert not result.ok
     assert result.value == {"a": "x"}
+    assert result.would_be_hint is not None  # even repaired, it would not match
+    assert result.would_be_hint.paths == ("/a",)
+
+
+def test_shadow_mode_says_whether_the_would_be_value_is_valid() -> None:
+    assert outform.parse('{"a": "1"}', NUMBERED, shadow=True).would_be_hint is None
 
 
 def test_shadow_mode_reads_json_in_prose_as_unreadable_as_sent() -> None:

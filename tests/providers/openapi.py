@@ -1,6 +1,6 @@
 """Validate wire payloads against OpenAI's own OpenAPI document.
 
-The document is ``../shared/specs/openai-openapi.yaml`` (OpenAPI 3.1, ~3 MB). It is parsed
+The document is ``tests/data/openai-openapi/openapi.yaml`` (OpenAPI 3.1, ~3 MB). It is parsed
 once per process (``load()`` is cached) and each named schema is checked with ``jsonschema``
 (Draft 2020-12) through a ``referencing`` registry that resolves ``#/components/schemas/...``.
 
@@ -32,9 +32,8 @@ from jsonschema.exceptions import ValidationError
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from tests.shared import shared_path
+from tests.vendored import OPENAPI
 
-SPEC = ("specs", "openai-openapi.yaml")
 _URI = "urn:outform:openai-openapi"
 
 
@@ -64,9 +63,8 @@ class OpenAPI:
 
 @functools.cache
 def load() -> OpenAPI:
-    """The document, parsed once per process (skips the test when ../shared is absent)."""
-    path = shared_path(*SPEC)
-    with path.open("rb") as handle:
+    """The document, parsed once per process."""
+    with OPENAPI.open("rb") as handle:
         document = yaml.load(handle, Loader=yaml.CSafeLoader)
     return OpenAPI(document)
 

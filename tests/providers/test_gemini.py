@@ -114,7 +114,7 @@ def test_a_plain_call_posts_contents_and_the_system_instruction() -> None:
     assert wire.stream is None
     assert body_of(request) == {
         "contents": [{"role": "user", "parts": [{"text": "Hi"}]}],
-        # the SDK labels the system instruction with role user (sdk-wire.md)
+        # the SDK labels the system instruction with role user (as gemini_wire.py checks)
         "systemInstruction": {"role": "user", "parts": [{"text": "Be brief."}]},
     }
 

@@ -117,7 +117,7 @@ def test_a_plain_call_always_says_whether_to_stream() -> None:
             {"role": "system", "content": "Be brief."},
             {"role": "user", "content": "Hi"},
         ],
-        "stream": False,  # the server streams unless told not to (sdk-wire.md)
+        "stream": False,  # the server streams unless told not to (its API docs)
     }
 
 

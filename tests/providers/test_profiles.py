@@ -1,4 +1,4 @@
-"""Provider profiles and the mode `auto` picks (facts from reference/providers.md)."""
+"""Provider profiles and the mode `auto` picks (facts from the providers' documentation)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The rule checker catches what each provider documents as refused (reference/providers.md)."""
+"""The rule checker catches what each provider documents as refused (sources in each dialect)."""
 
 from __future__ import annotations
 

@@ -54,3 +54,18 @@ def test_unknown_dialect_and_refused_schema_exit_2(
     recursive.write_bytes(orjson.dumps({"type": "object", "properties": {"n": {"$ref": "#"}}}))
     assert main(["schema", str(recursive), "--dialect", "anthropic"]) == EXIT_USAGE
     assert "recursive" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("prefix", "dialect"), [("llamacpp", "llama_cpp"), ("sglang", "vllm")])
+def test_a_model_prefix_is_accepted_as_a_dialect(
+    schema_file: Path, capsys: pytest.CaptureFixture[str], prefix: str, dialect: str
+) -> None:
+    assert main(["schema", str(schema_file), "--dialect", prefix]) == EXIT_OK
+    assert capsys.readouterr().err.startswith(f"{dialect}: ")
+
+
+def test_a_provider_without_a_schema_field_says_so(
+    schema_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["schema", str(schema_file), "--dialect", "deepseek"]) == EXIT_USAGE
+    assert "deepseek takes no schema on the wire" in capsys.readouterr().err

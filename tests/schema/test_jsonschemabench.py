@@ -24,7 +24,7 @@ from outform.schema.dialects import (
     translate,
 )
 from outform.schema.dialects.codec import same
-from tests.shared import corpus_if_present, shared_path
+from tests.vendored import corpus
 
 DIALECTS = (
     "openai_strict",
@@ -38,12 +38,11 @@ DIALECTS = (
     "openai_compatible",
 )
 GOALS = {"openai_strict": 0.97, "gemini": 0.97}
-ROWS = corpus_if_present("jsonschemabench_dev.jsonl")
+ROWS = corpus("jsonschemabench_dev.jsonl")
 
 
 @pytest.fixture(scope="module")
 def rows() -> list[dict[str, Any]]:
-    shared_path("corpus", "jsonschemabench_dev.jsonl")
     return ROWS
 
 

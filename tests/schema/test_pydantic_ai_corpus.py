@@ -1,6 +1,6 @@
 """pydantic-ai's schema-transformer tests, replayed on outform's dialects.
 
-Each case of ../shared/corpus/pydantic_ai_schema_transformers.jsonl either gives the same result
+Each case of tests/data/corpus/pydantic_ai_schema_transformers.jsonl either gives the same result
 with outform, or differs for a reason written in docs/dialects.md ("Differences from pydantic-ai").
 The test fails when an undocumented case differs, and when a documented case no longer does
 (so the page stays true).
@@ -16,7 +16,7 @@ import pytest
 
 from outform.errors import SchemaError
 from outform.schema.dialects import DialectResult, translate
-from tests.shared import ROOT, corpus
+from tests.vendored import ROOT, corpus
 
 DIALECT = {
     "google": "gemini",

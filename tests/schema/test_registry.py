@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from outform.errors import SchemaError
-from outform.schema.dialects import DIALECTS, get, names, translate
+from outform.schema.dialects import DIALECTS, get, names, translate, vocabulary
 from tests.schema.helpers import entry
 
 SCHEMA = {
@@ -62,3 +62,42 @@ def test_openai_without_strict_enforces_nothing() -> None:
     result = translate(SCHEMA, "openai")
     assert result.schema["properties"]["word"] == {"type": "string", "maxLength": 5}
     assert result.ledger.counts()["enforced"] == 0
+
+
+# -- one vocabulary: model prefixes name dialects too ---------------------------------------
+
+
+def test_every_model_prefix_is_in_the_vocabulary_and_nothing_else() -> None:
+    from outform.providers.registry import PROVIDERS
+
+    assert set(vocabulary.PROVIDERS) == set(PROVIDERS), (
+        "a model prefix of providers/registry.py needs its dialect in "
+        "schema/dialects/vocabulary.py (None when the provider takes no schema)"
+    )
+
+
+@pytest.mark.parametrize("prefix", sorted(vocabulary.PROVIDERS))
+def test_a_prefix_names_a_dialect_its_provider_uses(prefix: str) -> None:
+    from outform.providers.profiles import profile
+    from outform.providers.registry import PROVIDERS
+
+    used = {
+        rule.capabilities.native_dialect for rule in profile(PROVIDERS[prefix].profile_name).models
+    }
+    dialect = vocabulary.PROVIDERS[prefix]
+    if dialect is None:
+        assert used == {None}
+        with pytest.raises(SchemaError, match="takes no schema on the wire"):
+            get(prefix)
+    else:
+        assert dialect in used
+        expected = DIALECTS.get(prefix, DIALECTS[dialect])  # a dialect name is read first
+        assert get(prefix) is expected
+        assert translate(SCHEMA, prefix).dialect == expected.name
+
+
+@pytest.mark.parametrize(("prefix", "dialect"), [("llamacpp", "llama_cpp"), ("sglang", "vllm")])
+def test_the_local_servers_prefixes_translate_like_their_dialects(
+    prefix: str, dialect: str
+) -> None:
+    assert translate(SCHEMA, prefix).schema == translate(SCHEMA, dialect).schema

@@ -1,8 +1,10 @@
 """The `outform` command line: one module per command, `main` turns errors into exit codes.
 
-Exit codes: 0 the reply is valid (possibly after repair), 1 it is not (the hint is printed),
-2 the command was used wrongly (bad option, schema, config or file), 3 an internal error.
-Errors are printed as one readable block, never as a traceback (set OUTFORM_DEBUG=1 for one).
+Exit codes (`outform --help` and docs/cli.md list them too): 0 a valid value, 1 no valid value
+(the violations are printed), 2 wrong usage (bad option, file, schema, type or config),
+3 an internal error, 4 a reply that cannot be parsed at all (not text, over a limit), 5 the
+provider failed or refused the request, 130 interrupted. Errors are printed as one readable
+block, never as a traceback (set OUTFORM_DEBUG=1 for one).
 """
 
 from __future__ import annotations
@@ -10,19 +12,41 @@ from __future__ import annotations
 import os
 import sys
 
-from outform.cli import batch_cmd, parse_cmd, schema_cmd, serve_cmd
-from outform.cli.app import EXIT_INTERNAL, EXIT_INVALID, EXIT_OK, EXIT_USAGE, app, stderr
-from outform.cli.io import print_error, show
-from outform.errors import InputError, OutformError, OutputError
+from outform.cli import batch_cmd, generate_cmd, parse_cmd, schema_cmd, serve_cmd
+from outform.cli.app import (
+    EXIT_CODES,
+    EXIT_INPUT,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_INVALID,
+    EXIT_OK,
+    EXIT_PROVIDER,
+    EXIT_USAGE,
+    app,
+    stderr,
+)
+from outform.cli.io import print_error, print_output_error
+from outform.errors import InputError, OutformError, OutputError, ProviderError
 
-__all__ = ["EXIT_INTERNAL", "EXIT_INVALID", "EXIT_OK", "EXIT_USAGE", "main", "run"]
+__all__ = [
+    "EXIT_CODES",
+    "EXIT_INPUT",
+    "EXIT_INTERNAL",
+    "EXIT_INVALID",
+    "EXIT_OK",
+    "EXIT_PROVIDER",
+    "EXIT_USAGE",
+    "main",
+    "run",
+]
 
 _COMMANDS = (
     batch_cmd,
+    generate_cmd,
     parse_cmd,
     schema_cmd,
     serve_cmd,
-)  # imported for their @app.command registration
+)  # registered by @app.command
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,19 +57,20 @@ def main(argv: list[str] | None = None) -> int:
         code = done.code
         return code if isinstance(code, int) else (EXIT_OK if code is None else EXIT_USAGE)
     except OutputError as error:
-        if error.result is not None and error.result.changes:
-            show(error.result, as_json=False, value=False)
-        print_error(error)
+        print_output_error(error)
         return EXIT_INVALID
     except InputError as error:
         print_error(error)
-        return EXIT_INVALID
+        return EXIT_INPUT
+    except ProviderError as error:
+        print_error(error)
+        return EXIT_PROVIDER
     except OutformError as error:
         print_error(error)
         return EXIT_USAGE
     except KeyboardInterrupt:
         stderr.print("aborted", style="red")
-        return 130
+        return EXIT_INTERRUPTED
     except Exception as error:  # the last line of defence: no traceback unless asked
         if os.environ.get("OUTFORM_DEBUG"):
             raise

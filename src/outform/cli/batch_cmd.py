@@ -23,11 +23,9 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from outform.cli.app import EXIT_INVALID, app, stderr
+from outform.cli.app import EXIT_INVALID, EXIT_RUNNING, app, stderr
 from outform.cli.io import import_type, load_schema, print_json
 from outform.errors import UsageError
-
-EXIT_RUNNING = 4
 
 batch_app = typer.Typer(
     help="Bulk extraction through the providers' batch APIs (see docs/batch.md).",

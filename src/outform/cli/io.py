@@ -1,13 +1,15 @@
 """Reading the command line's inputs (replies, schemas, types) and printing results.
 
-The value goes to standard output, the table of changes to standard error, so a command can
-sit in a pipe.
+The value goes to standard output; the changes, hints and errors to standard error, so a
+command can sit in a pipe. On a terminal the changes are a table; anywhere else (a file, a
+pipe, a CI log) they are plain lines, one per change, that no column width can break.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +19,13 @@ from rich.table import Table
 from rich.text import Text
 
 from outform.cli.app import stderr, stdout
-from outform.errors import OutformError, UsageError
-from outform.parse import Change, ParseResult
+from outform.errors import OutformError, OutputError, UsageError
+from outform.parse import Change, ParseResult, RetryHint
+from outform.schema.derive import is_type
 
 
-def read_reply(file: str) -> bytes:
+def read_text(file: str, what: str) -> bytes:
+    """The bytes of `file`, or of standard input for "-"."""
     if file == "-":
         return sys.stdin.buffer.read()
     path = Path(file)
@@ -29,10 +33,14 @@ def read_reply(file: str) -> bytes:
         return path.read_bytes()
     except OSError as exc:
         raise UsageError(
-            f"cannot read the reply file: {exc.strerror}",
+            f"cannot read the {what} file: {exc.strerror}",
             where=str(path),
             fix="check the path, or pass - to read standard input",
         ) from None
+
+
+def read_reply(file: str) -> bytes:
+    return read_text(file, "reply")
 
 
 def load_schema(path: Path) -> Any:
@@ -46,6 +54,19 @@ def load_schema(path: Path) -> Any:
             where=f"{path}, line {exc.lineno} column {exc.colno}",
             fix="correct the JSON there",
         ) from None
+
+
+def output_of(schema: Path | None, type_: str | None) -> tuple[Any, bool]:
+    """What the reply must match, from --schema or --type (at most one), and whether it is a
+    type. Neither: any JSON value."""
+    if schema is not None and type_ is not None:
+        raise UsageError(
+            "give --schema or --type, not both",
+            fix="--schema schema.json   or   --type module:Class   (neither: any JSON value)",
+        )
+    if type_ is not None:
+        return import_type(type_), True
+    return (load_schema(schema) if schema is not None else None), False
 
 
 def import_type(spec: str) -> Any:
@@ -73,35 +94,92 @@ def import_type(spec: str) -> Any:
                 f"module {module_name!r} has no attribute {attribute!r}",
                 where=getattr(module, "__file__", module_name),
             ) from None
+    if not is_type(target):
+        raise UsageError(
+            f"--type {spec} is not a type (it is a {type(target).__name__})",
+            where=getattr(module, "__file__", module_name),
+            fix="name a class (a Pydantic model, dataclass, TypedDict, ...) or a type alias",
+        )
     return target
 
 
+# -- printing -------------------------------------------------------------------------------
+
+
 def show(result: ParseResult[Any], as_json: bool, *, value: bool = True) -> None:
+    """A parse result: the value on stdout, the changes and any violations on stderr (or the
+    whole result as JSON on stdout)."""
     if as_json:
         print_json(result.to_dict())
         return
+    if result.shadow:
+        _show_shadow(result, value=value)
+        return
     if value:
-        # A typed result is shown as its type serialises it (with the defaults it filled in).
-        shown = result.data if result.value is result.data else to_jsonable_python(result.value)
-        print_json(shown)
+        print_json(json_value(result))
     if result.changes:
-        title = "What would change (shadow mode)" if result.shadow else "What outform changed"
+        print_changes(result.changes, "What outform changed")
+    else:
+        stderr.print("valid as sent: nothing changed", style="green")
+
+
+def _show_shadow(result: ParseResult[Any], *, value: bool) -> None:
+    """Shadow mode: what outform would return, what it would change, and how the reply as sent
+    fares without any of it."""
+    if value:
+        print_json(result.would_be)
+    if result.changes:
+        print_changes(result.changes, "What would change (shadow mode)")
+    if result.hint is None:
+        stderr.print("shadow mode: the reply is valid as sent", style="green")
+    else:
+        print_violations(result.hint, "shadow mode: as sent, the reply is not valid:")
+    if result.would_be_hint is not None:
+        print_violations(result.would_be_hint, "Even after these changes it would not match:")
+
+
+def json_value(result: ParseResult[Any]) -> Any:
+    """A typed result is shown as its type serialises it (with the defaults it filled in)."""
+    return result.data if result.value is result.data else to_jsonable_python(result.value)
+
+
+def print_changes(changes: Iterable[Change], title: str) -> None:
+    if stderr.is_terminal:
         table = Table(title=title, title_justify="left")
         for column in ("path", "stage", "transform", "before", "after"):
             table.add_column(column, overflow="fold")
-        for change in result.changes:
-            table.add_row(
-                Text(change.path or "/"),
-                Text(change.stage),
-                Text(change.transform + (f" ({change.detail})" if change.detail else "")),
-                Text(_cell(change, change.before, before=True)),
-                Text(_cell(change, change.after, before=False)),
-            )
+        for change in changes:
+            table.add_row(*(Text(cell) for cell in _cells(change)))
         stderr.print(table)
-    elif result.ok:
-        stderr.print("[green]valid as sent: nothing changed[/green]")
-    if result.hint is not None:
-        stderr.print(result.hint.message(), style="red", markup=False)
+        return
+    stderr.print(f"{title}:", markup=False)
+    for change in changes:
+        path, stage, transform, before, after = _cells(change)
+        stderr.print(f"  {path}  {stage}  {transform}: {before} -> {after}", markup=False)
+
+
+def _cells(change: Change) -> tuple[str, str, str, str, str]:
+    return (
+        change.path or "/",
+        change.stage,
+        change.transform + (f" ({change.detail})" if change.detail else ""),
+        _cell(change, change.before, before=True),
+        _cell(change, change.after, before=False),
+    )
+
+
+def _cell(change: Change, value: Any, *, before: bool) -> str:
+    """Values of schema-aware stages as JSON ("2" and 2 differ); text stages as text, on one
+    line (a preview of a reply can span several)."""
+    if before and change.transform.startswith("fill_"):
+        return "(absent)"
+    if change.stage != "semantic":
+        return "–" if value is None else " ".join(str(value).split())
+    return orjson.dumps(value).decode()
+
+
+def print_violations(hint: RetryHint, title: str) -> None:
+    stderr.print(f"{title}\n{hint.explain(indent='  ')}", style="red", markup=False)
 
 
 def print_json(value: Any) -> None:
@@ -112,14 +190,12 @@ def print_json(value: Any) -> None:
     )
 
 
-def _cell(change: Change, value: Any, *, before: bool) -> str:
-    """Values of schema-aware stages as JSON ("2" and 2 differ); text stages as text."""
-    if before and change.transform.startswith("fill_"):
-        return "(absent)"
-    if change.stage != "semantic":
-        return "–" if value is None else str(value)
-    return orjson.dumps(value).decode()
-
-
 def print_error(error: OutformError) -> None:
     stderr.print(f"error: {error.render()}", style="red", markup=False, highlight=False)
+
+
+def print_output_error(error: OutputError) -> None:
+    """What the pipeline did before it gave up, then the error with its violations."""
+    if error.result is not None and error.result.changes:
+        print_changes(error.result.changes, "What outform changed")
+    print_error(error)

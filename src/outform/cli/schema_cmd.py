@@ -17,7 +17,12 @@ from outform.cli.io import load_schema, print_json
 def schema_command(
     file: Annotated[Path, typer.Argument(help="JSON Schema file to translate.")],
     dialect: Annotated[
-        str, typer.Option("--dialect", "-d", help="Provider dialect, e.g. openai_strict, gemini.")
+        str,
+        typer.Option(
+            "--dialect",
+            "-d",
+            help="A dialect (openai_strict, gemini, ...) or model prefix (llamacpp, sglang, ...).",
+        ),
     ],
     ledger: Annotated[
         bool, typer.Option("--ledger", help="Also print the constraint ledger as a table.")

@@ -54,7 +54,10 @@ def serve_command(
         int | None, typer.Option("--max-body-bytes", help="Largest request body accepted.")
     ] = None,
 ) -> None:
-    """Serve the OpenAI Responses API over a Chat Completions backend ([gateway] section)."""
+    """Serve the OpenAI Responses API over a Chat Completions backend or a provider.
+
+    Defaults come from the \\[gateway] section of outform.toml.
+    """
     from outform.config import settings
     from outform.gateway.server import serve
     from outform.gateway.settings import GatewaySettings, parse_model_map

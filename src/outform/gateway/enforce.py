@@ -117,7 +117,7 @@ async def enforce(
     raise GatewayError(
         422,
         f"The backend's reply did not match the response format after {retries + 1} "
-        f"attempt(s). {hint.message()}",
+        f"attempt(s):\n{hint.explain()}",
         param="text.format",
         code="output_invalid",
     )

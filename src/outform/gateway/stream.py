@@ -3,7 +3,7 @@
 The event order is the API's: `response.created`, `response.in_progress`, then per output
 item `output_item.added` -> (`content_part.added` -> deltas -> `*.done` -> `content_part.done`)
 -> `output_item.done`, then `response.completed` (or `.incomplete`, or `.failed`) carrying the
-whole Response. Rules that real clients depend on (responses-gateway.md §3.4, §4.9):
+whole Response. Rules that real clients depend on (the OpenAI SDK's stream accumulator):
 
 * items are created lazily, on the first piece of their content: a role-only first chunk
   creates nothing, so a tool-only turn has no empty message item;

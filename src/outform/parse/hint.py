@@ -1,8 +1,10 @@
-"""`RetryHint`: what is wrong with a reply, as data and as a message a model can act on.
+"""`RetryHint`: what is wrong with a reply, as data, as a message a model can act on, and as
+an explanation for people.
 
 Each violation names the JSON path, what the schema expected there and what the reply had.
-The message is short on purpose: it is sent back to the model on a re-ask, and every token of
-it is paid for.
+The model's message is short on purpose: it is sent back on a re-ask, and every token of it is
+paid for. People (the CLI, the gateway's 422, an error's text) get the same lines without the
+words addressed to the model.
 """
 
 from __future__ import annotations
@@ -74,15 +76,24 @@ class RetryHint:
             head = "Your reply could not be read as JSON:"
         else:
             head = "Your reply did not match the required JSON schema:"
-        lines = [f"{indent}{head}"]
-        lines += [f"{indent}- {v.line()}" for v in self.violations[:_MAX_LINES]]
-        if len(self.violations) > _MAX_LINES:
-            lines.append(f"{indent}- … and {len(self.violations) - _MAX_LINES} more")
+        lines = [f"{indent}{head}", self.explain(indent=indent)]
         lines.append(f"{indent}Reply again with only the corrected JSON.")
         return "\n".join(lines)
 
+    def explain(self, *, indent: str = "") -> str:
+        """The violations for people, one line each ("- at a: expected integer, ..."): what a
+        CLI, an HTTP error or an exception shows under its own heading."""
+        lines = [f"{indent}- {v.line()}" for v in self.violations[:_MAX_LINES]]
+        if len(self.violations) > _MAX_LINES:
+            lines.append(f"{indent}- … and {len(self.violations) - _MAX_LINES} more")
+        return "\n".join(lines)
+
     def to_dict(self) -> dict[str, Any]:
-        return {"violations": [v.to_dict() for v in self.violations], "message": self.message()}
+        return {
+            "violations": [v.to_dict() for v in self.violations],
+            "message": self.message(),
+            "explanation": self.explain(),
+        }
 
 
 def preview(value: Any, limit: int = 60) -> str:

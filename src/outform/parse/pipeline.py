@@ -499,7 +499,7 @@ class Pipeline(Generic[T]):
         hint = RetryHint(tuple(found))
         run.emit("output.coercion.fail", "validate", detail=found[0].line() if found else "")
         if self.options.shadow:
-            return self._shadow(text, value, run)
+            return self._shadow(text, value, run, would_fail=hint)
         result: ParseResult[T] = ParseResult(
             value=value,
             _data=value,
@@ -518,7 +518,9 @@ class Pipeline(Generic[T]):
             what, fix = "the reply does not match the schema", None
         raise OutputError(what, hint=hint, result=result, fix=fix)
 
-    def _shadow(self, text: str, would_be: Any, run: Run) -> ParseResult[T]:
+    def _shadow(
+        self, text: str, would_be: Any, run: Run, would_fail: RetryHint | None = None
+    ) -> ParseResult[T]:
         """Shadow mode: report what would change, return the reply as strict parsing reads it."""
         try:
             data: Any = orjson.loads(text)
@@ -544,6 +546,7 @@ class Pipeline(Generic[T]):
             shadow=True,
             hint=RetryHint(found) if found else None,
             would_be=would_be,
+            would_be_hint=would_fail,
         )
         dispatch(result.events, self.observers)
         return result

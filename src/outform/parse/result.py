@@ -58,6 +58,8 @@ class ParseResult(Generic[T]):
     """Set only when the result is not valid: in shadow mode, or on an `OutputError`."""
     would_be: Any = None
     """Shadow mode only: the value the pipeline would have returned."""
+    would_be_hint: RetryHint | None = None
+    """Shadow mode only: what would still be wrong with `would_be` (None: it would be valid)."""
     _data: Any = field(default=None, repr=False)
     """The plain JSON value, or FROM_TEXT when it is the reply itself, decoded on first use
     (the typed fast path never needs it)."""
@@ -87,5 +89,12 @@ class ParseResult(Generic[T]):
             "level": self.level,
             "shadow": self.shadow,
             "hint": self.hint.to_dict() if self.hint else None,
-            **({"would_be": self.would_be} if self.shadow else {}),
+            **(
+                {
+                    "would_be": self.would_be,
+                    "would_be_hint": self.would_be_hint.to_dict() if self.would_be_hint else None,
+                }
+                if self.shadow
+                else {}
+            ),
         }

@@ -1,6 +1,6 @@
 """Anthropic Messages API (`POST /v1/messages`): the neutral request in, a Message out.
 
-Sources: reference/providers.md §3 and sdk-wire.md, checked against the request and response
+Sources: Anthropic's Messages API docs, checked against the request and response
 types of the official `anthropic` SDK (2.12). Where they disagree the SDK wins. The choices made
 here:
 
@@ -19,7 +19,7 @@ here:
   Mythos Preview, and that model refuses `{"type": "disabled"}` anyway. An effort is always
   sent as `output_config.effort` ("minimal" becomes "low", the lowest Anthropic effort).
 * Thinking and a forced tool choice (`ForcedTool`, `"required"`, a `NamedTool`) cannot be
-  combined: the API answers 400 (providers.md §3.6). Adaptive thinking is included because
+  combined: the API answers 400 (its extended-thinking docs). Adaptive thinking is included because
   sources disagree on it. The adapter raises `UsageError` instead of sending the request.
 * `max_tokens` is required. When the request has none, the adapter sends 4096, plus the
   thinking budget when thinking is on (12288 more for adaptive thinking). 4096 is the smallest
@@ -251,7 +251,8 @@ def claude_max_tokens(requested: int | None, thinking: ClaudeThinking, provider:
 def refuse_forcing_with_thinking(
     provider: str, thinking: ClaudeThinking, forced: bool, where: str
 ) -> None:
-    """Claude answers 400 to thinking plus a forced tool choice (providers.md §3.6, §5.5)."""
+    """Claude answers 400 to thinking plus a forced tool choice (Anthropic's and Bedrock's
+    extended-thinking docs)."""
     if forced and thinking.on:
         raise UsageError(
             f"{provider}: Claude refuses thinking together with a forced tool choice",

@@ -1,6 +1,6 @@
 """Amazon Bedrock Converse (`POST /model/{modelId}/converse` and `/converse-stream`).
 
-Sources: reference/providers.md §5 and sdk-wire.md, checked against the `bedrock-runtime`
+Sources: Bedrock's Converse API docs and botocore, checked against the `bedrock-runtime`
 service model shipped with botocore (1.44.5, API 2023-09-30). Where they disagree the service
 model wins. The choices made here:
 
@@ -15,7 +15,7 @@ model wins. The choices made here:
 * `tool_choice="none"` has no Converse form. It is sent as no `toolConfig` at all, which only
   works while the conversation holds no tool calls. With tool calls in it, Bedrock wants
   `toolConfig`, so the adapter raises.
-* Thinking goes in `additionalModelRequestFields` (providers.md §5.5), with the same rules as
+* Thinking goes in `additionalModelRequestFields` (Bedrock's thinking docs), with the same rules as
   the Anthropic adapter for Claude: a budget gives `{"thinking": {"type": "enabled",
   "budget_tokens": N}}` (N >= 1024); an effort alone gives `{"thinking": {"type":
   "adaptive"}}`; a bare `Thinking()` gives the minimum budget. An effort is sent as the service

@@ -1,6 +1,6 @@
 """Google Gemini `generateContent` / `streamGenerateContent` (REST, camelCase).
 
-The body follows what the official `google-genai` SDK sends (reference/sdk-wire.md, SDK 3.4.0):
+The body follows what the official `google-genai` SDK sends (tests/providers/gemini_wire.py):
 `contents` (roles `user` and `model`), a top-level `systemInstruction` (labelled role `user`,
 as the SDK does), `generationConfig`, `tools` and `toolConfig`. The path is relative to the
 registry's base URL (`.../v1beta`): `/models/{model}:generateContent`, or
@@ -12,13 +12,13 @@ Decisions where the sources leave a choice (each also said where it is made):
 
 - A native schema goes in the field of its language: JSON Schema (`NativeSchema.form ==
   "json_schema"`, the `gemini` dialect) in `responseJsonSchema`, which the SDK forwards verbatim
-  and which takes every schema shape (sdk-wire.md); the OpenAPI form (`"openapi"`, the
+  and which takes every schema shape (as google-genai does); the OpenAPI form (`"openapi"`, the
   `gemini_openapi` dialect the profile picks for Gemini 2.0 and 1.5) in `responseSchema`.
   Neither has a name or a strict flag.
 - Vertex AI takes the same body under `projects/{project}/locations/{location}/publishers/
   google`; the registry puts that in the base URL, so this adapter serves both.
 - Tools are declared with `parametersJsonSchema` (standard JSON Schema, the `gemini` tool
-  dialect). Strict tools ask for `mode: VALIDATED` (providers.md §4.6).
+  dialect). Strict tools ask for `mode: VALIDATED` (Gemini's function-calling docs).
 - Tool results travel as `functionResponse` parts in a `user` turn with
   `response: {"result": <text>}`, as the SDK's automatic function calling does.
 - Gemini 3 rejects a replayed `functionCall` part without its `thoughtSignature`. The neutral

@@ -2,8 +2,8 @@
 which ends in `/api`; the host comes from OLLAMA_HOST).
 
 Shapes follow Ollama's own OpenAPI description (`ollama/ollama` docs/openapi.yaml) and its
-capability guides (tool calling, thinking, streaming), summarised in reference/providers.md §6;
-sdk-wire.md records what the official Python client sends. Points to know:
+capability guides (tool calling, thinking, streaming); tests/providers/ollama_wire.py holds the
+shapes they describe. Points to know:
 
 - `stream` is always sent: the server streams unless told `false` (the client does the same).
   A stream is NDJSON, one `ChatResponse`-like object per line; the last has `done: true`,

@@ -2,7 +2,7 @@
 
 One adapter, ten flavors. OpenAI's own API is the reference (its OpenAPI document and the
 official SDK); the flavors differ only where the provider documents a difference
-(providers.md §1, §7-11, §13-16):
+(each server's own structured-output docs):
 
 =========  ==================================  ==================================================
 flavor     schema output (`NativeSchema`)      thinking (`Thinking`)
@@ -28,7 +28,7 @@ Choices made where sources leave room:
   the server then constrains decoding depends on its structured-output backend, so the vLLM
   profile does not count the schema as enforced (outform validates every reply).
 * **llama.cpp** gets the nested OpenAI form `{"type": "json_schema", "json_schema": {"schema":
-  ...}}`: its server code reads `json_schema.schema` (providers.md §16.1), while the flat
+  ...}}`: its server code reads `json_schema.schema` (tools/server/README.md), while the flat
   `{"type": "json_schema", "schema": ...}` shown in its README silently degrades to "any
   object". The nested form is also what OpenAI's spec defines, so one shape serves all.
 * **`max_tokens`**: OpenAI's spec marks it deprecated in favour of `max_completion_tokens`

@@ -13,7 +13,7 @@ Choices:
   conversation on every call and never continues from a `previous_response_id`, so keeping
   each response on OpenAI's side would store the user's data for nothing.
 * **System text** goes to `instructions`, except with `JsonObject`: the API's check for the
-  word "json" scans the input messages only, not `instructions` (providers.md §2.1), so there
+  word "json" scans the input messages only, not `instructions` (API reference), so there
   the system turns stay in `input` as system messages, where the check sees them.
 * **Function tools** always carry `strict`, which the spec requires: a tool that does not ask
   for strict gets `false`, since the API's default of `true` would reject a schema that is

@@ -1,7 +1,7 @@
 """What each provider and model supports for structured output, and the mode `auto` picks.
 
 A profile is data: per provider, a list of model-name patterns (globs, first match wins), each
-with its `Capabilities`. The facts come from reference/providers.md (sections cited per
+with its `Capabilities`. The facts come from the providers' documentation (cited per
 provider); where the reference marks a fact unverified, the profile takes the conservative
 side and says so in `note`.
 
@@ -126,7 +126,7 @@ _GEMINI = Capabilities(
     tool_dialect="gemini",
     tool_forcing=True,
     schema_with_tools=False,
-    note="structured output with function tools only on Gemini 3 (providers.md §4.6)",
+    note="structured output with function tools only on Gemini 3",
 )
 _BEDROCK_CLAUDE = Capabilities(
     native_dialect="bedrock",
@@ -156,7 +156,7 @@ PROFILES: dict[str, ProviderProfile] = {
     for profile in (
         ProviderProfile(
             "openai",
-            "providers.md §1, §2, §19",
+            "platform.openai.com/docs/guides/structured-outputs",
             (
                 _rule(
                     "gpt-4",
@@ -183,7 +183,7 @@ PROFILES: dict[str, ProviderProfile] = {
         ),
         ProviderProfile(
             "anthropic",
-            "providers.md §3, §18.5",
+            "docs.anthropic.com/en/docs/build-with-claude/structured-outputs, /extended-thinking",
             (
                 _rule(
                     "claude-fable*",
@@ -191,7 +191,7 @@ PROFILES: dict[str, ProviderProfile] = {
                     base=_ANTHROPIC,
                     tool_forcing=False,
                     note="refuses a forced tool_choice; JSON outputs support is conflicting "
-                    "(providers.md §3.1, §3.6)",
+                    "(Anthropic's structured-outputs and extended-thinking docs)",
                 ),
                 _rule(
                     "claude-opus-4-1*",
@@ -220,7 +220,7 @@ PROFILES: dict[str, ProviderProfile] = {
         ),
         ProviderProfile(
             "gemini",
-            "providers.md §4, §17.2, §18.4",
+            "ai.google.dev/gemini-api/docs/structured-output",
             (
                 _rule("gemini-3*", base=_GEMINI, schema_with_tools=True, note=""),
                 _rule(
@@ -236,7 +236,7 @@ PROFILES: dict[str, ProviderProfile] = {
         ),
         ProviderProfile(
             "bedrock",
-            "providers.md §5, §18.6",
+            "docs.aws.amazon.com/bedrock/latest/userguide/structured-output.html",
             (
                 _rule(
                     "*claude-haiku-4-5*",
@@ -273,7 +273,7 @@ PROFILES: dict[str, ProviderProfile] = {
         ),
         ProviderProfile(
             "ollama",
-            "providers.md §6",
+            "ollama/ollama docs: structured outputs, thinking",
             (
                 _rule(
                     "*-cloud",
@@ -290,7 +290,7 @@ PROFILES: dict[str, ProviderProfile] = {
         ),
         ProviderProfile(
             "llama_cpp",
-            "providers.md §16",
+            "llama.cpp tools/server/README.md",
             (
                 _rule(
                     "*",
@@ -304,7 +304,7 @@ PROFILES: dict[str, ProviderProfile] = {
         ),
         ProviderProfile(
             "deepseek",
-            "providers.md §7",
+            "api-docs.deepseek.com/guides/json_mode",
             (
                 _rule(
                     "deepseek-reasoner*",
@@ -323,13 +323,13 @@ PROFILES: dict[str, ProviderProfile] = {
         ),
         ProviderProfile(
             "mistral",
-            "providers.md §8 (strict semantics unverified)",
+            "docs.mistral.ai structured output (strict semantics undocumented)",
             (_compatible("mistral", json_word=True),),
             thinking_source="no conflict documented (unverified)",
         ),
         ProviderProfile(
             "groq",
-            "providers.md §9",
+            "console.groq.com/docs/structured-outputs",
             (
                 _rule(
                     "openai/gpt-oss-*",
@@ -361,19 +361,19 @@ PROFILES: dict[str, ProviderProfile] = {
         ),
         ProviderProfile(
             "together",
-            "providers.md §10",
+            "docs.together.ai/docs/json-mode",
             (_compatible("together"),),
             thinking_source="documented to work with reasoning models",
         ),
         ProviderProfile(
             "fireworks",
-            "providers.md §11",
+            "docs.fireworks.ai/structured-responses/structured-response-formatting",
             (_compatible("fireworks"),),
             thinking_source="no conflict documented (unverified)",
         ),
         ProviderProfile(
             "xai",
-            "providers.md §13",
+            "docs.x.ai/developers/model-capabilities/text/structured-outputs",
             (
                 _compatible("xai", "grok-4*", tool_dialect="xai", schema_in_prompt=False),
                 _compatible(
@@ -388,7 +388,7 @@ PROFILES: dict[str, ProviderProfile] = {
         ),
         ProviderProfile(
             "vllm",
-            "providers.md §14, §15",
+            "docs.vllm.ai/en/latest/features/structured_outputs",
             (
                 _compatible(
                     "vllm",

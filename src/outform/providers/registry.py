@@ -156,7 +156,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
         _openai_compatible("xai", "https://api.x.ai", "XAI_API_KEY"),
         _openai_compatible("vllm", "http://127.0.0.1:8000", None),
         _openai_compatible("llamacpp", "http://127.0.0.1:8080", None, profile="llama_cpp"),
-        # SGLang serves OpenAI's json_schema through xgrammar, as vLLM does (providers.md §15).
+        # SGLang serves OpenAI's json_schema through xgrammar, as vLLM does (SGLang's docs).
         _openai_compatible("sglang", "http://127.0.0.1:30000", None, profile="vllm"),
     )
 }

@@ -1,8 +1,10 @@
 """Refuse schemas outform cannot use, before anything else happens.
 
-Two checks: the schema must be valid under its draft's meta-schema, and every `$ref` must point
-inside the document. outform never fetches a remote schema: a network fetch at parse time would
-be slow, non-reproducible and a way to smuggle content into a prompt.
+Three checks: the schema must be valid under its draft's meta-schema; every `$ref` must point
+inside the document (outform never fetches a remote schema: a network fetch at parse time would
+be slow, non-reproducible and a way to smuggle content into a prompt); and the schema must accept
+some value, with no sub-schema whose own keywords contradict each other (the rules are in
+`satisfiable.py`: a model cannot write a value that does not exist, and re-asking it costs).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import jsonschema_rs
 
 from outform.errors import SchemaError
 from outform.schema import pointer
+from outform.schema.satisfiable import find_empty
 
 
 def check_schema(schema: Any, *, where: str = "schema") -> None:
@@ -53,6 +56,16 @@ def check_schema(schema: Any, *, where: str = "schema") -> None:
             where=f"{where} at /$schema",
             fix="use draft 4, 6, 7, 2019-09 or 2020-12, or remove '$schema' (2020-12 is assumed)",
         ) from None
+    empty = find_empty(schema, _known_draft(draft))
+    if empty is not None:
+        whole = empty.location == ""
+        raise SchemaError(
+            ("the schema accepts no value: " if whole else "a sub-schema accepts no value: ")
+            + empty.reason,
+            where=f"{where} at {empty.location or '/'}",
+            fix="correct the keywords there"
+            + ("" if whole else "; to forbid a property or an item on purpose, write false"),
+        )
 
 
 _DRAFTS = {

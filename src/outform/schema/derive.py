@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import typing
 from typing import Any
 
@@ -26,6 +27,13 @@ def _cached_adapter(output_type: Any) -> TypeAdapter[Any]:
 
 
 def _build_adapter(output_type: Any) -> TypeAdapter[Any]:
+    if not is_type(output_type):
+        raise SchemaError(
+            f"not a type: {type_name(output_type)!r} is {_kind(output_type)}",
+            where=f"type {output_type!r}",
+            fix="pass a class (a Pydantic model, dataclass, TypedDict, int, ...) or a type "
+            "expression such as list[Invoice] or Invoice | None",
+        )
     try:
         return TypeAdapter(output_type)
     except (PydanticSchemaGenerationError, PydanticUserError, TypeError, NameError) as exc:
@@ -35,6 +43,29 @@ def _build_adapter(output_type: Any) -> TypeAdapter[Any]:
             fix="use a Pydantic model, dataclass, TypedDict or a type Pydantic's TypeAdapter "
             "accepts (forward references must be resolvable)",
         ) from exc
+
+
+def is_type(candidate: Any) -> bool:
+    """Whether `candidate` can describe values: a class, a parametrised or special typing form
+    (`list[int]`, `A | B`, `Literal[...]`, `Annotated[...]`, `Any`), a NewType or a `type`
+    alias; not a function, a module, a string or another value. Pydantic would read a string
+    as a forward reference and a function as a call signature; both are mistakes here."""
+    if isinstance(candidate, type) or candidate is None or candidate is typing.Any:
+        return True
+    if typing.get_origin(candidate) is not None:
+        return True
+    if isinstance(candidate, typing.NewType):
+        return True
+    alias = getattr(typing, "TypeAliasType", None)  # Python 3.12+: `type Name = ...`
+    return alias is not None and isinstance(candidate, alias)
+
+
+def _kind(value: Any) -> str:
+    if callable(value):
+        return "a function" if inspect.isroutine(value) else "a callable object"
+    if inspect.ismodule(value):
+        return "a module"
+    return f"a value of type {type(value).__name__}"
 
 
 def schema_of(output_type: Any) -> dict[str, Any]:

@@ -11,6 +11,8 @@
 Every dialect is a `DialectRules` fact sheet (one module each); the registry maps names to
 them. The OpenAI-compatible servers without documented rules of their own (mistral, fireworks,
 together, vllm) share `openai_compatible`; groq shares `openai_strict`; see `compatible.py`.
+Model prefixes (`llamacpp`, `sglang`, ...) are accepted wherever a dialect name is: see
+`vocabulary.py`.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from outform.schema.dialects import (
     ollama,
     openai,
     openai_strict,
+    vocabulary,
     xai,
 )
 from outform.schema.dialects.base import Emitter, Options
@@ -58,22 +61,36 @@ DIALECTS: dict[str, DialectRules] = {
 
 
 def names() -> tuple[str, ...]:
-    """The names `get` and `translate` accept."""
+    """The dialects (`get` and `translate` also take the model prefixes of
+    `vocabulary.PROVIDERS`)."""
     return tuple(DIALECTS)
 
 
 def get(name: str | DialectRules) -> DialectRules:
-    """The fact sheet of a dialect; SchemaError naming the known ones for an unknown name."""
+    """The fact sheet of a dialect, or of the dialect a model prefix's provider uses;
+    SchemaError naming the known names for any other name."""
     if isinstance(name, DialectRules):
         return name
     rules = DIALECTS.get(name)
-    if rules is None:
+    if rules is not None:
+        return rules
+    if name not in vocabulary.PROVIDERS:
         raise SchemaError(
             f"unknown schema dialect {name!r}",
             where="dialect",
-            fix=f"use one of: {', '.join(DIALECTS)}",
+            fix=f"use a dialect ({', '.join(DIALECTS)}) or a model prefix "
+            f"({', '.join(p for p in vocabulary.PROVIDERS if p not in DIALECTS)})",
         )
-    return rules
+    dialect = vocabulary.PROVIDERS[name]
+    if dialect is None:
+        raise SchemaError(
+            f"{name} takes no schema on the wire: outform asks it for JSON (JSON mode, a forced "
+            "tool or instructions) and checks the whole schema itself",
+            where="dialect",
+            fix="nothing to translate; to see what an OpenAI-compatible server would get, use "
+            "openai_compatible",
+        )
+    return DIALECTS[dialect]
 
 
 def translate(

@@ -1,6 +1,6 @@
 """Anthropic structured outputs (`output_config.format`) and strict tools.
 
-Facts (reference/providers.md §3.5, the official SDK's `transform_schema`, and sdk-wire.md):
+Facts (Anthropic's structured-outputs guide and the official SDK's `transform_schema`):
 every object says `additionalProperties: false` (but `required` may list only some
 properties); `$ref`/`$defs` are fine but recursion is not; no numeric bounds, no string lengths;
 `minItems` only 0 or 1; `enum` of primitive values; `const`, `anyOf`, formats from a list of ten;
@@ -40,7 +40,7 @@ RULES = DialectRules(
     name="anthropic",
     provider="Anthropic",
     wire="output_config.format.schema (type json_schema); tools[].input_schema with strict: true",
-    source="providers.md §3.5, §18.5; sdk-wire.md (anthropic transform_schema)",
+    source="docs.anthropic.com/en/docs/build-with-claude/structured-outputs; SDK transform_schema",
     enforcing=True,
     accepted=ACCEPTED,
     object_root=True,

@@ -1,6 +1,6 @@
 """Amazon Bedrock Converse structured output (`outputConfig.textFormat`) and strict tools.
 
-Facts (reference/providers.md §5.2, §18.6; sdk-wire.md): a draft 2020-12 subset like
+Facts (Bedrock's structured-output guide; botocore's service model): a draft 2020-12 subset like
 Anthropic's; refused under strict: numeric bounds, `multipleOf`, `maxItems`, `minItems` over 1;
 accepted (empirically, despite the documentation) `minLength`/`maxLength`, which outform sends
 but does not count as enforced. Every object needs `additionalProperties: false`. The schema
@@ -20,7 +20,7 @@ RULES = dataclasses.replace(
     provider="Amazon Bedrock",
     wire="outputConfig.textFormat.structure.jsonSchema.schema (a JSON string); "
     "toolSpec.inputSchema.json with strict: true",
-    source="providers.md §5.2, §18.6; sdk-wire.md (botocore service model)",
+    source="docs.aws.amazon.com/bedrock/latest/userguide/structured-output.html; botocore",
     accepted=anthropic.ACCEPTED | {"minLength", "maxLength"},
     unenforced=frozenset({"minLength", "maxLength"}),
     payload="string",

@@ -3,7 +3,7 @@
 Mistral, Fireworks, Together and vLLM take OpenAI's `response_format: {type: json_schema}` and
 constrain decoding with a grammar engine (Fireworks and Together say so in their docs; vLLM
 uses xgrammar or llguidance), but none publishes the keyword subset it enforces
-(reference/providers.md §8, §10, §11, §14, all marked unverified). outform therefore sends the
+(their structured-output pages say which engine, not which keywords). outform therefore sends the
 schema faithfully (2020-12 form, references as `$defs`, the root wrapped when not an object,
 which every one of them accepts) and counts as enforced only the structure every constrained
 decoder enforces: types, properties, required keys, closed objects, items, enums, unions and
@@ -25,7 +25,7 @@ RULES = dataclasses.replace(
     name="openai_compatible",
     provider="an OpenAI-compatible server",
     wire="response_format.json_schema.schema",
-    source="providers.md §8, §10, §11, §14",
+    source="the servers' structured-output docs (no keyword subset published)",
     enforcing=True,
     unenforced=STANDARD - CORE,
     notes=("enforcement beyond the core structure depends on the server's grammar engine",),
@@ -33,26 +33,26 @@ RULES = dataclasses.replace(
 
 FAMILY: dict[str, DialectRules] = {
     "mistral": dataclasses.replace(
-        RULES, name="mistral", provider="Mistral", source="providers.md §8"
+        RULES, name="mistral", provider="Mistral", source="docs.mistral.ai structured output"
     ),
     "fireworks": dataclasses.replace(
-        RULES, name="fireworks", provider="Fireworks", source="providers.md §11"
+        RULES, name="fireworks", provider="Fireworks", source="docs.fireworks.ai"
     ),
     "together": dataclasses.replace(
-        RULES, name="together", provider="Together AI", source="providers.md §10"
+        RULES, name="together", provider="Together AI", source="docs.together.ai JSON mode"
     ),
     "vllm": dataclasses.replace(
         RULES,
         name="vllm",
         provider="vLLM",
         wire="response_format.json_schema.schema",
-        source="providers.md §14",
+        source="docs.vllm.ai/en/latest/features/structured_outputs",
     ),
     "groq": dataclasses.replace(
         openai_strict.RULES,
         name="groq",
         provider="Groq",
-        source="providers.md §9 (strict: true follows OpenAI's strict rules)",
+        source="console.groq.com/docs/structured-outputs (strict: true follows OpenAI's rules)",
         notes=(
             "strict mode only on some models (gpt-oss); others are best effort",
             "structured outputs work with neither streaming nor tools",

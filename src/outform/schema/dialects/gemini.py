@@ -1,6 +1,6 @@
 """Google Gemini: `responseJsonSchema` (JSON Schema) and `responseSchema` (OpenAPI subset).
 
-`gemini` — facts (reference/providers.md §4.3, the python-genai `response_json_schema`
+`gemini` — facts (Gemini's structured-output guide, the python-genai `response_json_schema`
 docstring, the Nov 2025 announcement): supported keywords are `$id`, `$defs`, `$ref`,
 `$anchor`, `type`, `format`, `title`, `description`, `enum` (strings and numbers), `items`,
 `prefixItems`, `minItems`, `maxItems`, `minimum`, `maximum`, `anyOf`, `oneOf` (read as anyOf),
@@ -9,7 +9,7 @@ through a type list; documented formats `date-time`, `date`, `time`. A `$ref` ma
 `$`-keywords beside it; a cyclic `$ref` may only sit in a property that is not required.
 Unsupported keywords are ignored rather than refused, so outform removes them and checks them.
 
-`gemini_openapi` — the older `responseSchema` (OpenAPI 3.0 `Schema` object, §4.2, sdk-wire.md):
+`gemini_openapi` — the older `responseSchema` (OpenAPI 3.0 `Schema`, as google-genai sends it):
 no `$ref` (inlined, so no recursion), upper-case types, `nullable` instead of a null type,
 string-only `enum`, no `additionalProperties`, explicit `propertyOrdering` (Gemini 2.0 needs it).
 The keyword list is the conservative one the API's older `Schema` message reports (type, format,
@@ -27,7 +27,7 @@ RULES = DialectRules(
     name="gemini",
     provider="Google Gemini",
     wire="generationConfig.responseJsonSchema (with responseMimeType application/json)",
-    source="providers.md §4.3, §4.4; python-genai types.py response_json_schema",
+    source="ai.google.dev/gemini-api/docs/structured-output; python-genai response_json_schema",
     enforcing=True,
     accepted=frozenset(
         {
@@ -71,7 +71,7 @@ OPENAPI_RULES = DialectRules(
     name="gemini_openapi",
     provider="Google Gemini (responseSchema)",
     wire="generationConfig.responseSchema (OpenAPI Schema object)",
-    source="providers.md §4.2, §17.2; sdk-wire.md (google-genai response_schema)",
+    source="ai.google.dev/gemini-api/docs/structured-output; google-genai response_schema",
     enforcing=True,
     accepted=frozenset(
         {

@@ -1,7 +1,7 @@
 """llama.cpp `llama-server` (`json_schema`, `response_format`), through its JSON Schema to grammar
 converter.
 
-Facts (reference/providers.md §16.3, llama.cpp `grammars/README.md`): `additionalProperties`
+Facts (llama.cpp `grammars/README.md`, the JSON Schema to grammar section): `additionalProperties`
 defaults to false (true may produce keys with raw newlines); unsupported features are skipped
 silently (so outform removes them and checks them); `properties` cannot be mixed with
 `anyOf`/`oneOf` in one node; `prefixItems` is broken; `minimum`/`maximum` work only for
@@ -18,7 +18,7 @@ RULES = DialectRules(
     name="llama_cpp",
     provider="llama.cpp",
     wire="json_schema (native /completion) or response_format.json_schema.schema",
-    source="providers.md §16; llama.cpp grammars/README.md",
+    source="llama.cpp tools/server/README.md; grammars/README.md",
     enforcing=True,
     accepted=frozenset(
         {

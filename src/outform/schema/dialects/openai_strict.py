@@ -1,7 +1,7 @@
 """OpenAI Structured Outputs with `strict: true` (Chat `response_format`, Responses `text.format`,
 strict function tools).
 
-Facts (reference/providers.md §1.3; OpenAI's structured-outputs guide; pydantic-ai's empirical
+Facts (OpenAI's structured-outputs guide; pydantic-ai's empirical
 list, §18.3): the root is an object, not a union; every object says
 `additionalProperties: false` and lists every property in `required` (an optional field is
 written as nullable); `$defs` and recursion are fine; the supported keywords are `pattern`,
@@ -21,7 +21,7 @@ RULES = DialectRules(
     provider="OpenAI",
     wire="response_format.json_schema.schema (Chat) or text.format.schema (Responses), "
     "with strict: true; tools[].function.parameters with strict: true",
-    source="providers.md §1.3, §18.3; platform.openai.com/docs/guides/structured-outputs",
+    source="platform.openai.com/docs/guides/structured-outputs; pydantic-ai's transformer",
     enforcing=True,
     accepted=frozenset(
         {

@@ -130,7 +130,7 @@ class DialectRules:
     wire: str
     """Where the schema travels in the request, for people (e.g. `output_config.format.schema`)."""
     source: str
-    """Where the facts come from (a section of reference/providers.md, a doc page)."""
+    """Where the facts come from: the provider's documentation, an official SDK."""
     enforcing: bool
     """Whether the provider constrains decoding with the schema (False: guidance only)."""
     accepted: frozenset[str]

@@ -1,6 +1,6 @@
 """xAI Grok structured outputs (`response_format` json_schema; tools are always strict).
 
-Facts (reference/providers.md §13, docs.x.ai structured outputs): draft 2020-12 (draft-07
+Facts (docs.x.ai structured outputs): draft 2020-12 (draft-07
 accepted); `additionalProperties` defaults to false (outform writes true when the original
 allows other keys); properties not in `required` stay optional; `$ref`/`$defs` only
 non-circular; `oneOf` is read as anyOf; `allOf` with one member only; enforced formats `date`,
@@ -19,7 +19,7 @@ RULES = DialectRules(
     name="xai",
     provider="xAI",
     wire="response_format.json_schema.schema (tools: function.parameters, always strict)",
-    source="providers.md §13; docs.x.ai/developers/model-capabilities/text/structured-outputs",
+    source="docs.x.ai/developers/model-capabilities/text/structured-outputs",
     enforcing=True,
     accepted=frozenset(
         {

@@ -1,0 +1,63 @@
+"""Options more than one command takes: what the reply must match, and the parse settings.
+
+Every setting an error message tells a user to change (`raise the 'max_chars' option`) is a
+flag here, spelled the same with dashes (`--max-chars`); tests/test_cli.py holds the CLI to it.
+A flag left out keeps the value of outform.toml, or the library's default.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from outform.errors import UsageError
+from outform.parse import LEVELS
+
+Schema = Annotated[
+    Path | None,
+    typer.Option("--schema", "-s", help="JSON Schema file the reply must match."),
+]
+Type = Annotated[
+    str | None,
+    typer.Option("--type", "-t", help="Python type the reply must match, as module:Name."),
+]
+Level = Annotated[
+    str | None, typer.Option("--level", "-l", help="Repair level: off, minimal or full.")
+]
+AsJson = Annotated[
+    bool, typer.Option("--json", help="Print the whole result as one JSON document.")
+]
+MaxChars = Annotated[
+    int | None,
+    typer.Option("--max-chars", min=1, help="Longest reply accepted, in characters."),
+]
+MaxDepth = Annotated[
+    int | None,
+    typer.Option("--max-depth", min=1, help="Deepest nesting of arrays and objects accepted."),
+]
+TimeLimit = Annotated[
+    float | None,
+    typer.Option(
+        "--time-limit", min=0.0, help="Seconds the repair of one reply may take before it fails."
+    ),
+]
+
+
+def parse_settings(
+    level: str | None,
+    max_chars: int | None,
+    max_depth: int | None,
+    time_limit: float | None,
+) -> dict[str, Any]:
+    """The parse keyword arguments the user set (the rest come from outform.toml)."""
+    if level is not None and level not in LEVELS:
+        raise UsageError(f"unknown level {level!r}", fix=f"use one of: {', '.join(LEVELS)}")
+    chosen = {
+        "level": level,
+        "max_chars": max_chars,
+        "max_depth": max_depth,
+        "time_limit": time_limit,
+    }
+    return {name: value for name, value in chosen.items() if value is not None}
