@@ -70,11 +70,11 @@ def make_backend(settings: GatewaySettings, env: Mapping[str, str] = os.environ)
     if settings.native:
         from outform.gateway.native import NativeBackend
 
-        return NativeBackend(settings.backend, timeout=settings.backend_timeout, env=env)
+        return NativeBackend(settings.backend, timeouts=settings.timeouts, env=env)
     return HttpChatBackend(
         settings.backend,
         api_key=settings.backend_key(env),
-        timeout=settings.backend_timeout,
+        timeouts=settings.timeouts,
         max_connections=settings.max_connections,
     )
 

@@ -29,7 +29,12 @@ from outform.gateway.replies import (
 )
 from outform.gateway.settings import GatewaySettings
 from outform.gateway.store import ResponseStore, StoredResponse
-from outform.gateway.stream import StreamFailure, StreamTranslator, completion_chunks
+from outform.gateway.stream import (
+    StreamTranslator,
+    chat_error,
+    completion_chunks,
+    failure_message,
+)
 
 Log = dict[str, Any]
 
@@ -127,8 +132,8 @@ class Gateway:
                     if out:
                         yield out
                 closing = translator.finish()
-            except StreamFailure as exc:
-                translator.abort(str(exc))
+            except Exception as exc:  # whatever broke, the stream ends with response.failed
+                translator.abort(failure_message(exc))
             if store and translator.response is not None:
                 try:
                     await self.store.save(chain.record_for(translator.response, items, previous))
@@ -218,6 +223,7 @@ class Gateway:
             return StreamReply(200, _relay(backend_stream), backend_stream.content_type)
         called = time.perf_counter()
         reply = await self.backend.complete(body)
+        reply.json()  # a 200 that is not a Chat Completions answer is a 502, not a success
         headers = [_overhead(started, time.perf_counter() - called)]
         return Reply(reply.status, reply.body, reply.content_type, headers)
 
@@ -280,11 +286,8 @@ async def _relay(backend_stream: ChatStream) -> AsyncIterator[bytes]:
     try:
         async for chunk in backend_stream.raw():
             yield chunk
-    except StreamFailure as exc:
-        error = {
-            "error": {"message": str(exc), "type": "server_error", "param": None, "code": None}
-        }
-        yield data_frame(error)
+    except Exception as exc:
+        yield data_frame(chat_error(exc))
     finally:
         await backend_stream.aclose()
 
