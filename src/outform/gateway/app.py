@@ -117,6 +117,7 @@ class GatewayApp:
             backend = make_backend(self.settings, self._env)
             self._owned.append(backend.aclose)
         self.gateway = Gateway(self.settings, backend, store)
+        self._owned.append(self.gateway.checker.aclose)
 
     async def shutdown(self) -> None:
         owned, self._owned = self._owned, []

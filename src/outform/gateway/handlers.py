@@ -16,7 +16,7 @@ import orjson
 from outform.errors import StoreError
 from outform.gateway import chain, translate
 from outform.gateway.backend import Backend, Body, ChatStream
-from outform.gateway.enforce import checkable, enforce, wanted
+from outform.gateway.enforce import Checker, checkable, enforce, wanted
 from outform.gateway.events import DONE, data_frame
 from outform.gateway.output import Shell, response_from_completion
 from outform.gateway.replies import (
@@ -45,6 +45,7 @@ class Gateway:
         self.backend = backend
         self.store = store
         self.model_map = dict(settings.model_map)
+        self.checker = Checker(settings)
 
     # -- POST /v1/responses ----------------------------------------------------------------------
 
@@ -86,7 +87,7 @@ class Gateway:
                 chat,
                 fmt,
                 retries=self.settings.enforce_retries,
-                level=self.settings.enforce_level,
+                checker=self.checker,
             )
             waited = time.perf_counter() - called
             log["enforce"] = enforced.attempts
@@ -210,7 +211,7 @@ class Gateway:
                 {**req, "model": target},
                 fmt,
                 retries=self.settings.enforce_retries,
-                level=self.settings.enforce_level,
+                checker=self.checker,
             )
             log["enforce"] = enforced.attempts
             if stream:
