@@ -109,7 +109,7 @@ def test_serve_flags_override_the_file(project: Path, monkeypatch: pytest.Monkey
     (project / "outform.toml").write_text(CONFIG)
     outform.config.reload()
     served: list[GatewaySettings] = []
-    monkeypatch.setattr(outform.gateway.server, "serve", served.append)
+    monkeypatch.setattr(outform.gateway.server, "serve", lambda s, **_: served.append(s))
     code = main(
         [
             "serve",
@@ -136,7 +136,7 @@ def test_serve_refuses_a_backend_that_is_neither_url_nor_provider(
     project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     served: list[Any] = []
-    monkeypatch.setattr(outform.gateway.server, "serve", served.append)
+    monkeypatch.setattr(outform.gateway.server, "serve", lambda s, **_: served.append(s))
     assert main(["serve", "--backend", "localhost:8000"]) == 2
     assert "--backend must be an http(s) URL or a provider name" in capsys.readouterr().err
     assert served == []

@@ -10,7 +10,9 @@ The FastAPI routes of those endpoints run the very same code (`_Delegate`), so t
 app and the fast path cannot drift apart.
 
 Bodies are read by hand, up to `max_body_bytes` (413 beyond, checked against Content-Length
-before reading when there is one). A streamed reply is pumped while a watcher waits for the
+before reading when there is one), each taking its bytes from the budget of
+`max_buffered_bytes` shared by every request in flight (503 with Retry-After beyond it,
+`gateway.limits`) until its answer is sent. A streamed reply is pumped while a watcher waits for the
 client to go away; if it does, the backend's stream is closed at once.
 """
 
@@ -36,6 +38,7 @@ from outform.errors import StoreError
 from outform.gateway import chain
 from outform.gateway.backend import Backend, HttpChatBackend
 from outform.gateway.handlers import Gateway
+from outform.gateway.limits import BodyBudget, Lease
 from outform.gateway.replies import GatewayError, PassthroughError, Reply, StreamReply
 from outform.gateway.settings import ENFORCE_HEADER, GatewaySettings
 from outform.gateway.store import ResponseStore
@@ -95,6 +98,7 @@ class GatewayApp:
         self._given_backend = backend
         self._owned: list[Callable[[], Awaitable[None]]] = []
         self.gateway: Gateway | None = None
+        self.budget = BodyBudget(settings.max_buffered_bytes)
         self.fastapi = _fastapi(self)
         self._fast: dict[tuple[str, str], Handler] = {
             ("POST", "/v1/responses"): self._create_response,
@@ -186,7 +190,15 @@ class GatewayApp:
     # -- serving ---------------------------------------------------------------------------------
 
     async def serve(self, handler: Handler, scope: Scope, receive: Receive, send: Send) -> None:
-        """Run a handler; its errors become OpenAI-shaped error bodies."""
+        """Run a handler; its errors become OpenAI-shaped error bodies. The request's share
+        of the body budget is given back once its answer has been sent."""
+        lease = scope["outform.lease"] = self.budget.lease()
+        try:
+            await self._serve(handler, scope, receive, send)
+        finally:
+            lease.release()
+
+    async def _serve(self, handler: Handler, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             if self.gateway is None:
                 raise GatewayError(503, "The gateway is starting or stopping.", type="server_error")
@@ -231,9 +243,12 @@ class GatewayApp:
 
     async def _body(self, scope: Scope, receive: Receive) -> bytes:
         limit = self.settings.max_body_bytes
+        lease: Lease = scope["outform.lease"]
         declared = _header(scope, b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            raise _too_large(limit)
+        if declared is not None and declared.isdigit():
+            if int(declared) > limit:
+                raise _too_large(limit)
+            lease.take(int(declared))
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -244,6 +259,8 @@ class GatewayApp:
             size += len(chunk)
             if size > limit:
                 raise _too_large(limit)
+            if size > lease.held:  # no Content-Length (or a wrong one): take as it comes
+                lease.take(size - lease.held)
             chunks.append(chunk)
             if not message.get("more_body"):
                 return chunks[0] if len(chunks) == 1 else b"".join(chunks)
