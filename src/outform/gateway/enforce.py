@@ -34,6 +34,7 @@ from outform.gateway.checks import Verdict, check_reply
 from outform.gateway.output import content_text
 from outform.gateway.replies import GatewayError, bad_request
 from outform.gateway.settings import GatewaySettings
+from outform.gateway.translate import flat_format
 from outform.gateway.workers import WorkerPool, WorkerTimeoutError
 
 
@@ -63,15 +64,16 @@ def wanted(setting: bool, header: bytes | None) -> bool:
     )
 
 
-def checkable(fmt: Any) -> dict[str, Any] | None:
-    """The flat format dict enforcement can check (`json_schema`, `json_object`), else None;
-    a 400 when it is not a valid format."""
+def checkable(fmt: Any, where: str = "text.format") -> dict[str, Any] | None:
+    """The flat format dict enforcement can check (`json_schema`, `json_object`, in either
+    shape), else None; a 400 when it is not a valid format."""
+    fmt = flat_format(fmt, where)
     if not isinstance(fmt, Mapping) or fmt.get("type") not in ("json_schema", "json_object"):
         return None
     try:
         parsed = ResponseFormat.from_dict(fmt)
     except SchemaError as exc:
-        raise bad_request(exc.what, "text.format") from None
+        raise bad_request(exc.what, where) from None
     return dict(fmt) if isinstance(parsed, JsonSchemaFormat | JsonObjectFormat) else None
 
 

@@ -203,7 +203,7 @@ class Gateway:
         body: Body = raw if target == model else orjson.dumps({**req, "model": target})
         fmt = None
         if wanted(self.settings.enforce, enforce_header):
-            fmt = checkable(_flat_format(req.get("response_format")))
+            fmt = checkable(req.get("response_format"), "response_format")
         if fmt is not None:
             called = time.perf_counter()
             enforced = await enforce(
@@ -252,14 +252,6 @@ def _json_object(raw: bytes) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise bad_request("The body must be a JSON object.", None, "invalid_json")
     return data
-
-
-def _flat_format(response_format: Any) -> Any:
-    """Chat's nested `response_format` in the flat shape `ResponseFormat` reads."""
-    if isinstance(response_format, Mapping) and response_format.get("type") == "json_schema":
-        nested = response_format.get("json_schema")
-        return {"type": "json_schema", **(nested if isinstance(nested, Mapping) else {})}
-    return response_format
 
 
 def _overhead(started: float, waited: float) -> tuple[bytes, bytes]:
