@@ -30,12 +30,13 @@ from urllib.parse import parse_qsl
 
 import orjson
 from fastapi import FastAPI, Request
+from fastapi.openapi.utils import get_openapi
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from outform import __version__
 from outform.errors import StoreError
-from outform.gateway import chain
+from outform.gateway import chain, schemas
 from outform.gateway.backend import Backend, HttpChatBackend
 from outform.gateway.handlers import Gateway
 from outform.gateway.limits import BodyBudget, Lease
@@ -362,20 +363,6 @@ class _Delegate(Response):
         await self._app.serve(self._handler, scope, receive, send)
 
 
-_BODY = {
-    "requestBody": {
-        "required": True,
-        "content": {"application/json": {"schema": {"type": "object"}}},
-    }
-}
-_JSON_OR_SSE: dict[int | str, dict[str, Any]] = {
-    200: {
-        "description": "JSON, or Server-Sent Events when the body has `stream: true`.",
-        "content": {"application/json": {}, "text/event-stream": {}},
-    }
-}
-
-
 def _fastapi(app: GatewayApp) -> FastAPI:
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -397,6 +384,19 @@ def _fastapi(app: GatewayApp) -> FastAPI:
         redoc_url=None,
     )
 
+    def openapi() -> dict[str, Any]:
+        if api.openapi_schema is None:
+            base = get_openapi(
+                title=api.title,
+                version=api.version,
+                description=api.description,
+                routes=api.routes,
+            )
+            api.openapi_schema = schemas.document(base)
+        return api.openapi_schema
+
+    api.openapi = openapi  # type: ignore[method-assign]
+
     @api.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         """Unknown paths and methods answer in OpenAI's error shape too."""
@@ -409,22 +409,37 @@ def _fastapi(app: GatewayApp) -> FastAPI:
             raise GatewayError(503, "The gateway is starting or stopping.", type="server_error")
         return app.gateway
 
-    @api.post("/v1/responses", openapi_extra=_BODY, responses=_JSON_OR_SSE, tags=["responses"])
+    @api.post(
+        "/v1/responses",
+        openapi_extra=schemas.body("CreateResponse"),
+        responses=schemas.answers("Response", stream="ResponseStreamEvent"),
+        tags=["responses"],
+    )
     async def create_response(request: Request) -> Response:
         """Create a model response (OpenAI Responses API)."""
         return _Delegate(app, app._create_response)
 
-    @api.get("/v1/responses/{response_id}", tags=["responses"])
+    @api.get(
+        "/v1/responses/{response_id}", responses=schemas.answers("Response"), tags=["responses"]
+    )
     async def retrieve_response(response_id: str) -> Response:
         """A stored response, as it was served."""
         return _Delegate(app, lambda scope, receive: gateway().retrieve(response_id))
 
-    @api.delete("/v1/responses/{response_id}", tags=["responses"])
+    @api.delete(
+        "/v1/responses/{response_id}",
+        responses=schemas.answers("DeletedResponse"),
+        tags=["responses"],
+    )
     async def delete_response(response_id: str) -> Response:
         """Delete a stored response."""
         return _Delegate(app, lambda scope, receive: gateway().delete(response_id))
 
-    @api.get("/v1/responses/{response_id}/input_items", tags=["responses"])
+    @api.get(
+        "/v1/responses/{response_id}/input_items",
+        responses=schemas.answers("ResponseItemList"),
+        tags=["responses"],
+    )
     async def list_input_items(
         request: Request,
         response_id: str,
@@ -439,17 +454,22 @@ def _fastapi(app: GatewayApp) -> FastAPI:
         query = dict(parse_qsl(request.url.query))
         return _Delegate(app, lambda scope, receive: gateway().input_items(response_id, query))
 
-    @api.post("/v1/chat/completions", openapi_extra=_BODY, responses=_JSON_OR_SSE, tags=["chat"])
+    @api.post(
+        "/v1/chat/completions",
+        openapi_extra=schemas.body("CreateChatCompletion"),
+        responses=schemas.answers("ChatCompletion", stream="ChatCompletionChunk"),
+        tags=["chat"],
+    )
     async def chat_completions(request: Request) -> Response:
         """Chat Completions, passed through to the backend."""
         return _Delegate(app, app._chat_completions)
 
-    @api.get("/v1/models", tags=["models"])
+    @api.get("/v1/models", responses=schemas.answers("ModelList"), tags=["models"])
     async def list_models() -> Response:
         """The backend's models and the names of the model map."""
         return _Delegate(app, lambda scope, receive: gateway().models())
 
-    @api.get("/healthz", tags=["operations"])
+    @api.get("/healthz", responses=schemas.answers("Health"), tags=["operations"])
     async def healthz() -> Response:
         """Liveness: 200 once the gateway has started (no authentication)."""
         ready = app.gateway is not None
