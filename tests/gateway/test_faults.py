@@ -22,7 +22,7 @@ from outform.gateway.settings import GatewaySettings
 from tests.gateway.faults import FAULTS, FaultServer, judge, sse_data
 from tests.gateway.harness import RecordingStore, Running, running
 
-IDLE, TOTAL, STALL = 0.2, 1.0, 3.0
+IDLE, TOTAL, STALL = 0.5, 2.0, 4.0
 PATHS = {"responses": "/v1/responses", "chat": "/v1/chat/completions"}
 
 
