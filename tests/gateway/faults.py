@@ -292,6 +292,8 @@ class FaultServer:
         request = orjson.loads(body)
         fault, stream = str(request.get("model")), request.get("stream") is True
         model = fault
+        if fault not in FAULTS:
+            fault = "ok"
         if fault == "reset":
             sock = writer.get_extra_info("socket")
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
