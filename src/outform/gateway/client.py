@@ -340,11 +340,14 @@ class HttpClient:
         timeouts = self.timeouts
         total_at = asyncio.get_running_loop().time() + timeouts.total
         try:
-            try:
-                async with asyncio.timeout_at(total_at):
-                    await self._slots.acquire()
-            except TimeoutError:
-                raise _timed_out("total", timeouts) from None
+            if self._slots.locked():  # every connection is busy: wait, within `total`
+                try:
+                    async with asyncio.timeout_at(total_at):
+                        await self._slots.acquire()
+                except TimeoutError:
+                    raise _timed_out("total", timeouts) from None
+            else:
+                await self._slots.acquire()
             slot = True
             for attempt in (0, 1):
                 conn = await self._connection(total_at)
