@@ -134,6 +134,17 @@ def running(
         gateway.stop()
 
 
+@contextmanager
+def in_front_of_fake(**settings: Any) -> Iterator[tuple[ChatFake, Running]]:
+    """A `ChatFake` backend and the gateway in front of it (memory store, no access log),
+    `settings` added; for tests that need no spec-checked client."""
+    backend = ChatFake()
+    with backend:
+        options: dict[str, Any] = {"store": "memory", "access_log": False, **settings}
+        with running(GatewaySettings(backend=backend.base, **options)) as gw:
+            yield backend, gw
+
+
 class RecordingStore(MemoryStore):
     """A MemoryStore that remembers the status of every save, per response id, in order: a
     test can check that each stored response ended in a final state."""
@@ -348,6 +359,7 @@ __all__ = [
     "check_exchange",
     "check_stream",
     "free_port",
+    "in_front_of_fake",
     "response_events",
     "running",
     "sse_events",

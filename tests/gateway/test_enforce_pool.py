@@ -20,8 +20,7 @@ import orjson
 import pytest
 
 from outform.gateway.checks import check_reply
-from outform.gateway.settings import GatewaySettings
-from tests.gateway.harness import ChatFake, Running, running
+from tests.gateway.harness import ChatFake, Running, in_front_of_fake
 from tests.gateway.slow_jobs import held
 from tests.providers.openai_wire import chat_completion
 
@@ -40,18 +39,9 @@ REQUEST = {
 
 
 @pytest.fixture
-def setup(tmp_path: Path) -> Iterator[tuple[ChatFake, Running]]:
-    backend = ChatFake()
-    with backend:
-        settings = GatewaySettings(
-            backend=backend.base,
-            store="memory",
-            access_log=False,
-            enforce_workers=1,
-            enforce_time_limit=0.25,
-        )
-        with running(settings) as gw:
-            yield backend, gw
+def setup() -> Iterator[tuple[ChatFake, Running]]:
+    with in_front_of_fake(enforce_workers=1, enforce_time_limit=0.25) as pair:
+        yield pair
 
 
 def _wait_for(path: Path) -> None:

@@ -57,15 +57,13 @@ def call(gw: Running, api: str, fault: str, stream: bool) -> httpx.Response:
         return http.post(gw.url + PATHS[api], json=body_for(api, fault, stream))
 
 
-@pytest.mark.parametrize("api", ["responses", "chat"])
-@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
-@pytest.mark.parametrize("fault", FAULTS)
-def test_each_fault_gets_a_truthful_answer(
-    gateway: tuple[Running, RecordingStore], fault: str, stream: bool, api: str
-) -> None:
+def verdict(
+    gateway: tuple[Running, RecordingStore], api: str, fault: str, stream: bool
+) -> list[str]:
+    """What is wrong with the gateway's answer to one faulty request (empty: nothing)."""
     gw, store = gateway
     answer = call(gw, api, fault, stream)
-    problems = judge(
+    return judge(
         fault,
         stream=stream,
         api=api,  # type: ignore[arg-type]
@@ -74,8 +72,16 @@ def test_each_fault_gets_a_truthful_answer(
         body=answer.content,
         store=store,
     )
-    assert problems == []
-    assert store.unfinished() == {}
+
+
+@pytest.mark.parametrize("api", ["responses", "chat"])
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize("fault", FAULTS)
+def test_each_fault_gets_a_truthful_answer(
+    gateway: tuple[Running, RecordingStore], fault: str, stream: bool, api: str
+) -> None:
+    assert verdict(gateway, api, fault, stream) == []
+    assert gateway[1].unfinished() == {}
 
 
 def test_a_truncated_stream_says_it_was_cut_off_and_is_stored_failed(
@@ -121,26 +127,11 @@ def test_faults_under_concurrency_leave_nothing_hung_or_unfinished(
     gateway: tuple[Running, RecordingStore],
 ) -> None:
     """Every fault at once, on both endpoints, streamed and not: the same verdicts."""
-    gw, store = gateway
     cases = [(api, f, s) for api in PATHS for f in FAULTS for s in (False, True)]
-
-    def one(case: tuple[str, str, bool]) -> list[str]:
-        api, fault, stream = case
-        answer = call(gw, api, fault, stream)
-        return judge(
-            fault,
-            stream=stream,
-            api=api,  # type: ignore[arg-type]
-            status=answer.status_code,
-            headers=answer.headers,
-            body=answer.content,
-            store=store,
-        )
-
     with ThreadPoolExecutor(16) as pool:
-        verdicts = dict(zip(cases, pool.map(one, cases), strict=True))
+        verdicts = dict(zip(cases, pool.map(lambda c: verdict(gateway, *c), cases), strict=True))
     assert {case: v for case, v in verdicts.items() if v} == {}
-    assert store.unfinished() == {}
+    assert gateway[1].unfinished() == {}
 
 
 def test_a_native_providers_stream_cut_before_its_stop_reason_fails() -> None:

@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from outform.gateway.settings import GatewaySettings
-from tests.gateway.harness import ChatFake, running
+from tests.gateway.harness import ChatFake, in_front_of_fake, running
 from tests.providers.fake import FakeServer
 from tests.providers.openai_wire import chat_completion
 
@@ -36,11 +36,8 @@ NESTED = {
 
 @pytest.fixture
 def gw() -> Iterator[tuple[ChatFake, httpx.Client, str]]:
-    backend = ChatFake()
-    with backend:
-        settings = GatewaySettings(backend=backend.base, store="memory", access_log=False)
-        with running(settings) as gateway, httpx.Client(timeout=30) as http:
-            yield backend, http, gateway.url
+    with in_front_of_fake() as (backend, gateway), httpx.Client(timeout=30) as http:
+        yield backend, http, gateway.url
 
 
 def test_the_nested_format_reaches_the_backend_with_its_schema(

@@ -17,8 +17,7 @@ import httpx
 import orjson
 import pytest
 
-from outform.gateway.settings import GatewaySettings
-from tests.gateway.harness import ChatFake, Running, running
+from tests.gateway.harness import ChatFake, Running, in_front_of_fake
 from tests.providers.openai_wire import chat_completion
 
 KiB = 1024
@@ -26,17 +25,8 @@ KiB = 1024
 
 @pytest.fixture
 def gateway() -> Iterator[tuple[ChatFake, Running]]:
-    backend = ChatFake()
-    with backend:
-        settings = GatewaySettings(
-            backend=backend.base,
-            store="memory",
-            access_log=False,
-            max_body_bytes=64 * KiB,
-            max_buffered_bytes=100 * KiB,
-        )
-        with running(settings) as gw:
-            yield backend, gw
+    with in_front_of_fake(max_body_bytes=64 * KiB, max_buffered_bytes=100 * KiB) as pair:
+        yield pair
 
 
 def _big(size: int) -> bytes:

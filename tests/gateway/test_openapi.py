@@ -18,9 +18,8 @@ from openapi_spec_validator import validate
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from outform.gateway.settings import GatewaySettings
 from tests.gateway.faults import sse_data
-from tests.gateway.harness import ChatFake, running
+from tests.gateway.harness import ChatFake, in_front_of_fake
 from tests.providers.openai_wire import chat_completion, text_stream
 
 SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
@@ -46,12 +45,9 @@ class Published:
 
 @pytest.fixture
 def gw() -> Iterator[tuple[ChatFake, httpx.Client, str, Published]]:
-    backend = ChatFake()
-    with backend:
-        settings = GatewaySettings(backend=backend.base, store="memory", access_log=False)
-        with running(settings) as gateway, httpx.Client(timeout=30) as http:
-            document = http.get(gateway.url + "/openapi.json").json()
-            yield backend, http, gateway.url, Published(document)
+    with in_front_of_fake() as (backend, gateway), httpx.Client(timeout=30) as http:
+        document = http.get(gateway.url + "/openapi.json").json()
+        yield backend, http, gateway.url, Published(document)
 
 
 def test_the_document_is_valid_openapi_and_names_every_body(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,16 +27,6 @@ backend_timeout = 30
 enforce = true
 port = 9000
 """
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("OUTFORM_CONFIG", raising=False)
-    outform.config.reload()
-    yield tmp_path
-    monkeypatch.undo()
-    outform.config.reload()
 
 
 def test_the_gateway_section_is_read_and_validated(project: Path) -> None:

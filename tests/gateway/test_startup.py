@@ -12,7 +12,6 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -23,16 +22,6 @@ import outform.errors
 from outform.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("OUTFORM_CONFIG", raising=False)
-    outform.config.reload()
-    yield tmp_path
-    monkeypatch.undo()
-    outform.config.reload()
 
 
 def _serve(capsys: pytest.CaptureFixture[str], *flags: str) -> tuple[int, str]:

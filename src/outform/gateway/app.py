@@ -12,8 +12,8 @@ app and the fast path cannot drift apart.
 Bodies are read by hand, up to `max_body_bytes` (413 beyond, checked against Content-Length
 before reading when there is one), each taking its bytes from the budget of
 `max_buffered_bytes` shared by every request in flight (503 with Retry-After beyond it,
-`gateway.limits`) until its answer is sent. A streamed reply is pumped while a watcher waits for the
-client to go away; if it does, the backend's stream is closed at once.
+`gateway.limits`) until its answer is sent. A streamed reply is pumped while a watcher waits
+for the client to go away; if it does, the backend's stream is closed at once.
 """
 
 from __future__ import annotations
