@@ -32,6 +32,7 @@ from outform.gateway.client import (
     BackendUnreachableError,
     HttpClient,
     StreamingResponse,
+    header_value,
 )
 from outform.gateway.events import DONE, SSEDecoder, data_frame
 from outform.gateway.replies import JSON, SSE, GatewayError, Headers, PassthroughError
@@ -134,14 +135,7 @@ _FORWARDED = (b"retry-after", b"retry-after-ms")
 
 def passthrough(status: int, headers: Headers, body: bytes) -> PassthroughError:
     kept = [(name, value) for name, value in headers if name in _FORWARDED]
-    return PassthroughError(status, body, _header(headers, b"content-type", JSON), kept)
-
-
-def _header(headers: Headers, name: bytes, default: bytes) -> bytes:
-    for key, value in headers:
-        if key == name:
-            return value
-    return default
+    return PassthroughError(status, body, header_value(headers, b"content-type", JSON), kept)
 
 
 class HttpChatBackend:

@@ -230,7 +230,7 @@ class Response:
         self.body = body
 
     def header(self, name: bytes, default: bytes = b"") -> bytes:
-        return _header(self.headers, name, default)
+        return header_value(self.headers, name, default)
 
 
 class StreamingResponse:
@@ -247,7 +247,7 @@ class StreamingResponse:
         self.headers = conn.headers
 
     def header(self, name: bytes, default: bytes = b"") -> bytes:
-        return _header(self.headers, name, default)
+        return header_value(self.headers, name, default)
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         try:
@@ -445,7 +445,8 @@ def _timed_out(limit: Limit, timeouts: Timeouts) -> BackendTimeoutError:
     return BackendTimeoutError(f"the backend {_LIMITS[limit].format(seconds[limit])}", limit)
 
 
-def _header(headers: list[tuple[bytes, bytes]], name: bytes, default: bytes) -> bytes:
+def header_value(headers: list[tuple[bytes, bytes]], name: bytes, default: bytes) -> bytes:
+    """The value of header `name` (lower case) in a parsed header list, or `default`."""
     for key, value in headers:
         if key == name:
             return value
@@ -461,4 +462,5 @@ __all__ = [
     "Response",
     "StreamingResponse",
     "Timeouts",
+    "header_value",
 ]
