@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import sys
 
-from benchmarks import bench_dialects, bench_gateway, bench_parse, bench_stream
+from benchmarks import (
+    bench_dialects,
+    bench_gateway,
+    bench_gateway_limits,
+    bench_parse,
+    bench_stream,
+)
 
 
 def main(argv: list[str]) -> int:
@@ -12,6 +18,7 @@ def main(argv: list[str]) -> int:
     bench_stream.main(argv)
     bench_dialects.main(argv)
     bench_gateway.main(argv)
+    bench_gateway_limits.main(argv)
     return 0
 
 

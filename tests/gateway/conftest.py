@@ -11,12 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx2
 import openai
 import pytest
 
+import outform.config
 from outform.gateway.settings import GatewaySettings
 from outform.gateway.store import MemoryStore, ResponseStore
 from tests.gateway.harness import ChatFake, Recorder, Running, check_exchange, running
@@ -118,3 +120,14 @@ def make_gateway(conforms: Conformance) -> Iterator[MakeGateway]:
 @pytest.fixture
 def gw(make_gateway: MakeGateway) -> Harness:
     return make_gateway()
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A fresh working directory without outform.toml, settings read anew."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("OUTFORM_CONFIG", raising=False)
+    outform.config.reload()
+    yield tmp_path
+    monkeypatch.undo()
+    outform.config.reload()

@@ -28,7 +28,7 @@ import uvicorn
 from outform.gateway.app import GatewayApp, create_app
 from outform.gateway.server import uvicorn_config
 from outform.gateway.settings import GatewaySettings
-from outform.gateway.store import MemoryStore, ResponseStore
+from outform.gateway.store import MemoryStore, ResponseStore, StoredResponse
 from tests.providers.fake import FakeServer, Reply, _frames
 from tests.providers.openai_wire import Conformance
 
@@ -132,6 +132,41 @@ def running(
         yield gateway
     finally:
         gateway.stop()
+
+
+@contextmanager
+def in_front_of_fake(**settings: Any) -> Iterator[tuple[ChatFake, Running]]:
+    """A `ChatFake` backend and the gateway in front of it (memory store, no access log),
+    `settings` added; for tests that need no spec-checked client."""
+    backend = ChatFake()
+    with backend:
+        options: dict[str, Any] = {"store": "memory", "access_log": False, **settings}
+        with running(GatewaySettings(backend=backend.base, **options)) as gw:
+            yield backend, gw
+
+
+class RecordingStore(MemoryStore):
+    """A MemoryStore that remembers the status of every save, per response id, in order: a
+    test can check that each stored response ended in a final state."""
+
+    FINAL = frozenset({"completed", "incomplete", "failed", "cancelled"})
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.saves: dict[str, list[str]] = {}
+
+    async def save(self, record: StoredResponse) -> None:
+        await super().save(record)
+        self.saves.setdefault(record.id, []).append(str(record.response.get("status")))
+
+    def final(self, response_id: str) -> str | None:
+        """The status of the last save of `response_id` (None if never saved)."""
+        statuses = self.saves.get(response_id)
+        return statuses[-1] if statuses else None
+
+    def unfinished(self) -> dict[str, str]:
+        """Stored responses whose last saved state is not final."""
+        return {i: s[-1] for i, s in self.saves.items() if s[-1] not in self.FINAL}
 
 
 # -- recording clients ---------------------------------------------------------------------
@@ -319,10 +354,12 @@ __all__ = [
     "Exchange",
     "GatedReply",
     "Recorder",
+    "RecordingStore",
     "Running",
     "check_exchange",
     "check_stream",
     "free_port",
+    "in_front_of_fake",
     "response_events",
     "running",
     "sse_events",

@@ -16,6 +16,7 @@ from outform.gateway.client import (
     BackendUnreachableError,
     HttpClient,
 )
+from outform.gateway.settings import Timeouts
 from tests.gateway.harness import free_port
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -52,7 +53,9 @@ def serve(handler: Handler, test: Callable[[HttpClient, list[int]], Awaitable[An
 
         server = await asyncio.start_server(counted, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
-        client = HttpClient(f"http://127.0.0.1:{port}/v1", timeout=2, max_connections=4)
+        client = HttpClient(
+            f"http://127.0.0.1:{port}/v1", timeouts=Timeouts(2, 2, 2), max_connections=4
+        )
         try:
             return await test(client, connections)
         finally:
@@ -155,12 +158,15 @@ def test_silence_is_a_timeout_and_a_closed_port_is_unreachable() -> None:
         await asyncio.sleep(5)
 
     async def test(client: HttpClient, connections: list[int]) -> None:
-        client.timeout = 0.2
-        with pytest.raises(BackendTimeoutError):
-            await client.request(b"POST", "/chat/completions", b"{}")
-        with pytest.raises(BackendTimeoutError):
+        client.timeouts = Timeouts(connect=2, idle=0.2, total=2)
+        with pytest.raises(BackendTimeoutError) as stream_idle:
             await client.stream(b"POST", "/chat/completions", b"{}")
-        closed = HttpClient(f"http://127.0.0.1:{free_port()}", timeout=1)
+        assert stream_idle.value.limit == "idle"  # a stream's first byte: the idle limit
+        client.timeouts = Timeouts(connect=2, idle=0.1, total=0.3)
+        with pytest.raises(BackendTimeoutError) as whole:
+            await client.request(b"POST", "/chat/completions", b"{}")
+        assert whole.value.limit == "total"  # a whole answer's first byte: total only
+        closed = HttpClient(f"http://127.0.0.1:{free_port()}", timeouts=Timeouts(1, 1, 1))
         with pytest.raises(BackendUnreachableError):
             await closed.request(b"GET", "/models")
 

@@ -133,7 +133,7 @@ def test_a_backend_that_does_not_answer_in_time_gives_504(make_gateway: MakeGate
         gw.client.responses.create(model="m", input="x")
     assert caught.value.status_code == 504
     error = caught.value.body
-    assert isinstance(error, dict) and error["code"] == "backend_timeout"
+    assert isinstance(error, dict) and error["code"] == "backend_total_timeout"
     assert error["type"] == "server_error"
     gw.backend.reply(Reply(events=text_stream("late"), delay=1.0))
     answer = gw.http.post(
@@ -143,7 +143,7 @@ def test_a_backend_that_does_not_answer_in_time_gives_504(make_gateway: MakeGate
 
 
 def test_a_stream_that_stalls_ends_with_response_failed(make_gateway: MakeGateway) -> None:
-    gw = make_gateway(backend_timeout=0.3)
+    gw = make_gateway(backend_idle_timeout=0.3)
     stalled = GatedReply(events=text_stream("Hel", "lo"), gate_after=2)
     gw.backend.reply(stalled)
     try:
@@ -154,7 +154,7 @@ def test_a_stream_that_stalls_ends_with_response_failed(make_gateway: MakeGatewa
         stalled.gate.set()
     events = response_events(answer.content)
     assert events[-1]["type"] == "response.failed"
-    assert "sent nothing for 0.3 s" in events[-1]["response"]["error"]["message"]
+    assert "sent nothing for 0.3 s (idle timeout" in events[-1]["response"]["error"]["message"]
 
 
 def test_a_client_that_hangs_up_mid_stream_closes_the_backends_stream(

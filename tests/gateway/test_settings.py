@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,16 +27,6 @@ backend_timeout = 30
 enforce = true
 port = 9000
 """
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("OUTFORM_CONFIG", raising=False)
-    outform.config.reload()
-    yield tmp_path
-    monkeypatch.undo()
-    outform.config.reload()
 
 
 def test_the_gateway_section_is_read_and_validated(project: Path) -> None:
@@ -109,7 +98,7 @@ def test_serve_flags_override_the_file(project: Path, monkeypatch: pytest.Monkey
     (project / "outform.toml").write_text(CONFIG)
     outform.config.reload()
     served: list[GatewaySettings] = []
-    monkeypatch.setattr(outform.gateway.server, "serve", served.append)
+    monkeypatch.setattr(outform.gateway.server, "serve", lambda s, **_: served.append(s))
     code = main(
         [
             "serve",
@@ -136,7 +125,7 @@ def test_serve_refuses_a_backend_that_is_neither_url_nor_provider(
     project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     served: list[Any] = []
-    monkeypatch.setattr(outform.gateway.server, "serve", served.append)
+    monkeypatch.setattr(outform.gateway.server, "serve", lambda s, **_: served.append(s))
     assert main(["serve", "--backend", "localhost:8000"]) == 2
     assert "--backend must be an http(s) URL or a provider name" in capsys.readouterr().err
     assert served == []

@@ -171,6 +171,7 @@ def test_the_request_fields_that_map_are_mapped() -> None:
         "top_p": 0.9,
         "max_tokens": 64,
         "reasoning_effort": "low",
+        "user": "u-1",  # Chat has it too, with the same meaning
         "stream": True,
         "stream_options": {"include_usage": True},
     }

@@ -1,4 +1,9 @@
-"""`outform serve`: the OpenAI Responses API over any backend."""
+"""`outform serve`: the OpenAI Responses API over any backend.
+
+Exit 2, with one line saying what to do, for every problem found before serving: the
+`gateway` extra not installed, a bad flag or `[gateway]` key, a port that is busy or is no
+port. The line announcing the address comes only once the socket listens there.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,8 @@ import typer
 
 from outform.cli.app import app, stderr
 from outform.errors import UsageError
+
+_GATEWAY_MODULES = frozenset({"fastapi", "starlette", "uvicorn", "httptools"})
 
 
 @app.command("serve")
@@ -48,10 +55,25 @@ def serve_command(
         typer.Option("--backend-key-env", help="Env var holding the backend's bearer key."),
     ] = None,
     backend_timeout: Annotated[
-        float | None, typer.Option("--backend-timeout", help="Seconds to wait for the backend.")
+        float | None,
+        typer.Option("--backend-timeout", help="Total seconds one backend exchange may take."),
+    ] = None,
+    backend_connect_timeout: Annotated[
+        float | None,
+        typer.Option("--backend-connect-timeout", help="Seconds to connect to the backend."),
+    ] = None,
+    backend_idle_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--backend-idle-timeout", help="Longest silence of the backend while it answers."
+        ),
     ] = None,
     max_body_bytes: Annotated[
         int | None, typer.Option("--max-body-bytes", help="Largest request body accepted.")
+    ] = None,
+    max_buffered_bytes: Annotated[
+        int | None,
+        typer.Option("--max-buffered-bytes", help="Request bodies held at once (503 beyond it)."),
     ] = None,
 ) -> None:
     """Serve the OpenAI Responses API over a Chat Completions backend or a provider.
@@ -59,8 +81,17 @@ def serve_command(
     Defaults come from the \\[gateway] section of outform.toml.
     """
     from outform.config import settings
-    from outform.gateway.server import serve
     from outform.gateway.settings import GatewaySettings, parse_model_map
+
+    try:
+        from outform.gateway.server import serve
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] not in _GATEWAY_MODULES:
+            raise
+        raise UsageError(
+            f"outform serve needs the gateway extra ({exc.name} is not installed)",
+            fix="pip install 'outform[gateway]'",
+        ) from None
 
     configured = settings()
     base = GatewaySettings.from_config(configured.gateway, source=configured.source)
@@ -76,7 +107,10 @@ def serve_command(
         api_keys=tuple(api_key_env) if api_key_env else None,
         backend_api_key_env=backend_key_env,
         backend_timeout=backend_timeout,
+        backend_connect_timeout=backend_connect_timeout,
+        backend_idle_timeout=backend_idle_timeout,
         max_body_bytes=max_body_bytes,
+        max_buffered_bytes=max_buffered_bytes,
     )
     if chosen.native:
         from outform.providers.registry import PROVIDERS
@@ -87,9 +121,11 @@ def serve_command(
                 fix="for example --backend http://localhost:8000/v1 or --backend anthropic; "
                 "providers: " + ", ".join(PROVIDERS),
             )
-    stderr.print(
-        f"outform gateway on http://{chosen.host}:{chosen.port} -> {chosen.backend} "
-        f"(store: {chosen.store.partition(':')[0]}, enforce: {'on' if chosen.enforce else 'off'})",
-        markup=False,
+    summary = (
+        f"-> {chosen.backend} (store: {chosen.store.partition(':')[0]}, "
+        f"enforce: {'on' if chosen.enforce else 'off'})"
     )
-    serve(chosen)
+    serve(
+        chosen,
+        announce=lambda url: stderr.print(f"outform gateway on {url} {summary}", markup=False),
+    )

@@ -10,8 +10,10 @@ The FastAPI routes of those endpoints run the very same code (`_Delegate`), so t
 app and the fast path cannot drift apart.
 
 Bodies are read by hand, up to `max_body_bytes` (413 beyond, checked against Content-Length
-before reading when there is one). A streamed reply is pumped while a watcher waits for the
-client to go away; if it does, the backend's stream is closed at once.
+before reading when there is one), each taking its bytes from the budget of
+`max_buffered_bytes` shared by every request in flight (503 with Retry-After beyond it,
+`gateway.limits`) until its answer is sent. A streamed reply is pumped while a watcher waits
+for the client to go away; if it does, the backend's stream is closed at once.
 """
 
 from __future__ import annotations
@@ -28,14 +30,16 @@ from urllib.parse import parse_qsl
 
 import orjson
 from fastapi import FastAPI, Request
+from fastapi.openapi.utils import get_openapi
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from outform import __version__
 from outform.errors import StoreError
-from outform.gateway import chain
+from outform.gateway import chain, schemas
 from outform.gateway.backend import Backend, HttpChatBackend
 from outform.gateway.handlers import Gateway
+from outform.gateway.limits import BodyBudget, Lease
 from outform.gateway.replies import GatewayError, PassthroughError, Reply, StreamReply
 from outform.gateway.settings import ENFORCE_HEADER, GatewaySettings
 from outform.gateway.store import ResponseStore
@@ -70,11 +74,11 @@ def make_backend(settings: GatewaySettings, env: Mapping[str, str] = os.environ)
     if settings.native:
         from outform.gateway.native import NativeBackend
 
-        return NativeBackend(settings.backend, timeout=settings.backend_timeout, env=env)
+        return NativeBackend(settings.backend, timeouts=settings.timeouts, env=env)
     return HttpChatBackend(
         settings.backend,
         api_key=settings.backend_key(env),
-        timeout=settings.backend_timeout,
+        timeouts=settings.timeouts,
         max_connections=settings.max_connections,
     )
 
@@ -95,6 +99,7 @@ class GatewayApp:
         self._given_backend = backend
         self._owned: list[Callable[[], Awaitable[None]]] = []
         self.gateway: Gateway | None = None
+        self.budget = BodyBudget(settings.max_buffered_bytes)
         self.fastapi = _fastapi(self)
         self._fast: dict[tuple[str, str], Handler] = {
             ("POST", "/v1/responses"): self._create_response,
@@ -117,6 +122,7 @@ class GatewayApp:
             backend = make_backend(self.settings, self._env)
             self._owned.append(backend.aclose)
         self.gateway = Gateway(self.settings, backend, store)
+        self._owned.append(self.gateway.checker.aclose)
 
     async def shutdown(self) -> None:
         owned, self._owned = self._owned, []
@@ -185,7 +191,15 @@ class GatewayApp:
     # -- serving ---------------------------------------------------------------------------------
 
     async def serve(self, handler: Handler, scope: Scope, receive: Receive, send: Send) -> None:
-        """Run a handler; its errors become OpenAI-shaped error bodies."""
+        """Run a handler; its errors become OpenAI-shaped error bodies. The request's share
+        of the body budget is given back once its answer has been sent."""
+        lease = scope["outform.lease"] = self.budget.lease()
+        try:
+            await self._serve(handler, scope, receive, send)
+        finally:
+            lease.release()
+
+    async def _serve(self, handler: Handler, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             if self.gateway is None:
                 raise GatewayError(503, "The gateway is starting or stopping.", type="server_error")
@@ -230,9 +244,12 @@ class GatewayApp:
 
     async def _body(self, scope: Scope, receive: Receive) -> bytes:
         limit = self.settings.max_body_bytes
+        lease: Lease = scope["outform.lease"]
         declared = _header(scope, b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            raise _too_large(limit)
+        if declared is not None and declared.isdigit():
+            if int(declared) > limit:
+                raise _too_large(limit)
+            lease.take(int(declared))
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -243,6 +260,8 @@ class GatewayApp:
             size += len(chunk)
             if size > limit:
                 raise _too_large(limit)
+            if size > lease.held:  # no Content-Length (or a wrong one): take as it comes
+                lease.take(size - lease.held)
             chunks.append(chunk)
             if not message.get("more_body"):
                 return chunks[0] if len(chunks) == 1 else b"".join(chunks)
@@ -344,20 +363,6 @@ class _Delegate(Response):
         await self._app.serve(self._handler, scope, receive, send)
 
 
-_BODY = {
-    "requestBody": {
-        "required": True,
-        "content": {"application/json": {"schema": {"type": "object"}}},
-    }
-}
-_JSON_OR_SSE: dict[int | str, dict[str, Any]] = {
-    200: {
-        "description": "JSON, or Server-Sent Events when the body has `stream: true`.",
-        "content": {"application/json": {}, "text/event-stream": {}},
-    }
-}
-
-
 def _fastapi(app: GatewayApp) -> FastAPI:
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -379,6 +384,19 @@ def _fastapi(app: GatewayApp) -> FastAPI:
         redoc_url=None,
     )
 
+    def openapi() -> dict[str, Any]:
+        if api.openapi_schema is None:
+            base = get_openapi(
+                title=api.title,
+                version=api.version,
+                description=api.description,
+                routes=api.routes,
+            )
+            api.openapi_schema = schemas.document(base)
+        return api.openapi_schema
+
+    api.openapi = openapi  # type: ignore[method-assign]
+
     @api.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         """Unknown paths and methods answer in OpenAI's error shape too."""
@@ -391,22 +409,37 @@ def _fastapi(app: GatewayApp) -> FastAPI:
             raise GatewayError(503, "The gateway is starting or stopping.", type="server_error")
         return app.gateway
 
-    @api.post("/v1/responses", openapi_extra=_BODY, responses=_JSON_OR_SSE, tags=["responses"])
+    @api.post(
+        "/v1/responses",
+        openapi_extra=schemas.body("CreateResponse"),
+        responses=schemas.answers("Response", stream="ResponseStreamEvent"),
+        tags=["responses"],
+    )
     async def create_response(request: Request) -> Response:
         """Create a model response (OpenAI Responses API)."""
         return _Delegate(app, app._create_response)
 
-    @api.get("/v1/responses/{response_id}", tags=["responses"])
+    @api.get(
+        "/v1/responses/{response_id}", responses=schemas.answers("Response"), tags=["responses"]
+    )
     async def retrieve_response(response_id: str) -> Response:
         """A stored response, as it was served."""
         return _Delegate(app, lambda scope, receive: gateway().retrieve(response_id))
 
-    @api.delete("/v1/responses/{response_id}", tags=["responses"])
+    @api.delete(
+        "/v1/responses/{response_id}",
+        responses=schemas.answers("DeletedResponse"),
+        tags=["responses"],
+    )
     async def delete_response(response_id: str) -> Response:
         """Delete a stored response."""
         return _Delegate(app, lambda scope, receive: gateway().delete(response_id))
 
-    @api.get("/v1/responses/{response_id}/input_items", tags=["responses"])
+    @api.get(
+        "/v1/responses/{response_id}/input_items",
+        responses=schemas.answers("ResponseItemList"),
+        tags=["responses"],
+    )
     async def list_input_items(
         request: Request,
         response_id: str,
@@ -421,17 +454,22 @@ def _fastapi(app: GatewayApp) -> FastAPI:
         query = dict(parse_qsl(request.url.query))
         return _Delegate(app, lambda scope, receive: gateway().input_items(response_id, query))
 
-    @api.post("/v1/chat/completions", openapi_extra=_BODY, responses=_JSON_OR_SSE, tags=["chat"])
+    @api.post(
+        "/v1/chat/completions",
+        openapi_extra=schemas.body("CreateChatCompletion"),
+        responses=schemas.answers("ChatCompletion", stream="ChatCompletionChunk"),
+        tags=["chat"],
+    )
     async def chat_completions(request: Request) -> Response:
         """Chat Completions, passed through to the backend."""
         return _Delegate(app, app._chat_completions)
 
-    @api.get("/v1/models", tags=["models"])
+    @api.get("/v1/models", responses=schemas.answers("ModelList"), tags=["models"])
     async def list_models() -> Response:
         """The backend's models and the names of the model map."""
         return _Delegate(app, lambda scope, receive: gateway().models())
 
-    @api.get("/healthz", tags=["operations"])
+    @api.get("/healthz", responses=schemas.answers("Health"), tags=["operations"])
     async def healthz() -> Response:
         """Liveness: 200 once the gateway has started (no authentication)."""
         ready = app.gateway is not None

@@ -4,9 +4,17 @@ Why not httpx (which outform's transport uses for provider calls): in front of a
 answers at once, an httpx.AsyncClient cost about 0.7 ms of CPU per request and served about
 300 requests/s at 64 concurrent clients on the 2-core benchmark machine; this client costs
 about 0.1 ms and is never the bottleneck (benchmarks/bench_gateway.py). It does only what a
-gateway needs: POST/GET with a body, keep-alive reuse, a connection cap, a total timeout for
-whole answers and an idle timeout between chunks of a stream, back-pressure on streams, TLS.
-No proxies, no redirects, no cookies, no HTTP/2.
+gateway needs: POST/GET with a body, keep-alive reuse, a connection cap, three timeouts
+(`Timeouts`: connect, idle, total), back-pressure on streams, TLS. No proxies, no redirects,
+no cookies, no HTTP/2.
+
+The three limits, each named in the error that ends a wait:
+
+* `connect`: opening the TCP (and TLS) connection;
+* `idle`: the longest silence of the backend once it started answering, and, for a stream,
+  before its headers too (a whole answer's first byte comes when the model is done, so only
+  `total` bounds that wait);
+* `total`: the whole exchange, from asking for a connection to the last byte.
 
 A keep-alive connection the server closed while idle is detected when it is taken from the
 pool; one closed under a request before any byte of the answer arrived is retried once on a
@@ -16,13 +24,16 @@ new connection (the server cannot have answered it).
 from __future__ import annotations
 
 import asyncio
+import math
 import ssl
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
-from typing import cast
+from typing import Literal, cast
 from urllib.parse import urlsplit
 
 import httptools
+
+from outform.gateway.settings import Timeouts
 
 _HIGH_WATER = 256 * 1024
 """Bytes of a stream buffered before reading from the backend pauses."""
@@ -36,8 +47,16 @@ class BackendUnreachableError(BackendHTTPError):
     pass
 
 
+Limit = Literal["connect", "idle", "total"]
+Goal = Literal["headers", "chunk", "complete"]
+
+
 class BackendTimeoutError(BackendHTTPError):
-    pass
+    """A wait ran past one of the `Timeouts`; `limit` says which."""
+
+    def __init__(self, message: str, limit: Limit) -> None:
+        super().__init__(message)
+        self.limit: Limit = limit
 
 
 class BackendClosedError(BackendHTTPError):
@@ -59,6 +78,8 @@ class _Connection(asyncio.Protocol):
         self.complete = False
         self.error: BackendHTTPError | None = None
         self.streaming = False
+        self.activity = 0.0
+        """Loop time of the last bytes received (or of the request, before any)."""
         self.body: list[bytes] = []
         self.chunks: deque[bytes] = deque()
         self._buffered = 0
@@ -89,6 +110,7 @@ class _Connection(asyncio.Protocol):
             self.close()
             return
         self.received = True
+        self.activity = asyncio.get_running_loop().time()
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserError as exc:
@@ -136,6 +158,7 @@ class _Connection(asyncio.Protocol):
         self.chunks.clear()
         self._buffered = 0
         self._parser = httptools.HttpResponseParser(self)
+        self.activity = asyncio.get_running_loop().time()
 
     @property
     def reusable(self) -> bool:
@@ -164,20 +187,32 @@ class _Connection(asyncio.Protocol):
         if self.error is not None:
             raise self.error
 
-    async def until_headers(self) -> None:
-        while not self.headers_done:
-            await self._wait()
+    def ready(self, goal: Goal) -> bool:
+        if goal == "headers":
+            return self.headers_done
+        if goal == "chunk":
+            return bool(self.chunks) or self.complete
+        return self.complete
 
-    async def until_complete(self) -> None:
-        while not self.complete:
-            await self._wait()
+    async def until(
+        self, goal: Goal, timeouts: Timeouts, total_at: float, *, idle_first: bool
+    ) -> None:
+        """Wait until `goal` is reached, within `total_at` (loop time) and the idle limit:
+        silences after the first byte, and also before it when `idle_first` (streams)."""
+        loop = asyncio.get_running_loop()
+        while not self.ready(goal):
+            idle_at = self.activity + timeouts.idle if idle_first or self.received else math.inf
+            when = min(total_at, idle_at)
+            if loop.time() >= when:
+                raise _timed_out("total" if total_at <= idle_at else "idle", timeouts)
+            try:
+                async with asyncio.timeout_at(when):
+                    await self._wait()
+            except TimeoutError:
+                continue  # bytes may have come meanwhile: the deadlines are worked out again
 
-    async def next_chunk(self) -> bytes | None:
-        """The next piece of a streamed body, or None at its end."""
-        while not self.chunks:
-            if self.complete:
-                return None
-            await self._wait()
+    def pop_chunk(self) -> bytes:
+        """The next piece of a streamed body (call when `chunks` is not empty)."""
         chunk = self.chunks.popleft()
         self._buffered -= len(chunk)
         if self._paused and self._buffered <= _HIGH_WATER // 2 and self.transport is not None:
@@ -195,35 +230,35 @@ class Response:
         self.body = body
 
     def header(self, name: bytes, default: bytes = b"") -> bytes:
-        return _header(self.headers, name, default)
+        return header_value(self.headers, name, default)
 
 
 class StreamingResponse:
     """An answer whose body is read piece by piece; close it (or read it to the end)."""
 
-    def __init__(self, client: HttpClient, conn: _Connection, timeout: float) -> None:
+    def __init__(
+        self, client: HttpClient, conn: _Connection, timeouts: Timeouts, total_at: float
+    ) -> None:
         self._client = client
         self._conn: _Connection | None = conn
-        self._timeout = timeout
+        self._timeouts = timeouts
+        self._total_at = total_at
         self.status = conn.status
         self.headers = conn.headers
 
     def header(self, name: bytes, default: bytes = b"") -> bytes:
-        return _header(self.headers, name, default)
+        return header_value(self.headers, name, default)
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         try:
-            while self._conn is not None:
-                try:
-                    async with asyncio.timeout(self._timeout):
-                        chunk = await self._conn.next_chunk()
-                except TimeoutError:
-                    raise BackendTimeoutError(
-                        f"the backend sent nothing for {self._timeout:g} s in a stream"
-                    ) from None
-                if chunk is None:
-                    break
-                yield chunk
+            while (conn := self._conn) is not None:
+                if not conn.chunks:
+                    await conn.until("chunk", self._timeouts, self._total_at, idle_first=True)
+                    if not conn.chunks:
+                        break  # complete
+                chunk = conn.pop_chunk()
+                if chunk:
+                    yield chunk
         finally:
             self.close()
 
@@ -244,7 +279,7 @@ class HttpClient:
         self,
         base_url: str,
         *,
-        timeout: float,
+        timeouts: Timeouts,
         max_connections: int = 512,
         headers: Mapping[str, str] | None = None,
     ) -> None:
@@ -254,7 +289,7 @@ class HttpClient:
         self.host = parts.hostname
         self.port = parts.port or (443 if parts.scheme == "https" else 80)
         self.prefix = parts.path.rstrip("/")
-        self.timeout = timeout
+        self.timeouts = timeouts
         self._ssl = ssl.create_default_context() if parts.scheme == "https" else None
         self._idle: list[_Connection] = []
         self._slots = asyncio.Semaphore(max_connections)
@@ -272,9 +307,9 @@ class HttpClient:
         *,
         accept: bytes = b"application/json",
     ) -> Response:
-        """Send a request and read the whole answer, within the client's timeout (waiting
-        for a free connection included)."""
-        conn = await self._exchange(method, path, body, accept, streaming=False)
+        """Send a request and read the whole answer within the timeouts (the wait for a free
+        connection counts towards `total`)."""
+        conn, _ = await self._exchange(method, path, body, accept, streaming=False)
         response = Response(conn.status, conn.headers, b"".join(conn.body))
         self._release(conn)
         return response
@@ -289,38 +324,43 @@ class HttpClient:
     ) -> StreamingResponse:
         """Send a request and return once the answer's headers arrived; the connection (and
         its slot) belongs to the StreamingResponse from then on."""
-        conn = await self._exchange(method, path, body, accept, streaming=True)
-        return StreamingResponse(self, conn, self.timeout)
+        conn, total_at = await self._exchange(method, path, body, accept, streaming=True)
+        return StreamingResponse(self, conn, self.timeouts, total_at)
 
     async def _exchange(
         self, method: bytes, path: str, body: bytes | None, accept: bytes, *, streaming: bool
-    ) -> _Connection:
+    ) -> tuple[_Connection, float]:
         """Take a slot and a connection, send the request, and wait for the whole answer (or,
-        streaming, its headers) within the timeout. A stale keep-alive connection, closed
+        streaming, its headers) within the timeouts. A stale keep-alive connection, closed
         before it saw any of the request, is replaced once. On success the caller owns the
-        connection and its slot; on failure both are released here."""
+        connection and its slot (and gets the loop time at which `total` runs out); on
+        failure both are released here."""
         conn: _Connection | None = None
         slot = False
+        timeouts = self.timeouts
+        total_at = asyncio.get_running_loop().time() + timeouts.total
         try:
-            async with asyncio.timeout(self.timeout):
+            if self._slots.locked():  # every connection is busy: wait, within `total`
+                try:
+                    async with asyncio.timeout_at(total_at):
+                        await self._slots.acquire()
+                except TimeoutError:
+                    raise _timed_out("total", timeouts) from None
+            else:
                 await self._slots.acquire()
-                slot = True
-                for attempt in (0, 1):
-                    conn = await self._connection()
-                    conn.start(streaming=streaming)
-                    self._send(conn, method, path, body, accept)
-                    try:
-                        await (conn.until_headers() if streaming else conn.until_complete())
-                    except BackendClosedError:
-                        if attempt == 0 and conn.reused and not conn.received:
-                            continue  # a stale keep-alive connection: it never saw the request
-                        raise
-                    return conn
-        except TimeoutError:
-            self._abandon(conn, slot)
-            raise BackendTimeoutError(
-                f"the backend did not answer within {self.timeout:g} s"
-            ) from None
+            slot = True
+            for attempt in (0, 1):
+                conn = await self._connection(total_at)
+                conn.start(streaming=streaming)
+                self._send(conn, method, path, body, accept)
+                try:
+                    goal: Goal = "headers" if streaming else "complete"
+                    await conn.until(goal, timeouts, total_at, idle_first=streaming)
+                except BackendClosedError:
+                    if attempt == 0 and conn.reused and not conn.received:
+                        continue  # a stale keep-alive connection: it never saw the request
+                    raise
+                return conn, total_at
         except BaseException:
             self._abandon(conn, slot)
             raise
@@ -346,21 +386,26 @@ class HttpClient:
             conn.close()
         self._slots.release()
 
-    async def _connection(self) -> _Connection:
+    async def _connection(self, total_at: float) -> _Connection:
         while self._idle:
             conn = self._idle.pop()
             if not conn.closed:
                 conn.reused = True
                 return conn
         loop = asyncio.get_running_loop()
+        connect_at = loop.time() + self.timeouts.connect
         try:
-            _, conn = await loop.create_connection(
-                _Connection,
-                self.host,
-                self.port,
-                ssl=self._ssl,
-                server_hostname=self.host if self._ssl else None,
-            )
+            async with asyncio.timeout_at(min(connect_at, total_at)):
+                _, conn = await loop.create_connection(
+                    _Connection,
+                    self.host,
+                    self.port,
+                    ssl=self._ssl,
+                    server_hostname=self.host if self._ssl else None,
+                )
+        except TimeoutError:
+            limit: Limit = "connect" if connect_at <= total_at else "total"
+            raise _timed_out(limit, self.timeouts) from None
         except OSError as exc:
             raise BackendUnreachableError(
                 f"cannot connect to the backend at {self.host}:{self.port}: "
@@ -388,7 +433,20 @@ class HttpClient:
             )
 
 
-def _header(headers: list[tuple[bytes, bytes]], name: bytes, default: bytes) -> bytes:
+_LIMITS: dict[Limit, str] = {
+    "connect": "could not connect within {:g} s (connect timeout, backend_connect_timeout)",
+    "idle": "sent nothing for {:g} s (idle timeout, backend_idle_timeout)",
+    "total": "did not finish its answer within {:g} s (total timeout, backend_timeout)",
+}
+
+
+def _timed_out(limit: Limit, timeouts: Timeouts) -> BackendTimeoutError:
+    seconds = {"connect": timeouts.connect, "idle": timeouts.idle, "total": timeouts.total}
+    return BackendTimeoutError(f"the backend {_LIMITS[limit].format(seconds[limit])}", limit)
+
+
+def header_value(headers: list[tuple[bytes, bytes]], name: bytes, default: bytes) -> bytes:
+    """The value of header `name` (lower case) in a parsed header list, or `default`."""
     for key, value in headers:
         if key == name:
             return value
@@ -403,4 +461,6 @@ __all__ = [
     "HttpClient",
     "Response",
     "StreamingResponse",
+    "Timeouts",
+    "header_value",
 ]

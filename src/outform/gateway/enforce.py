@@ -13,24 +13,29 @@ check. Usage is summed over the attempts.
 
 A streamed request in enforcement mode asks the backend for a whole answer and streams the
 validated result (a stream of invalid JSON cannot be taken back once sent).
+
+The pipeline never runs on the event loop: `Checker` sends each reply to a bounded pool of
+worker processes (`enforce_workers`), with the pipeline's `time_limit` set to
+`enforce_time_limit`, and stops a worker still busy at twice that. A reply that cannot be
+checked in time is a 422 naming the limit, like one that cannot be parsed at all.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
-from outform.errors import InputError, OutputError, SchemaError
+from outform.errors import SchemaError
 from outform.format import JsonObjectFormat, JsonSchemaFormat, ResponseFormat
 from outform.gateway.backend import Backend
+from outform.gateway.checks import Verdict, check_reply
 from outform.gateway.output import content_text
 from outform.gateway.replies import GatewayError, bad_request
-from outform.parse import parse
-from outform.parse.hint import RetryHint
-from outform.reask import CUT_OFF, repaired_after_cut
+from outform.gateway.settings import GatewaySettings
+from outform.gateway.translate import flat_format
+from outform.gateway.workers import WorkerPool, WorkerTimeoutError
 
 
 @dataclass(frozen=True)
@@ -59,30 +64,60 @@ def wanted(setting: bool, header: bytes | None) -> bool:
     )
 
 
-def checkable(fmt: Any) -> ResponseFormat | None:
-    """The format enforcement can check (`json_schema`, `json_object`), else None."""
+def checkable(fmt: Any, where: str = "text.format") -> dict[str, Any] | None:
+    """The flat format dict enforcement can check (`json_schema`, `json_object`, in either
+    shape), else None; a 400 when it is not a valid format."""
+    fmt = flat_format(fmt, where)
     if not isinstance(fmt, Mapping) or fmt.get("type") not in ("json_schema", "json_object"):
         return None
     try:
         parsed = ResponseFormat.from_dict(fmt)
     except SchemaError as exc:
-        raise bad_request(exc.what, "text.format") from None
-    return parsed if isinstance(parsed, JsonSchemaFormat | JsonObjectFormat) else None
+        raise bad_request(exc.what, where) from None
+    return dict(fmt) if isinstance(parsed, JsonSchemaFormat | JsonObjectFormat) else None
+
+
+class Checker:
+    """Runs the pipeline on replies in worker processes, never on the event loop."""
+
+    def __init__(self, settings: GatewaySettings) -> None:
+        self.level = settings.enforce_level
+        self.time_limit = settings.enforce_time_limit
+        size = settings.enforce_workers or os.cpu_count() or 1
+        self.pool = WorkerPool(size, preload=["outform.gateway.checks"])
+        self.job = check_reply
+        """What a worker runs (tests put a job they control here)."""
+
+    async def check(self, text: str, fmt: Mapping[str, Any], *, cut: bool) -> Verdict:
+        deadline = 2 * self.time_limit
+        try:
+            verdict: Verdict = await self.pool.run(
+                deadline, self.job, text, fmt, self.level, self.time_limit, cut
+            )
+        except WorkerTimeoutError:
+            return Verdict(
+                "unreadable",
+                what=f"checking it took longer than {deadline:g} s (twice enforce_time_limit)",
+            )
+        return verdict
+
+    async def aclose(self) -> None:
+        await self.pool.aclose()
 
 
 async def enforce(
     backend: Backend,
     chat: Mapping[str, Any],
-    fmt: ResponseFormat,
+    fmt: Mapping[str, Any],
     *,
     retries: int,
-    level: str,
+    checker: Checker,
 ) -> Enforced:
     """Call the backend until its reply validates against `fmt` (or the retries run out)."""
     body = {k: v for k, v in chat.items() if k not in ("stream", "stream_options")}
     messages = list(body.get("messages") or ())
     usage: dict[str, Any] | None = None
-    hint: RetryHint | None = None
+    explanation = ""
     for attempt in range(1, retries + 2):
         body["messages"] = messages
         completion = (await backend.complete(body)).json()
@@ -93,31 +128,27 @@ async def enforce(
         if message.get("tool_calls") or message.get("refusal"):
             return Enforced(_with(completion, choice, message, usage), attempt, False)
         text = content_text(message.get("content"))
-        try:
-            result = parse(text, fmt, level=level)
-            if choice.get("finish_reason") == "length" and repaired_after_cut(result.changes):
-                raise OutputError("the reply was cut off", hint=CUT_OFF)
-        except OutputError as error:
-            hint = error.hint
+        verdict = await checker.check(text, fmt, cut=choice.get("finish_reason") == "length")
+        if verdict.kind == "invalid":
+            explanation = verdict.explanation
             messages = [
                 *chat.get("messages", ()),
                 {"role": "assistant", "content": text or "(empty reply)"},
-                {"role": "user", "content": hint.message()},
+                {"role": "user", "content": verdict.hint},
             ]
             continue
-        except InputError as error:
+        if verdict.kind == "unreadable":
             raise GatewayError(
-                422, f"The backend's reply cannot be parsed: {error.what}", code="output_invalid"
-            ) from None
-        if not result.changes:
+                422, f"The backend's reply cannot be parsed: {verdict.what}", code="output_invalid"
+            )
+        if verdict.kind == "valid":
             return Enforced(_with(completion, choice, message, usage), attempt, False)
-        fixed = {**message, "content": orjson.dumps(result.data).decode()}
+        fixed = {**message, "content": verdict.text}
         return Enforced(_with(completion, choice, fixed, usage), attempt, True)
-    assert hint is not None
     raise GatewayError(
         422,
         f"The backend's reply did not match the response format after {retries + 1} "
-        f"attempt(s):\n{hint.explain()}",
+        f"attempt(s):\n{explanation}",
         param="text.format",
         code="output_invalid",
     )
@@ -156,4 +187,4 @@ def _add_usage(total: dict[str, Any] | None, usage: Any) -> dict[str, Any] | Non
     return summed
 
 
-__all__ = ["Enforced", "checkable", "enforce", "wanted"]
+__all__ = ["Checker", "Enforced", "checkable", "enforce", "wanted"]

@@ -37,18 +37,30 @@ def data_frame(payload: Any) -> bytes:
 
 class SSEDecoder:
     """Bytes of an SSE stream in, the `data` of each event out (comments and `event:` lines
-    dropped; multi-line data joined with newlines, as the SSE spec says)."""
+    dropped; multi-line data joined with newlines, as the SSE spec says). `frames()` also
+    gives each event's own bytes, for a relay that passes only whole, checked events on."""
 
-    __slots__ = ("_buffer", "_data")
+    __slots__ = ("_buffer", "_data", "_scan")
 
     def __init__(self) -> None:
         self._buffer = b""
         self._data: list[bytes] = []
+        self._scan = 0  # where, in the buffer, the next unread line starts
 
     def feed(self, chunk: bytes) -> list[bytes]:
+        return [data for _, data in self.frames(chunk) if data is not None]
+
+    def finish(self) -> list[bytes]:
+        """Whatever the stream left unterminated."""
+        return [data for _, data in self.finish_frames() if data is not None]
+
+    def frames(self, chunk: bytes) -> list[tuple[bytes, bytes | None]]:
+        """(the event's bytes, its data or None for a comment-only event) of each event that
+        `chunk` completes."""
         buffer = self._buffer + chunk if self._buffer else chunk
-        out: list[bytes] = []
-        start = 0
+        out: list[tuple[bytes, bytes | None]] = []
+        event_start = 0
+        start = self._scan
         while True:
             end = buffer.find(b"\n", start)
             if end == -1:
@@ -58,19 +70,23 @@ class SSEDecoder:
             if line.endswith(b"\r"):
                 line = line[:-1]
             if not line:
-                if self._data:
-                    out.append(b"\n".join(self._data))
-                    self._data = []
+                data = b"\n".join(self._data) if self._data else None
+                self._data = []
+                out.append((buffer[event_start:start], data))
+                event_start = start
             elif line.startswith(b"data:"):
                 value = line[5:]
                 self._data.append(value[1:] if value.startswith(b" ") else value)
-        self._buffer = buffer[start:]
+        self._buffer = buffer[event_start:]
+        self._scan = start - event_start
         return out
 
-    def finish(self) -> list[bytes]:
-        """Whatever the stream left unterminated."""
-        out = self.feed(b"\n\n") if self._buffer or self._data else []
-        self._buffer = b""
+    def finish_frames(self) -> list[tuple[bytes, bytes | None]]:
+        if not self._buffer.strip() and not self._data:
+            self._buffer, self._scan = b"", 0
+            return []
+        out = self.frames(b"\n" if self._buffer.endswith(b"\n") else b"\n\n")
+        self._buffer, self._scan, self._data = b"", 0, []
         return out
 
 

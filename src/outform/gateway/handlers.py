@@ -16,7 +16,7 @@ import orjson
 from outform.errors import StoreError
 from outform.gateway import chain, translate
 from outform.gateway.backend import Backend, Body, ChatStream
-from outform.gateway.enforce import checkable, enforce, wanted
+from outform.gateway.enforce import Checker, checkable, enforce, wanted
 from outform.gateway.events import DONE, data_frame
 from outform.gateway.output import Shell, response_from_completion
 from outform.gateway.replies import (
@@ -29,7 +29,12 @@ from outform.gateway.replies import (
 )
 from outform.gateway.settings import GatewaySettings
 from outform.gateway.store import ResponseStore, StoredResponse
-from outform.gateway.stream import StreamFailure, StreamTranslator, completion_chunks
+from outform.gateway.stream import (
+    StreamTranslator,
+    chat_error,
+    completion_chunks,
+    failure_message,
+)
 
 Log = dict[str, Any]
 
@@ -40,6 +45,7 @@ class Gateway:
         self.backend = backend
         self.store = store
         self.model_map = dict(settings.model_map)
+        self.checker = Checker(settings)
 
     # -- POST /v1/responses ----------------------------------------------------------------------
 
@@ -81,7 +87,7 @@ class Gateway:
                 chat,
                 fmt,
                 retries=self.settings.enforce_retries,
-                level=self.settings.enforce_level,
+                checker=self.checker,
             )
             waited = time.perf_counter() - called
             log["enforce"] = enforced.attempts
@@ -127,8 +133,8 @@ class Gateway:
                     if out:
                         yield out
                 closing = translator.finish()
-            except StreamFailure as exc:
-                translator.abort(str(exc))
+            except Exception as exc:  # whatever broke, the stream ends with response.failed
+                translator.abort(failure_message(exc))
             if store and translator.response is not None:
                 try:
                     await self.store.save(chain.record_for(translator.response, items, previous))
@@ -197,7 +203,7 @@ class Gateway:
         body: Body = raw if target == model else orjson.dumps({**req, "model": target})
         fmt = None
         if wanted(self.settings.enforce, enforce_header):
-            fmt = checkable(_flat_format(req.get("response_format")))
+            fmt = checkable(req.get("response_format"), "response_format")
         if fmt is not None:
             called = time.perf_counter()
             enforced = await enforce(
@@ -205,7 +211,7 @@ class Gateway:
                 {**req, "model": target},
                 fmt,
                 retries=self.settings.enforce_retries,
-                level=self.settings.enforce_level,
+                checker=self.checker,
             )
             log["enforce"] = enforced.attempts
             if stream:
@@ -218,6 +224,7 @@ class Gateway:
             return StreamReply(200, _relay(backend_stream), backend_stream.content_type)
         called = time.perf_counter()
         reply = await self.backend.complete(body)
+        reply.json()  # a 200 that is not a Chat Completions answer is a 502, not a success
         headers = [_overhead(started, time.perf_counter() - called)]
         return Reply(reply.status, reply.body, reply.content_type, headers)
 
@@ -247,14 +254,6 @@ def _json_object(raw: bytes) -> dict[str, Any]:
     return data
 
 
-def _flat_format(response_format: Any) -> Any:
-    """Chat's nested `response_format` in the flat shape `ResponseFormat` reads."""
-    if isinstance(response_format, Mapping) and response_format.get("type") == "json_schema":
-        nested = response_format.get("json_schema")
-        return {"type": "json_schema", **(nested if isinstance(nested, Mapping) else {})}
-    return response_format
-
-
 def _overhead(started: float, waited: float) -> tuple[bytes, bytes]:
     """Milliseconds the gateway itself spent on the request (everything but the backend)."""
     spent = (time.perf_counter() - started - waited) * 1000
@@ -280,11 +279,8 @@ async def _relay(backend_stream: ChatStream) -> AsyncIterator[bytes]:
     try:
         async for chunk in backend_stream.raw():
             yield chunk
-    except StreamFailure as exc:
-        error = {
-            "error": {"message": str(exc), "type": "server_error", "param": None, "code": None}
-        }
-        yield data_frame(error)
+    except Exception as exc:
+        yield data_frame(chat_error(exc))
     finally:
         await backend_stream.aclose()
 

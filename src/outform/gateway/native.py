@@ -11,15 +11,23 @@ as `anthropic:claude-sonnet-4-5`, and a client may name another registry provide
 
 Provider errors reach the client in OpenAI's error shape with the provider's status (the
 client speaks the OpenAI API, not the provider's), the provider's message inside.
+
+Nothing of the Chat body is dropped silently: a field the neutral request cannot carry, and
+that would change the answer (`top_p`, `seed`, penalties, `logprobs`, `n` > 1...), is a 400
+naming it; fields that only label a request (`user`, `metadata`, `prompt_cache_key`...) are
+not sent. A stream is whole only when the provider's stop reason came; the three timeouts are
+those of the HTTP backend (connect, idle between bytes, total).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+import httpx
 import orjson
 
 from outform.errors import (
@@ -29,10 +37,11 @@ from outform.errors import (
     StreamInterruptedError,
 )
 from outform.format import ResponseFormat, TextFormat
-from outform.gateway.backend import BackendReply, Body
+from outform.gateway.backend import BackendReply, Body, timeout_error
 from outform.gateway.chain import new_id
 from outform.gateway.events import DONE, data_frame
-from outform.gateway.replies import SSE, GatewayError, PassthroughError
+from outform.gateway.replies import SSE, GatewayError, PassthroughError, bad_request
+from outform.gateway.settings import DEFAULT_TIMEOUTS, Timeouts
 from outform.gateway.stream import StreamFailure
 from outform.plan import plan
 from outform.providers.base import (
@@ -41,6 +50,7 @@ from outform.providers.base import (
     NamedTool,
     Request,
     Response,
+    Thinking,
     Tool,
     ToolChoice,
     Usage,
@@ -64,12 +74,20 @@ class NativeBackend:
     """Provider `provider` of outform's registry, keys and URLs from its usual variables."""
 
     def __init__(
-        self, provider: str, *, timeout: float = 600.0, env: Mapping[str, str] = os.environ
+        self,
+        provider: str,
+        *,
+        timeouts: Timeouts = DEFAULT_TIMEOUTS,
+        env: Mapping[str, str] = os.environ,
     ) -> None:
         self.provider = provider
         self.name = provider
         self._env = env
-        self._transport = AsyncTransport(timeout=timeout, retry=RetryPolicy(retries=0))
+        self._timeouts = timeouts
+        # A whole answer's first byte comes when the model is done: only `total` bounds it.
+        # A stream's silences are bounded by `idle` from the start.
+        self._whole = _transport(timeouts, read=timeouts.total)
+        self._streams = _transport(timeouts, read=timeouts.idle)
         self._resolved: dict[str, Resolved] = {}
 
     # -- the interface -------------------------------------------------------------------------
@@ -77,8 +95,11 @@ class NativeBackend:
     async def complete(self, body: Body) -> BackendReply:
         resolved, request, translation = self._request(body, stream=False)
         try:
-            data = await self._transport.send(resolved.endpoint, resolved.adapter.build(request))
+            async with asyncio.timeout(self._timeouts.total):
+                data = await self._whole.send(resolved.endpoint, resolved.adapter.build(request))
             response = resolved.adapter.parse(request, data)
+        except TimeoutError:
+            raise _total_timeout(self.provider, self._timeouts) from None
         except ProviderError as exc:
             raise _provider_error(exc) from None
         except OutformError as exc:
@@ -88,24 +109,29 @@ class NativeBackend:
 
     async def stream(self, body: Body) -> _NativeStream:
         resolved, request, translation = self._request(body, stream=True)
+        total_at = asyncio.get_running_loop().time() + self._timeouts.total
         try:
-            events = self._transport.stream(resolved.endpoint, resolved.adapter.build(request))
+            events = self._streams.stream(resolved.endpoint, resolved.adapter.build(request))
             iterator = aiter(events)
             try:
-                first = await anext(iterator)
+                async with asyncio.timeout_at(total_at):
+                    first = await anext(iterator)
             except StopAsyncIteration:
                 first = None
+        except TimeoutError:
+            raise _total_timeout(self.provider, self._timeouts) from None
         except ProviderError as exc:
             raise _provider_error(exc) from None
         except OutformError as exc:
             raise GatewayError(400, exc.render(), code="invalid_request") from None
-        return _NativeStream(resolved, request, translation, first, iterator)
+        return _NativeStream(resolved, request, translation, first, iterator, total_at=total_at)
 
     async def models(self) -> list[dict[str, Any]]:
         return []
 
     async def aclose(self) -> None:
-        await self._transport.aclose()
+        await self._whole.aclose()
+        await self._streams.aclose()
 
     # -- Chat body -> neutral request ------------------------------------------------------------
 
@@ -127,6 +153,7 @@ class NativeBackend:
     ) -> tuple[Resolved, Request, DialectResult | None]:
         chat = orjson.loads(body) if isinstance(body, bytes) else body
         resolved = self._resolve(str(chat.get("model") or ""))
+        _check_fields(chat, self.provider)
         try:
             messages = [as_message(m) for m in chat.get("messages") or ()]
             tools = tuple(
@@ -143,6 +170,7 @@ class NativeBackend:
                 fmt,
                 provider=resolved.spec.profile_name,
                 model=resolved.model,
+                thinking=_thinking(chat.get("reasoning_effort")),
                 tools=bool(tools),
                 streaming=stream,
             )
@@ -162,10 +190,101 @@ class NativeBackend:
             temperature=chat.get("temperature"),
             max_tokens=chat.get("max_completion_tokens") or chat.get("max_tokens"),
             stop=(stop,) if isinstance(stop, str) else tuple(stop or ()),
+            thinking=call_plan.thinking,
             stream=stream,
         )
         translation = call_plan.translation
         return resolved, request, translation if translation and translation.reshapes else None
+
+
+def _transport(timeouts: Timeouts, *, read: float) -> AsyncTransport:
+    limits = httpx.Timeout(connect=timeouts.connect, read=read, write=timeouts.idle, pool=None)
+    return AsyncTransport(client=httpx.AsyncClient(timeout=limits), retry=RetryPolicy(retries=0))
+
+
+_CARRIED = frozenset(
+    {
+        "model",
+        "messages",
+        "response_format",
+        "tools",
+        "tool_choice",
+        "temperature",
+        "max_tokens",
+        "max_completion_tokens",
+        "stop",
+        "stream",
+        "stream_options",
+        "reasoning_effort",
+    }
+)
+_LABELS = frozenset(
+    {"user", "safety_identifier", "prompt_cache_key", "metadata", "store", "service_tier"}
+)
+"""Fields that name or file a request and leave its answer unchanged: not sent."""
+_NO_OPS: dict[str, Any] = {
+    "top_p": 1,
+    "presence_penalty": 0,
+    "frequency_penalty": 0,
+    "n": 1,
+    "logprobs": False,
+    "parallel_tool_calls": True,
+}
+"""Fields accepted at these values (what every provider does anyway), refused at others."""
+
+
+def _check_fields(chat: Mapping[str, Any], provider: str) -> None:
+    """A 400 naming the first field that the neutral request cannot carry and whose loss
+    would change the answer."""
+    for key, value in chat.items():
+        if key in _CARRIED or key in _LABELS or value is None:
+            continue
+        if key in _NO_OPS and value == _NO_OPS[key]:
+            continue
+        raise bad_request(
+            f"'{key}' cannot be sent to {provider} through outform's adapters (the neutral "
+            "request has no such field); leave it out, or use a Chat Completions backend "
+            "URL for it.",
+            key,
+            "unsupported_parameter",
+        )
+
+
+_EFFORTS = frozenset({"minimal", "low", "medium", "high", "xhigh", "max"})
+
+
+def _thinking(effort: Any) -> Thinking | None:
+    """Chat's `reasoning_effort` as outform's thinking settings."""
+    if effort is None:
+        return None
+    if effort == "none":
+        return Thinking(enabled=False)
+    if effort in _EFFORTS:
+        return Thinking(effort=effort)
+    raise bad_request(
+        f"Invalid 'reasoning_effort': {effort!r}; expected none, minimal, low, medium or high.",
+        "reasoning_effort",
+    )
+
+
+def _total_timeout(provider: str, timeouts: Timeouts) -> GatewayError:
+    return timeout_error(
+        "total",
+        f"{provider} did not finish its answer within {timeouts.total:g} s "
+        "(total timeout, backend_timeout).",
+    )
+
+
+_HTTPX_LIMITS = {"ConnectTimeout": "connect", "ReadTimeout": "idle", "WriteTimeout": "idle"}
+
+
+def _timeout_limit(what: str) -> str | None:
+    """Which of the gateway's timeouts an httpx timeout (named in the transport's message)
+    stands for."""
+    for name, limit in _HTTPX_LIMITS.items():
+        if name in what:
+            return limit
+    return None
 
 
 def _format(response_format: Any) -> ResponseFormat:
@@ -188,13 +307,10 @@ def _tool_choice(choice: Any) -> ToolChoice | None:
 
 def _provider_error(exc: ProviderError) -> Exception:
     if isinstance(exc, ConnectionFailedError):
-        timed_out = "timed out" in exc.what
-        return GatewayError(
-            504 if timed_out else 502,
-            exc.what,
-            type="server_error",
-            code="backend_timeout" if timed_out else "backend_unreachable",
-        )
+        limit = _timeout_limit(exc.what)
+        if limit is not None:
+            return timeout_error(limit, f"{exc.what} ({limit} timeout, backend_{limit}_timeout).")
+        return GatewayError(502, exc.what, type="server_error", code="backend_unreachable")
     status = exc.status or 502
     body = GatewayError(
         status,
@@ -275,7 +391,10 @@ class _NativeStream:
         translation: DialectResult | None,
         first: Mapping[str, Any] | None,
         rest: AsyncIterator[Mapping[str, Any]],
+        *,
+        total_at: float,
     ) -> None:
+        self._total_at = total_at
         self._resolved = resolved
         self._request = request
         self._translation = translation
@@ -295,13 +414,24 @@ class _NativeStream:
     async def _events(self) -> AsyncIterator[Mapping[str, Any]]:
         if self._first is not None:
             yield self._first
-        async for event in self._rest:
+        while True:
+            try:
+                async with asyncio.timeout_at(self._total_at):
+                    event = await anext(self._rest)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                raise StreamFailure(
+                    f"{self._resolved.endpoint.provider} did not finish its answer in time "
+                    "(total timeout, backend_timeout).",
+                    "total",
+                ) from None
             yield event
 
     async def chunks(self) -> AsyncIterator[dict[str, Any]]:
         decoder = self._resolved.adapter.decoder(self._request)
         usage = Usage()
-        finish: FinishReason = "stop"
+        finish: FinishReason | None = None
         held: list[str] = []  # text of a reshaping dialect, mapped back as a whole at the end
         seen: set[int] = set()
         yield self._chunk({"role": "assistant", "content": ""})
@@ -332,7 +462,13 @@ class _NativeStream:
                     elif delta.kind == "finish" and delta.finish_reason is not None:
                         finish = delta.finish_reason
         except (StreamInterruptedError, ProviderError) as exc:
-            raise StreamFailure(exc.what) from None
+            raise StreamFailure(exc.what, _timeout_limit(exc.what)) from None
+        if finish is None:
+            raise StreamFailure(
+                f"{self._resolved.model}'s stream ended before its stop reason: the answer "
+                "was cut off",
+                code="backend_stream_truncated",
+            )
         if held:
             yield self._chunk({"content": _reverse("".join(held), self._translation)})
         yield self._chunk({}, _FINISH[finish])

@@ -45,7 +45,9 @@ class GatewayError(Exception):
         type: str = "invalid_request_error",
         code: str | None = None,
         param: str | None = None,
+        headers: Headers | None = None,
     ) -> None:
+        self.headers = headers or []
         self.status = status
         self.message = message
         self.type = type
@@ -65,23 +67,31 @@ class GatewayError(Exception):
         }
 
     def reply(self) -> Reply:
-        headers: Headers = []
+        headers: Headers = list(self.headers)
         if self.status == 401:
             headers.append((b"www-authenticate", b'Bearer realm="outform"'))
         return Reply(self.status, orjson.dumps(self.body()), headers=headers)
 
 
 class PassthroughError(Exception):
-    """The backend's own error answer, to be returned with its status and body unchanged."""
+    """The backend's own error answer, to be returned with its status, body and back-off
+    headers (`Retry-After`) unchanged."""
 
-    def __init__(self, status: int, body: bytes, content_type: bytes = JSON) -> None:
+    def __init__(
+        self,
+        status: int,
+        body: bytes,
+        content_type: bytes = JSON,
+        headers: Headers | None = None,
+    ) -> None:
         self.status = status
         self.body = body
         self.content_type = content_type
+        self.headers = headers or []
         super().__init__(f"backend answered HTTP {status}")
 
     def reply(self) -> Reply:
-        return Reply(self.status, self.body, self.content_type)
+        return Reply(self.status, self.body, self.content_type, list(self.headers))
 
 
 def bad_request(message: str, param: str | None = None, code: str | None = None) -> GatewayError:

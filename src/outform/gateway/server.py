@@ -1,5 +1,9 @@
 """`outform serve`: the gateway under uvicorn (httptools and uvloop when installed).
 
+The listening socket is bound before anything is announced: a busy port or an address that
+is not this machine's is a configuration error (exit 2, one line) before start-up, and the
+address announced is the one listened on (`port = 0` announces the port the system chose).
+
 Shutdown is graceful: on SIGTERM or Ctrl-C uvicorn stops accepting connections and waits up to
 `shutdown_timeout` seconds for in-flight requests, streams included, to finish; only then are
 the store and the backend connections closed. The access log is one JSON object per line on
@@ -9,12 +13,17 @@ strings.
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import logging
+import socket
 import sys
+from collections.abc import Callable
 from typing import Any
 
+from outform.errors import ConfigError
 from outform.gateway.app import GatewayApp, create_app
+from outform.gateway.limits import release_memory
 from outform.gateway.settings import GatewaySettings
 
 
@@ -53,14 +62,56 @@ def configure_access_log() -> None:
         access.propagate = False
 
 
-def serve(settings: GatewaySettings) -> None:
-    """Run the gateway until SIGTERM / Ctrl-C."""
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket on `host:port`, or a ConfigError that says why there cannot be one."""
+    where = f"[gateway] host / port ({host}:{port})"
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except (socket.gaierror, UnicodeError) as exc:
+        raise ConfigError(
+            f"cannot listen on {host}:{port}: the host is not known ({exc})",
+            where=where,
+            fix="use an address of this machine: 127.0.0.1, ::1, 0.0.0.0 or a local name",
+        ) from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        busy = exc.errno == errno.EADDRINUSE
+        raise ConfigError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+            where=where,
+            fix="stop what is using the port, or choose another with --port"
+            if busy
+            else "use an address of this machine and a port you may open",
+        ) from None
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def serve(settings: GatewaySettings, *, announce: Callable[[str], None] = print) -> None:
+    """Run the gateway until SIGTERM / Ctrl-C; `announce(url)` once it listens there."""
     import uvicorn
 
+    release_memory()
     app = create_app(settings)
     if settings.access_log:
         configure_access_log()
-    uvicorn.Server(uvicorn_config(app, settings)).run()
+    sock = listen(settings.host, settings.port)
+    try:
+        announce(url_of(sock))
+        uvicorn.Server(uvicorn_config(app, settings)).run(sockets=[sock])
+    finally:
+        sock.close()
 
 
-__all__ = ["configure_access_log", "serve", "uvicorn_config"]
+__all__ = ["configure_access_log", "listen", "serve", "url_of", "uvicorn_config"]

@@ -18,6 +18,25 @@ from outform.errors import ConfigError
 
 DEFAULT_BACKEND = "http://127.0.0.1:8000/v1"
 ENFORCE_HEADER = "x-outform-enforce"
+MiB = 1024 * 1024
+CONNECT_TIMEOUT, IDLE_TIMEOUT, TOTAL_TIMEOUT = 10.0, 120.0, 600.0
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    """The three limits on waiting for a backend (docs/gateway.md, "Timeouts")."""
+
+    connect: float = CONNECT_TIMEOUT
+    """Opening the connection (TCP and TLS)."""
+    idle: float = IDLE_TIMEOUT
+    """The longest silence once the backend started answering (for a stream, also before its
+    first byte): a stalled stream frees its client after this long."""
+    total: float = TOTAL_TIMEOUT
+    """The whole exchange, queueing for a connection included; the first byte of a whole
+    answer (which comes when the model is done) is bounded by this one only."""
+
+
+DEFAULT_TIMEOUTS = Timeouts()
 
 
 @dataclass(frozen=True)
@@ -31,9 +50,15 @@ class GatewaySettings:
     """Client-facing model name -> backend model name; names not listed pass unchanged."""
     api_keys: tuple[str, ...] = ()
     """Environment variables holding the keys clients must present (none: no auth)."""
-    max_body_bytes: int = 16 * 1024 * 1024
-    backend_timeout: float = 600.0
-    """Seconds to wait for the backend's answer (and, in a stream, between two chunks)."""
+    max_body_bytes: int = 16 * MiB
+    max_buffered_bytes: int = 64 * MiB
+    """Request bodies held in memory at once, all requests together; a request that would go
+    past it gets 503 with `Retry-After` (docs/gateway.md, "Bounded memory")."""
+    backend_timeout: float = TOTAL_TIMEOUT
+    """Total seconds one backend exchange may take (a whole answer, or a whole stream)."""
+    backend_connect_timeout: float = CONNECT_TIMEOUT
+    backend_idle_timeout: float = IDLE_TIMEOUT
+    """Longest silence of the backend while it answers (and before a stream's first byte)."""
     max_connections: int = 512
     """Connections kept to a URL backend at most (requests beyond wait for one)."""
     store: str = field(default="sqlite", repr=False)  # a DSN may hold a password
@@ -48,11 +73,39 @@ class GatewaySettings:
     enforce_level: str = "full"
     """Repair level of the pipeline in enforcement mode: the client asked for valid output,
     so JSON5 and json-repair are tried before a re-ask costs another call."""
+    enforce_workers: int | None = None
+    """Worker processes that run the pipeline in enforcement mode (None: one per CPU)."""
+    enforce_time_limit: float = 5.0
+    """Seconds the pipeline may spend on one reply (its `time_limit`); a worker still busy
+    at twice this is stopped and replaced."""
     host: str = "127.0.0.1"
     port: int = 8080
     shutdown_timeout: float = 30.0
     """Seconds in-flight requests (streams included) get to finish on SIGTERM / Ctrl-C."""
     access_log: bool = True
+
+    def __post_init__(self) -> None:
+        if self.max_buffered_bytes < self.max_body_bytes:
+            raise ConfigError(
+                f"max_buffered_bytes ({self.max_buffered_bytes}) is smaller than max_body_bytes "
+                f"({self.max_body_bytes}): a body of the largest accepted size could never be read",
+                where="[gateway] max_buffered_bytes",
+                fix="raise max_buffered_bytes, or lower max_body_bytes",
+            )
+        if not 0 <= self.port <= 65_535:
+            raise ConfigError(
+                f"port {self.port} is not a TCP port",
+                where="[gateway] port / --port",
+                fix="use a port from 1 to 65535 (0: any free port, announced at start-up)",
+            )
+
+    @property
+    def timeouts(self) -> Timeouts:
+        return Timeouts(
+            connect=self.backend_connect_timeout,
+            idle=self.backend_idle_timeout,
+            total=self.backend_timeout,
+        )
 
     @classmethod
     def from_config(
@@ -65,8 +118,14 @@ class GatewaySettings:
             fields["api_keys"] = tuple(fields["api_keys"])
         if "model_map" in fields:
             fields["model_map"] = dict(fields["model_map"])
-        if "backend_timeout" in fields:
-            fields["backend_timeout"] = float(fields["backend_timeout"])
+        for name in (
+            "backend_timeout",
+            "backend_connect_timeout",
+            "backend_idle_timeout",
+            "enforce_time_limit",
+        ):
+            if name in fields:
+                fields[name] = float(fields[name])
         if source is not None:
             fields["store_base_dir"] = str(source.parent)
         return cls(**fields)
@@ -138,4 +197,11 @@ def parse_model_map(pairs: list[str]) -> dict[str, str]:
     return mapping
 
 
-__all__ = ["DEFAULT_BACKEND", "ENFORCE_HEADER", "GatewaySettings", "parse_model_map"]
+__all__ = [
+    "DEFAULT_BACKEND",
+    "DEFAULT_TIMEOUTS",
+    "ENFORCE_HEADER",
+    "GatewaySettings",
+    "Timeouts",
+    "parse_model_map",
+]

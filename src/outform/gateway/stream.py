@@ -18,8 +18,11 @@ whole Response. Rules that real clients depend on (the OpenAI SDK's stream accum
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
+
+import orjson
 
 from outform.gateway.chain import new_id
 from outform.gateway.events import Sequence
@@ -37,9 +40,90 @@ from outform.gateway.output import (
     status_of,
 )
 
+logger = logging.getLogger("outform.gateway")
+
 
 class StreamFailure(Exception):  # noqa: N818 - a condition of the backend's stream, not a bug
-    """The backend reported an error in the middle of its stream."""
+    """The backend's stream broke, stalled, reported an error, sent an event that is not
+    JSON, or ended before it was whole. `timeout` names the limit that ran out, if one did;
+    `code` is the error code a Chat Completions stream's `error` event carries."""
+
+    def __init__(
+        self, message: str, timeout: str | None = None, *, code: str = "backend_error"
+    ) -> None:
+        super().__init__(message)
+        self.timeout = timeout
+        self.code = f"backend_{timeout}_timeout" if timeout else code
+
+
+def chat_error(exc: Exception) -> dict[str, Any]:
+    """The `error` event that ends a Chat Completions stream broken by `exc`."""
+    code = exc.code if isinstance(exc, StreamFailure) else getattr(exc, "code", None)
+    return {
+        "error": {
+            "message": failure_message(exc),
+            "type": "server_error",
+            "param": None,
+            "code": code if isinstance(code, str) else "server_error",
+        }
+    }
+
+
+def failure_message(exc: Exception) -> str:
+    """What a `response.failed` says about the exception that ended its stream."""
+    if isinstance(exc, StreamFailure):
+        return str(exc)
+    message = getattr(exc, "message", None)  # a GatewayError raised while streaming
+    if isinstance(message, str):
+        return message
+    logger.error("a stream failed: %s", exc, exc_info=exc)
+    return "Internal error in the gateway while streaming (see its log)."
+
+
+class StreamEnd:
+    """Reads a Chat Completions stream's events and knows whether the backend said it was
+    whole: a `finish_reason` on the first choice, or `data: [DONE]`. `check()` at the end
+    of the bytes raises `StreamFailure` for a stream that was cut off (a clean chunked end
+    or a closed connection are not the backend's word that the answer is complete)."""
+
+    __slots__ = ("done_seen", "failed", "finished", "name")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.finished = False
+        self.done_seen = False
+        self.failed = False
+        """An error event came: the stream ended, with the error (passed on as it is)."""
+
+    def see(self, data: bytes) -> dict[str, Any] | None:
+        """The event of one `data` field (None for `[DONE]`)."""
+        if data.strip() == b"[DONE]":
+            self.done_seen = True
+            return None
+        try:
+            event = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            raise StreamFailure(
+                f"{self.name.capitalize()} sent a stream event that is not JSON: "
+                f"{data[:80].decode('utf-8', 'replace')!r}"
+            ) from None
+        if not isinstance(event, dict):
+            raise StreamFailure(f"{self.name.capitalize()} sent a stream event that is no object")
+        if event.get("error") and not event.get("choices"):
+            self.failed = True
+        for choice in event.get("choices") or ():
+            first = isinstance(choice, Mapping) and choice.get("index", 0) == 0
+            if first and choice.get("finish_reason"):
+                self.finished = True
+        return event
+
+    def check(self) -> None:
+        if not (self.finished or self.done_seen or self.failed):
+            raise StreamFailure(
+                f"{self.name.capitalize()}'s stream ended without a finish_reason or [DONE]: "
+                "the answer was cut off",
+                code="backend_stream_truncated",
+            )
 
 
 class _Part:
@@ -407,4 +491,11 @@ def completion_chunks(completion: Mapping[str, Any]) -> list[dict[str, Any]]:
     return chunks
 
 
-__all__ = ["StreamFailure", "StreamTranslator", "completion_chunks"]
+__all__ = [
+    "StreamEnd",
+    "StreamFailure",
+    "StreamTranslator",
+    "chat_error",
+    "completion_chunks",
+    "failure_message",
+]

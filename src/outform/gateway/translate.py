@@ -5,8 +5,11 @@ What is forwarded, and how (docs/gateway.md has the table):
 * `text.format`: `json_object` -> `response_format: {"type": "json_object"}`; `json_schema`
   -> `{"type": "json_schema", "json_schema": {...}}` holding the received `name`, `schema`,
   `strict` and `description` in the order received, the schema being the very object the
-  client sent (so it is serialised byte for byte as received); `text` or no format -> no
-  `response_format`; any other type -> the format forwarded as it is, for the backend to judge.
+  client sent (so it is serialised byte for byte as received); the nested form some clients
+  send (`{"type": "json_schema", "json_schema": {...}}`, Chat's shape) is read the same way;
+  a `json_schema` format without a schema object is a 400, never an empty schema forwarded;
+  `text` or no format -> no `response_format`; any other type -> the format forwarded as it
+  is, for the backend to judge. `text.verbosity` -> `verbosity`.
 * `instructions` -> a leading system message (never taken from earlier turns).
 * `input` items -> messages: easy and typed messages with string or part content (`developer`
   becomes `system`, which every Chat server's template knows); consecutive `function_call`
@@ -18,7 +21,16 @@ What is forwarded, and how (docs/gateway.md has the table):
   are refused with a 400 rather than silently dropped.
 * `max_output_tokens` -> `max_tokens` (the field every compatible server reads),
   `reasoning.effort` -> `reasoning_effort`; `stream` -> `stream` plus
-  `stream_options.include_usage`, so the final event can carry usage.
+  `stream_options.include_usage`, so the final event can carry usage; `user`,
+  `safety_identifier`, `prompt_cache_key`, `prompt_cache_retention`, `prompt_cache_options`
+  and `service_tier` under the same names.
+* Fields the gateway does not know (a backend's own parameters, such as vLLM's `top_k`, sent
+  with the SDK's `extra_body`) go to the backend as they are: nothing is dropped unseen.
+  Fields of the Responses API that a Chat backend cannot honour and whose loss would change
+  the answer (`background`, `conversation`, `prompt`, `context_management`, `moderation`,
+  logprobs in `include`) are a 400 naming them; the rest are the gateway's own (`store`,
+  `metadata`, `previous_response_id`) or only echoed (`truncation`, `max_tool_calls`,
+  `top_logprobs`, `reasoning.summary`, `stream_options`, other `include` values).
 """
 
 from __future__ import annotations
@@ -37,7 +49,46 @@ _UNSUPPORTED = {
     "background": "background responses",
     "conversation": "conversations (use previous_response_id)",
     "prompt": "stored prompts",
+    "context_management": "context management (compaction)",
+    "moderation": "moderation of the input and output",
 }
+_SAME_NAME = (
+    "user",
+    "safety_identifier",
+    "prompt_cache_key",
+    "prompt_cache_retention",
+    "prompt_cache_options",
+    "service_tier",
+)
+"""Responses fields that Chat Completions has under the same name and meaning."""
+_OWN = frozenset(
+    {
+        "model",
+        "input",
+        "instructions",
+        "previous_response_id",
+        "text",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
+        "temperature",
+        "top_p",
+        "max_output_tokens",
+        "reasoning",
+        "stream",
+        "stream_options",
+        "store",
+        "metadata",
+        "include",
+        "top_logprobs",
+        "truncation",
+        "max_tool_calls",
+        *_UNSUPPORTED,
+        *_SAME_NAME,
+    }
+)
+"""Every field the gateway reads; any other goes to the backend as it is."""
+_LOGPROBS = "message.output_text.logprobs"
 
 
 # -- validation ----------------------------------------------------------------------------
@@ -74,11 +125,33 @@ def check_request(req: Mapping[str, Any]) -> None:
         fmt = text.get("format")
         if fmt is not None and (not isinstance(fmt, dict) or not isinstance(fmt.get("type"), str)):
             raise bad_request("'text.format' must be an object with a 'type'.", "text.format")
+        flat = flat_format(fmt, "text.format")
+        schema = flat.get("schema") if isinstance(flat, dict) else None
+        if (
+            isinstance(flat, dict)
+            and flat.get("type") == "json_schema"
+            and not isinstance(schema, dict)
+        ):
+            raise bad_request(
+                "A json_schema format needs a 'schema' object (the JSON Schema the reply "
+                "must match).",
+                "text.format.schema",
+                "missing_required",
+            )
     if req.get("metadata") is not None and not isinstance(req["metadata"], dict):
         raise bad_request("'metadata' must be an object.", "metadata")
     for key, what in _UNSUPPORTED.items():
         if req.get(key):
             raise bad_request(f"This gateway does not support {what}.", key, "unsupported")
+    include = req.get("include")
+    if include is not None and not isinstance(include, list):
+        raise bad_request("'include' must be a list.", "include")
+    if include and _LOGPROBS in include:
+        raise bad_request(
+            f"This gateway does not return logprobs ('{_LOGPROBS}' in 'include').",
+            "include",
+            "unsupported",
+        )
     tools = req.get("tools")
     if tools is not None:
         if not isinstance(tools, list):
@@ -146,9 +219,11 @@ def chat_request(
     body: dict[str, Any] = {"model": model, "messages": messages}
     text = req.get("text")
     if text:
-        response_format = chat_response_format(text.get("format"))
+        response_format = chat_response_format(flat_format(text.get("format"), "text.format"))
         if response_format is not None:
             body["response_format"] = response_format
+        if text.get("verbosity") is not None:
+            body["verbosity"] = text["verbosity"]
     tools = req.get("tools")
     if tools:
         body["tools"] = [chat_tool(tool) for tool in tools]
@@ -165,10 +240,37 @@ def chat_request(
     reasoning = req.get("reasoning")
     if isinstance(reasoning, dict) and reasoning.get("effort"):
         body["reasoning_effort"] = reasoning["effort"]
+    for key in _SAME_NAME:
+        if req.get(key) is not None:
+            body[key] = req[key]
+    for key, value in req.items():
+        if key not in _OWN and key not in body:
+            body[key] = value  # the backend's own parameter: it decides what it means
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
     return body
+
+
+def flat_format(fmt: Any, where: str) -> Any:
+    """A `json_schema` format in the flat Responses shape. The nested shape (`{"type":
+    "json_schema", "json_schema": {"name", "schema", ...}}`, Chat's, which some Responses
+    clients send too) is read as the same format; both at once is a 400."""
+    if not isinstance(fmt, Mapping) or fmt.get("type") != "json_schema":
+        return fmt
+    nested = fmt.get("json_schema")
+    if nested is None:
+        return fmt
+    if not isinstance(nested, Mapping):
+        raise bad_request(f"'{where}.json_schema' must be an object.", f"{where}.json_schema")
+    both = [key for key in ("name", "schema", "strict", "description") if key in fmt]
+    if both:
+        raise bad_request(
+            f"'{where}' has '{both[0]}' both at its top and inside 'json_schema': send one "
+            "shape (the flat one: type, name, schema, strict, description).",
+            f"{where}.{both[0]}",
+        )
+    return {"type": "json_schema", **{k: v for k, v in nested.items() if k != "type"}}
 
 
 def chat_response_format(fmt: Any) -> dict[str, Any] | None:
@@ -325,6 +427,13 @@ def _part(part: Mapping[str, Any], where: str) -> dict[str, Any]:
             image["detail"] = part["detail"]
         return {"type": "image_url", "image_url": image}
     if kind == "input_file":
+        if part.get("file_url"):
+            raise bad_request(
+                "An input_file with a 'file_url' cannot be sent to a Chat backend (send "
+                "'file_data' instead).",
+                where,
+                "unsupported_content",
+            )
         file = {k: part[k] for k in ("file_data", "file_id", "filename") if part.get(k)}
         return {"type": "file", "file": file}
     if kind == "input_audio" and isinstance(part.get("input_audio"), dict):
@@ -352,4 +461,5 @@ __all__ = [
     "chat_tool",
     "chat_tool_choice",
     "check_request",
+    "flat_format",
 ]
