@@ -180,3 +180,29 @@ def test_run_info_survives_the_round_trip(make_store: StoreFactory) -> None:
     write(store, Event("run.start", run=info, time=NOW))
     (run,) = store.runs(window())
     assert (run["agent"], run["tags"], run["outcome"]) == ("a", ["x", "y"], None)
+
+
+def test_minutes_older_than_the_horizon_merge_into_hours(make_store: StoreFactory) -> None:
+    from outform.trace.store import COUNTS, HISTOGRAMS, MINUTE_HORIZON
+
+    store = make_store()
+    store.open()
+    hour = int(NOW - MINUTE_HORIZON - 7200) // 3600 * 3600
+    for minute in (0, 5, 59):  # three minutes of one old hour
+        write(store, *run_events(RunSpec(changes=CHANGE), hour + minute * 60 + 1))
+    write(store, *run_events(RunSpec(changes=CHANGE), NOW - 120))  # a recent minute
+    before = totals(store, Filter(0, NOW + 60))
+    store.apply_retention(NOW)
+    assert totals(store, Filter(0, NOW + 60)) == before
+    rows = store.query(
+        f"SELECT bucket, n FROM {COUNTS} WHERE kind = 'output.change' ORDER BY bucket"
+    )
+    assert rows == [(hour, 3), (int(NOW - 120) // 60 * 60, 1)]
+    latency = store.query(
+        f"SELECT bucket, SUM(n) FROM {HISTOGRAMS} WHERE metric = 'latency_ms' GROUP BY bucket"
+        " ORDER BY bucket"
+    )
+    assert latency == [(hour, 3), (int(NOW - 120) // 60 * 60, 1)]
+
+
+CHANGE = (("semantic", "string_to_int", "/n"),)

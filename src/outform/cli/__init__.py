@@ -10,14 +10,20 @@ from __future__ import annotations
 import os
 import sys
 
-from outform.cli import parse_cmd, schema_cmd, serve_cmd
+from outform.cli import dashboard_cmd, health_cmd, parse_cmd, schema_cmd, serve_cmd
 from outform.cli.app import EXIT_INTERNAL, EXIT_INVALID, EXIT_OK, EXIT_USAGE, app, stderr
 from outform.cli.io import print_error, show
 from outform.errors import InputError, OutformError, OutputError
 
 __all__ = ["EXIT_INTERNAL", "EXIT_INVALID", "EXIT_OK", "EXIT_USAGE", "main", "run"]
 
-_COMMANDS = (parse_cmd, schema_cmd, serve_cmd)  # imported for their @app.command registration
+_COMMANDS = (
+    dashboard_cmd,
+    health_cmd,
+    parse_cmd,
+    schema_cmd,
+    serve_cmd,
+)  # imported for their @app.command registration
 
 
 def main(argv: list[str] | None = None) -> int:

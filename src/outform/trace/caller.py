@@ -63,7 +63,26 @@ class Labels:
 
 
 _EMPTY = Labels()
-_current: ContextVar[Labels] = ContextVar("outform_trace_labels", default=_EMPTY)
+
+
+class Block:
+    """One `labels(...)` block: hashed by identity, so that counting fast-path tallies per
+    block costs C-level hashing only (`Labels` hashes by value, in Python)."""
+
+    __slots__ = ("labels",)
+
+    def __init__(self, labels: Labels) -> None:
+        self.labels = labels
+
+
+_current: ContextVar[Block | None] = ContextVar("outform_trace_labels", default=None)
+current_block = _current.get
+"""The innermost block, None outside any (what the recorder's tally keeps)."""
+
+
+def _labels_now() -> Labels:
+    block = _current.get()
+    return block.labels if block is not None else _EMPTY
 
 
 @contextlib.contextmanager
@@ -75,8 +94,8 @@ def labels(
     profile: str | None = None,
 ) -> Iterator[Labels]:
     """Label every call made inside the block (blocks nest; the inner one wins key by key)."""
-    inner = Labels(step, agent, _tags(tags), profile).over(_current.get())
-    token = _current.set(inner)
+    inner = Labels(step, agent, _tags(tags), profile).over(_labels_now())
+    token = _current.set(Block(inner))
     try:
         yield inner
     finally:
@@ -85,7 +104,7 @@ def labels(
 
 def current() -> Labels:
     """The labels of the innermost `labels(...)` block (empty outside any)."""
-    return _current.get()
+    return _labels_now()
 
 
 def resolve(call: Labels | Mapping[str, Any] | None = None) -> Labels:
@@ -94,7 +113,7 @@ def resolve(call: Labels | Mapping[str, Any] | None = None) -> Labels:
     from outform.config import settings
 
     configured = settings().trace
-    merged = Labels.of(call).over(_current.get())
+    merged = Labels.of(call).over(_labels_now())
     base = configured.defaults
     if merged.profile is not None:
         profile = configured.profiles.get(merged.profile)

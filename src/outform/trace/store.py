@@ -34,9 +34,16 @@ from outform.trace.rows import EVENT_COLUMNS, Rows, RunRow, bucket_of, rows_of
 log = logging.getLogger("outform.trace")
 
 SCHEMA_VERSION = 1
+HOUR = 3600
+MINUTE_HORIZON = 6 * HOUR
+"""Counts and histograms keep per-minute rows this long; older ones are merged into hourly
+rows (the hour's first minute), which bounds the rows a report over weeks reads."""
 RUNS, EVENTS = "outform_trace_runs", "outform_trace_events"
 COUNTS, HISTOGRAMS, META = "outform_trace_counts", "outform_trace_histograms", "outform_trace_meta"
 TABLES = (RUNS, EVENTS, COUNTS, HISTOGRAMS)
+_COUNT_DIMS = ("step", "provider", "model", "mode", "kind", "stage", "key")
+_HISTOGRAM_DIMS = ("step", "provider", "model", "metric", "bin")
+_HOUR_OF = f"(bucket / {HOUR}) * {HOUR}"
 _MODEL_NAME = "CASE WHEN provider = '' THEN model ELSE provider || ':' || model END"
 
 _SCHEMA = (
@@ -287,6 +294,7 @@ class TraceStore:
         self._last_retention = now
         cutoff = now - self.retention_days * 86_400
         deleted = self._delete_before(conn, cutoff, with_counts=True)
+        self.compact(conn, now)
         used = self._used_bytes(conn)
         for _ in range(20):
             if used <= self.max_size_bytes:
@@ -305,6 +313,32 @@ class TraceStore:
         if deleted:
             self._after_delete(conn)
         return deleted
+
+    def compact(self, conn: Any, now: float) -> None:
+        """Merge per-minute counts and histograms older than `MINUTE_HORIZON` into hourly
+        rows (whole hours only)."""
+        horizon = int(now - MINUTE_HORIZON) // HOUR * HOUR
+        self._begin(conn)
+        try:
+            for table, dims in ((COUNTS, _COUNT_DIMS), (HISTOGRAMS, _HISTOGRAM_DIMS)):
+                columns = ", ".join(dims)
+                conn.execute(
+                    self.sql(
+                        f"INSERT INTO {table} (bucket, {columns}, n)"
+                        f" SELECT {_HOUR_OF}, {columns}, SUM(n) FROM {table}"
+                        f" WHERE bucket < ? AND bucket <> {_HOUR_OF} GROUP BY {_HOUR_OF}, {columns}"
+                        f" ON CONFLICT (bucket, {columns}) DO UPDATE SET n = {table}.n + excluded.n"
+                    ),
+                    (horizon,),
+                )
+                conn.execute(
+                    self.sql(f"DELETE FROM {table} WHERE bucket < ? AND bucket <> {_HOUR_OF}"),
+                    (horizon,),
+                )
+            conn.commit()
+        except BaseException:
+            conn.rollback()
+            raise
 
     def _delete_before(self, conn: Any, cutoff: float, *, with_counts: bool) -> int:
         self._begin(conn)
