@@ -174,7 +174,7 @@ def test_the_page_shows_the_stored_numbers(
             "return [c.data.labels, c.data.datasets[0].data];"
         )
         p50 = dict(zip(latency[0], latency[1], strict=True))
-        assert p50["gemini:gemini-2.5-flash"] == pytest.approx(2400, rel=0.026)
+        assert p50["gemini:gemini-2.5-flash"] == pytest.approx(2400, rel=0.05)
         assert texts(browser, "#transforms tbody tr td:nth-child(2)") == [
             "string_to_int",
             "strip_fence",

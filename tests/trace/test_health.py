@@ -112,11 +112,11 @@ def test_native_skips_reasks_aborts_and_latency(make_store: StoreFactory) -> Non
     ]
     latency = {r["model"]: r for r in data["latency"]}
     assert latency["openai:gpt-4o"]["calls"] == 40
-    assert latency["openai:gpt-4o"]["latency_ms_p50"] == pytest.approx(800, rel=0.026)
-    assert latency["gemini:gemini-2.5-flash"]["latency_ms_p99"] == pytest.approx(2000, rel=0.026)
-    assert latency["gemini:gemini-2.5-flash"]["ttft_ms_p50"] == pytest.approx(90, rel=0.026)
+    assert latency["openai:gpt-4o"]["latency_ms_p50"] == pytest.approx(800, rel=0.05)
+    assert latency["gemini:gemini-2.5-flash"]["latency_ms_p99"] == pytest.approx(2000, rel=0.05)
+    assert latency["gemini:gemini-2.5-flash"]["ttft_ms_p50"] == pytest.approx(90, rel=0.05)
     assert latency["openai:gpt-4o"]["ttft_ms_p50"] is None  # not streamed
-    assert latency["openai:gpt-4o"]["input_tokens_p90"] == pytest.approx(120, rel=0.026)
+    assert latency["openai:gpt-4o"]["input_tokens_p90"] == pytest.approx(120, rel=0.05)
 
 
 def test_the_trend_and_what_is_rising(make_store: StoreFactory) -> None:

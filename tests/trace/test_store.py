@@ -35,7 +35,7 @@ def window(hours: float = 1) -> Filter:
 
 def totals(store: TraceStore, where: Filter | None = None) -> dict[tuple[str, str, str], int]:
     out: dict[tuple[str, str, str], int] = {}
-    for _slot, _step, _provider, _model, _mode, kind, stage, key, n in store.counts(
+    for _slot, _step, _model, _mode, kind, stage, key, n in store.counts(
         where or window(), 3600
     ):
         out[(kind, stage, key)] = out.get((kind, stage, key), 0) + int(n)
@@ -114,7 +114,7 @@ def test_percentiles_come_from_histograms_within_their_bin_width(
     assert {m for m, _ in rows} == {"latency_ms", "input_tokens", "output_tokens"}
     for latency in latencies:
         shown = bin_value(bin_of(latency))
-        assert abs(shown - latency) / latency < 0.026
+        assert abs(shown - latency) / latency < 0.05
         assert rows[("latency_ms", bin_of(latency))] == 1
     assert bin_value(bin_of(0)) == 0.0 and rows[("input_tokens", bin_of(0))] == 4
 

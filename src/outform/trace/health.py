@@ -11,7 +11,7 @@ Definitions (docs/observability.md, "outform health"):
 * an *intervention* is one `output.change`: one value the pipeline changed;
 * the *re-ask rate* is the share of runs asked again at least once; the *abort rate* the
   stream aborts per streamed run; the *precheck failure rate* failures per check run;
-* percentiles come from histograms with 5% wide bins: within ±2.5% of the exact value;
+* percentiles come from histograms with 10% wide bins: within ±5% of the exact value;
 * the window is widened to whole trend buckets: equal buckets of whole minutes, the last one
   ending with the current minute, or of whole hours ending with the current hour when the
   window is longer than the 6 hours the store keeps per-minute counts (`window.since` says
@@ -28,7 +28,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from operator import itemgetter
+from typing import Any
 
 from outform.errors import UsageError
 from outform.trace.rows import BUCKET_SECONDS, bin_value, bucket_of
@@ -101,15 +102,9 @@ class HealthReport:
 # -- reading the store ---------------------------------------------------------------------
 
 
-class _Count(NamedTuple):
-    slot: int
-    step: str
-    model: str
-    mode: str
-    kind: str
-    stage: str
-    key: str
-    n: int
+_Count = tuple[Any, ...]
+"""slot, step, model, mode, kind, stage, key, n: a row as the store returns it."""
+_COLUMN = {"slot": 0, "step": 1, "model": 2, "mode": 3, "kind": 4, "stage": 5, "key": 6}
 
 
 class _Counts:
@@ -118,28 +113,38 @@ class _Counts:
     def __init__(self, rows: Iterable[_Count]) -> None:
         self.by_kind: dict[str, list[_Count]] = defaultdict(list)
         for row in rows:
-            self.by_kind[row.kind].append(row)
+            self.by_kind[row[4]].append(row)
 
     def of(self, kind: str) -> list[_Count]:
         return self.by_kind.get(kind, [])
 
     def sum(self, kind: str, **match: str) -> int:
         if not match:
-            return sum(c.n for c in self.of(kind))
-        items = match.items()
-        return sum(c.n for c in self.of(kind) if all(getattr(c, k) == v for k, v in items))
+            return sum(c[7] for c in self.of(kind))
+        wanted = tuple(match.values())
+        key = itemgetter(*(_COLUMN[k] for k in match))
+        if len(wanted) == 1:
+            return sum(c[7] for c in self.of(kind) if key(c) == wanted[0])
+        return sum(c[7] for c in self.of(kind) if key(c) == wanted)
 
     def group(self, kind: str, *keys: str) -> dict[tuple[str, ...], int]:
         out: dict[tuple[str, ...], int] = defaultdict(int)
+        indexes = [_COLUMN[k] for k in keys]
+        if len(indexes) == 1:
+            (index,) = indexes
+            for c in self.of(kind):
+                out[(c[index],)] += c[7]
+            return out
+        key = itemgetter(*indexes)
         for c in self.of(kind):
-            out[tuple(getattr(c, k) for k in keys)] += c.n
+            out[key(c)] += c[7]
         return out
 
     def slots(self) -> dict[int, _Counts]:
         per_slot: dict[int, list[_Count]] = defaultdict(list)
         for rows in self.by_kind.values():
             for c in rows:
-                per_slot[c.slot].append(c)
+                per_slot[c[0]].append(c)
         return {slot: _Counts(rows) for slot, rows in per_slot.items()}
 
 
@@ -160,10 +165,7 @@ def report(store: TraceStore, query: HealthQuery | None = None) -> HealthReport:
     end = math.ceil((bucket_of(now) + BUCKET_SECONDS) / unit) * unit
     start = end - buckets * width
     where = Filter(start, end, query.step, query.model)
-    counts = _Counts(
-        _Count(int(slot), step, _model_name(provider, model), mode, kind, stage, key, int(n))
-        for slot, step, provider, model, mode, kind, stage, key, n in store.counts(where, width)
-    )
+    counts = _Counts(store.counts(where, width))
     histograms = store.histograms(where)
     data = _build(counts, histograms, query, now=now, start=start, width=width, buckets=buckets)
     return HealthReport(data)
@@ -470,9 +472,10 @@ def _rising(counts: _Counts, label: str, buckets: int) -> dict[str, Any] | None:
         return None
     half = buckets / 2
     tallies: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    column = _COLUMN[label]
     for c in (*counts.of("run.end"), *counts.of("output.change")):
-        late = c.slot >= half
-        tallies[getattr(c, label)][(2 if late else 0) + (c.kind == "output.change")] += c.n
+        late = c[0] >= half
+        tallies[c[column]][(2 if late else 0) + (c[4] == "output.change")] += int(c[7])
     best: Row | None = None
     for name, (runs_before, changes_before, runs_after, changes_after) in tallies.items():
         if runs_before < MIN_RUNS or runs_after < MIN_RUNS:

@@ -10,8 +10,8 @@ The store keeps four tables (docs/observability.md, "The trace store"):
   read only this table and the next, so their cost follows the number of distinct
   (minute, labels, kind) combinations, not the number of events;
 * `histograms`: per minute, step, provider and model, provider-call latency, time to first
-  token and token counts in logarithmic bins 5% wide, from which percentiles are read (to
-  within ±2.5%).
+  token and token counts in logarithmic bins 10% wide, from which percentiles are read (to
+  within ±5%).
 
 A fast-path tally counts as a run that ended `valid` with no change; it has no row in `runs`.
 """
@@ -40,7 +40,7 @@ from outform.trace.events import (
 from outform.trace.recorder import Batch
 
 BUCKET_SECONDS = 60
-BIN_RATIO = 1.05
+BIN_RATIO = 1.1
 ZERO_BIN = -1_000
 """The bin of values ≤ 0 (a zero token count, a latency below the clock's resolution)."""
 

@@ -377,13 +377,13 @@ class TraceStore:
         return [tuple(r) for r in rows]
 
     def counts(self, where: Filter, width: int) -> list[tuple[Any, ...]]:
-        """(slot, step, provider, model, mode, kind, stage, key, n) summed per slot of
-        `width` seconds from the window's first bucket."""
+        """(slot, step, model, mode, kind, stage, key, n) summed per slot of `width` seconds
+        from the window's first bucket; `model` is `provider:model` (or the bare name)."""
         start, end = where.bucketed()
         clause, params = Filter(start, end, where.step, where.model).where("bucket")
         return self.query(
-            f"SELECT (bucket - ?) / ? AS slot, step, provider, model, mode, kind, stage, key,"
-            f" SUM(n) FROM {COUNTS} WHERE {clause}"
+            f"SELECT (bucket - ?) / ? AS slot, step, {_MODEL_NAME}, mode, kind, stage, key,"
+            f" CAST(SUM(n) AS BIGINT) FROM {COUNTS} WHERE {clause}"
             " GROUP BY slot, step, provider, model, mode, kind, stage, key",
             [start, width, *params],
         )
@@ -393,7 +393,8 @@ class TraceStore:
         start, end = where.bucketed()
         clause, params = Filter(start, end, where.step, where.model).where("bucket")
         return self.query(
-            f"SELECT provider, model, metric, bin, SUM(n) FROM {HISTOGRAMS} WHERE {clause}"
+            f"SELECT provider, model, metric, bin, CAST(SUM(n) AS BIGINT) FROM {HISTOGRAMS}"
+            f" WHERE {clause}"
             " GROUP BY provider, model, metric, bin",
             params,
         )
