@@ -4,3 +4,5 @@ directory; tests of the trace store start a recorder on a store of their own."""
 import os
 
 os.environ["OUTFORM_TRACE"] = "off"
+
+pytest_plugins = ["tests.postgres"]  # the PostgreSQL server every PostgreSQL store test uses

@@ -1,7 +1,5 @@
-"""A throwaway PostgreSQL server for the tests of every PostgreSQL store.
-
-Loaded with `pytest_plugins = ["tests.postgres"]` (the gateway's store tests load it through
-tests/gateway/postgres.py).
+"""A throwaway PostgreSQL server for the tests of every PostgreSQL store (a plugin of the
+root conftest.py, so that every test directory can ask for `postgres_server`).
 
 `postgres_server` (session-scoped) is, in this order:
 

@@ -13,7 +13,6 @@ from tests.trace.runs import RunSpec, run_events
 from tests.trace.stores import StoreFactory, make_store
 
 __all__ = ["make_store"]
-pytest_plugins = ["tests.postgres"]
 
 NOW = 1_700_002_770.0  # 30 s before an hour: 24 h buckets of 6 h end on the hour
 HOUR = 3600.0

@@ -42,8 +42,6 @@ from outform.trace.store import TABLES, TraceStore
 from outform.transport import RetryPolicy, Transport
 from tests.providers.fake import FakeServer
 
-pytest_plugins = ["tests.postgres"]
-
 KEY = "sk-fake-" + uuid.uuid4().hex  # the provider key of the call
 PASSWORD = "pw-" + uuid.uuid4().hex  # a store password, registered as the stores do
 

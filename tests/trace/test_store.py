@@ -13,7 +13,6 @@ from tests.trace.runs import RunSpec, run_events
 from tests.trace.stores import StoreFactory, make_store
 
 __all__ = ["make_store"]
-pytest_plugins = ["tests.postgres"]
 
 NOW = time.time()
 
