@@ -229,3 +229,35 @@ def test_data_needs_a_key_the_page_does_not(store: SqliteTraceStore) -> None:
         assert missing.status_code == 404
         bad = httpx.get(url + "/dashboard/api/overview?since_hours=-3", headers=right)
         assert bad.status_code == 400 and "since-hours" in bad.json()["error"]
+
+
+def test_outform_dashboard_serves_the_store_and_asks_for_the_keys_named(
+    store: SqliteTraceStore, tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    port = free_port()
+    env = {**os.environ, "DASH_KEY": KEY}
+    command = [sys.executable, "-m", "outform.cli", "dashboard", "--port", str(port),
+               "--store", f"sqlite:{store.path}", "--api-key-env", "DASH_KEY"]  # fmt: skip
+    server = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stderr is not None
+        assert f"http://127.0.0.1:{port}/dashboard/" in server.stderr.readline()
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                page = httpx.get(url + "/", follow_redirects=True)
+                break
+            except httpx.ConnectError:
+                assert time.monotonic() < deadline, "outform dashboard did not start"
+                time.sleep(0.05)
+        assert page.status_code == 200 and str(page.url).endswith("/dashboard/")
+        assert httpx.get(url + "/dashboard/api/runs").status_code == 401
+        runs = httpx.get(url + "/dashboard/api/runs", headers={"Authorization": f"Bearer {KEY}"})
+        assert len(runs.json()) == 40
+    finally:
+        server.terminate()
+        server.wait(20)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Annotated
 
 import typer
@@ -23,7 +22,9 @@ def dashboard_command(
     api_key_env: Annotated[
         list[str] | None,
         typer.Option(
-            "--api-key-env", help="Env var holding a key the page must give (repeatable)."
+            "--api-key-env",
+            help="Env var holding a key the page must give (repeatable; default: the keys "
+            "of [gateway] api_keys).",
         ),
     ] = None,
 ) -> None:
@@ -36,16 +37,13 @@ def dashboard_command(
         raise ConfigError(
             "the dashboard needs the gateway extra", fix="pip install 'outform[gateway]'"
         ) from None
-    keys = []
-    for name in api_key_env or ():
-        value = os.environ.get(name, "")
-        if not value:
-            raise ConfigError(
-                f"the key variable {name} is not set",
-                where="--api-key-env",
-                fix=f"export {name}=...",
-            )
-        keys.append(value)
+    from outform.config import settings
+    from outform.gateway.settings import GatewaySettings
+
+    configured = settings()
+    gateway = GatewaySettings.from_config(configured.gateway, source=configured.source)
+    chosen = gateway.replace(api_keys=tuple(api_key_env) if api_key_env else None)
+    keys = chosen.client_keys()
     trace_store = open_trace_store(store)
     stderr.print(
         f"outform dashboard on http://{host}:{port}{MOUNT}/ ({trace_store.describe()}"
