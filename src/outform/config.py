@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from outform.errors import ConfigError
+from outform.trace.settings import TraceSettings
 
 CONFIG_FILE = "outform.toml"
 ENV_VAR = "OUTFORM_CONFIG"
@@ -131,6 +132,43 @@ _BATCH: dict[str, Check] = {
 }
 
 
+def _label_profiles(value: Any) -> bool:
+    return isinstance(value, dict) and all(
+        _text(name) and isinstance(entry, dict) and _labels(entry) for name, entry in value.items()
+    )
+
+
+def _labels(entry: dict[str, Any]) -> bool:
+    return set(entry) <= {"step", "agent", "tags"} and all(
+        _TAGS.accepts(v) if k == "tags" else _text(v) for k, v in entry.items()
+    )
+
+
+_TAGS = Check(
+    lambda v: isinstance(v, list) and all(_text(item) for item in v),
+    "a list of non-empty strings",
+)
+
+_TRACE: dict[str, Check] = {
+    "enabled": _BOOL,
+    "store": Check(
+        _text, "'sqlite', 'sqlite:PATH', 'postgres:DSN' (or postgres:$VAR) or 'off'", secret=True
+    ),
+    "retention_days": _number(0.001, 36_500),
+    "max_size_mb": _int(1, 10_000_000),
+    "queue_size": _int(100, 100_000_000),
+    "flush_interval": _number(0.01, 60),
+    "otel": _BOOL,
+    "step": Check(_text, "a non-empty string"),
+    "agent": Check(_text, "a non-empty string"),
+    "tags": _TAGS,
+    "profiles": Check(
+        _label_profiles,
+        "tables [trace.profiles.NAME] with step, agent (strings) and tags (a list of strings)",
+    ),
+}
+
+
 SECTIONS: dict[str, dict[str, Check]] = {
     "parse": {
         "level": _choice("off", "minimal", "full"),
@@ -145,6 +183,7 @@ SECTIONS: dict[str, dict[str, Check]] = {
     },
     "gateway": _GATEWAY,
     "batch": _BATCH,
+    "trace": _TRACE,
 }
 
 
@@ -162,6 +201,7 @@ class Settings:
     """The `[gateway]` keys as written (validated); `outform.gateway.settings` reads them."""
     batch: Mapping[str, Any] = field(default_factory=dict)
     """The `[batch]` keys as written (validated); `outform.batch` reads them."""
+    trace: TraceSettings = field(default_factory=TraceSettings)
     source: Path | None = None
     """The file the settings came from, or None for built-in defaults."""
 
@@ -222,6 +262,7 @@ def load(path: Path, table: str = "") -> Settings:
     parse: dict[str, Any] = {}
     gateway: dict[str, Any] = {}
     batch: dict[str, Any] = {}
+    trace: dict[str, Any] = {}
     for section, values in data.items():
         checks = SECTIONS.get(section)
         if checks is None:
@@ -253,9 +294,15 @@ def load(path: Path, table: str = "") -> Settings:
             gateway = dict(values)
         elif section == "batch":
             batch = dict(values)
+        elif section == "trace":
+            trace = dict(values)
     level = parse.pop("level", "minimal")
     return Settings(
-        parse=ParseSettings(level=level, overrides=parse), gateway=gateway, batch=batch, source=path
+        parse=ParseSettings(level=level, overrides=parse),
+        gateway=gateway,
+        batch=batch,
+        trace=TraceSettings.from_config(trace, source=path),
+        source=path,
     )
 
 

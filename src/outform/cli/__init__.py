@@ -12,7 +12,15 @@ from __future__ import annotations
 import os
 import sys
 
-from outform.cli import batch_cmd, generate_cmd, parse_cmd, schema_cmd, serve_cmd
+from outform.cli import (
+    batch_cmd,
+    dashboard_cmd,
+    generate_cmd,
+    health_cmd,
+    parse_cmd,
+    schema_cmd,
+    serve_cmd,
+)
 from outform.cli.app import (
     EXIT_CODES,
     EXIT_INPUT,
@@ -42,7 +50,9 @@ __all__ = [
 
 _COMMANDS = (
     batch_cmd,
+    dashboard_cmd,
     generate_cmd,
+    health_cmd,
     parse_cmd,
     schema_cmd,
     serve_cmd,

@@ -1,0 +1,259 @@
+"""Observability benchmarks: the health report over a million stored events, and what
+recording costs on the pipeline's valid 1 KB fast path.
+
+Run: `python -m benchmarks.bench_health [--write] [--events N]` (`--write` updates
+docs/benchmarks.md).
+
+1. A SQLite trace store is filled with N events (default 10⁶) of realistic runs spread over a
+   week: 8 steps, 5 models, 3 modes, a dozen transforms, re-asks, streamed runs and aborts,
+   written through the store's own batch path. `outform health` (the library call) then
+   reports over the week and over the last day. Goal: < 2 s.
+2. `Pipeline.run` on a valid 1 KB reply, alone and with the recorder running (a SQLite store
+   behind it, its writer thread live), recording each reply as a fast-path tally, as the
+   pipeline will (an observer around `Pipeline.run` until the run loop records it itself).
+   Goal: < 5% more.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import tempfile
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from tests.trace.runs import RunSpec, run_events
+
+from benchmarks.bench_parse import SCHEMA, sized, table
+from benchmarks.report import machine, update_section
+from benchmarks.timing import fmt_seconds, per_call
+from outform import Pipeline
+from outform.trace import Batch, Recorder, Tokens
+from outform.trace.health import HealthQuery, report
+from outform.trace.sqlite_store import SqliteTraceStore
+from outform.trace.store import COUNTS
+
+STEPS = ("extract", "classify", "summarize", "route", "enrich", "dedupe", "score", "label")
+MODELS = (
+    ("openai", "gpt-4o", "native_schema"),
+    ("openai", "gpt-4o-mini", "native_schema"),
+    ("anthropic", "claude-sonnet-4-5", "forced_tool"),
+    ("gemini", "gemini-2.5-flash", "native_schema"),
+    ("ollama", "llama3.1", "json_object"),
+)
+TRANSFORMS = (
+    ("extract", "strip_fence"),
+    ("extract", "extract_from_prose"),
+    ("extract", "strip_reasoning"),
+    ("tolerant", "json5"),
+    ("tolerant", "json_repair"),
+    ("syntactic", "decode_nested_json"),
+    ("semantic", "string_to_integer"),
+    ("semantic", "string_to_number"),
+    ("semantic", "string_to_boolean"),
+    ("semantic", "wrap_in_list"),
+    ("semantic", "enum_case"),
+    ("semantic", "fill_default"),
+)
+FIELDS = ("/total", "/lines/0/qty", "/customer/email", "/currency", "/label", "/score")
+WEEK = 7 * 86_400
+
+
+def random_run(rng: random.Random) -> RunSpec:
+    provider, model, mode = rng.choice(MODELS)
+    changes = tuple(
+        (*rng.choice(TRANSFORMS), f"/items/{rng.randrange(20)}")
+        for _ in range(rng.choice((0, 0, 1, 1, 2, 3, 5)))
+    )
+    streamed = rng.random() < 0.2
+    return RunSpec(
+        step=rng.choice(STEPS),
+        provider=provider,
+        model=model,
+        mode=mode,
+        changes=changes,
+        reasked=(rng.choice(FIELDS),) if rng.random() < 0.08 else (),
+        outcome="invalid" if rng.random() < 0.01 else "valid",
+        skipped="the call has tools" if mode == "json_object" else None,
+        aborted=streamed and rng.random() < 0.1,
+        streaming=streamed,
+        latency_ms=rng.lognormvariate(6.5, 0.5),
+        tokens=Tokens(rng.randrange(200, 3000), rng.randrange(20, 800)),
+    )
+
+
+def fill(path: Path, events: int, now: float) -> tuple[int, float]:
+    """Write about `events` events; returns (events written, seconds taken)."""
+    store = SqliteTraceStore(path, retention_days=3650, max_size_mb=100_000)
+    store.open()
+    rng = random.Random(12)
+    written, batch = 0, []
+    started = time.perf_counter()
+    while written < events:
+        run = run_events(random_run(rng), now - rng.random() * WEEK)
+        batch += run
+        written += len(run)
+        if len(batch) >= 5_000:
+            store.write(Batch(batch, time=batch[-1].time))
+            batch = []
+    if batch:
+        store.write(Batch(batch, time=batch[-1].time))
+    store.apply_retention(now)  # what the writer does every minute: merge old minutes
+    store.close()
+    return written, time.perf_counter() - started
+
+
+def report_rows(path: Path, now: float) -> list[list[str]]:
+    store = SqliteTraceStore(path, retention_days=3650, max_size_mb=100_000)
+    rows = []
+    for label, query in (
+        ("the week, 12 buckets", HealthQuery(since_hours=168, now=now)),
+        ("the week, 168 buckets", HealthQuery(since_hours=168, trend_buckets=168, now=now)),
+        ("the last day, step and model filter", HealthQuery(
+            since_hours=24, step="extract", model="openai:gpt-4o", now=now)),
+    ):  # fmt: skip
+        report(store, query)  # warm the page cache, as a second `outform health` would
+        times = []
+        for _ in range(3):
+            started = time.perf_counter()
+            data = report(store, query).to_dict()
+            times.append(time.perf_counter() - started)
+        best = min(times)
+        rows.append(
+            [
+                label,
+                f"{data['totals']['runs']:,}",
+                fmt_seconds(best),
+                f"{best / 2:.2f}× the 2 s goal",
+            ]
+        )
+    store.close()
+    return rows
+
+
+class _Tallied:
+    """`Pipeline.run`, then the reply recorded as a fast-path tally."""
+
+    def __init__(self, pipeline: Pipeline[Any], recorder: Recorder) -> None:
+        self.run_pipeline = pipeline.run
+        self.tally = recorder.tally
+        self.schema_hash = pipeline.schema_hash
+
+    def __call__(self, text: str) -> Any:
+        result = self.run_pipeline(text)
+        self.tally(self.schema_hash)
+        return result
+
+
+class _Hooked:
+    """The same wrapper around `Pipeline.run`, recording nothing: what the phase-1 hook
+    itself costs (the pipeline will tally in line, without it)."""
+
+    def __init__(self, pipeline: Pipeline[Any]) -> None:
+        self.run_pipeline = pipeline.run
+
+    def __call__(self, text: str) -> Any:
+        return self.run_pipeline(text)
+
+
+def recording_rows(path: Path) -> list[list[str]]:
+    text = sized(1_000).decode()
+    pipeline: Pipeline[Any] = Pipeline(SCHEMA)
+    store = SqliteTraceStore(path)
+    recorder = Recorder([store], queue_size=1_000_000, flush_interval=0.5)
+    tallied = _Tallied(pipeline, recorder)
+    hooked = _Hooked(pipeline)
+    pairs = []
+    try:
+        # Many short rounds, each measuring both sides back to back: the median of the
+        # paired ratios is what a load spike on a shared machine disturbs least.
+        for _ in range(21):
+            off = per_call(partial(pipeline.run, text), budget=0.1, repeats=3)
+            hook = per_call(partial(hooked, text), budget=0.1, repeats=3)
+            on = per_call(partial(tallied, text), budget=0.1, repeats=3)
+            pairs.append((off, on, hook))
+        recorder.flush()
+        dropped = recorder.dropped
+    finally:
+        recorder.close()
+    ratios = sorted(on / off for off, on, _ in pairs)
+    off, on = statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
+    median = statistics.median(ratios)
+    own = statistics.median(on / hook for _, on, hook in pairs)
+    return [
+        [
+            f"valid 1 KB reply ({len(text):,} B)",
+            fmt_seconds(off),
+            fmt_seconds(on),
+            f"{(median - 1) * 100:+.1f}%",
+            f"{(ratios[5] - 1) * 100:+.1f}% to {(ratios[15] - 1) * 100:+.1f}%",
+            f"{(own - 1) * 100:+.1f}%",
+            str(dropped),
+        ]
+    ]
+
+
+def run(events: int) -> str:
+    now = time.time()
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "trace.sqlite"
+        written, fill_seconds = fill(path, events, now)
+        size = path.stat().st_size + sum(p.stat().st_size for p in path.parent.glob("*-wal"))
+        store = SqliteTraceStore(path)
+        count_rows = store.query(f"SELECT COUNT(*) FROM {COUNTS}")[0][0]
+        store.close()
+        reports = report_rows(path, now)
+        recording = recording_rows(Path(folder) / "recording.sqlite")
+    report_table = table(["report", "runs in the window", "time", "ratio"], reports)
+    recording_table = table(
+        [
+            "payload",
+            "Pipeline.run",
+            "with recording",
+            "cost (median of 21 paired rounds)",
+            "middle half of the rounds",
+            "of which the tally (against the bare hook)",
+            "tallies dropped",
+        ],
+        recording,
+    )
+    return f"""## Observability
+
+Command: `python -m benchmarks.bench_health --write` ({machine()}; a shared machine: the
+numbers are provisional, the ratios are what to compare).
+
+**The health report over {written:,} stored events.** A SQLite trace store filled with
+realistic runs spread over a week (8 steps, 5 models, 3 modes, 12 transforms, re-asks, streamed
+runs and aborts), written through the store's batch path ({fill_seconds:.0f} s,
+{written / fill_seconds:,.0f} events/s, {size / 1e6:.0f} MB). The report reads only the
+counts ({count_rows:,} rows: per minute for the last 6 hours, per hour before) and the
+histograms, never the events. Goal: < 2 s.
+
+{report_table}
+
+**Recording on the fast path.** `Pipeline.run` on a valid 1 KB reply, alone and followed by
+the recorder's fast-path tally (the recorder running, a SQLite store behind it, its writer
+thread live), measured in 21 rounds of both sides back to back. Goal: < 5%.
+
+{recording_table}
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    parser.add_argument("--events", type=int, default=1_000_000, help="events to store")
+    args = parser.parse_args(argv)
+    markdown = run(args.events)
+    print(markdown)
+    if args.write:
+        update_section("observability", markdown)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,253 @@
+"""The recorder: events in on the hot path, batches out to the sinks on a background thread.
+
+`record(event)` and `tally(schema_hash)` only append to a bounded queue (a deque and a length
+check: no lock, no I/O, no serialisation). A daemon thread wakes every `flush_interval`
+seconds, or when `flush()` asks, takes everything queued as one batch, removes secrets
+(`outform.trace.redact`) and hands the batch to each sink (the trace store writes it in one
+transaction). When the queue is full, new events are dropped and counted; the count is stored
+with the next batch (`trace.dropped`), so a loss is never silent.
+
+`tally` is the cheapest record there is, for a reply that took the pipeline's fast path: no
+event is built, the writer only counts it as a valid run with no intervention (per schema and
+labels) in the minute it was written.
+
+What a crash can lose: events recorded since the last batch was committed, that is at most
+`flush_interval` seconds of them (plus a batch that failed and waits for a retry). A normal
+exit flushes (an `atexit` hook), and so does `close()`. After `os.fork()` the child starts
+with an empty queue and its own writer thread; sinks reopen their connections there.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import os
+import threading
+import time
+import weakref
+from collections import Counter, deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from outform.trace import caller, redact
+from outform.trace.caller import Labels
+from outform.trace.events import Event
+
+log = logging.getLogger("outform.trace")
+
+TallyKey = tuple[str | None, Labels]
+"""A run that took the fast path: its schema hash and its caller labels."""
+_Tally = tuple[str | None, caller.Block | None]
+
+
+@dataclass
+class Batch:
+    """What the writer hands to every sink at once."""
+
+    events: list[Event] = field(default_factory=list)
+    tallies: Counter[TallyKey] = field(default_factory=Counter)
+    dropped: int = 0
+    time: float = field(default_factory=time.time)
+
+    def __bool__(self) -> bool:
+        return bool(self.events or self.tallies or self.dropped)
+
+
+class Sink(Protocol):
+    """Where batches go. `open` and `write` run on the writer thread; `write` may raise (the
+    error is logged, the recorder goes on); `close` is called once, at the end."""
+
+    def open(self) -> None: ...
+
+    def write(self, batch: Batch) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class _Flush:
+    """A marker in the queue: set once everything queued before it went to the sinks."""
+
+    __slots__ = ("done",)
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+
+
+class Recorder:
+    def __init__(
+        self,
+        sinks: Sequence[Sink],
+        *,
+        queue_size: int = 100_000,
+        flush_interval: float = 0.5,
+    ) -> None:
+        self.sinks = tuple(sinks)
+        self.queue_size = queue_size
+        self.flush_interval = flush_interval
+        self._queue: deque[Event | _Flush] = deque()
+        self._tallies: deque[_Tally] = deque()
+        self._block = caller.current_block
+        self._dropped = 0
+        self._drop_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._closing = False
+        self._closed = False
+        self._lock = threading.Lock()
+        redact.register_environment()
+        self._thread = self._start()
+        _recorders.add(self)
+        atexit.register(self.close)
+
+    # -- the hot path ----------------------------------------------------------------------
+
+    def record(self, event: Event) -> None:
+        """Queue one event for the sinks."""
+        if len(self._queue) < self.queue_size:
+            self._queue.append(event)
+        else:
+            self._drop()
+
+    def record_all(self, events: Iterable[Event]) -> None:
+        for event in events:
+            self.record(event)
+
+    def tally(self, schema_hash: str | None) -> None:
+        """Count one run that was valid as sent (labels: the current `labels(...)` block).
+        Tallies have their own queue, drained in bulk: a reply on the fast path costs the
+        writer a few tens of nanoseconds."""
+        tallies = self._tallies
+        if len(tallies) < self.queue_size:
+            tallies.append((schema_hash, self._block()))
+        else:
+            self._drop()
+
+    def _drop(self) -> None:
+        with self._drop_lock:
+            self._dropped += 1
+
+    @property
+    def dropped(self) -> int:
+        """Events dropped since the last batch (reset when a batch carries the count)."""
+        return self._dropped
+
+    # -- control ---------------------------------------------------------------------------
+
+    def flush(self, timeout: float | None = 30.0) -> bool:
+        """Wait until everything recorded before this call went to the sinks. False when the
+        timeout passed first (or the recorder is closed)."""
+        if self._closed or not self._thread.is_alive():
+            return False
+        marker = _Flush()
+        self._queue.append(marker)  # past the bound on purpose: a flush must get through
+        self._wake.set()
+        return marker.done.wait(timeout)
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Flush, stop the writer and close the sinks. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closing = True
+        self._wake.set()
+        self._thread.join(timeout)
+        self._closed = True
+        with contextlib.suppress(Exception):
+            atexit.unregister(self.close)
+
+    # -- the writer thread ------------------------------------------------------------------
+
+    def _start(self) -> threading.Thread:
+        thread = threading.Thread(target=self._run, name="outform-trace-writer", daemon=True)
+        thread.start()
+        return thread
+
+    def _after_fork(self) -> None:
+        # The parent's thread does not exist here, and its connections must not be used.
+        self._queue = deque()
+        self._tallies = deque()
+        self._dropped = 0
+        self._wake = threading.Event()
+        self._lock = threading.Lock()
+        self._drop_lock = threading.Lock()
+        if not self._closed:
+            self._thread = self._start()
+
+    def _run(self) -> None:
+        opened = []
+        for sink in self.sinks:
+            try:
+                sink.open()
+                opened.append(sink)
+            except Exception:
+                log.exception("outform trace: a sink failed to open and is left out: %r", sink)
+        while True:
+            self._wake.wait(self.flush_interval)
+            self._wake.clear()
+            closing = self._closing
+            markers = self._drain(opened)
+            for marker in markers:
+                marker.done.set()
+            if closing:
+                break
+        for sink in opened:
+            try:
+                sink.close()
+            except Exception:
+                log.exception("outform trace: closing a sink failed: %r", sink)
+
+    def _drain(self, sinks: Sequence[Sink]) -> list[_Flush]:
+        batch = Batch()
+        markers: list[_Flush] = []
+        queue = self._queue
+        for _ in range(len(queue)):
+            item = queue.popleft()
+            if isinstance(item, _Flush):
+                markers.append(item)
+            else:
+                batch.events.append(_clean(item))
+        # After the events: every tally recorded before a flush marker was queued is taken.
+        tallies, pop = self._tallies, self._tallies.popleft
+        counted = Counter([pop() for _ in range(len(tallies))])
+        for (schema_hash, block), count in counted.items():
+            given = block.labels if block is not None else Labels()
+            batch.tallies[(schema_hash, _resolved(given))] += count
+        if self._dropped:
+            with self._drop_lock:
+                batch.dropped, self._dropped = self._dropped, 0
+        if batch:
+            for sink in sinks:
+                try:
+                    sink.write(batch)
+                except Exception:
+                    log.exception("outform trace: a sink failed to write a batch: %r", sink)
+        return markers
+
+
+_recorders: weakref.WeakSet[Recorder] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for recorder in list(_recorders):
+        recorder._after_fork()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _clean(event: Event) -> Event:
+    """The event with every secret replaced (the same object when it holds none)."""
+    import orjson
+
+    if not redact.contains_secret(orjson.dumps(event.to_dict()).decode()):
+        return event
+    return Event.from_dict(redact.scrub(event.to_dict()))
+
+
+def _resolved(given: Labels) -> Labels:
+    try:
+        return caller.resolve(given)
+    except Exception:  # an unknown profile must not stop the writer; keep what was given
+        log.warning("outform trace: labels %r could not be resolved; kept as given", given)
+        return given

@@ -1,0 +1,8 @@
+"""Every test runs with trace recording off, so that no test writes to the user's data
+directory; tests of the trace store start a recorder on a store of their own."""
+
+import os
+
+os.environ["OUTFORM_TRACE"] = "off"
+
+pytest_plugins = ["tests.postgres"]  # the PostgreSQL server every PostgreSQL store test uses
