@@ -41,7 +41,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, create_model
 from pydantic import ValidationError as PydanticValidationError
 
-from outform.errors import OutputError, StreamAbortedError, UsageError
+from outform.errors import OutputError, StreamAbortedError, UsageError, guarded
 from outform.format import JsonSchemaFormat, ResponseFormat
 from outform.parse.cache import shared as _pipelines
 from outform.parse.hint import RetryHint, Violation
@@ -180,6 +180,7 @@ class StreamParser(Generic[T]):
     disable it.
     """
 
+    @guarded("stream")
     def __init__(
         self,
         output: Any = None,
@@ -254,6 +255,7 @@ class StreamParser(Generic[T]):
         """The latest snapshot, if any."""
         return self._last
 
+    @guarded("stream")
     def feed(self, chunk: str) -> list[Snapshot[T]]:
         """Read one chunk; the new snapshot (if the value shown changed). Raises StreamAbortedError
         when the reply can no longer become valid (`abort=True`)."""
@@ -268,6 +270,7 @@ class StreamParser(Generic[T]):
             return []
         return self.flush()
 
+    @guarded("stream")
     def flush(self) -> list[Snapshot[T]]:
         """Parse what `every` held back (`finish` does it too)."""
         if not self._pending_size:
@@ -276,12 +279,14 @@ class StreamParser(Generic[T]):
         self._pending_size = 0
         return self._parse("".join(held))
 
+    @guarded("stream")
     def finish(self) -> ParseResult[T]:
         """The final value, validated through the pipeline: equal to `outform.parse` of the
         whole reply with the same output and options. Raises OutputError like it."""
         self.flush()
         return self.pipeline.run(self.text)
 
+    @guarded("stream")
     def final(self) -> Snapshot[T]:
         """`finish`, as the last snapshot."""
         result = self.finish()

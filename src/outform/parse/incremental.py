@@ -38,7 +38,8 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Final, cast
 
-from outform.parse.coerce import Coercer, Coercion, _At, _Walk
+from outform.parse.coerce import Coercer
+from outform.parse.context import Deadline
 from outform.parse.hint import Violation, clip, describe, preview
 from outform.parse.partial import Kind
 from outform.parse.validate import summarize
@@ -338,10 +339,13 @@ class Checker:
         lenient: bool = False,
         tolerance: int = 0,
         max_depth: int = 200,
+        time_limit: float = 5.0,
     ) -> None:
         self.compiled = compiled
         self.strict = strict
         self.lenient = lenient
+        self.time_limit = time_limit
+        """Seconds one coercion check may take (a check that runs out cannot judge)."""
         key = (compiled.hash, strict, lenient, tolerance, max_depth)
         shared = _SHARED.get(key)
         if shared is None or shared.compiled is not compiled:
@@ -663,7 +667,7 @@ class Checker:
         """Whether the pipeline's coercion makes `value` valid at `loc` (the exact question, asked
         only after a cheaper check failed)."""
         try:
-            fixed = _Walk(self._coercer).node(value, _At(loc), Coercion(value))
+            fixed = self._coercer.coerce_at(value, loc, Deadline(self.time_limit)).value
             return self.compiled.is_valid_at(loc, fixed)
         except Exception:  # cannot judge: never stop a reply on a guess
             return True

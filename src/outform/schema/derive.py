@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import PydanticUserError, TypeAdapter
 from pydantic.errors import PydanticSchemaGenerationError
 
-from outform.errors import SchemaError
+from outform.errors import SchemaError, guarded
 
 
 def adapter_for(output_type: Any) -> TypeAdapter[Any]:
@@ -37,6 +37,7 @@ def _build_adapter(output_type: Any) -> TypeAdapter[Any]:
         ) from exc
 
 
+@guarded("schema")
 def schema_of(output_type: Any) -> dict[str, Any]:
     """The JSON Schema (validation mode) Pydantic generates for the type."""
     adapter = adapter_for(output_type)

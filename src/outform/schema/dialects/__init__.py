@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from outform.errors import SchemaError
+from outform.errors import SchemaError, guarded
 from outform.schema.compiled import compile_schema
 from outform.schema.dialects import (
     anthropic,
@@ -76,6 +76,7 @@ def get(name: str | DialectRules) -> DialectRules:
     return rules
 
 
+@guarded("schema")
 def translate(
     schema: Mapping[str, Any],
     dialect: str | DialectRules,
@@ -112,6 +113,7 @@ def translate(
     )
 
 
+@guarded("schema")
 def check_rules(schema: Any, dialect: str | DialectRules) -> list[Problem]:
     """Every documented rule of `dialect` that `schema` (a wire schema) breaks."""
     return _check_rules(schema, get(dialect))
