@@ -134,9 +134,9 @@ def _accept(text: str, decoded: Decoded, deadline: Deadline | None) -> Decoded |
         return DecodeFailure(f"{name} read {flaw}", 0, refused=True)
     measured = loss.assess(text, values.encode(decoded.value))
     if measured.refused:
-        return DecodeFailure(measured.describe(name), 0, refused=True)
+        return DecodeFailure(measured.describe(f"{name}'s reading"), 0, refused=True)
     if measured.lost:
-        detail = f"{decoded.detail}; {measured.describe(name)}"
+        detail = f"{decoded.detail}; {measured.describe(f'{name} reading')}"
         return Decoded(decoded.value, decoded.tier, detail, measured.lost)
     return decoded
 

@@ -239,7 +239,7 @@ def scan(text: str, deadline: Deadline | None = None) -> Scan:
             opened.append(index)
             peaks.append(len(stack))
             open_counts[ch] += 1
-        elif stack:
+        else:
             opener = _CLOSERS[ch]
             if not open_counts[opener]:
                 unmatched += 1

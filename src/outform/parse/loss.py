@@ -12,8 +12,9 @@ character it stands for; the value *keeps* the same count of its compact JSON te
 - any other loss is **recorded**: the change carries `lost`, and is flagged `lossy`.
 
 The same rule is applied by every tolerant decode (the reply, a region of it, JSON written
-inside a string value); stages that drop a value the schema forbids record its size the same
-way. See "Loss" in docs/pipeline.md.
+inside a string value), and to a region read alone out of a reply that is one broken JSON
+document (the rest of the document is content too); stages that drop a value the schema
+forbids record its size the same way. See "Loss" in docs/pipeline.md.
 """
 
 from __future__ import annotations
@@ -47,10 +48,10 @@ class Loss:
         """The value keeps less than half of what the region said."""
         return self.lost > 0 and self.kept * 2 < self.content
 
-    def describe(self, decoder: str) -> str:
+    def describe(self, reading: str) -> str:
         return (
-            f"{decoder} kept {self.kept:,} of the {self.content:,} characters of content it "
-            f"read ({self.lost:,} discarded)"
+            f"{reading} keeps {self.kept:,} of {self.content:,} characters of content "
+            f"({self.lost:,} discarded)"
         )
 
 

@@ -33,7 +33,7 @@ from outform.format import (
     TextFormat,
 )
 from outform.parse import decode as decoding
-from outform.parse import extract, unescape, values
+from outform.parse import extract, loss, unescape, values
 from outform.parse.coerce import Coercer
 from outform.parse.context import Deadline, Options, Run
 from outform.parse.defaults import Defaults
@@ -367,6 +367,13 @@ class Pipeline(Generic[T]):
         decoded: set[int] = set()
         tried: set[tuple[int, int]] = set()
         strict = _Regions()
+        # In a reply that is one broken JSON document, the rest of the document is content
+        # too: a region read alone falls under the loss rule, measured against the whole.
+        whole_content = (
+            loss.content_size(loss.region(whole.text))
+            if extraction.document and extraction.unmatched
+            else None
+        )
         for tier, candidate in order:
             if id(candidate) in decoded or (tier, id(candidate)) in tried:
                 continue
@@ -390,7 +397,17 @@ class Pipeline(Generic[T]):
             decoded.add(id(candidate))
             if tier == 0 and candidate.kind != "collected":
                 strict.add(candidate)
-            yield self._carry(candidate, outcome, run)
+            lost = 0
+            if whole_content is not None and candidate.kind in ("span", "unclosed"):
+                measured = loss.Loss(whole_content, loss.nonblank(values.encode(outcome.value)))
+                if measured.refused:
+                    what = measured.describe("reading one region of the broken JSON document")
+                    refusal = decoding.DecodeFailure(what, 0, refused=True)
+                    failures.append((candidate, refusal))
+                    run.emit("output.coercion.fail", "extract", detail=what)
+                    continue
+                lost = measured.lost
+            yield self._carry(candidate, outcome, run, lost)
 
     def _record_tolerant_failure(
         self,
@@ -457,14 +474,14 @@ class Pipeline(Generic[T]):
         )
 
     def _carry(
-        self, candidate: extract.Candidate, decoded: decoding.Decoded, parent: Run
+        self, candidate: extract.Candidate, decoded: decoding.Decoded, parent: Run, lost: int = 0
     ) -> _Attempt:
         """Take one decoded candidate through unescape, processors, coercion and validation."""
         options = self.options
         value, tier, detail = decoded.value, decoded.tier, decoded.detail
         deadline = parent.deadline
         run = Run(parent.schema_hash, deadline, list(parent.changes), list(parent.events))
-        self._record_extraction(candidate, run)
+        self._record_extraction(candidate, run, lost)
         if detail == "unescaped":
             run.change("", "syntactic", "unescape_text", clip(candidate.text), preview(value))
             run.emit("output.coercion.success", "syntactic", transforms=("unescape_text",))
@@ -516,11 +533,14 @@ class Pipeline(Generic[T]):
             run.emit(outcome, "semantic", transforms=semantic)
         return _Attempt(candidate, value, run, found, typed)
 
-    def _record_extraction(self, candidate: extract.Candidate, run: Run) -> None:
+    def _record_extraction(self, candidate: extract.Candidate, run: Run, lost: int = 0) -> None:
         if not candidate.transforms:
             return
-        for transform in candidate.transforms:
-            run.change("", "extract", transform, None, clip(candidate.text, _TEXT_STAGE_PREVIEW))
+        after = clip(candidate.text, _TEXT_STAGE_PREVIEW)
+        last = len(candidate.transforms) - 1
+        for index, transform in enumerate(candidate.transforms):
+            # What a region read alone leaves out is lost by its extraction, the last step.
+            run.change("", "extract", transform, None, after, lost=lost if index == last else 0)
         run.emit("output.coercion.success", "extract", transforms=candidate.transforms)
 
     # -- processors -----------------------------------------------------------------------

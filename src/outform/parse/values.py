@@ -85,9 +85,7 @@ def number_text(number: int | float) -> str | None:
     return orjson.dumps(number).decode()
 
 
-def flaw(
-    value: Any, deadline: Deadline | None = None, *, nonfinite: bool = False
-) -> str | None:
+def flaw(value: Any, deadline: Deadline | None = None, *, nonfinite: bool = False) -> str | None:
     """What makes `value` not a JSON value (a lone surrogate, a key that is not a string, a
     non-finite number unless `nonfinite` says the reader only makes those from the words
     `Infinity` and `NaN`), or None. One walk, bounded by the deadline."""
