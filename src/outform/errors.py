@@ -88,14 +88,15 @@ class InternalError(OutformError):
 
 
 def _stage_of(exc: BaseException) -> str | None:
-    """The innermost outform module the exception passed through, as a stage name."""
+    """The innermost stage module (outform.parse.*, outform.schema.*) the exception passed
+    through, by name: `coerce`, `extract`, `compiled`..."""
     stage = None
     tb = exc.__traceback__
     while tb is not None:
         module = tb.tb_frame.f_globals.get("__name__", "")
-        if isinstance(module, str) and module.startswith("outform."):
-            parts = module.split(".")
-            stage = parts[-1] if parts[1] in ("parse", "schema") else ".".join(parts[1:])
+        parts = module.split(".") if isinstance(module, str) else []
+        if len(parts) > 2 and parts[0] == "outform" and parts[1] in ("parse", "schema"):
+            stage = parts[-1]
         tb = tb.tb_next
     return stage
 
