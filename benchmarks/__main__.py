@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sys
 
-from benchmarks import bench_dialects, bench_gateway, bench_parse, bench_stream
+from benchmarks import bench_bounds, bench_dialects, bench_gateway, bench_parse, bench_stream
 
 
 def main(argv: list[str]) -> int:
     bench_parse.main(argv)
+    bench_bounds.main(argv)
     bench_stream.main(argv)
     bench_dialects.main(argv)
     bench_gateway.main(argv)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -16,6 +17,7 @@ import orjson
 import pytest
 
 import outform
+import outform.config
 from outform import ConfigError, InputError, OutputError, Pipeline
 from outform.parse import context
 from outform.parse.context import Deadline
@@ -266,3 +268,17 @@ def test_scanning_many_brackets_left_open_in_prose_is_linear() -> None:
     text = "Use { or [ here. " * 100 + '{"a": 1}'
     (span,) = scan(text).spans
     assert text[span.start : span.end] == '{"a": 1}'
+
+
+def test_max_repair_chars_is_settable_in_outform_toml(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "outform.toml"
+    config.write_text("[parse]\nmax_repair_chars = 1234\n", encoding="utf-8")
+    monkeypatch.setenv("OUTFORM_CONFIG", str(config))
+    try:
+        outform.config.reload()
+        assert Pipeline({}).options.max_repair_chars == 1234
+    finally:
+        monkeypatch.delenv("OUTFORM_CONFIG")
+        outform.config.reload()
