@@ -146,6 +146,13 @@ class Pipeline(Generic[T]):
         else:
             schema, output_type = {}, None
         self.compiled: CompiledSchema = compile_schema(schema)
+        # The fast path validates orjson's reading, where an integer beyond 64 bits is a
+        # float: integer fields are also bounded to 64 bits there, so that such a reply takes
+        # the slow path, which reads it exactly.
+        bounded = values.within_64_bits(self.compiled.root)
+        self._fast_validator = (
+            compile_schema(bounded).validator if bounded is not None else self.compiled.validator
+        )
         self.adapter: TypeAdapter[Any] | None = (
             adapter_for(output_type) if output_type is not None else None
         )
@@ -241,7 +248,7 @@ class Pipeline(Generic[T]):
             data = orjson.loads(text)
         except orjson.JSONDecodeError:
             return None
-        if not self.compiled.validator.is_valid(data):
+        if not self._fast_validator.is_valid(data):
             return None
         changes: list[Change] = []
         if self._defaults is not None:

@@ -132,3 +132,64 @@ def first_surrogate(text: str) -> int | None:
     except UnicodeEncodeError as exc:
         return exc.start
     return None
+
+
+_INT64_MIN = -(2**63)
+_UINT64_MAX = 2**64 - 1
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SCHEMA_NODES = (
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "prefixItems",
+    "items",
+    "additionalItems",
+    "additionalProperties",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "propertyNames",
+    "contains",
+    "not",
+    "if",
+    "then",
+    "else",
+)
+
+
+def within_64_bits(schema: Any) -> Any:
+    """`schema` with every integer-typed node also bounded to 64-bit integers, or None when no
+    node is integer-typed.
+
+    The fast path validates orjson's reading of a reply, in which an integer beyond 64 bits is
+    already a float that an `integer` node accepts (its value is whole): a validator of this
+    schema sends such a reply to the slow path instead, which reads it exactly.
+    """
+    changed = False
+
+    def walk(node: Any) -> Any:
+        nonlocal changed
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        out = dict(node)
+        for key in _SCHEMA_MAPS:
+            if isinstance(node.get(key), dict):
+                out[key] = {name: walk(child) for name, child in node[key].items()}
+        for key in _SCHEMA_NODES:
+            if isinstance(node.get(key), dict | list):
+                out[key] = walk(node[key])
+        kind = node.get("type")
+        if kind == "integer" or (isinstance(kind, list) and "integer" in kind):
+            for keyword, bound, tighter in (
+                ("minimum", _INT64_MIN, max),
+                ("maximum", _UINT64_MAX, min),
+            ):
+                own = node.get(keyword)
+                if own is None or (isinstance(own, int | float) and not isinstance(own, bool)):
+                    out[keyword] = bound if own is None else tighter(own, bound)
+                    changed = True
+        return out
+
+    bounded = walk(schema)
+    return bounded if changed else None
