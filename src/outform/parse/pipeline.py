@@ -408,10 +408,9 @@ class Pipeline(Generic[T]):
             if whole_content is not None and candidate.kind in ("span", "unclosed"):
                 measured = loss.Loss(whole_content, loss.nonblank(values.encode(outcome.value)))
                 if measured.refused:
-                    what = measured.describe("reading one region of the broken JSON document")
-                    refusal = decoding.DecodeFailure(what, 0, refused=True)
-                    failures.append((candidate, refusal))
-                    run.emit("output.coercion.fail", "extract", detail=what)
+                    refusal = measured.describe("reading one region of the broken JSON document")
+                    failures.append((candidate, decoding.DecodeFailure(refusal, 0, refused=True)))
+                    run.emit("output.coercion.fail", "extract", detail=refusal)
                     continue
                 lost = measured.lost
             yield self._carry(candidate, outcome, run, lost)
