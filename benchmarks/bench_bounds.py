@@ -25,36 +25,13 @@ from typing import Any
 import json_repair
 import jsonschema_rs
 import orjson
+from tests.parse.test_bounds import ITEMS, fenced_items, fences
 
 import outform
-from benchmarks.report import machine, update_section
+from benchmarks.report import machine, table, update_section
 from benchmarks.timing import fmt_seconds, per_call
 from outform import OutformError, Pipeline
 from outform.parse.extract import candidates
-
-ITEMS = {
-    "type": "object",
-    "properties": {
-        "items": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "name": {"type": "string"},
-                    "price": {"type": "number"},
-                    "tags": {"type": "array", "items": {"type": "string"}},
-                },
-            },
-        }
-    },
-}
-
-
-def fenced_items(count: int) -> str:
-    items = ",\n".join(
-        f'{{"name": "item{i}", "price": "$1.50", "tags": "x"}}' for i in range(count)
-    )
-    return '```json\n{"items": [\n' + items + "\n]}\n```"
 
 
 def once(fn: Callable[[], Any]) -> tuple[float, str]:
@@ -64,6 +41,8 @@ def once(fn: Callable[[], Any]) -> tuple[float, str]:
         result = fn()
     except OutformError as exc:
         return time.perf_counter() - start, f"{type(exc).__name__}: {exc.what}"
+    except Exception as exc:  # a peer's refusal (json_repair raises ValueError)
+        return time.perf_counter() - start, f"{type(exc).__name__}: {str(exc)[:60]}"
     return time.perf_counter() - start, describe(result)
 
 
@@ -103,10 +82,6 @@ def large_rows() -> list[list[str]]:
             seconds, outcome = once(fn)
             rows.append([label, name, fmt_seconds(seconds), outcome])
     return rows
-
-
-def fences(count: int) -> str:
-    return "\n".join(f'Block {i}:\n```json\n{{"a": {i}}}\n```' for i in range(count))
 
 
 def fence_rows() -> list[list[str]]:
@@ -189,12 +164,6 @@ def enum_rows() -> list[list[str]]:
         ["next parses", fmt_seconds(steady)],
         ["jsonschema-rs `is_valid` of one member (floor)", fmt_seconds(floor)],
     ]
-
-
-def table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:

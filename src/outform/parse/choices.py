@@ -122,6 +122,7 @@ class Choices:
         "_named",
         "_numbers",
         "_others",
+        "_spaced",
         "_strings",
         "_unique",
         "members",
@@ -143,6 +144,7 @@ class Choices:
         self._lengths: list[int] | None = None
         self._others: tuple[set[tuple[str, Any]], list[Any]] | None = None
         self._named: _Index | None = None
+        self._spaced: bool | None = None
         self._folded: _Index | None = None
         self._numbers: dict[int | float, list[Any]] | None = None
 
@@ -183,9 +185,21 @@ class Choices:
     def named(self, text: str) -> list[str]:
         """The string members equal to `text` up to case, accents and surrounding punctuation
         (`"**eur**"` names `"EUR"`), each once."""
+        token = normalize_token(text)
+        if len(token.split(maxsplit=1)) > 1 and not self.spaced:
+            return []  # words with spaces between them name no member without one
         if self._named is None:
             self._named = _Index(self.unique, _tokens(self.unique))
-        return self._named.get(normalize_token(text))
+        return self._named.get(token)
+
+    @property
+    def spaced(self) -> bool:
+        """Whether a string member has whitespace inside it."""
+        if self._spaced is None:
+            # One pass in C when no member has any whitespace (the usual case).
+            anywhere = len("".join(self.unique).split(maxsplit=1)) > 1
+            self._spaced = anywhere and any(len(m.split(maxsplit=1)) > 1 for m in self.unique)
+        return self._spaced
 
     def equal_to(self, number: int | float) -> list[Any]:
         """The numeric members equal to `number`."""

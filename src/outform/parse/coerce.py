@@ -144,6 +144,7 @@ class _Node:
         "choices",
         "keyed",
         "loc",
+        "members_only",
         "one_field",
         "prefix",
         "properties",
@@ -170,6 +171,9 @@ class _Node:
             if keyword in schema
         ]
         self.allowed, self.choices = compiled.memo(("coerce.own", loc), lambda: _own(schema))
+        self.members_only = self.choices is not None and set(schema) <= _MEMBERS_ONLY
+        """Validity here is membership (and the type): answered by the index, without
+        compiling a validator for the location (a large enum costs as much as the schema)."""
         properties = _dict(schema.get("properties"))
         self.properties = {name: pointer.join(loc, "properties", name) for name in properties}
         self.keyed = {
@@ -211,6 +215,15 @@ class _Walk:
         self.plans = coercer.plans
         self.deadline = deadline
 
+    def valid(self, loc: str, value: Any) -> bool:
+        """Whether `value` fits the schema at `loc` (a resolved location)."""
+        plan = self.plans.get(loc)
+        if plan is not None and plan.members_only and plan.choices is not None:
+            return value in plan.choices and (
+                plan.allowed is None or _fits(_kind(value), plan.allowed)
+            )
+        return self.compiled.is_valid_at(loc, value)
+
     def plan(self, loc: str) -> tuple[str, _Node]:
         """The location `$ref`s lead to from `loc`, and its plan."""
         plan = self.plans.get(loc)
@@ -229,13 +242,13 @@ class _Walk:
         loc, plan = self.plan(at.loc)
         if loc != at.loc:
             at = at.moved(loc)
-        if not plan.usable or self.compiled.is_valid_at(loc, value):
+        if not plan.usable or self.valid(loc, value):
             return value
         for target in plan.chained:
             value = self.node(value, at.schema(target), out)
         value = self.own(value, at, plan, out)
         for keyword, count in plan.unions:
-            if not self.compiled.is_valid_at(loc, value):
+            if not self.valid(loc, value):
                 value = self.union(value, at, keyword, count, out)
         return value
 
@@ -246,7 +259,7 @@ class _Walk:
                 branch = at.schema(f"{at.loc}/{keyword}/{index}", lossy=lossy)
                 candidate = self.node(value, branch, trial)
                 # The whole node must validate: for oneOf that also means no other branch does.
-                if self.compiled.is_valid_at(at.loc, candidate):
+                if self.valid(at.loc, candidate):
                     out.absorb(trial)
                     out.branches.append((at.path, index))
                     return candidate
@@ -256,7 +269,7 @@ class _Walk:
         """Coerce `value` against the node at `at`; keep the changes only if it then fits."""
         trial = Coercion(value)
         result = self.node(value, at.schema(at.loc), trial)
-        if not self.compiled.is_valid_at(at.loc, result):
+        if not self.valid(at.loc, result):
             return _NO
         out.absorb(trial)
         return result
@@ -538,6 +551,17 @@ def _dict(value: Any) -> dict[str, Any]:
 
 def _fits(kind: str, allowed: frozenset[str]) -> bool:
     return kind in allowed or (kind == "integer" and "number" in allowed)
+
+
+_MEMBERS_ONLY = frozenset(
+    {"enum", "const", "type", "title", "description", "default", "examples", "$comment"}
+)
+
+
+def _kind(value: Any) -> str:
+    """The JSON type of a value as `type` sees it: a float with a whole value is an integer."""
+    kind = json_type(value)
+    return "integer" if kind == "number" and float(value).is_integer() else kind
 
 
 def _is_number(value: Any) -> bool:
