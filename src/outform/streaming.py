@@ -41,7 +41,14 @@ import orjson
 from pydantic import BaseModel, ConfigDict, create_model
 from pydantic import ValidationError as PydanticValidationError
 
-from outform.errors import OutputError, StreamAbortedError, UsageError, guarded
+from outform.errors import (
+    InternalError,
+    OutformError,
+    OutputError,
+    StreamAbortedError,
+    UsageError,
+    guarded,
+)
 from outform.format import JsonSchemaFormat, ResponseFormat
 from outform.parse.cache import shared as _pipelines
 from outform.parse.hint import RetryHint, Violation
@@ -255,20 +262,24 @@ class StreamParser(Generic[T]):
         """The latest snapshot, if any."""
         return self._last
 
-    @guarded("stream")
     def feed(self, chunk: str) -> list[Snapshot[T]]:
         """Read one chunk; the new snapshot (if the value shown changed). Raises StreamAbortedError
         when the reply can no longer become valid (`abort=True`)."""
-        if not chunk:
-            return []
-        chunks = self._chunks
-        chunks.append(chunk)
-        if not self.every:
-            return self._parse(chunk)
-        self._pending_size += len(chunk)
-        if self._pending_size < self.every:
-            return []
-        return self.flush()
+        try:  # inline, not @guarded: a wrapper call per chunk costs ~5% of a stream
+            if not chunk:
+                return []
+            chunks = self._chunks
+            chunks.append(chunk)
+            if not self.every:
+                return self._parse(chunk)
+            self._pending_size += len(chunk)
+            if self._pending_size < self.every:
+                return []
+            return self.flush()
+        except OutformError:
+            raise
+        except Exception as exc:
+            raise InternalError.wrap(exc, "stream") from exc
 
     @guarded("stream")
     def flush(self) -> list[Snapshot[T]]:

@@ -32,6 +32,7 @@ or one fragment repeated over and over.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -141,7 +142,8 @@ class _Rules:
         self.kinds = kinds
         """The kinds of value (object, array, string, ...) this node can take; None: any."""
         strings = [c for c in choices if isinstance(c, str)] if choices is not None else None
-        self.prefixes = tuple(strings) if strings is not None else None
+        self.prefixes = tuple(sorted(strings)) if strings is not None else None
+        """The string members, sorted: whether one starts with a text is a binary search."""
         self.longest = max((len(c) for c in strings), default=0) if strings is not None else 0
         self.max_length = _int(node.get("maxLength"))
         self.max_items = _int(node.get("maxItems"))
@@ -321,6 +323,13 @@ class _Shared:
 
 
 _SHARED: dict[tuple[Any, ...], _Shared] = {}
+
+
+def _starts_one(members: tuple[str, ...], head: str) -> bool:
+    """Whether a member of `members` (sorted) starts with `head`: the first member not below
+    `head` does, if any does."""
+    index = bisect.bisect_left(members, head)
+    return index < len(members) and members[index].startswith(head)
 
 
 class Checker:
@@ -714,7 +723,7 @@ class Checker:
             if (
                 self.strict
                 and rule.prefixes is not None
-                and (length > rule.longest or not any(c.startswith(head) for c in rule.prefixes))
+                and (length > rule.longest or not _starts_one(rule.prefixes, head))
             ):
                 expected = "one of " + preview(rule.choices, 120)
                 found = f"a string starting {clip(head, 40)!r}"
