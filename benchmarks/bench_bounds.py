@@ -182,13 +182,14 @@ with other work: provisional numbers, ratios are what to compare).
 **A large reply.** A fenced object of N items `{{"name": "item1", "price": "$1.50", "tags":
 "x"}}`, each needing two coercions (price to a number, tags to a list), against `{{items:
 array of {{name: string, price: number, tags: array of string}}}}`. One run each (the default
-`time_limit` of 5 s applies); the floor decodes and validates the fence's content without
-coercing it (so it is not valid).
+`time_limit` of 5 s applies, checked between steps: a single linear step, such as decoding
+20 MB, can carry a parse past it by that step's length); the floor decodes and validates the
+fence's content without coercing it (so it is not valid).
 
 {large}
 
-**Many fenced blocks.** N blocks `Block i: ```json {{"a": i}}````; doubling N should double
-the time.
+**Many fenced blocks.** N blocks, each a line `Block i:` and a fenced `{{"a": i}}`
+(tagged `json`); doubling N should double the time.
 
 {fenced}
 
