@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from outform.parse.context import Deadline
 
 _NOT_WORD = re.compile(r"[^A-Za-z0-9_]")
+_SEPARATOR = "\n"
 _TYPE_NAMES = {
     bool: "boolean",
     int: "integer",
@@ -37,9 +38,6 @@ def _kinds(members: list[Any]) -> dict[type, Any]:
     """One member of each Python type among `members` (the set of types found in C)."""
     kinds = set(map(type, members))
     return {kind: next(m for m in members if type(m) is kind) for kind in kinds}
-
-
-_SEPARATOR = "\n"
 
 
 def _key(value: Any) -> tuple[str, Any] | None:
@@ -88,20 +86,20 @@ class _Index:
         return self._lengths
 
 
-def _bulk(members: list[str], one: Callable[[str], str], joined: Callable[[str], str]) -> list[str]:
-    """`one` applied to every member; done as `joined` on the members joined by a separator
-    when none contains it (a single call in C instead of one per member)."""
+def _bulk(members: list[str], fn: Callable[[str], str]) -> list[str]:
+    """`fn` applied to every member, as one call on the members joined by a separator when
+    none contains it (`fn` maps characters one by one, in C, so the pieces come back apart)."""
     text = _SEPARATOR.join(members)
-    if text.count(_SEPARATOR) == len(members) - 1 and members:
-        keys = joined(text).split(_SEPARATOR)
+    if members and text.count(_SEPARATOR) == len(members) - 1:
+        keys = fn(text).split(_SEPARATOR)
         if len(keys) == len(members):
             return keys
-    return [one(member) for member in members]
+    return [fn(member) for member in members]
 
 
 def _folded(members: list[str]) -> list[str]:
     """Members without case or accents (how a sentence is searched the second time)."""
-    return _bulk(members, _fold, _fold)
+    return _bulk(members, _fold)
 
 
 def _fold(text: str) -> str:
