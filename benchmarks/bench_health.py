@@ -28,8 +28,8 @@ from typing import Any
 
 from tests.trace.runs import RunSpec, run_events
 
-from benchmarks.bench_parse import SCHEMA, sized, table
-from benchmarks.report import machine, update_section
+from benchmarks.bench_parse import SCHEMA, sized
+from benchmarks.report import machine, table, update_section
 from benchmarks.timing import fmt_seconds, per_call
 from outform import Pipeline
 from outform.trace import Batch, Recorder, Tokens

@@ -25,7 +25,7 @@ import orjson
 from pydantic import BaseModel, Field
 
 import outform
-from benchmarks.report import machine, update_section
+from benchmarks.report import machine, table, update_section
 from benchmarks.timing import fmt_seconds, per_call
 from outform import OutformError, Pipeline
 
@@ -208,12 +208,6 @@ def malformed_rows() -> list[list[str]]:
             ]
         )
     return rows
-
-
-def table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:

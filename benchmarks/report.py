@@ -19,6 +19,13 @@ def machine() -> str:
     return f"Python {sys.version.split()[0]}, {platform.machine()}, {platform.system()}"
 
 
+def table(header: list[str], rows: list[list[str]]) -> str:
+    """A markdown table."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
 def update_section(key: str, markdown: str) -> None:
     """Replace the section between `<!-- key:start -->` and `<!-- key:end -->` (or append it)."""
     start, end = f"<!-- {key}:start -->", f"<!-- {key}:end -->"

@@ -179,6 +179,7 @@ SECTIONS: dict[str, dict[str, Check]] = {
         "max_chars": _int(1, 2_000_000_000),
         "max_depth": _int(1, 10_000),
         "time_limit": _number(0.001, 3600),
+        "max_repair_chars": _int(0, 2_000_000_000),
         "stages": _subset("extract", "unescape", "decode", "coerce"),
     },
     "gateway": _GATEWAY,

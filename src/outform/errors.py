@@ -6,11 +6,15 @@ Every error says *what* went wrong, *where* (a file, a key, a JSON path, a byte 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 if TYPE_CHECKING:
     from outform.parse.hint import RetryHint
     from outform.parse.result import ParseResult
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class OutformError(Exception):
@@ -60,6 +64,60 @@ class SchemaError(OutformError):
 class InputError(OutformError):
     """The text cannot be parsed at all: binary, too large, too deeply nested, or over the time
     limit. (An empty reply is an OutputError: the model can be asked again.)"""
+
+
+class InternalError(OutformError):
+    """A fault inside outform: an exception no stage expected, caught at the boundary of a
+    public function so that callers only ever see outform's errors. `stage` names where it
+    happened; the original exception is chained as `__cause__`."""
+
+    def __init__(self, what: str, *, stage: str, where: str | None = None) -> None:
+        self.stage = stage
+        super().__init__(
+            what,
+            where=where or f"stage {stage!r}",
+            fix="this is a bug in outform: please report it with the reply and the schema",
+        )
+
+    @classmethod
+    def wrap(cls, exc: BaseException, default_stage: str) -> InternalError:
+        """An InternalError for `exc`, naming the stage (the innermost outform module in the
+        traceback, else `default_stage`)."""
+        stage = _stage_of(exc) or default_stage
+        return cls(f"outform failed in stage {stage!r}: {type(exc).__name__}: {exc}", stage=stage)
+
+
+def _stage_of(exc: BaseException) -> str | None:
+    """The innermost stage module (outform.parse.*, outform.schema.*) the exception passed
+    through, by name: `coerce`, `extract`, `compiled`..."""
+    stage = None
+    tb = exc.__traceback__
+    while tb is not None:
+        module = tb.tb_frame.f_globals.get("__name__", "")
+        parts = module.split(".") if isinstance(module, str) else []
+        if len(parts) > 2 and parts[0] == "outform" and parts[1] in ("parse", "schema"):
+            stage = parts[-1]
+        tb = tb.tb_next
+    return stage
+
+
+def guarded(stage: str) -> Callable[[F], F]:
+    """Decorate a public entry point so that only outform's errors leave it: any other
+    exception becomes an :class:`InternalError` naming the stage, chained to the original."""
+
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except OutformError:
+                raise
+            except Exception as exc:
+                raise InternalError.wrap(exc, stage) from exc
+
+        return cast(F, wrapper)
+
+    return decorate
 
 
 class OutputError(OutformError):
@@ -210,6 +268,7 @@ __all__ = [
     "ConnectionFailedError",
     "DialectError",
     "InputError",
+    "InternalError",
     "OutformError",
     "OutputError",
     "ProviderError",
@@ -220,4 +279,5 @@ __all__ = [
     "StreamAbortedError",
     "StreamInterruptedError",
     "UsageError",
+    "guarded",
 ]

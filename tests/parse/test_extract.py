@@ -151,6 +151,26 @@ def test_a_mismatched_closer_closes_the_opener_it_matches() -> None:
     assert (span.start, span.end, span.closed) == (0, 12, True)
 
 
+@pytest.mark.parametrize("level", ["minimal", "full"])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        'Use { or [ here. {"a": 1}',
+        'Write [ for a list. Answer: {"a": 1}',
+        'Braces { like this { matter. {"a": 1} Done.',
+    ],
+)
+def test_a_stray_bracket_in_prose_does_not_hide_the_json_after_it(reply: str, level: str) -> None:
+    """Issue 9: an opener that cannot begin JSON ("{ or", "[ for") is prose; what closes
+    inside it is found as if it stood alone."""
+    assert outform.parse(reply, OBJECT, level=level).value == {"a": 1}
+
+
+def test_a_truncated_reply_after_a_stray_bracket_is_still_the_truncated_candidate() -> None:
+    found = candidates('Use [ here. Result: {"a": [1, 2', OBJECTS, collect=False).candidates
+    assert [(c.kind, c.text) for c in found[1:]] == [("unclosed", '{"a": [1, 2')]
+
+
 def test_a_region_still_open_at_the_end_is_reported_unclosed() -> None:
     spans, _ = scan_spans('[1] then {"a": [1')
     assert [(s.root, s.closed) for s in spans] == [("array", True), ("object", False)]

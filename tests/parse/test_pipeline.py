@@ -530,6 +530,8 @@ def test_a_change_serialises_every_field() -> None:
         "before": "1",
         "after": 1,
         "detail": "plain",
+        "lossy": False,
+        "lost": 0,
     }
 
 

@@ -96,3 +96,33 @@ def test_any_object_encoded_as_a_json_string_reads_back(value: dict[str, Any]) -
     reply = orjson.dumps(orjson.dumps(value).decode()).decode()
     result = outform.parse(reply, OBJECT)
     assert orjson.dumps(result.value) == orjson.dumps(value)
+
+
+def nested(value: Any, levels: int) -> str:
+    """`value` as JSON, then encoded as a JSON string `levels` more times."""
+    text = orjson.dumps(value).decode()
+    for _ in range(levels):
+        text = orjson.dumps(text).decode()
+    return text
+
+
+@pytest.mark.parametrize("levels", [3, 5, 8])
+def test_unescape_depth_works_at_every_depth(levels: int) -> None:
+    """Issue 11: a depth above 2 had no effect (three levels still failed at depth 10)."""
+    reply = nested({"a": 1}, levels)
+    result = outform.parse(reply, {"type": "object", "required": ["a"]}, unescape_depth=10)
+    assert result.value == {"a": 1}
+    assert unescape_value(orjson.loads(reply), 10) == ({"a": 1}, levels)
+
+
+def test_the_depth_setting_bounds_the_levels_decoded() -> None:
+    reply = nested({"a": 1}, 4)
+    assert unescape_value(orjson.loads(reply), 2)[1] == 0  # stopped inside quotes: undone
+    with pytest.raises(outform.OutputError):
+        outform.parse(reply, {"type": "object", "required": ["a"]}, unescape_depth=1)
+
+
+def test_escaped_json_without_its_quotes_is_unescaped_level_after_level() -> None:
+    reply = nested({"a": 1}, 2)[1:-1]  # the outer quotes were lost on the way
+    result = outform.parse(reply, {"type": "object", "required": ["a"]}, unescape_depth=3)
+    assert result.value == {"a": 1}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from outform.errors import UsageError
+from outform.errors import InternalError, OutformError, UsageError
 from outform.format import ResponseFormat
 from outform.parse.cache import shared as _cache
 from outform.parse.context import LEVELS, STAGES, Level, Options
@@ -40,13 +40,18 @@ def parse(
     output = type if type is not None else schema
     processors = tuple(processors)
     observers = tuple(observers)
-    if processors or observers:
-        pipeline: Pipeline[Any] = Pipeline(
-            output, level=level, processors=processors, observers=observers, **options
-        )
-    else:
-        pipeline = _cache.get(output, level, options)
-    return pipeline.run(text)
+    try:
+        if processors or observers:
+            pipeline: Pipeline[Any] = Pipeline(
+                output, level=level, processors=processors, observers=observers, **options
+            )
+        else:
+            pipeline = _cache.get(output, level, options)
+        return pipeline.run(text)
+    except OutformError:
+        raise
+    except Exception as exc:  # only outform's errors leave (see errors.InternalError)
+        raise InternalError.wrap(exc, "parse") from exc
 
 
 def clear_cache() -> None:

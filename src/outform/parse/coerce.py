@@ -13,32 +13,32 @@ index is recorded.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Final
 
-import orjson
-
-from outform.parse.decode import Decoded, decode
+from outform.parse.choices import Choices
+from outform.parse.context import Deadline
+from outform.parse.decode import MAX_REPAIR_CHARS, Decoded, decode
 from outform.parse.hint import preview
+from outform.parse.loss import nonblank
 from outform.parse.result import Change
 from outform.parse.scalars import (
     as_integer,
-    fold_accents,
     is_null_word,
     normalize_key,
-    normalize_token,
     parse_bool,
     parse_number,
 )
-from outform.schema import pointer
+from outform.parse.values import encode, number_text
+from outform.schema import patterns, pointer
 from outform.schema.compiled import CompiledSchema
 from outform.schema.types import choices as enum_choices
 from outform.schema.types import json_type, own_types
 
 _NO: Final = object()
-_VISIT_BUDGET = 200_000
 _SEARCH_LIMIT = 10_000
+"""Longest string searched for an enum member mentioned in a sentence (a longer text is no
+sentence naming one choice)."""
 
 
 @dataclass(slots=True)
@@ -54,81 +54,212 @@ class Coercion:
         self.branches.extend(other.branches)
 
 
-@dataclass(frozen=True, slots=True)
 class _At:
-    """Where the walk is: schema location, instance path, depth, and whether lossy
-    conversions (dropping, filling, extracting) are allowed here."""
+    """Where the walk is: schema location, instance path (built only when a change is
+    recorded), depth, and whether lossy conversions (dropping, filling, extracting) are
+    allowed here."""
 
-    loc: str
-    path: str = ""
-    depth: int = 0
-    lossy: bool = True
+    __slots__ = ("_path", "depth", "key", "loc", "lossy", "parent")
 
-    def schema(self, loc: str) -> _At:
+    def __init__(
+        self,
+        loc: str,
+        parent: _At | None = None,
+        key: str | int = "",
+        depth: int = 0,
+        lossy: bool = True,
+        *,
+        path: str | None = None,
+    ) -> None:
+        self.loc = loc
+        self.parent = parent
+        self.key = key
+        self.depth = depth
+        self.lossy = lossy
+        self._path = "" if parent is None and path is None else path
+
+    @property
+    def path(self) -> str:
+        if self._path is None:
+            assert self.parent is not None
+            self._path = pointer.join(self.parent.path, self.key)
+        return self._path
+
+    def schema(self, loc: str, lossy: bool | None = None) -> _At:
         """The same value, checked against another part of the schema."""
-        return replace(self, loc=loc, depth=self.depth + 1)
+        lossy = self.lossy if lossy is None else lossy
+        return _At(loc, self.parent, self.key, self.depth + 1, lossy, path=self._path)
+
+    def moved(self, loc: str) -> _At:
+        """The same place, its location resolved through `$ref`s."""
+        return _At(loc, self.parent, self.key, self.depth, self.lossy, path=self._path)
 
     def child(self, loc: str, key: str | int) -> _At:
-        return _At(loc, pointer.join(self.path, key), self.depth + 1, self.lossy)
+        return _At(loc, self, key, self.depth + 1, self.lossy)
 
 
 class Coercer:
-    """Coerces values against one compiled schema. Holds no state between calls."""
+    """Coerces values against one compiled schema. Keeps nothing between calls but what it
+    worked out about the schema."""
 
     def __init__(
-        self, compiled: CompiledSchema, *, lenient: bool, max_depth: int, tolerance: int = 0
+        self,
+        compiled: CompiledSchema,
+        *,
+        lenient: bool,
+        max_depth: int,
+        tolerance: int = 0,
+        max_repair_chars: int = MAX_REPAIR_CHARS,
     ) -> None:
         self.compiled = compiled
         self.lenient = lenient
         self.max_depth = max_depth
         self.tolerance = tolerance
         """Decode tiers used for JSON written inside a string (as for the reply itself)."""
+        self.max_repair_chars = max_repair_chars
+        self.plans: dict[str, _Node] = {}
+        """The plan of each schema location the walks visited (derived from the schema only)."""
 
-    def coerce(self, value: Any) -> Coercion:
+    def coerce(self, value: Any, deadline: Deadline | None = None) -> Coercion:
+        """Coerce `value`; the work is bounded by the deadline (an InputError naming
+        `time_limit` when it passes), not by any count of its own."""
+        return self.coerce_at(value, "", deadline)
+
+    def coerce_at(self, value: Any, loc: str, deadline: Deadline | None = None) -> Coercion:
+        """Coerce `value` against the part of the schema at JSON pointer `loc`."""
         result = Coercion(value)
-        result.value = _Walk(self).node(value, _At(""), result)
+        walk = _Walk(self, deadline or Deadline.never())
+        result.value = walk.node(value, _At(loc), result)
         return result
 
 
-class _Walk:
-    __slots__ = ("budget", "compiled", "lenient", "max_depth", "tolerance")
+class _Node:
+    """What the walk needs to know about one schema location, worked out once per location."""
 
-    def __init__(self, coercer: Coercer) -> None:
+    __slots__ = (
+        "additional",
+        "additional_loc",
+        "allowed",
+        "chained",
+        "choices",
+        "keyed",
+        "loc",
+        "members_only",
+        "one_field",
+        "prefix",
+        "properties",
+        "required",
+        "rest",
+        "schema",
+        "unions",
+        "usable",
+    )
+
+    def __init__(self, compiled: CompiledSchema, loc: str, schema: Any) -> None:
+        self.loc = loc
+        self.schema: dict[str, Any] = schema if isinstance(schema, dict) else {}
+        schema = self.schema
+        self.usable = bool(schema)
+        self.chained: list[str] = []
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and (target := compiled.ref_location(ref)) is not None:
+            self.chained.append(target)
+        self.chained += [f"{loc}/allOf/{i}" for i in range(len(_list(schema.get("allOf"))))]
+        self.unions = [
+            (keyword, len(_list(schema[keyword])))
+            for keyword in ("anyOf", "oneOf")
+            if keyword in schema
+        ]
+        self.allowed, self.choices = compiled.memo(("coerce.own", loc), lambda: _own(schema))
+        self.members_only = self.choices is not None and set(schema) <= _MEMBERS_ONLY
+        """Validity here is membership (and the type): answered by the index, without
+        compiling a validator for the location (a large enum costs as much as the schema)."""
+        properties = _dict(schema.get("properties"))
+        self.properties = {name: pointer.join(loc, "properties", name) for name in properties}
+        self.keyed = {
+            pattern: pointer.join(loc, "patternProperties", pattern)
+            for pattern in _dict(schema.get("patternProperties"))
+        }
+        self.additional = schema.get("additionalProperties", True)
+        self.additional_loc = pointer.join(loc, "additionalProperties")
+        self.required = [name for name in _list(schema.get("required")) if isinstance(name, str)]
+        self.one_field = (
+            frozenset(normalize_key(name) for name in properties) if len(properties) == 1 else None
+        )
+        prefix, items = schema.get("prefixItems"), schema.get("items")
+        prefix_keyword, rest_keyword = "prefixItems", "items"
+        if isinstance(items, list):  # draft 4-7 tuple form
+            prefix, items = items, schema.get("additionalItems")
+            prefix_keyword, rest_keyword = "items", "additionalItems"
+        self.prefix = [pointer.join(loc, prefix_keyword, i) for i in range(len(_list(prefix)))]
+        self.rest = pointer.join(loc, rest_keyword) if isinstance(items, dict) else None
+
+
+class _Walk:
+    __slots__ = (
+        "compiled",
+        "deadline",
+        "lenient",
+        "max_depth",
+        "max_repair_chars",
+        "plans",
+        "tolerance",
+    )
+
+    def __init__(self, coercer: Coercer, deadline: Deadline) -> None:
         self.compiled = coercer.compiled
         self.lenient = coercer.lenient
         self.max_depth = coercer.max_depth
         self.tolerance = coercer.tolerance
-        self.budget = _VISIT_BUDGET
+        self.max_repair_chars = coercer.max_repair_chars
+        self.plans = coercer.plans
+        self.deadline = deadline
+
+    def valid(self, loc: str, value: Any) -> bool:
+        """Whether `value` fits the schema at `loc` (a resolved location)."""
+        plan = self.plans.get(loc)
+        if plan is not None and plan.members_only and plan.choices is not None:
+            return value in plan.choices and (
+                plan.allowed is None or _fits(_kind(value), plan.allowed)
+            )
+        return self.compiled.is_valid_at(loc, value)
+
+    def plan(self, loc: str) -> tuple[str, _Node]:
+        """The location `$ref`s lead to from `loc`, and its plan."""
+        plan = self.plans.get(loc)
+        if plan is None:
+            resolved, schema = self.compiled.resolve(loc)
+            plan = self.plans.get(resolved) or _Node(self.compiled, resolved, schema)
+            self.plans[loc] = self.plans[resolved] = plan
+        return plan.loc, plan
 
     # -- dispatch -------------------------------------------------------------------------
 
     def node(self, value: Any, at: _At, out: Coercion) -> Any:
-        self.budget -= 1
-        if self.budget < 0 or at.depth > self.max_depth:
+        self.deadline.tick()
+        if at.depth > self.max_depth:
             return value
-        loc, schema = self.compiled.resolve(at.loc)
-        at = replace(at, loc=loc)
-        if not isinstance(schema, dict) or not schema or self.compiled.is_valid_at(loc, value):
+        loc, plan = self.plan(at.loc)
+        if loc != at.loc:
+            at = at.moved(loc)
+        if not plan.usable or self.valid(loc, value):
             return value
-        ref = schema.get("$ref")
-        if isinstance(ref, str) and (target := self.compiled.ref_location(ref)) is not None:
+        for target in plan.chained:
             value = self.node(value, at.schema(target), out)
-        for index, _ in enumerate(_list(schema.get("allOf"))):
-            value = self.node(value, at.schema(f"{loc}/allOf/{index}"), out)
-        value = self.own(value, at, schema, out)
-        for keyword in ("anyOf", "oneOf"):
-            if keyword in schema and not self.compiled.is_valid_at(loc, value):
-                value = self.union(value, at, keyword, len(_list(schema[keyword])), out)
+        value = self.own(value, at, plan, out)
+        for keyword, count in plan.unions:
+            if not self.valid(loc, value):
+                value = self.union(value, at, keyword, count, out)
         return value
 
     def union(self, value: Any, at: _At, keyword: str, count: int, out: Coercion) -> Any:
         for lossy in (False, True) if at.lossy else (False,):
             for index in range(count):
                 trial = Coercion(value)
-                branch = replace(at.schema(f"{at.loc}/{keyword}/{index}"), lossy=lossy)
+                branch = at.schema(f"{at.loc}/{keyword}/{index}", lossy=lossy)
                 candidate = self.node(value, branch, trial)
                 # The whole node must validate: for oneOf that also means no other branch does.
-                if self.compiled.is_valid_at(at.loc, candidate):
+                if self.valid(at.loc, candidate):
                     out.absorb(trial)
                     out.branches.append((at.path, index))
                     return candidate
@@ -138,16 +269,15 @@ class _Walk:
         """Coerce `value` against the node at `at`; keep the changes only if it then fits."""
         trial = Coercion(value)
         result = self.node(value, at.schema(at.loc), trial)
-        if not self.compiled.is_valid_at(at.loc, result):
+        if not self.valid(at.loc, result):
             return _NO
         out.absorb(trial)
         return result
 
     # -- the node's own keywords ----------------------------------------------------------
 
-    def own(self, value: Any, at: _At, schema: dict[str, Any], out: Coercion) -> Any:
-        allowed = own_types(schema)
-        choices = enum_choices(schema)
+    def own(self, value: Any, at: _At, plan: _Node, out: Coercion) -> Any:
+        allowed, choices = plan.allowed, plan.choices
         if choices is not None:
             matched = self.match_choice(value, choices, at.lossy)
             if matched is not _NO:
@@ -155,60 +285,60 @@ class _Walk:
                 return matched
         kind = json_type(value)
         if allowed is not None and not _fits(kind, allowed):
-            converted, transform = self.convert(value, kind, allowed, at, out)
+            converted, transform, lost = self.convert(value, kind, allowed, at, out)
             if converted is _NO:
                 return value
-            _record(out, at.path, transform, value, converted)
+            _record(out, at.path, transform, value, converted, lost=lost)
             value = converted
             kind = json_type(value)
-            if choices is not None and not _in(value, choices):
-                matched = self.match_choice(value, choices, at.lossy)
+            if choices is not None and value not in choices:
+                # A sentence is searched for a member only where the reply wrote one: not in
+                # the JSON text a container was turned into.
+                search = at.lossy and transform != "json_to_string"
+                matched = self.match_choice(value, choices, search)
                 if matched is not _NO:
                     _record(out, at.path, "match_enum", value, matched)
                     return matched
         if kind == "object":
-            if _names_no_field(value, schema):
+            if plan.one_field is not None and _names_no_field(value, plan.one_field):
                 wrapped = self.wrap_in_object(value, at, out)
                 if wrapped is not _NO:
                     _record(out, at.path, "wrap_in_object", value, wrapped)
                     return wrapped
-            return self.object(value, at, schema, out)
+            return self.object(value, at, plan, out)
         if kind == "array":
-            return self.array(value, at, schema, out)
+            return self.array(value, at, plan, out)
         return value
 
-    def object(
-        self, value: dict[str, Any], at: _At, schema: dict[str, Any], out: Coercion
-    ) -> dict[str, Any]:
-        properties = _dict(schema.get("properties"))
-        patterns = _dict(schema.get("patternProperties"))
-        additional = schema.get("additionalProperties", True)
+    def object(self, value: dict[str, Any], at: _At, plan: _Node, out: Coercion) -> dict[str, Any]:
+        properties, keyed, additional = plan.properties, plan.keyed, plan.additional
         result = dict(value)
         if properties:
-            self.rename_keys(result, properties, at.path, out)
+            self.rename_keys(result, properties, at, out)
         for key in list(result):
-            if key in properties:
-                child_loc = pointer.join(at.loc, "properties", key)
-            elif (pattern := next((p for p in patterns if _search(p, key)), None)) is not None:
-                child_loc = pointer.join(at.loc, "patternProperties", pattern)
+            child_loc = properties.get(key)
+            if child_loc is not None:
+                pass
+            elif (pattern := next((p for p in keyed if patterns.search(p, key)), None)) is not None:
+                child_loc = keyed[pattern]
             elif isinstance(additional, dict):
-                child_loc = pointer.join(at.loc, "additionalProperties")
+                child_loc = plan.additional_loc
             else:
                 if additional is False and at.lossy:
-                    _record(
-                        out, pointer.join(at.path, key), "drop_unexpected_key", result[key], None
-                    )
-                    del result[key]
+                    dropped = result.pop(key)
+                    lost = nonblank(f'"{key}":') + nonblank(encode(dropped))
+                    path = pointer.join(at.path, key)
+                    _record(out, path, "drop_unexpected_key", dropped, None, lost=lost)
                 continue
             result[key] = self.node(result[key], at.child(child_loc, key), out)
         if at.lossy:
-            for name in _list(schema.get("required")):
-                if isinstance(name, str) and name not in result and name in properties:
-                    self.fill_missing(result, name, at.child(at.loc, name), out)
+            for name in plan.required:
+                if name not in result and name in properties:
+                    self.fill_missing(result, properties[name], at.child(at.loc, name), out)
         return result
 
     def rename_keys(
-        self, result: dict[str, Any], properties: dict[str, Any], path: str, out: Coercion
+        self, result: dict[str, Any], properties: dict[str, Any], at: _At, out: Coercion
     ) -> None:
         """Rename a key that differs from a declared property only in case, accents or
         surrounding spaces ("Name", " name " for name)."""
@@ -224,12 +354,13 @@ class _Walk:
             names = wanted.get(normalize_key(key))
             if names and len(names) == 1 and names[0] not in result:
                 result[names[0]] = result.pop(key)
-                _record(out, pointer.join(path, names[0]), "rename_key", key, names[0])
+                _record(out, pointer.join(at.path, names[0]), "rename_key", key, names[0])
 
-    def fill_missing(self, result: dict[str, Any], name: str, at: _At, out: Coercion) -> None:
-        """A required field the reply left out, when the schema implies its only sensible
-        value: its default, null where null is allowed, or an empty list or map."""
-        loc = pointer.join(at.loc, "properties", name)
+    def fill_missing(self, result: dict[str, Any], loc: str, at: _At, out: Coercion) -> None:
+        """A required field the reply left out (its location `loc`), when the schema implies
+        its only sensible value: its default, null where null is allowed, or an empty list or
+        map."""
+        name = str(at.key)
         _, schema = self.compiled.resolve(loc)
         if isinstance(schema, dict) and "default" in schema:
             fill: Any = schema["default"]
@@ -249,21 +380,14 @@ class _Walk:
         result[name] = fill
         _record(out, at.path, transform, None, fill)
 
-    def array(self, value: list[Any], at: _At, schema: dict[str, Any], out: Coercion) -> list[Any]:
-        prefix = schema.get("prefixItems")
-        items = schema.get("items")
-        if isinstance(items, list):  # draft 4-7 tuple form
-            prefix, items = items, schema.get("additionalItems")
-            prefix_keyword, rest_keyword = "items", "additionalItems"
-        else:
-            prefix_keyword, rest_keyword = "prefixItems", "items"
-        prefix = _list(prefix)
+    def array(self, value: list[Any], at: _At, plan: _Node, out: Coercion) -> list[Any]:
+        prefix, rest = plan.prefix, plan.rest
         result = list(value)
         for index, item in enumerate(result):
             if index < len(prefix):
-                child_loc = pointer.join(at.loc, prefix_keyword, index)
-            elif isinstance(items, dict):
-                child_loc = pointer.join(at.loc, rest_keyword)
+                child_loc = prefix[index]
+            elif rest is not None:
+                child_loc = rest
             else:
                 break
             result[index] = self.node(item, at.child(child_loc, index), out)
@@ -273,8 +397,9 @@ class _Walk:
 
     def convert(
         self, value: Any, kind: str, allowed: frozenset[str], at: _At, out: Coercion
-    ) -> tuple[Any, str]:
-        """Turn `value` into one of the allowed types, or return (_NO, "")."""
+    ) -> tuple[Any, str, int]:
+        """Turn `value` into one of the allowed types: the value, the transform and the
+        characters of the reply's content it discards; (_NO, "", 0) when there is none."""
         lenient = self.lenient and at.lossy
         if kind == "string":
             converted = self.from_string(value, allowed, lenient)
@@ -282,31 +407,31 @@ class _Walk:
                 return converted
         elif kind in ("integer", "number"):
             if "boolean" in allowed and value in (0, 1):
-                return bool(value), "number_to_boolean"
-            if "string" in allowed:
-                return orjson.dumps(value).decode(), "number_to_string"
+                return bool(value), "number_to_boolean", 0
+            if "string" in allowed and (text := number_text(value)) is not None:
+                return text, "number_to_string", 0
         elif kind == "boolean" and "string" in allowed:
-            return ("true" if value else "false"), "boolean_to_string"
+            return ("true" if value else "false"), "boolean_to_string", 0
         elif kind == "array":
             if len(value) == 1 and (inner := self.attempt(value[0], at, out)) is not _NO:
-                return inner, "unwrap_single_item"
+                return inner, "unwrap_single_item", 0
             if lenient and "string" in allowed:
-                return orjson.dumps(value).decode(), "json_to_string"
+                return encode(value), "json_to_string", 0
         elif kind == "object" and lenient:
             if len(value) == 1:
                 inner = self.attempt(next(iter(value.values())), at, out)
                 if inner is not _NO:
-                    return inner, "unwrap_single_key"
+                    return inner, "unwrap_single_key", 0
             if "string" in allowed:
-                return orjson.dumps(value).decode(), "json_to_string"
+                return encode(value), "json_to_string", 0
         if "object" in allowed and (wrapped := self.wrap_in_object(value, at, out)) is not _NO:
-            return wrapped, "wrap_in_object"
+            return wrapped, "wrap_in_object", 0
         if "array" in allowed:
             if kind != "null":
-                return [value], "wrap_in_array"
+                return [value], "wrap_in_array", 0
             if at.lossy:
-                return [], "null_to_empty_array"
-        return _NO, ""
+                return [], "null_to_empty_array", 0
+        return _NO, "", 0
 
     def wrap_in_object(self, value: Any, at: _At, out: Coercion) -> Any:
         """`{field: value}` when the object wanted has exactly one declared field."""
@@ -317,98 +442,88 @@ class _Walk:
         (name,) = properties
         return self.attempt({name: value}, at, out)
 
-    def from_string(self, text: str, allowed: frozenset[str], lenient: bool) -> tuple[Any, str]:
+    def from_string(
+        self, text: str, allowed: frozenset[str], lenient: bool
+    ) -> tuple[Any, str, int]:
         if "null" in allowed and is_null_word(text):
-            return None, "string_to_null"
+            return None, "string_to_null", 0
         if allowed & {"integer", "number"}:
             number = parse_number(text, lenient=lenient)
             if number is not None:
                 integer = as_integer(number.value)
                 if "integer" in allowed and integer is not None:
-                    return integer, f"string_to_integer({number.how})"
+                    return integer, f"string_to_integer({number.how})", 0
                 if "number" in allowed:
-                    return number.value, f"string_to_number({number.how})"
+                    return number.value, f"string_to_number({number.how})", 0
         if "boolean" in allowed:
             flag = parse_bool(text, lenient=lenient)
             if flag is not None:
-                return flag, "string_to_boolean"
+                return flag, "string_to_boolean", 0
         if allowed & {"array", "object"}:
             stripped = text.strip()
             if stripped[:1] in ("{", "["):
-                outcome = decode(stripped, self.tolerance)
+                outcome = decode(
+                    stripped,
+                    self.tolerance,
+                    deadline=self.deadline,
+                    max_repair_chars=self.max_repair_chars,
+                )
                 if isinstance(outcome, Decoded) and json_type(outcome.value) in allowed:
-                    return outcome.value, "decode_json_string"
-        return _NO, ""
+                    return outcome.value, "decode_json_string", outcome.lost
+        return _NO, "", 0
 
-    def match_choice(self, value: Any, choices: list[Any], lossy: bool) -> Any:
-        """The enum member `value` unambiguously names, or _NO."""
-        if _in(value, choices):
+    def match_choice(self, value: Any, choices: Choices, search: bool) -> Any:
+        """The enum member `value` unambiguously names, or _NO. `search`: also look for a
+        member mentioned in a sentence (lenient, lossy)."""
+        if value in choices:
             return _NO
         if isinstance(value, str):
-            names = [c for c in choices if isinstance(c, str)]
-            token = normalize_token(value)
-            hits = _unique([c for c in names if normalize_token(c) == token])
+            hits = choices.named(value)
             if len(hits) == 1:
                 return hits[0]
             number = parse_number(value)
             if number is not None:
-                hits = [c for c in choices if _is_number(c) and c == number.value]
+                hits = choices.equal_to(number.value)
                 if len(hits) == 1:
                     return hits[0]
-            if lossy and self.lenient and len(value) <= _SEARCH_LIMIT:
-                mentioned = _mentioned(value, names)
+            if search and self.lenient and len(value) <= _SEARCH_LIMIT:
+                mentioned = choices.mentioned(value, self.deadline)
                 if mentioned is not None:
                     return mentioned
         elif _is_number(value):
-            text = orjson.dumps(value).decode()
-            hits = [c for c in choices if isinstance(c, str) and c == text]
-            if len(hits) == 1:
-                return hits[0]
+            text = number_text(value)
+            if text is not None and text in choices:
+                return text
         elif isinstance(value, list) and len(value) == 1:
-            return (
-                value[0] if _in(value[0], choices) else self.match_choice(value[0], choices, lossy)
-            )
+            return value[0] if value[0] in choices else self.match_choice(value[0], choices, search)
         return _NO
-
-
-def _mentioned(text: str, names: list[str]) -> str | None:
-    """The one member a sentence mentions as a whole word, or None (none, or several).
-
-    Members written exactly as declared are looked for first; only when none is, the search
-    ignores case and accents. Where one mention lies inside a longer one ("1040" in "1040-X"),
-    the longer counts.
-    """
-    folded = fold_accents(text).casefold()
-    for haystack, fold in ((text, False), (folded, True)):
-        spans: list[tuple[int, int, str]] = []
-        for name in names:
-            needle = fold_accents(name).casefold() if fold else name
-            if not needle.strip():
-                continue
-            pattern = r"(?<![A-Za-z0-9_])" + re.escape(needle) + r"(?![A-Za-z0-9_])"
-            spans += [(m.start(), m.end(), name) for m in re.finditer(pattern, haystack)]
-        if not spans:
-            continue
-        spans.sort(key=lambda span: (span[0], -(span[1] - span[0])))
-        kept: set[str] = set()
-        reach = -1
-        for start, end, name in spans:
-            if start >= reach:
-                kept.add(name)
-                reach = end
-        return kept.pop() if len(kept) == 1 else None
-    return None
 
 
 # -- helpers ------------------------------------------------------------------------------
 
 
-def _record(out: Coercion, path: str, transform: str, before: Any, after: Any) -> None:
+def _record(
+    out: Coercion, path: str, transform: str, before: Any, after: Any, *, lost: int = 0
+) -> None:
     """Record a change; a transform written `name(detail)` is split into the two fields."""
     name, _, detail = transform.partition("(")
     out.changes.append(
-        Change(path, "semantic", name, _snapshot(before), _snapshot(after), detail.rstrip(")"))
+        Change(
+            path, "semantic", name, _snapshot(before), _snapshot(after), detail.rstrip(")"), lost
+        )
     )
+
+
+def _own(schema: dict[str, Any]) -> tuple[frozenset[str] | None, Choices | None]:
+    """The types a node's own keywords allow, and its members indexed (None: no enum)."""
+    members = enum_choices(schema)
+    if members is None:
+        return own_types(schema), None
+    choices = Choices(members)
+    kind = schema.get("type")
+    if isinstance(kind, str | list):
+        return own_types(schema), choices
+    return choices.types, choices
 
 
 def _snapshot(value: Any) -> Any:
@@ -421,13 +536,9 @@ def _snapshot(value: Any) -> Any:
     return value
 
 
-def _names_no_field(value: dict[str, Any], schema: dict[str, Any]) -> bool:
-    """The object wanted has one declared field and `value` uses none of the declared names."""
-    properties = schema.get("properties")
-    if not value or not isinstance(properties, dict) or len(properties) != 1:
-        return False
-    declared = {normalize_key(p) for p in properties}
-    return not any(normalize_key(k) in declared for k in value)
+def _names_no_field(value: dict[str, Any], declared: frozenset[str]) -> bool:
+    """`value` uses none of the (normalized) names of the one field the object declares."""
+    return bool(value) and not any(normalize_key(k) in declared for k in value)
 
 
 def _list(value: Any) -> list[Any]:
@@ -442,29 +553,19 @@ def _fits(kind: str, allowed: frozenset[str]) -> bool:
     return kind in allowed or (kind == "integer" and "number" in allowed)
 
 
-def _in(value: Any, choices: list[Any]) -> bool:
-    return any(_json_equal(value, c) for c in choices)
+_MEMBERS_ONLY = frozenset(
+    {"enum", "const", "type", "title", "description", "default", "examples", "$comment"}
+)
 
 
-def _json_equal(a: Any, b: Any) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    return bool(a == b)
+def _kind(value: Any) -> str:
+    """The JSON type of a value as `type` sees it: a float with a whole value is an integer."""
+    kind = json_type(value)
+    return "integer" if kind == "number" and float(value).is_integer() else kind
 
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _unique(values: list[Any]) -> list[Any]:
-    return list(dict.fromkeys(values))
-
-
-def _search(pattern: str, key: str) -> bool:
-    try:
-        return re.search(pattern, key) is not None
-    except re.error:
-        return False
 
 
 __all__ = ["Coercer", "Coercion"]

@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from outform.errors import ConfigError
+from outform.errors import ConfigError, InputError
 from outform.parse.result import Change
 from outform.trace.events import Event, EventName, EventStage
 
@@ -40,7 +40,11 @@ class Options:
     max_chars: int = 10_000_000
     max_depth: int = 200
     time_limit: float = 5.0
-    """Seconds the slow path may spend on one reply before giving up with an error."""
+    """Seconds the slow path may spend on one reply before giving up with an error: checked
+    inside the loops of every stage, so it is a bound, not a report after the fact."""
+    max_repair_chars: int = 1_000_000
+    """Largest region handed to json-repair (tier 2). json-repair cannot be interrupted, so its
+    input is bounded instead; a larger region skips the tier, and the skip is recorded."""
     shadow: bool = False
 
     @classmethod
@@ -78,6 +82,16 @@ class Options:
                     fix=f"use a subset of: {', '.join(STAGES)}",
                 )
             changes["stages"] = stages
+        for name in ("unescape_depth", "max_repair_chars"):
+            if name in changes and (
+                not isinstance(changes[name], int)
+                or isinstance(changes[name], bool)
+                or changes[name] < 0
+            ):
+                raise ConfigError(
+                    f"{name} must be a whole number ≥ 0, got {changes[name]!r}",
+                    where=name,
+                )
         if "tolerance" in changes and changes["tolerance"] not in (0, 1, 2):
             raise ConfigError(
                 f"tolerance must be 0, 1 or 2, got {changes['tolerance']!r}",
@@ -87,18 +101,64 @@ class Options:
         return replace(self, **changes)
 
 
+clock = time.monotonic
+"""The clock deadlines read (a module attribute, so that a test can drive it)."""
+
+
+class Deadline:
+    """The time limit of one reply, checked from inside the stages' loops.
+
+    `tick()` is cheap enough to call per item: it reads the clock only every `_EVERY` calls.
+    Code that does a large piece of work at once calls `check()` before it.
+    """
+
+    __slots__ = ("at", "limit", "size", "stage", "ticks")
+    _EVERY = 256
+
+    def __init__(self, limit: float, size: int = 0) -> None:
+        self.limit = limit
+        self.at = clock() + limit
+        self.size = size
+        self.stage = "extract"
+        self.ticks = 0
+
+    @classmethod
+    def never(cls) -> Deadline:
+        """No limit (for stages run outside a parse, such as the fast path's defaults)."""
+        return cls(float("inf"))
+
+    def tick(self) -> None:
+        self.ticks += 1
+        if not self.ticks % self._EVERY:
+            self.check()
+
+    def check(self) -> None:
+        if clock() > self.at:
+            raise InputError(
+                f"parsing took longer than the time limit ({self.limit} s), in stage "
+                f"{self.stage!r}",
+                where=f"reply of {self.size:,} characters" if self.size else None,
+                fix="raise the 'time_limit' option, or send a shorter reply",
+            )
+
+    def enter(self, stage: str) -> None:
+        """Name the stage now running (for the error), and check the clock."""
+        self.stage = stage
+        self.check()
+
+
 @dataclass(slots=True)
 class Run:
     """What happened while parsing one reply."""
 
     schema_hash: str | None
-    deadline: float
+    deadline: Deadline
     changes: list[Change] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
 
     @classmethod
-    def start(cls, schema_hash: str | None, options: Options) -> Run:
-        return cls(schema_hash, time.monotonic() + options.time_limit)
+    def start(cls, schema_hash: str | None, options: Options, size: int = 0) -> Run:
+        return cls(schema_hash, Deadline(options.time_limit, size))
 
     def change(
         self,
@@ -109,8 +169,9 @@ class Run:
         after: Any,
         *,
         detail: str = "",
+        lost: int = 0,
     ) -> None:
-        self.changes.append(Change(path, stage, transform, before, after, detail))
+        self.changes.append(Change(path, stage, transform, before, after, detail, lost))
 
     def emit(
         self,
@@ -125,6 +186,3 @@ class Run:
         self.events.append(
             Event(name, stage, self.schema_hash, transforms, branch_index, path, detail)
         )
-
-    def out_of_time(self) -> bool:
-        return time.monotonic() > self.deadline

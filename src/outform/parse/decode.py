@@ -1,23 +1,32 @@
 """Stage *decode*: text to a JSON value, strict first, then (opt-in) tolerant tiers.
 
-Tier 0 is orjson: exact JSON, fast. Tier 1 is pyjson5: JSON5 (comments, trailing commas, single
-quotes, unquoted keys). Tier 2 is json-repair: anything it can salvage (missing quotes, commas
-and brackets, truncation, Python literals). Each tolerant success records what it changed.
+Tier 0 is orjson: exact JSON, fast (an integer orjson would read as a float is read again
+exactly). Tier 1 is pyjson5: JSON5 (comments, trailing commas, single quotes, unquoted keys).
+Tier 2 is json-repair: anything it can salvage (missing quotes, commas and brackets,
+truncation, Python literals). json-repair cannot be interrupted, so it only reads regions of up
+to `max_repair_chars`. A tolerant reading is refused when its value is not JSON (a number out
+of range, a lone surrogate) or when it keeps less than half of what it read (see loss.py); a
+smaller loss is returned with the value, to be recorded.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import json_repair
 import orjson
 import pyjson5
 
+from outform.parse import loss, values
 from outform.parse.hint import preview
 from outform.parse.literals import rewrite_literals
 
+if TYPE_CHECKING:
+    from outform.parse.context import Deadline
+
 TIER_NAMES = ("orjson", "pyjson5", "json_repair")
+MAX_REPAIR_CHARS = 1_000_000
 _CONTEXT = 24
 
 
@@ -26,14 +35,20 @@ class Decoded:
     value: Any
     tier: int
     detail: str = ""
+    lost: int = 0
+    """Characters of content the tolerant reading discarded (see loss.py)."""
 
 
 @dataclass(frozen=True, slots=True)
 class DecodeFailure:
-    """Why strict decoding stopped: the message and the character offset."""
+    """Why decoding stopped: the message and the character offset. `refused` is set when a
+    tolerant decoder did read a value but it was refused (a loss, or not JSON); `skipped` when
+    the tier did not run at all (a region over `max_repair_chars`)."""
 
     message: str
     position: int
+    refused: bool = False
+    skipped: bool = False
 
     def around(self, text: str) -> str:
         """The text around the failure, for a before/after preview."""
@@ -45,8 +60,12 @@ class DecodeFailure:
 
 
 def strict(text: str) -> Any:
-    """orjson.loads; raises orjson.JSONDecodeError."""
-    return orjson.loads(text)
+    """The JSON value of `text`, every integer exact; raises orjson.JSONDecodeError (or a
+    ValueError for an integer of more than 4300 digits)."""
+    value = orjson.loads(text)
+    if values.may_be_inexact(text):
+        return values.decode_exact(text)
+    return value
 
 
 def strict_failure(text: str) -> DecodeFailure | None:
@@ -57,27 +76,69 @@ def strict_failure(text: str) -> DecodeFailure | None:
     return None
 
 
-def decode(text: str, max_tier: int) -> Decoded | DecodeFailure:
-    """Decode with tiers 0..max_tier; the first that succeeds wins."""
+def decode(
+    text: str,
+    max_tier: int,
+    *,
+    deadline: Deadline | None = None,
+    max_repair_chars: int = MAX_REPAIR_CHARS,
+) -> Decoded | DecodeFailure:
+    """Decode with tiers 0..max_tier; the first that succeeds wins (the strict failure is
+    reported when none does)."""
     try:
-        return Decoded(orjson.loads(text), 0)
+        return Decoded(strict(text), 0)
     except orjson.JSONDecodeError as exc:
         failure = DecodeFailure(exc.msg, exc.pos)
-    if max_tier >= 1:
-        decoded = _json5(text)
-        if decoded is not None:
-            return decoded
-    if max_tier >= 2:
-        decoded = _repair(text)
-        if decoded is not None:
+    except ValueError as exc:
+        return DecodeFailure(str(exc), 0)
+    for tier in range(1, max_tier + 1):
+        decoded = decode_tier(text, tier, deadline=deadline, max_repair_chars=max_repair_chars)
+        if isinstance(decoded, Decoded):
             return decoded
     return failure
 
 
-def decode_tier(text: str, tier: int) -> Decoded | DecodeFailure:
-    """Decode with exactly one tolerant tier (1 or 2)."""
-    decoded = _json5(text) if tier == 1 else _repair(text)
-    return decoded if decoded is not None else DecodeFailure(f"{TIER_NAMES[tier]} failed", 0)
+def decode_tier(
+    text: str,
+    tier: int,
+    *,
+    deadline: Deadline | None = None,
+    max_repair_chars: int = MAX_REPAIR_CHARS,
+) -> Decoded | DecodeFailure:
+    """Decode with exactly one tolerant tier (1 or 2), under the loss rule."""
+    if deadline is not None:
+        deadline.check()
+    if tier == 1:
+        decoded = _json5(text)
+    elif len(text) > max_repair_chars:
+        return DecodeFailure(
+            f"json_repair was not run: the region has {len(text):,} characters, over the "
+            f"'max_repair_chars' limit of {max_repair_chars:,}",
+            0,
+            skipped=True,
+        )
+    else:
+        decoded = _repair(text, deadline)
+    if decoded is None:
+        return DecodeFailure(f"{TIER_NAMES[tier]} failed", 0)
+    return _accept(text, decoded, deadline)
+
+
+def _accept(text: str, decoded: Decoded, deadline: Deadline | None) -> Decoded | DecodeFailure:
+    """The loss rule and the JSON check for a tolerant reading."""
+    name = TIER_NAMES[decoded.tier]
+    # pyjson5 refuses a literal out of range (1e400); its infinities are the words Infinity
+    # and NaN as written. json-repair reads 1e400 as infinity: that is refused.
+    flaw = values.flaw(decoded.value, deadline, nonfinite=decoded.tier == 1)
+    if flaw is not None:
+        return DecodeFailure(f"{name} read {flaw}", 0, refused=True)
+    measured = loss.assess(text, values.encode(decoded.value))
+    if measured.refused:
+        return DecodeFailure(measured.describe(f"{name}'s reading"), 0, refused=True)
+    if measured.lost:
+        detail = f"{decoded.detail}; {measured.describe(f'{name} reading')}"
+        return Decoded(decoded.value, decoded.tier, detail, measured.lost)
+    return decoded
 
 
 def _json5(text: str) -> Decoded | None:
@@ -88,8 +149,8 @@ def _json5(text: str) -> Decoded | None:
     return Decoded(value, 1, "accepted JSON5 syntax")
 
 
-def _repair(text: str) -> Decoded | None:
-    rewritten = rewrite_literals(text)
+def _repair(text: str, deadline: Deadline | None) -> Decoded | None:
+    rewritten = rewrite_literals(text, deadline)
     if rewritten is not None:
         decoded = _repair_text(rewritten)
         if decoded is not None:

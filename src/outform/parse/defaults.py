@@ -17,6 +17,7 @@ from typing import Any
 
 import jsonschema_rs
 
+from outform.parse.context import Deadline
 from outform.parse.result import Change
 from outform.schema import pointer
 from outform.schema.compiled import CompiledSchema
@@ -81,14 +82,15 @@ class Defaults:
                 out += [pointer.join(loc, keyword, i) for i in range(len(branches))]
         return out
 
-    def fill(self, value: Any, changes: list[Change]) -> Any:
+    def fill(self, value: Any, changes: list[Change], deadline: Deadline | None = None) -> Any:
         """`value` with declared defaults added where properties are absent (a copy only of
-        the containers that changed)."""
+        the containers that changed). Only an absent property gets one: a value the reply
+        holds is never replaced."""
         if self._complete is None:
             self._complete = self._presence_validator()
         if self._complete is not False and self._complete.is_valid(value):
             return value  # every property with a default is there: nothing to walk
-        return self._walk(value, "", (), changes, 0)
+        return self._walk(value, "", (), changes, 0, deadline=deadline or Deadline.never())
 
     def _presence_validator(self) -> Any:
         """A validator (jsonschema-rs) that accepts exactly the values in which no property
@@ -134,24 +136,32 @@ class Defaults:
         return plan
 
     def _walk(
-        self, value: Any, loc: str, path: tuple[str | int, ...], changes: list[Change], depth: int
+        self,
+        value: Any,
+        loc: str,
+        path: tuple[str | int, ...],
+        changes: list[Change],
+        depth: int,
+        *,
+        deadline: Deadline,
     ) -> Any:
         if depth > self.max_depth or not isinstance(value, _CONTAINERS):
             return value
+        deadline.tick()
         plan = self._plans[loc] if loc in self._plans else self._plan(loc)
         if plan is None:
             return value
         for target in plan.chained:
-            value = self._walk(value, target, path, changes, depth + 1)
+            value = self._walk(value, target, path, changes, depth + 1, deadline=deadline)
         for branch in plan.branches:
             if self.compiled.is_valid_at(branch, value):
-                value = self._walk(value, branch, path, changes, depth + 1)
+                value = self._walk(value, branch, path, changes, depth + 1, deadline=deadline)
                 break
         if isinstance(value, dict):
-            return self._object(value, plan, path, changes, depth)
+            return self._object(value, plan, path, changes, depth, deadline=deadline)
         if plan.items is not None:
             filled = [
-                self._walk(item, plan.items, (*path, i), changes, depth + 1)
+                self._walk(item, plan.items, (*path, i), changes, depth + 1, deadline=deadline)
                 for i, item in enumerate(value)
             ]
             if any(new is not old for new, old in zip(filled, value, strict=True)):
@@ -165,19 +175,25 @@ class Defaults:
         path: tuple[str | int, ...],
         changes: list[Change],
         depth: int,
+        *,
+        deadline: Deadline,
     ) -> dict[str, Any]:
         result: dict[str, Any] | None = None
         for key, child_loc in plan.properties.items():
             if key in value:
                 child = value[key]
-                new = self._walk(child, child_loc, (*path, key), changes, depth + 1)
+                new = self._walk(
+                    child, child_loc, (*path, key), changes, depth + 1, deadline=deadline
+                )
                 if new is not child:
                     result = result if result is not None else dict(value)
                     result[key] = new
         if plan.additional is not None:
             for key, child in value.items():
                 if key not in plan.declared:
-                    new = self._walk(child, plan.additional, (*path, key), changes, depth + 1)
+                    new = self._walk(
+                        child, plan.additional, (*path, key), changes, depth + 1, deadline=deadline
+                    )
                     if new is not child:
                         result = result if result is not None else dict(value)
                         result[key] = new

@@ -11,7 +11,10 @@ import bisect
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from outform.parse.context import Deadline
 
 CandidateKind = Literal["whole", "fence", "span", "unclosed", "collected", "text"]
 RootKind = Literal["object", "array", "other"]
@@ -19,11 +22,21 @@ RootKind = Literal["object", "array", "other"]
 # Reasoning blocks some models write before (or instead of) their answer.
 _REASONING_TAGS = ("think", "thinking", "reasoning", "reflection", "thought", "scratchpad")
 _OPEN_TAG = re.compile(r"<(" + "|".join(_REASONING_TAGS) + r")\b[^>]*>", re.IGNORECASE)
-_FENCE_LINE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([^\s`]*)(?:[ \t][^\n`]*)?$")
+_MARKED_LINE = re.compile(
+    r"^(?:[ \t]*(`{3,}|~{3,})[ \t]*([^\s`]*)(?:[ \t][^\n`]*)?\r?$"  # a fence line
+    r"|[^\n]*?(?:```|~~~)[^\n]*)",  # a line with a marker inside
+    re.MULTILINE,
+)
 _INLINE_LANG = re.compile(r"([A-Za-z][A-Za-z0-9_+-]*)(?=[\s{\[])")
 _JSON_LANGS = frozenset({"json", "jsonc", "json5", "javascript", "js", "ndjson", "jsonl"})
 
-_SPECIAL = re.compile(r'[{}\[\]"\\]')
+_IN_JSON = re.compile(r'(?:[^{}\[\]"\\]++|"(?:[^"\\]++|\\.)*+"|\\.)*+([{}\[\]"\\])?', re.DOTALL)
+_IN_PROSE = re.compile(r"[{}\[\]]")
+_FLAT_BODY = r'(?:[^{}\[\]"\\]++|"(?:[^"\\]++|\\.)*+"|\\.)*+'
+_FLAT = {
+    "{": re.compile(r"\{" + _FLAT_BODY + r"\}", re.DOTALL),
+    "[": re.compile(r"\[" + _FLAT_BODY + r"\]", re.DOTALL),
+}
 _OPENERS = {"{": "}", "[": "]"}
 _CLOSERS = {"}": "{", "]": "["}
 
@@ -91,39 +104,42 @@ class Fence:
     closed: bool
 
 
-def find_fences(text: str) -> list[Fence]:
-    """Markdown code fences, in order. An unclosed fence runs to the end (a truncated reply)."""
+def find_fences(text: str, deadline: Deadline | None = None) -> list[Fence]:
+    """Markdown code fences, in order. An unclosed fence runs to the end (a truncated reply).
+
+    Only the lines that hold a marker (found by one regex pass, in C) are looked at; a
+    fence's body is sliced out of the text, so the cost is linear in the reply.
+    """
     fences: list[Fence] = []
     if "```" not in text and "~~~" not in text:
         return fences
-    lines = text.splitlines(keepends=True)
-    offset = 0
-    opened: tuple[str, str, int, list[str]] | None = None  # marker, lang, start, body lines
-    for line in lines:
-        stripped = line.rstrip("\r\n")
-        match = _FENCE_LINE.match(stripped)
+    opened: tuple[str, str, int] | None = None  # marker, lang, where the body starts
+    for number, found in enumerate(_MARKED_LINE.finditer(text)):
+        if deadline is not None and not number & 1023:
+            deadline.check()
+        offset = found.start()
+        mark = found.group(1)  # None: a marker inside a line that is no fence line
         if opened is None:
-            if match:
-                opened = (match.group(1), match.group(2).lower(), offset + len(line), [])
-            elif "```" in stripped:
-                fences.extend(_inline_fences(stripped, offset))
-        else:
-            marker, lang, start, body = opened
-            if (
-                match
-                and not match.group(2)
-                and match.group(1)[0] == marker[0]
-                and len(match.group(1)) >= len(marker)
-            ):
-                fences.append(Fence(lang, "".join(body), start, True))
-                opened = None
+            if mark:
+                opened = (mark, found.group(2).lower(), _next_line(text, found.end()))
             else:
-                body.append(line)
-        offset += len(line)
+                line = found.group().rstrip("\r")
+                if "```" in line:
+                    fences.extend(_inline_fences(line, offset))
+        else:
+            marker, lang, start = opened
+            if mark and not found.group(2) and mark[0] == marker[0] and len(mark) >= len(marker):
+                fences.append(Fence(lang, text[start:offset], start, True))
+                opened = None
     if opened is not None:
-        marker, lang, start, body = opened
-        fences.append(Fence(lang, "".join(body), start, False))
+        marker, lang, start = opened
+        fences.append(Fence(lang, text[start:], start, False))
     return fences
+
+
+def _next_line(text: str, end: int) -> int:
+    """Where the line after the one ending at `end` starts."""
+    return end + 1 if end < len(text) else end
 
 
 def _inline_fences(line: str, offset: int) -> Iterable[Fence]:
@@ -155,47 +171,75 @@ def scan_spans(text: str) -> tuple[list[Span], int]:
     return found.spans, found.deepest
 
 
-def scan(text: str) -> Scan:
+def scan(text: str, deadline: Deadline | None = None) -> Scan:
     """Top-level bracketed regions of `text` in one pass, with nesting and breakage measures.
 
-    Quotes are only tracked inside brackets, so an apostrophe or a lone quote in prose cannot
-    swallow the rest of the reply. A closer that does not match the innermost opener closes the
-    opener it does match (the brackets in between were left open by the model); a closer with no
-    opener at all is prose and ignored. The region still open at the end is reported unclosed.
+    Quotes are only tracked inside brackets that open JSON, so an apostrophe or a lone quote in
+    prose cannot swallow the rest of the reply. A closer that does not match the innermost
+    opener closes the opener it does match (the brackets in between were left open by the
+    model); a closer with no opener at all is prose and ignored. The region still open at the
+    end is reported unclosed.
+
+    An opener still open at the end that cannot start JSON ("use { or [ here") is prose: the
+    regions closed inside it are top-level regions, and the unclosed region, if any, starts at
+    the first opener that can (see `_opens_json`).
     """
     spans: list[Span] = []
     stack: list[str] = []
-    start = 0
+    opened: list[int] = []  # where each opener on the stack is
+    peaks: list[int] = []  # the deepest stack length reached inside each opener
+    prose = 0  # how many openers at the bottom of the stack are prose
+    inner: list[list[Span]] = [[]]  # inner[k]: regions closed inside stack[k - 1], k <= prose
     deepest = 0
-    span_depth = 0
-    in_string = False
     unmatched = 0
     open_counts = {"{": 0, "[": 0}
     pos = 0
     length = len(text)
+    steps = 0
     while pos < length:
-        match = _SPECIAL.search(text, pos)
-        if match is None:
-            break
-        ch = match.group()
-        index = match.start()
+        # Inside JSON, strings and escapes are skipped in the same match that finds the next
+        # bracket; in prose, only brackets are structure.
+        if len(stack) > prose:
+            match = _IN_JSON.match(text, pos)
+            assert match is not None  # the pattern matches the empty string
+            ch = match.group(1)
+            if ch is None or ch in '"\\':
+                break  # the end, or a string (or escape) left open that runs to the end
+            index = match.start(1)
+        else:
+            found = _IN_PROSE.search(text, pos)
+            if found is None:
+                break
+            ch, index = found.group(), found.start()
         pos = index + 1
-        if ch == "\\":
-            if stack:
-                pos = index + 2  # the escaped character is never structure
-        elif in_string:
-            if ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = bool(stack)
-        elif ch in _OPENERS:
-            if not stack:
-                start = index
-                span_depth = 0
+        steps += 1
+        if deadline is not None and not steps & 1023:
+            deadline.check()
+        if ch in _OPENERS:
+            level = len(stack)
+            is_json = level > prose or _opens_json(text, index)
+            flat = _FLAT[ch].match(text, index) if is_json else None
+            if flat is not None:
+                # A region with no brackets inside: opened and closed in one match.
+                pos = flat.end()
+                if peaks and level + 1 > peaks[-1]:
+                    peaks[-1] = level + 1
+                if level == 0 or level <= prose:
+                    span = Span(index, pos, _root(ch), 1, True)
+                    (spans if level == 0 else inner[level]).append(span)
+                    deepest = max(deepest, 1)
+                continue
+            if not is_json:
+                prose += 1
+                if len(inner) <= prose:
+                    inner.append([])
+                else:
+                    inner[prose] = []
             stack.append(ch)
+            opened.append(index)
+            peaks.append(len(stack))
             open_counts[ch] += 1
-            span_depth = max(span_depth, len(stack))
-        elif stack:
+        else:
             opener = _CLOSERS[ch]
             if not open_counts[opener]:
                 unmatched += 1
@@ -203,21 +247,75 @@ def scan(text: str) -> Scan:
             # Close the matching opener; brackets left open inside it close with it. Each
             # opener is popped once, so this stays linear overall.
             unmatched += stack[-1] != opener
-            while stack[-1] != opener:
-                open_counts[stack.pop()] -= 1
-            open_counts[stack.pop()] -= 1
-            if not stack:
-                spans.append(Span(start, index + 1, _root(text[start]), span_depth, True))
-                deepest = max(deepest, span_depth)
+            while True:
+                popped = stack.pop()
+                open_counts[popped] -= 1
+                start = opened.pop()
+                peak = peaks.pop()
+                if peaks and peak > peaks[-1]:
+                    peaks[-1] = peak
+                if popped == opener:
+                    break
+            level = len(stack)
+            prose = min(prose, level)
+            if level == 0 or level <= prose:
+                span = Span(start, index + 1, _root(text[start]), peak - level, True)
+                (spans if level == 0 else inner[level]).append(span)
+                if level == 0:
+                    deepest = max(deepest, span.depth)
     if stack:
-        spans.append(Span(start, length, _root(text[start]), span_depth, False))
-        deepest = max(deepest, span_depth)
+        deepest = max(deepest, *peaks)
+        # Openers left open that are prose: what closed inside them was found in prose.
+        for level in range(1, prose + 1):
+            spans += inner[level]
+        if prose < len(opened):
+            start = opened[prose]
+            depth = max(peaks[prose:]) - prose
+            spans.append(Span(start, length, _root(text[start]), depth, False))
     return Scan(spans, deepest, unmatched)
 
 
-def _inside_span(position: int, spans: list[Span]) -> bool:
-    """Whether `position` lies strictly inside a closed top-level span (spans are sorted)."""
-    index = bisect.bisect_right([s.start for s in spans], position) - 1
+_VALUE_START = frozenset("{[\"'-+.0123456789/]")
+_WORD = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
+_LITERALS = frozenset({"true", "false", "null", "True", "False", "None", "NaN", "Infinity"})
+
+
+def _opens_json(text: str, start: int) -> bool:
+    """Whether the bracket at `start`, left open at the end, can begin JSON (possibly
+    truncated, or in a tolerant syntax) rather than being a bracket in prose.
+
+    After `{` JSON has a key (quoted, or a bare word followed by `:`), `}` or a comment; after
+    `[` a value, `]` or a comment; a bare word is only a value when it is a literal (`true`,
+    `None`, ...). Another bracket is structure, if broken. Text that ends right after the
+    bracket may still be JSON.
+    """
+    pos = start + 1
+    length = len(text)
+    while pos < length and text[pos] in " \t\r\n":
+        pos += 1
+    if pos >= length:
+        return True
+    head = text[pos]
+    if text[start] == "[":
+        if head in _VALUE_START:
+            return True
+        word = _WORD.match(text, pos)
+        return word is not None and word.group() in _LITERALS
+    if head in "\"'{[}/":
+        return True  # a key, the end, a comment (or brackets: broken, but structure)
+    word = _WORD.match(text, pos)
+    if word is None:
+        return False
+    after = word.end()
+    while after < length and text[after] in " \t":
+        after += 1
+    return after >= length or text[after] == ":"
+
+
+def _inside_span(position: int, spans: list[Span], starts: list[int]) -> bool:
+    """Whether `position` lies strictly inside a closed top-level span (spans are sorted,
+    `starts` are their starts)."""
+    index = bisect.bisect_right(starts, position) - 1
     if index < 0:
         return False
     span = spans[index]
@@ -250,7 +348,13 @@ class Extraction:
 _CONTINUATION = frozenset(',:{}[]"')
 
 
-def candidates(text: str, wanted: frozenset[RootKind], *, collect: bool) -> Extraction:
+def candidates(
+    text: str,
+    wanted: frozenset[RootKind],
+    *,
+    collect: bool,
+    deadline: Deadline | None = None,
+) -> Extraction:
     """Candidates in order of preference.
 
     Order: the whole reply; fenced blocks, JSON-tagged first; bracketed regions of the prose,
@@ -264,11 +368,11 @@ def candidates(text: str, wanted: frozenset[RootKind], *, collect: bool) -> Extr
     body, removed = strip_reasoning(text)
     base: tuple[str, ...] = ("strip_reasoning",) if removed else ()
     whole = body.strip()
-    found: list[Candidate] = [Candidate(whole, "whole", root_of(whole), base)]
-    seen = {whole}
-    scanned = scan(body)
-    spans, deepest = scanned.spans, scanned.deepest
     lead = len(body) - len(body.lstrip())
+    found: list[Candidate] = [Candidate(whole, "whole", root_of(whole), base, 0, lead)]
+    seen = {whole}
+    scanned = scan(body, deadline)
+    spans, deepest = scanned.spans, scanned.deepest
     document = False
     if spans and spans[0].start == lead:
         rest = body[spans[0].end :].strip()
@@ -276,7 +380,8 @@ def candidates(text: str, wanted: frozenset[RootKind], *, collect: bool) -> Extr
 
     closed = [s for s in spans if s.closed]
     # A "fence" that starts inside a bracketed region is text inside a JSON string.
-    fences = [f for f in find_fences(body) if not _inside_span(f.start, spans)]
+    starts = [s.start for s in spans]
+    fences = [f for f in find_fences(body, deadline) if not _inside_span(f.start, spans, starts)]
     fences.sort(key=lambda f: (f.lang not in _JSON_LANGS and f.lang != "", not f.closed))
     for fence in fences:
         content = fence.content.strip()

@@ -9,6 +9,7 @@ words addressed to the model.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -97,7 +98,13 @@ class RetryHint:
 
 
 def preview(value: Any, limit: int = 60) -> str:
-    """A one-line JSON rendering, cut at `limit` characters."""
+    """A one-line JSON rendering, cut at `limit` characters (only the first `limit` members of
+    a large container are written: a preview of a million-member enum costs no more than one
+    of three)."""
+    if isinstance(value, list) and len(value) > limit:
+        value = value[:limit]
+    elif isinstance(value, dict) and len(value) > limit:
+        value = dict(itertools.islice(value.items(), limit))
     try:
         text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
     except TypeError:

@@ -32,13 +32,15 @@ or one fragment repeated over and over.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Final, cast
 
-from outform.parse.coerce import Coercer, Coercion, _At, _Walk
+from outform.parse.coerce import Coercer
+from outform.parse.context import Deadline
 from outform.parse.hint import Violation, clip, describe, preview
 from outform.parse.partial import Kind
 from outform.parse.validate import summarize
@@ -140,7 +142,8 @@ class _Rules:
         self.kinds = kinds
         """The kinds of value (object, array, string, ...) this node can take; None: any."""
         strings = [c for c in choices if isinstance(c, str)] if choices is not None else None
-        self.prefixes = tuple(strings) if strings is not None else None
+        self.prefixes = tuple(sorted(strings)) if strings is not None else None
+        """The string members, sorted: whether one starts with a text is a binary search."""
         self.longest = max((len(c) for c in strings), default=0) if strings is not None else 0
         self.max_length = _int(node.get("maxLength"))
         self.max_items = _int(node.get("maxItems"))
@@ -322,6 +325,13 @@ class _Shared:
 _SHARED: dict[tuple[Any, ...], _Shared] = {}
 
 
+def _starts_one(members: tuple[str, ...], head: str) -> bool:
+    """Whether a member of `members` (sorted) starts with `head`: the first member not below
+    `head` does, if any does."""
+    index = bisect.bisect_left(members, head)
+    return index < len(members) and members[index].startswith(head)
+
+
 class Checker:
     """Incremental checks of one reply against one compiled schema (a parser `Listener`).
 
@@ -338,10 +348,13 @@ class Checker:
         lenient: bool = False,
         tolerance: int = 0,
         max_depth: int = 200,
+        time_limit: float = 5.0,
     ) -> None:
         self.compiled = compiled
         self.strict = strict
         self.lenient = lenient
+        self.time_limit = time_limit
+        """Seconds one coercion check may take (a check that runs out cannot judge)."""
         key = (compiled.hash, strict, lenient, tolerance, max_depth)
         shared = _SHARED.get(key)
         if shared is None or shared.compiled is not compiled:
@@ -663,7 +676,7 @@ class Checker:
         """Whether the pipeline's coercion makes `value` valid at `loc` (the exact question, asked
         only after a cheaper check failed)."""
         try:
-            fixed = _Walk(self._coercer).node(value, _At(loc), Coercion(value))
+            fixed = self._coercer.coerce_at(value, loc, Deadline(self.time_limit)).value
             return self.compiled.is_valid_at(loc, fixed)
         except Exception:  # cannot judge: never stop a reply on a guess
             return True
@@ -710,7 +723,7 @@ class Checker:
             if (
                 self.strict
                 and rule.prefixes is not None
-                and (length > rule.longest or not any(c.startswith(head) for c in rule.prefixes))
+                and (length > rule.longest or not _starts_one(rule.prefixes, head))
             ):
                 expected = "one of " + preview(rule.choices, 120)
                 found = f"a string starting {clip(head, 40)!r}"

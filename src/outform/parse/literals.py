@@ -11,11 +11,15 @@ Only literals standing where a JSON value may start (after `:`, `,` or `[`) are 
 from __future__ import annotations
 
 import textwrap
+from typing import TYPE_CHECKING
 
 import orjson
 
+if TYPE_CHECKING:
+    from outform.parse.context import Deadline
 
-def rewrite_literals(text: str) -> str | None:
+
+def rewrite_literals(text: str, deadline: Deadline | None = None) -> str | None:
     """The text with foreign string literals rewritten, or None when there were none."""
     if '"""' not in text and "`" not in text:
         return None
@@ -23,7 +27,11 @@ def rewrite_literals(text: str) -> str | None:
     i = 0
     n = len(text)
     changed = False
+    steps = 0
     while i < n:
+        steps += 1
+        if deadline is not None and not steps & 4095:
+            deadline.check()
         c = text[i]
         if c == '"' and not text.startswith('"""', i):
             end = _json_string_end(text, i)

@@ -9,6 +9,7 @@ records one kind of change: defaults the schema declares for properties the repl
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar, cast, overload
@@ -17,7 +18,14 @@ import orjson
 from pydantic import TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 
-from outform.errors import InputError, OutputError, UsageError
+from outform.errors import (
+    InputError,
+    InternalError,
+    OutformError,
+    OutputError,
+    UsageError,
+    guarded,
+)
 from outform.format import (
     JsonObjectFormat,
     JsonSchemaFormat,
@@ -25,9 +33,9 @@ from outform.format import (
     TextFormat,
 )
 from outform.parse import decode as decoding
-from outform.parse import extract, unescape
+from outform.parse import extract, loss, unescape, values
 from outform.parse.coerce import Coercer
-from outform.parse.context import Options, Run
+from outform.parse.context import Deadline, Options, Run
 from outform.parse.defaults import Defaults
 from outform.parse.hint import RetryHint, Violation, clip, preview
 from outform.parse.result import FROM_TEXT, Change, ParseResult
@@ -109,6 +117,7 @@ class Pipeline(Generic[T]):
         **options: Any,
     ) -> None: ...
 
+    @guarded("compile")
     def __init__(
         self,
         output: ResponseFormat | Mapping[str, Any] | type[T] | Any = None,
@@ -137,6 +146,13 @@ class Pipeline(Generic[T]):
         else:
             schema, output_type = {}, None
         self.compiled: CompiledSchema = compile_schema(schema)
+        # The fast path validates orjson's reading, where an integer beyond 64 bits is a
+        # float: integer fields are also bounded to 64 bits there, so that such a reply takes
+        # the slow path, which reads it exactly.
+        bounded = values.within_64_bits(self.compiled.root)
+        self._fast_validator = (
+            compile_schema(bounded).validator if bounded is not None else self.compiled.validator
+        )
         self.adapter: TypeAdapter[Any] | None = (
             adapter_for(output_type) if output_type is not None else None
         )
@@ -145,6 +161,7 @@ class Pipeline(Generic[T]):
             lenient=self.options.lenient,
             max_depth=self.options.max_depth,
             tolerance=self.options.tolerance,
+            max_repair_chars=self.options.max_repair_chars,
         )
         accepted = accepted_types(self.compiled)
         self._wanted = frozenset(
@@ -191,15 +208,24 @@ class Pipeline(Generic[T]):
 
     def run(self, reply: str | bytes) -> ParseResult[T]:
         """Parse one reply. Raises OutputError (with a RetryHint) when it cannot be made valid,
-        InputError when it cannot be parsed at all (binary, over the size or depth limit)."""
-        text = self._guard(reply)
-        if self._text_mode:
-            return ParseResult(value=cast(T, text), text=text, level=self.options.level, _data=text)
-        if not self.options.shadow and not self.processors:
-            fast = self._fast_verbatim(text) if self._verbatim else self._fast(text)
-            if fast is not None:
-                return fast
-        return self._slow(text)
+        InputError when it cannot be parsed at all (binary, not Unicode, over the size, depth or
+        time limit). No other exception leaves: a fault of outform's own is an InternalError
+        naming the stage."""
+        try:
+            text = self._guard(reply)
+            if self._text_mode:
+                return ParseResult(
+                    value=cast(T, text), text=text, level=self.options.level, _data=text
+                )
+            if not self.options.shadow and not self.processors:
+                fast = self._fast_verbatim(text) if self._verbatim else self._fast(text)
+                if fast is not None:
+                    return fast
+            return self._slow(text)
+        except OutformError:
+            raise
+        except Exception as exc:
+            raise InternalError.wrap(exc, "parse") from exc
 
     # -- fast path ------------------------------------------------------------------------
 
@@ -222,7 +248,7 @@ class Pipeline(Generic[T]):
             data = orjson.loads(text)
         except orjson.JSONDecodeError:
             return None
-        if not self.compiled.validator.is_valid(data):
+        if not self._fast_validator.is_valid(data):
             return None
         changes: list[Change] = []
         if self._defaults is not None:
@@ -242,8 +268,11 @@ class Pipeline(Generic[T]):
             return None
         if self._null_root and text.strip() == "null":
             return None
-        if not self.compiled.validator.is_valid(text):
-            return None
+        try:
+            if not self.compiled.validator.is_valid(text):
+                return None
+        except UnicodeEncodeError:
+            return None  # a lone surrogate: the slow path says where
         value: Any = text if self.adapter is None else self.adapter.validate_python(text)
         return ParseResult(
             value=value,
@@ -253,10 +282,16 @@ class Pipeline(Generic[T]):
             level=self.options.level,
         )
 
-    def _fill_defaults(self, defaults: Defaults, value: Any, changes: list[Change]) -> Any:
+    def _fill_defaults(
+        self,
+        defaults: Defaults,
+        value: Any,
+        changes: list[Change],
+        deadline: Deadline | None = None,
+    ) -> Any:
         """Declared defaults for absent properties, unless adding them breaks validity."""
         added: list[Change] = []
-        filled = defaults.fill(value, added)
+        filled = defaults.fill(value, added, deadline)
         if added and self.compiled.is_valid(filled):
             changes.extend(added)
             return filled
@@ -266,7 +301,8 @@ class Pipeline(Generic[T]):
 
     def _slow(self, original: str) -> ParseResult[T]:
         options = self.options
-        run = Run.start(self.compiled.hash, options)
+        _refuse_surrogates(original)
+        run = Run.start(self.compiled.hash, options, len(original))
         text = self._process_text(original, run)
         if not text.strip() and not self._verbatim:
             return self._fail(original, None, run, (_syntax("the reply is empty"),))
@@ -276,10 +312,15 @@ class Pipeline(Generic[T]):
             if not attempt.violations:
                 return self._succeed(original, attempt)
             attempts.append(attempt)
+        # Tolerant readings refused or skipped are told to the caller (not to the model: the
+        # reply's own fault is in the violations).
+        notes = [f.message for _, f in failures if f.refused or f.skipped]
         if attempts:
             best = attempts[0]
-            return self._fail(original, best.value, best.run, best.violations)
-        return self._fail(original, None, run, (self._syntax_violation(failures),))
+            late = [c for c in run.changes if not any(c is b for b in best.run.changes)]
+            best.run.changes.extend(late)
+            return self._fail(original, best.value, best.run, best.violations, notes)
+        return self._fail(original, None, run, (self._syntax_violation(failures),), notes)
 
     def _attempts(
         self,
@@ -292,7 +333,8 @@ class Pipeline(Generic[T]):
         scalar, the reply text itself is tried right after the whole reply as JSON; when it
         merely allows a string among other types, the text is the last resort."""
         options = self.options
-        extraction = self._extract(text)
+        deadline = run.deadline
+        extraction = self._extract(text, deadline)
         candidates = extraction.candidates
         whole = candidates[0]
         as_text = extract.Candidate(whole.text, "text", "other", whole.transforms)
@@ -306,7 +348,10 @@ class Pipeline(Generic[T]):
             # A plain string is wanted: the reply as written (minus reasoning) is the value.
             order.append((-1, extract.Candidate(extraction.body, "text", "other")))
         order.append((0, whole))
-        if self._text_root == "first":
+        if self._text_root == "first" and whole.root == "other":
+            # A scalar is wanted: the reply's own words may be it ("**two**"). A reply that
+            # starts with a bracket is JSON, perhaps broken, and is never read as a sentence
+            # (its keys would be taken for words).
             order.append((-1, as_text))
         if not self._unconstrained or any("collect_fences" in c.transforms for c in collected):
             leading += collected
@@ -328,35 +373,73 @@ class Pipeline(Generic[T]):
             order = [(tier, c) for tier, c in order if tier < 2]
         decoded: set[int] = set()
         tried: set[tuple[int, int]] = set()
+        strict = _Regions()
+        # In a reply that is one broken JSON document, the rest of the document is content
+        # too: a region read alone falls under the loss rule, measured against the whole.
+        whole_content = (
+            loss.content_size(loss.region(whole.text))
+            if extraction.document and extraction.unmatched
+            else None
+        )
         for tier, candidate in order:
             if id(candidate) in decoded or (tier, id(candidate)) in tried:
                 continue
             tried.add((tier, id(candidate)))
-            if run.out_of_time():
-                raise InputError(
-                    f"parsing took longer than the time limit ({options.time_limit} s)",
-                    where=f"reply of {len(text)} characters",
-                    fix="raise the 'time_limit' option, or send a shorter reply",
-                )
+            deadline.enter("decode")
             if tier < 0:
-                yield self._carry(candidate, candidate.text, run, 0, "")
+                yield self._carry(candidate, decoding.Decoded(candidate.text, 0), run)
                 continue
-            outcome = self._decode(candidate, tier)
+            if tier and candidate.kind != "collected" and strict.inside(candidate):
+                # A region the strict decoder read is not read again by a tolerant one inside
+                # a larger region: a tolerant reading of valid JSON can only differ by being
+                # wrong (json-repair reading a fenced reply as `{}`, say).
+                continue
+            outcome = self._decode(candidate, tier, deadline)
             if isinstance(outcome, decoding.DecodeFailure):
-                if tier == 0:
+                if tier == 0 or outcome.refused or outcome.skipped:
                     failures.append((candidate, outcome))
+                if outcome.refused or outcome.skipped:
+                    self._record_tolerant_failure(outcome, tier, candidate, run)
                 continue
             decoded.add(id(candidate))
-            yield self._carry(candidate, outcome.value, run, tier, outcome.detail)
+            if tier == 0 and candidate.kind != "collected":
+                strict.add(candidate)
+            lost = 0
+            if whole_content is not None and candidate.kind in ("span", "unclosed"):
+                measured = loss.Loss(whole_content, loss.nonblank(values.encode(outcome.value)))
+                if measured.refused:
+                    refusal = measured.describe("reading one region of the broken JSON document")
+                    failures.append((candidate, decoding.DecodeFailure(refusal, 0, refused=True)))
+                    run.emit("output.coercion.fail", "extract", detail=refusal)
+                    continue
+                lost = measured.lost
+            yield self._carry(candidate, outcome, run, lost)
 
-    def _extract(self, text: str) -> extract.Extraction:
+    def _record_tolerant_failure(
+        self,
+        failure: decoding.DecodeFailure,
+        tier: int,
+        candidate: extract.Candidate,
+        run: Run,
+    ) -> None:
+        name = decoding.TIER_NAMES[tier]
+        if failure.skipped:
+            before = f"{candidate.size:,} characters"
+            run.change("", "tolerant", f"skip_{name}", before, None, detail=failure.message)
+        run.emit("output.coercion.fail", "tolerant", transforms=(name,), detail=failure.message)
+
+    def _extract(self, text: str, deadline: Deadline) -> extract.Extraction:
         options = self.options
+        deadline.enter("extract")
         if "extract" in options.stages:
-            extraction = extract.candidates(text, self._wanted, collect=self._collect)
+            extraction = extract.candidates(
+                text, self._wanted, collect=self._collect, deadline=deadline
+            )
         else:
             stripped = text.strip()
-            whole = extract.Candidate(stripped, "whole", extract.root_of(stripped))
-            scanned = extract.scan(text)
+            lead = len(text) - len(text.lstrip())
+            whole = extract.Candidate(stripped, "whole", extract.root_of(stripped), (), 0, lead)
+            scanned = extract.scan(text, deadline)
             extraction = extract.Extraction(
                 [whole], text, [], scanned.deepest, True, scanned.unmatched
             )
@@ -369,31 +452,42 @@ class Pipeline(Generic[T]):
         return extraction
 
     def _decode(
-        self, candidate: extract.Candidate, tier: int
+        self, candidate: extract.Candidate, tier: int, deadline: Deadline
     ) -> decoding.Decoded | decoding.DecodeFailure:
         text = candidate.text
+        options = self.options
         if tier == 0:
             outcome = decoding.decode(text, 0)
             if (
                 isinstance(outcome, decoding.DecodeFailure)
-                and "unescape" in self.options.stages
+                and "unescape" in options.stages
                 and unescape.looks_escaped(text)
             ):
-                inner = unescape.unescape_text(text)
-                if inner is not None:
+                # JSON whose quotes are escaped, once per level the setting allows.
+                deadline.enter("unescape")
+                for _ in range(options.unescape_depth):
+                    deadline.check()
+                    inner = unescape.unescape_text(text)
+                    if inner is None:
+                        break
                     retry = decoding.decode(inner, 0)
                     if isinstance(retry, decoding.Decoded):
                         return decoding.Decoded(retry.value, 0, "unescaped")
+                    text = inner
             return outcome
-        return decoding.decode_tier(text, tier)
+        return decoding.decode_tier(
+            text, tier, deadline=deadline, max_repair_chars=options.max_repair_chars
+        )
 
     def _carry(
-        self, candidate: extract.Candidate, value: Any, parent: Run, tier: int, detail: str
+        self, candidate: extract.Candidate, decoded: decoding.Decoded, parent: Run, lost: int = 0
     ) -> _Attempt:
         """Take one decoded candidate through unescape, processors, coercion and validation."""
         options = self.options
-        run = Run(parent.schema_hash, parent.deadline, list(parent.changes), list(parent.events))
-        self._record_extraction(candidate, run)
+        value, tier, detail = decoded.value, decoded.tier, decoded.detail
+        deadline = parent.deadline
+        run = Run(parent.schema_hash, deadline, list(parent.changes), list(parent.events))
+        self._record_extraction(candidate, run, lost)
         if detail == "unescaped":
             run.change("", "syntactic", "unescape_text", clip(candidate.text), preview(value))
             run.emit("output.coercion.success", "syntactic", transforms=("unescape_text",))
@@ -402,11 +496,12 @@ class Pipeline(Generic[T]):
             failure = decoding.strict_failure(candidate.text)
             before = failure.around(candidate.text) if failure else clip(candidate.text)
             after = preview(value, _TEXT_STAGE_PREVIEW)
-            run.change("", "tolerant", name, before, after, detail=detail)
+            run.change("", "tolerant", name, before, after, detail=detail, lost=decoded.lost)
             run.emit("output.coercion.attempt", "tolerant", transforms=(name,))
             run.emit("output.coercion.success", "tolerant", transforms=(name,), detail=detail)
         if "unescape" in options.stages and not self._string_root:
-            unwrapped, levels = unescape.unescape_value(value, options.unescape_depth)
+            deadline.enter("unescape")
+            unwrapped, levels = unescape.unescape_value(value, options.unescape_depth, deadline)
             if levels:
                 run.change(
                     "", "syntactic", "decode_nested_json", preview(value), preview(unwrapped)
@@ -419,17 +514,19 @@ class Pipeline(Generic[T]):
                 )
                 value = unwrapped
         value = self._process_value("after_decode", value, run)
+        deadline.enter("coerce")
         if "coerce" in options.stages and not self.compiled.is_valid(value):
             run.emit("output.coercion.attempt", "semantic")
-            coercion = self._coercer.coerce(value)
+            coercion = self._coercer.coerce(value, deadline)
             value = coercion.value
             run.changes.extend(coercion.changes)
             for path, branch in coercion.branches:
                 run.emit("output.coercion.success", "semantic", branch_index=branch, path=path)
         value = self._process_value("after_coerce", value, run)
+        deadline.enter("validate")
         if self._defaults is not None and self.compiled.is_valid(value):
-            value = self._fill_defaults(self._defaults, value, run.changes)
-        found = violations(self.compiled, value)
+            value = self._fill_defaults(self._defaults, value, run.changes, deadline)
+        found = violations(self.compiled, value, deadline)
         typed = None
         if not found and self.adapter is not None:
             try:
@@ -442,18 +539,21 @@ class Pipeline(Generic[T]):
             run.emit(outcome, "semantic", transforms=semantic)
         return _Attempt(candidate, value, run, found, typed)
 
-    def _record_extraction(self, candidate: extract.Candidate, run: Run) -> None:
+    def _record_extraction(self, candidate: extract.Candidate, run: Run, lost: int = 0) -> None:
         if not candidate.transforms:
             return
-        for transform in candidate.transforms:
-            run.change("", "extract", transform, None, clip(candidate.text, _TEXT_STAGE_PREVIEW))
+        after = clip(candidate.text, _TEXT_STAGE_PREVIEW)
+        last = len(candidate.transforms) - 1
+        for index, transform in enumerate(candidate.transforms):
+            # What a region read alone leaves out is lost by its extraction, the last step.
+            run.change("", "extract", transform, None, after, lost=lost if index == last else 0)
         run.emit("output.coercion.success", "extract", transforms=candidate.transforms)
 
     # -- processors -----------------------------------------------------------------------
 
     def _process_text(self, text: str, run: Run) -> str:
         for processor in self._at["before_extract"]:
-            updated = processor.fn(text)
+            updated = _call(processor, text)
             if not isinstance(updated, str):
                 raise UsageError(
                     f"processor {processor.label!r} must return text, got {type(updated).__name__}",
@@ -467,7 +567,7 @@ class Pipeline(Generic[T]):
 
     def _process_value(self, point: ProcessorPoint, value: Any, run: Run) -> Any:
         for processor in self._at[point]:
-            updated = processor.fn(value)
+            updated = _call(processor, value)
             if updated != value:
                 run.change(
                     "", "custom", processor.label, preview(value), preview(updated), detail=point
@@ -495,7 +595,14 @@ class Pipeline(Generic[T]):
         dispatch(result.events, self.observers)
         return result
 
-    def _fail(self, text: str, value: Any, run: Run, found: Sequence[Violation]) -> ParseResult[T]:
+    def _fail(
+        self,
+        text: str,
+        value: Any,
+        run: Run,
+        found: Sequence[Violation],
+        notes: Sequence[str] = (),
+    ) -> ParseResult[T]:
         hint = RetryHint(tuple(found))
         run.emit("output.coercion.fail", "validate", detail=found[0].line() if found else "")
         if self.options.shadow:
@@ -516,6 +623,10 @@ class Pipeline(Generic[T]):
             fix = "level 'full' also repairs malformed JSON" if self.options.tolerance < 2 else None
         else:
             what, fix = "the reply does not match the schema", None
+        if notes:
+            what += " (" + "; ".join(dict.fromkeys(notes)) + ")"
+            if any("max_repair_chars" in note for note in notes):
+                fix = "raise the 'max_repair_chars' option to let json-repair read the region"
         raise OutputError(what, hint=hint, result=result, fix=fix)
 
     def _shadow(
@@ -592,6 +703,59 @@ class Pipeline(Generic[T]):
         return _syntax(
             f"the JSON is malformed ({failure.message} near {failure.around(candidate.text)!r})"
         )
+
+
+class _Regions:
+    """Where the regions the strict decoder read lie in the reply, to ask whether a candidate
+    contains one (a candidate's region is [start, start + size))."""
+
+    __slots__ = ("_dirty", "_starts")
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._dirty = False
+
+    def add(self, candidate: extract.Candidate) -> None:
+        self._starts.append(candidate.start)
+        self._dirty = True
+
+    def inside(self, candidate: extract.Candidate) -> bool:
+        """Whether a strictly read region starts inside `candidate` (regions found by
+        extraction are disjoint or nested, so one that starts inside lies inside)."""
+        if not self._starts:
+            return False
+        if self._dirty:
+            self._starts.sort()
+            self._dirty = False
+        index = bisect.bisect_left(self._starts, candidate.start)
+        return index < len(self._starts) and self._starts[index] < candidate.start + candidate.size
+
+
+def _refuse_surrogates(text: str) -> None:
+    """A reply holding a lone surrogate (half of a UTF-16 pair) is not Unicode text: no JSON
+    encoder or validator can take it, so it is refused up front, naming where."""
+    position = values.first_surrogate(text)
+    if position is not None:
+        raise InputError(
+            f"the reply is not valid Unicode: a lone surrogate (U+{ord(text[position]):04X})",
+            where=f"character {position}",
+            fix="decode the model's bytes as UTF-8 before parsing, replacing broken sequences "
+            "with U+FFFD",
+        )
+
+
+def _call(processor: Processor, value: Any) -> Any:
+    """Run a user's processor; its failure is a UsageError naming it, not a crash of ours."""
+    try:
+        return processor.fn(value)
+    except OutformError:
+        raise
+    except Exception as exc:
+        raise UsageError(
+            f"processor {processor.label!r} raised {type(exc).__name__}: {exc}",
+            where=processor.at,
+            fix="make the processor return its input unchanged when it does not apply",
+        ) from exc
 
 
 def _syntax(found: str) -> Violation:

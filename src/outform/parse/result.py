@@ -17,7 +17,11 @@ FROM_TEXT: Final = object()
 @dataclass(frozen=True, slots=True)
 class Change:
     """One intervention: at `path` (a JSON pointer, "" for the whole reply), `stage` applied
-    `transform`, turning `before` into `after`. Text stages store short previews."""
+    `transform`, turning `before` into `after`. Text stages store short previews.
+
+    `lost` counts the characters of the reply's content the change discarded (see "Loss" in
+    docs/pipeline.md); a change with `lost > 0` is `lossy`.
+    """
 
     path: str
     stage: EventStage
@@ -25,6 +29,11 @@ class Change:
     before: Any
     after: Any
     detail: str = ""
+    lost: int = 0
+
+    @property
+    def lossy(self) -> bool:
+        return self.lost > 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -34,6 +43,8 @@ class Change:
             "before": self.before,
             "after": self.after,
             "detail": self.detail,
+            "lossy": self.lossy,
+            "lost": self.lost,
         }
 
 
@@ -78,6 +89,11 @@ class ParseResult(Generic[T]):
     @property
     def repaired(self) -> bool:
         return bool(self.changes)
+
+    @property
+    def lossy(self) -> bool:
+        """Whether any change discarded content of the reply (each such change says how much)."""
+        return any(c.lost for c in self.changes)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -1,17 +1,21 @@
-"""Stage *unescape*: undo JSON that was encoded as a JSON string, once or twice.
+"""Stage *unescape*: undo JSON that was encoded as a JSON string, once or several times.
 
 Models (and tools in between) sometimes return `"{\\"k\\": 1}"`: a string whose content is the
-JSON that was wanted, or the same text without the outer quotes. Decoding is bounded by depth
-(default 2) and by the size of the string, so a hostile reply cannot make it loop or balloon.
+JSON that was wanted, or the same text without the outer quotes; a chain of tools can quote it
+again at every step. Decoding goes as deep as `unescape_depth` says; every level is one linear
+decode of a shorter string, and the deadline is checked before each.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-_MAX_UNESCAPE_CHARS = 10_000_000
+if TYPE_CHECKING:
+    from outform.parse.context import Deadline
+
+_OPENERS = ("{", "[")
 
 
 def looks_escaped(text: str) -> bool:
@@ -22,31 +26,36 @@ def looks_escaped(text: str) -> bool:
 
 def unescape_text(text: str) -> str | None:
     """Read `text` as the body of a JSON string literal; None when it is not one."""
-    if len(text) > _MAX_UNESCAPE_CHARS:
-        return None
     try:
         inner = orjson.loads(b'"' + text.encode() + b'"')
-    except orjson.JSONDecodeError:
+    except (orjson.JSONDecodeError, UnicodeEncodeError):
         return None
     return inner if isinstance(inner, str) and inner != text else None
 
 
-def unescape_value(value: Any, depth: int) -> tuple[Any, int]:
-    """Decode a string holding an object or array, up to `depth` levels.
+def unescape_value(value: Any, depth: int, deadline: Deadline | None = None) -> tuple[Any, int]:
+    """Decode a string holding an object or array (possibly quoted again, level after level),
+    up to `depth` levels.
 
-    Returns the value and how many levels were decoded (0 when nothing was done).
+    Returns the value and how many levels were decoded (0 when nothing was done). A chain that
+    ends in plain text, not an object or array, is left as it was.
     """
     levels = 0
-    while levels < depth and isinstance(value, str) and len(value) <= _MAX_UNESCAPE_CHARS:
-        inner = value.strip()
+    current = value
+    while levels < depth and isinstance(current, str):
+        if deadline is not None:
+            deadline.check()
+        inner = current.strip()
         if inner[:1] not in ("{", "[", '"'):
             break
         try:
             decoded = orjson.loads(inner)
         except orjson.JSONDecodeError:
             break
-        if isinstance(decoded, str) and decoded.strip()[:1] not in ("{", "["):
+        if isinstance(decoded, str) and decoded.strip()[:1] not in ("{", "[", '"'):
             break
-        value = decoded
+        current = decoded
         levels += 1
-    return value, levels
+    if isinstance(current, str) and not current.strip().startswith(_OPENERS):
+        return value, 0  # only quotes were removed: no JSON value came out
+    return current, levels

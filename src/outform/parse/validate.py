@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema_rs
 from pydantic import ValidationError as PydanticValidationError
@@ -11,14 +11,23 @@ from outform.parse.hint import Violation, describe, preview
 from outform.schema import pointer
 from outform.schema.compiled import CompiledSchema
 
+if TYPE_CHECKING:
+    from outform.parse.context import Deadline
+
 _TYPE_KEYWORDS = {"type"}
 _MISSING = {"required", "dependentRequired", "dependencies"}
 _UNEXPECTED = {"additionalProperties", "unevaluatedProperties", "propertyNames"}
 
 
-def violations(compiled: CompiledSchema, value: Any) -> tuple[Violation, ...]:
+def violations(
+    compiled: CompiledSchema, value: Any, deadline: Deadline | None = None
+) -> tuple[Violation, ...]:
     """Every reason `value` does not validate, in document order (empty when it validates)."""
-    found = [_violation(compiled, error) for error in compiled.errors(value)]
+    found = []
+    for error in compiled.errors(value):
+        if deadline is not None:
+            deadline.check()  # an error can cost milliseconds (an enum of a million members)
+        found.append(_violation(compiled, error))
     found.sort(key=lambda v: (_document_order(v.path), v.kind))
     return tuple(found)
 

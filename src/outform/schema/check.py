@@ -14,11 +14,12 @@ from typing import Any
 
 import jsonschema_rs
 
-from outform.errors import SchemaError
+from outform.errors import SchemaError, guarded
 from outform.schema import pointer
 from outform.schema.satisfiable import find_empty
 
 
+@guarded("schema")
 def check_schema(schema: Any, *, where: str = "schema") -> None:
     """Raise SchemaError, naming the location and the fix, when the schema cannot be used."""
     if not isinstance(schema, Mapping):

@@ -10,15 +10,17 @@ from __future__ import annotations
 import threading
 import urllib.parse
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar, cast
 
 import jsonschema_rs
 
-from outform.errors import SchemaError
+from outform.errors import SchemaError, guarded
 from outform.schema import pointer
 from outform.schema.canonical import canonical_json, schema_hash
 from outform.schema.check import check_schema
+
+T = TypeVar("T")
 
 _ROOT_URI = "https://schema.outform.invalid/root.json"
 """Where an anonymous document is registered for sub-schema validators. Hierarchical (unlike a
@@ -28,7 +30,7 @@ _ROOT_URI = "https://schema.outform.invalid/root.json"
 class CompiledSchema:
     """A validated, compiled JSON Schema with helpers to navigate it."""
 
-    __slots__ = ("_registry", "_sub", "hash", "root", "validator")
+    __slots__ = ("_memo", "_registry", "_resolved", "_sub", "hash", "root", "validator")
 
     def __init__(self, schema: Mapping[str, Any], *, where: str = "schema") -> None:
         check_schema(schema, where=where)
@@ -44,6 +46,17 @@ class CompiledSchema:
             ) from None
         self._registry: jsonschema_rs.Registry | None = None
         self._sub: dict[str, jsonschema_rs.Validator] = {}
+        self._resolved: dict[str, tuple[str, Any]] = {}
+        self._memo: dict[Any, Any] = {}
+
+    def memo(self, key: Any, build: Callable[[], T]) -> T:
+        """A value derived from this schema (an index, a plan), built once on first use and
+        kept as long as the compiled schema is."""
+        try:
+            return cast(T, self._memo[key])
+        except KeyError:
+            value = self._memo[key] = build()
+            return value
 
     def is_valid(self, value: Any) -> bool:
         return bool(self.validator.is_valid(value))
@@ -77,6 +90,13 @@ class CompiledSchema:
         A `$ref` with sibling keywords is returned as-is (the caller sees both); a chain that
         loops or leaves the document stops at the last resolvable node.
         """
+        known = self._resolved.get(location)
+        if known is not None:
+            return known
+        resolved = self._resolved[location] = self._resolve(location)
+        return resolved
+
+    def _resolve(self, location: str) -> tuple[str, Any]:
         node = self.node(location)
         seen = {location}
         while isinstance(node, dict) and isinstance(node.get("$ref"), str) and len(node) == 1:
@@ -132,6 +152,7 @@ _cache_lock = threading.Lock()
 _CACHE_SIZE = 256
 
 
+@guarded("schema")
 def compile_schema(schema: Mapping[str, Any]) -> CompiledSchema:
     """Compile a schema, reusing the result for schemas with the same canonical JSON. The
     compiled schema keeps the caller's dict (and so its key order), not the canonical form."""

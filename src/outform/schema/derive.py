@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import PydanticUserError, TypeAdapter
 from pydantic.errors import PydanticSchemaGenerationError
 
-from outform.errors import SchemaError
+from outform.errors import SchemaError, guarded
 
 
 def adapter_for(output_type: Any) -> TypeAdapter[Any]:
@@ -68,6 +68,7 @@ def _kind(value: Any) -> str:
     return f"a value of type {type(value).__name__}"
 
 
+@guarded("schema")
 def schema_of(output_type: Any) -> dict[str, Any]:
     """The JSON Schema (validation mode) Pydantic generates for the type."""
     adapter = adapter_for(output_type)

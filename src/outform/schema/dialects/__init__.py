@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from outform.errors import SchemaError
+from outform.errors import SchemaError, guarded
 from outform.schema.compiled import compile_schema
 from outform.schema.dialects import (
     anthropic,
@@ -93,6 +93,7 @@ def get(name: str | DialectRules) -> DialectRules:
     return DIALECTS[dialect]
 
 
+@guarded("schema")
 def translate(
     schema: Mapping[str, Any],
     dialect: str | DialectRules,
@@ -129,6 +130,7 @@ def translate(
     )
 
 
+@guarded("schema")
 def check_rules(schema: Any, dialect: str | DialectRules) -> list[Problem]:
     """Every documented rule of `dialect` that `schema` (a wire schema) breaks."""
     return _check_rules(schema, get(dialect))

@@ -18,7 +18,7 @@ import jsonschema_rs
 import orjson
 
 from outform.errors import DialectError
-from outform.schema import pointer
+from outform.schema import patterns, pointer
 from outform.schema.dialects import analysis
 from outform.schema.dialects.codec import (
     Array,
@@ -1178,7 +1178,9 @@ class _ObjectShape:
         for name in self.required:
             if name in out:
                 continue
-            matching = [part for _, pattern, part in self.patterns if _search(pattern, name)]
+            matching = [
+                part for _, pattern, part in self.patterns if patterns.search(pattern, name)
+            ]
             out[name] = matching or list(self.values) or [Part(self.loc, {})]
         return out
 
@@ -1360,13 +1362,6 @@ def _number(value: Any) -> bool:
 def _plain(value: Any) -> bool:
     """An annotation value safe to copy (no sub-schema that would need translating)."""
     return not isinstance(value, dict)
-
-
-def _search(pattern: str, name: str) -> bool:
-    try:
-        return re.search(pattern, name) is not None
-    except re.error:
-        return False
 
 
 def _hint(notes: list[tuple[str, Any]]) -> str:

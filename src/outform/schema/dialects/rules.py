@@ -203,8 +203,10 @@ _INLINE_FLAGS = re.compile(r"\(\?[a-zA-Z]+[:)]")
 def _escaped(pattern: str, regex: re.Pattern[str]) -> bool:
     """Whether `regex` matches in `pattern` at a position not preceded by a backslash escape."""
     for match in regex.finditer(pattern):
-        slashes = len(pattern[: match.start()]) - len(pattern[: match.start()].rstrip("\\"))
-        if slashes % 2 == 0:
+        before = match.start()
+        while before and pattern[before - 1] == "\\":
+            before -= 1  # only the run of backslashes is read: linear in the pattern
+        if (match.start() - before) % 2 == 0:
             return True
     return False
 

@@ -1,0 +1,195 @@
+"""JSON values as outform holds them: exact integers, finite numbers, valid Unicode.
+
+orjson, the strict decoder, reads an integer beyond 64 bits as a float (losing digits), and
+json-repair reads `1e400` as infinity and `"\\ud800"` as a lone surrogate. None of these is a
+JSON value a caller can use, so the decode stage reads long integers exactly
+(:func:`decode_exact`) and refuses values with a :func:`flaw`; the coerce stage writes numbers
+as text with every digit (:func:`number_text`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+if TYPE_CHECKING:
+    from outform.parse.context import Deadline
+
+_LONG_INTEGER = re.compile(r"[0-9]{19}")
+"""19 digits: the shortest integer orjson may read as a float (below -2**63)."""
+
+
+def may_be_inexact(text: str) -> bool:
+    """Whether orjson's reading of `text` may have turned an integer into a float."""
+    return _LONG_INTEGER.search(text) is not None
+
+
+def decode_exact(text: str) -> Any:
+    """Decode valid JSON keeping every digit of every integer (the standard library's reader).
+
+    Raises ValueError for an integer too long for Python to read (over 4300 digits) and for
+    non-finite numbers."""
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text} is out of range")
+    return value
+
+
+def encode(value: Any) -> str:
+    """Compact JSON text of a value, integers of any size included; a non-finite number (read
+    from JSON5's `Infinity` or `NaN`) is written as JSON5 spells it, never as `null`."""
+    if _nonfinite(value):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:  # an integer beyond 64 bits
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _nonfinite(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def number_text(number: int | float) -> str | None:
+    """A number written as JSON with every digit, or None when it cannot be (non-finite, or
+    an integer longer than Python writes out)."""
+    if isinstance(number, int):
+        try:
+            return str(int(number))
+        except ValueError:
+            return None
+    if not math.isfinite(number):
+        return None
+    return orjson.dumps(number).decode()
+
+
+def flaw(value: Any, deadline: Deadline | None = None, *, nonfinite: bool = False) -> str | None:
+    """What makes `value` not a JSON value (a lone surrogate, a key that is not a string, a
+    non-finite number unless `nonfinite` says the reader only makes those from the words
+    `Infinity` and `NaN`), or None. One walk, bounded by the deadline."""
+    stack = [value]
+    steps = 0
+    while stack:
+        item = stack.pop()
+        steps += 1
+        if deadline is not None and not steps & 1023:
+            deadline.check()
+        if isinstance(item, str):
+            if not item.isascii() and (bad := _surrogate(item)) is not None:
+                return (
+                    f"a lone surrogate (\\u{ord(bad):04x}) in a string, which is not Unicode text"
+                )
+        elif isinstance(item, float):
+            if not nonfinite and not math.isfinite(item):
+                return f"a number out of range ({item}), which JSON cannot hold"
+        elif isinstance(item, dict):
+            for key in item:
+                if not isinstance(key, str):
+                    return f"a key that is not a string ({key!r})"
+                stack.append(key)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
+
+
+def _surrogate(text: str) -> str | None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return text[exc.start]
+    return None
+
+
+def first_surrogate(text: str) -> int | None:
+    """The index of the first lone surrogate in `text`, or None when it is valid Unicode."""
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return None
+
+
+_INT64_MIN = -(2**63)
+_UINT64_MAX = 2**64 - 1
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SCHEMA_NODES = (
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "prefixItems",
+    "items",
+    "additionalItems",
+    "additionalProperties",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "propertyNames",
+    "contains",
+    "not",
+    "if",
+    "then",
+    "else",
+)
+
+
+def within_64_bits(schema: Any) -> Any:
+    """`schema` with every integer-typed node also bounded to 64-bit integers, or None when no
+    node is integer-typed.
+
+    The fast path validates orjson's reading of a reply, in which an integer beyond 64 bits is
+    already a float that an `integer` node accepts (its value is whole): a validator of this
+    schema sends such a reply to the slow path instead, which reads it exactly.
+    """
+    changed = False
+
+    def walk(node: Any) -> Any:
+        nonlocal changed
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        out = dict(node)
+        for key in _SCHEMA_MAPS:
+            if isinstance(node.get(key), dict):
+                out[key] = {name: walk(child) for name, child in node[key].items()}
+        for key in _SCHEMA_NODES:
+            if isinstance(node.get(key), dict | list):
+                out[key] = walk(node[key])
+        kind = node.get("type")
+        if kind == "integer" or (isinstance(kind, list) and "integer" in kind):
+            for keyword, bound, tighter in (
+                ("minimum", _INT64_MIN, max),
+                ("maximum", _UINT64_MAX, min),
+            ):
+                own = node.get(keyword)
+                if own is None or (isinstance(own, int | float) and not isinstance(own, bool)):
+                    out[keyword] = bound if own is None else tighter(own, bound)
+                    changed = True
+        return out
+
+    bounded = walk(schema)
+    return bounded if changed else None

@@ -1,0 +1,71 @@
+"""Enum members indexed once per compiled schema, so that a large enum costs lookups, not scans
+(issue 9: one member of a million named in a sentence took a minute)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import outform
+from outform import OutputError, Pipeline
+from outform.parse import choices as choices_module
+from outform.parse.choices import Choices
+
+MANY = [f"member{i}" for i in range(200_000)]
+SCHEMA = {"type": "object", "properties": {"c": {"enum": MANY}}, "required": ["c"]}
+
+
+def test_json_equality_decides_membership() -> None:
+    members = Choices(["a", 1, True, None, [1, 2], {"k": "v"}])
+    assert "a" in members and 1.0 in members and True in members and None in members
+    assert [1, 2] in members and {"k": "v"} in members
+    assert 1 not in Choices([True]) and True not in Choices([1])
+    assert "b" not in members and [2, 1] not in members
+
+
+def test_a_word_names_the_members_equal_up_to_case_accents_and_punctuation() -> None:
+    members = Choices(["EUR", "Café", "usd", "USD"])
+    assert members.named("**eur**") == ["EUR"]
+    assert members.named("cafe") == ["Café"]
+    assert members.named("Usd") == ["usd", "USD"]  # two members: the caller refuses to guess
+    assert members.named("gbp") == []
+
+
+def test_a_sentence_mentions_one_member_as_a_whole_word() -> None:
+    members = Choices(["low", "MEDIUM", "high", "1040", "1040-X"])
+    assert members.mentioned("I'd say MEDIUM, not much more") == "MEDIUM"
+    assert members.mentioned("file the 1040-X form") == "1040-X"
+    assert members.mentioned("mediums are lower") is None
+    assert members.mentioned("low or high") is None
+    assert members.mentioned("Medium.") == "MEDIUM"  # case and accents ignored second
+
+
+@pytest.mark.parametrize("member", ["member0", "member123456", "member199999"])
+def test_a_member_of_a_large_enum_named_in_a_sentence_is_found(member: str) -> None:
+    pipeline = Pipeline(SCHEMA, level="full")
+    result = pipeline.run(f'{{"c": "I think {member} is right"}}')
+    assert result.value == {"c": member}
+
+
+def test_the_index_is_built_once_per_compiled_schema(monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[int] = []
+    real = choices_module._Index.__init__
+
+    def counting(self: Any, members: list[str], keys: list[str]) -> None:
+        built.append(len(members))
+        real(self, members, keys)
+
+    monkeypatch.setattr(choices_module._Index, "__init__", counting)
+    schema = {"type": "object", "properties": {"c": {"enum": [f"m{i}" for i in range(5000)]}}}
+    for member in ("m1", "m2", "m4999"):
+        reply = f'{{"c": "it is {member.upper()}"}}'  # upper case: the folded index is needed
+        assert outform.parse(reply, schema, level="full").value == {"c": member}
+        reply = f'{{"c": "{member.upper()}"}}'  # a word: the token index
+        assert outform.parse(reply, schema, level="full").value == {"c": member}
+    assert built == [5000, 5000]
+
+
+def test_a_sentence_naming_two_members_of_a_large_enum_is_refused() -> None:
+    with pytest.raises(OutputError):
+        Pipeline(SCHEMA, level="full").run('{"c": "member1 or member2"}')

@@ -1,0 +1,91 @@
+"""Only outform's errors leave parse, Pipeline, the stream parser and the schema functions: a
+fault of outform's own becomes an InternalError naming the stage (issue 9)."""
+
+from __future__ import annotations
+
+import contextlib
+import pickle
+from typing import Any
+
+import pytest
+
+import outform
+from outform import Processor, UsageError
+from outform.errors import InternalError, OutformError
+from outform.parse import coerce, extract
+from outform.schema import compiled as compiled_module
+from outform.schema import dialects
+from outform.streaming import StreamParser
+
+
+def broken(*args: Any, **kwargs: Any) -> Any:
+    raise TypeError("a fault inside outform")
+
+
+@pytest.mark.parametrize(
+    ("module", "name", "stage", "reply"),
+    [
+        (extract, "scan", "extract", 'Here: {"a": "1"}'),
+        (coerce._Walk, "own", "coerce", '{"a": "1"}'),
+    ],
+)
+def test_a_stray_exception_in_a_stage_becomes_an_internal_error_naming_it(
+    monkeypatch: pytest.MonkeyPatch, module: Any, name: str, stage: str, reply: str
+) -> None:
+    monkeypatch.setattr(module, name, broken)
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    with pytest.raises(InternalError) as caught:
+        outform.parse(reply, schema)
+    error = caught.value
+    assert error.stage == stage
+    assert f"stage {stage!r}" in error.what and "TypeError: a fault inside outform" in error.what
+    assert isinstance(error.__cause__, TypeError)
+    assert error.fix is not None and "bug" in error.fix
+
+
+def test_an_internal_error_survives_pickling() -> None:
+    error = InternalError("outform failed", stage="coerce")
+    copy = pickle.loads(pickle.dumps(error))
+    assert (copy.what, copy.stage) == ("outform failed", "coerce")
+
+
+def test_the_stream_parser_wraps_a_stray_exception(monkeypatch: pytest.MonkeyPatch) -> None:
+    parser: StreamParser[Any] = StreamParser({"type": "object"})
+    monkeypatch.setattr(parser.parser, "feed", broken)
+    with pytest.raises(InternalError) as caught:
+        parser.feed('{"a": 1}')
+    assert caught.value.stage == "stream"
+
+
+def test_the_schema_functions_wrap_a_stray_exception(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(compiled_module, "CompiledSchema", broken)
+    with pytest.raises(InternalError):
+        compiled_module.compile_schema({"type": "object", "title": "never compiled before"})
+    with pytest.raises(InternalError):
+        dialects.translate({"type": "object", "title": "neither"}, "openai")
+
+
+def test_an_exception_of_a_processor_is_a_usage_error_naming_it() -> None:
+    def explode(text: str) -> str:
+        raise ValueError("no")
+
+    with pytest.raises(UsageError) as caught:
+        outform.parse(
+            '{"a": 1}', {"type": "object"}, processors=[Processor("before_extract", explode)]
+        )
+    assert "'explode' raised ValueError: no" in caught.value.what
+    assert caught.value.where == "before_extract"
+
+
+@pytest.mark.parametrize(
+    "reply",
+    ['["\ud800"]', "\ud800", "1" * 30, "[" + "1" * 30 + "]", '{"a": 1e400}', "[NaN]", '"\\ud800"'],
+)
+@pytest.mark.parametrize("level", ["off", "minimal", "full"])
+@pytest.mark.parametrize(
+    "schema",
+    [{"type": "integer"}, {"type": "string"}, {"type": "array", "items": {"type": "string"}}, {}],
+)
+def test_edge_values_raise_only_outform_errors(reply: str, level: str, schema: Any) -> None:
+    with contextlib.suppress(OutformError):
+        outform.parse(reply, schema, level=level)

@@ -1,0 +1,185 @@
+"""Values never change silently: exact integers, no invented infinities, valid Unicode, and an
+enum member is never picked out of JSON's keys (issue 9)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import outform
+from outform import InputError, OutputError
+from outform.errors import StreamAbortedError
+from outform.parse.values import decode_exact, encode, flaw, number_text
+from outform.streaming import StreamParser
+
+BIG = "12345678901234567890123"
+
+
+def field(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": {"a": schema}, "required": ["a"]}
+
+
+# -- integers beyond 64 bits ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reply", "level"),
+    [
+        (f'{{"a": {BIG}}}', "minimal"),
+        (f'{{"a": {BIG}}}', "full"),
+        (f'{{"a": [{BIG}]}}', "minimal"),
+        (f"Sure: {{'a': {BIG}}}", "full"),  # pyjson5
+        (f"{{'a': {BIG}", "full"),  # json-repair
+    ],
+)
+def test_a_big_integer_coerced_to_a_string_keeps_every_digit(reply: str, level: str) -> None:
+    result = outform.parse(reply, field({"type": "string"}), level=level)
+    assert result.value == {"a": BIG}
+
+
+@pytest.mark.parametrize("level", ["minimal", "full"])
+def test_a_big_integer_in_a_list_wanted_as_text_is_written_exactly(level: str) -> None:
+    schema = field({"type": "string"})
+    reply = f'{{"a": [1, {BIG}, -{BIG}]}}'
+    if level == "minimal":
+        with pytest.raises(OutputError):  # a list becomes its JSON text only at level full
+            outform.parse(reply, schema, level=level)
+        return
+    assert outform.parse(reply, schema, level=level).value == {"a": f"[1,{BIG},-{BIG}]"}
+
+
+@pytest.mark.parametrize(
+    ("reply", "schema", "expected"),
+    [
+        (f'{{"a": {BIG}}}', field({"type": "integer"}), {"a": int(BIG)}),
+        (f'{{"a": -{BIG}}}', field({"type": ["integer", "null"]}), {"a": -int(BIG)}),
+        (BIG, {"type": "integer"}, int(BIG)),
+        (f'{{"a": {BIG}}}', field({"type": "integer", "maximum": 10**30}), {"a": int(BIG)}),
+    ],
+)
+def test_an_integer_field_holds_an_integer_beyond_64_bits_exactly(
+    reply: str, schema: dict[str, Any], expected: Any
+) -> None:
+    """orjson reads such an integer as a float, which an integer field accepts (its value is
+    whole): the fast path bounds integer fields to 64 bits, and the slow path reads exactly."""
+    result = outform.parse(reply, schema)
+    assert result.value == expected
+    assert isinstance(result.value["a"] if isinstance(expected, dict) else result.value, int)
+    assert not result.changes
+
+
+def test_a_big_integer_matches_an_enum_member_written_as_text() -> None:
+    assert outform.parse(f'{{"a": {BIG}}}', field({"enum": [BIG, "0"]})).value == {"a": BIG}
+
+
+@pytest.mark.parametrize("level", ["minimal", "full"])
+def test_an_integer_too_long_for_python_to_write_out_is_kept_as_written_or_refused(
+    level: str,
+) -> None:
+    digits = "9" * 5000  # over Python's limit of 4300 digits for int <-> str
+    try:
+        result = outform.parse(f'{{"a": {digits}}}', field({"type": "string"}), level=level)
+    except OutputError:
+        assert level == "minimal"
+        return
+    assert result.value == {"a": digits}
+
+
+def test_the_exact_reader_keeps_digits_and_refuses_what_json_cannot_hold() -> None:
+    assert decode_exact(f"[{BIG}, 1.5]") == [int(BIG), 1.5]
+    for text in ("[NaN]", "[Infinity]", "[1e400]"):
+        with pytest.raises(ValueError):
+            decode_exact(text)
+
+
+def test_numbers_are_written_with_every_digit_or_not_at_all() -> None:
+    assert number_text(int(BIG)) == BIG
+    assert number_text(0.1) == "0.1"
+    assert number_text(float("inf")) is None
+    assert number_text(float("nan")) is None
+
+
+def test_encoding_never_writes_an_infinity_as_null() -> None:
+    assert encode([float("inf"), int(BIG)]) == f"[Infinity,{BIG}]"
+    assert encode({"a": [1, 2]}) == '{"a":[1,2]}'
+
+
+# -- numbers out of range -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("schema", [{"type": "string"}, {"type": "number"}, {}])
+def test_1e400_never_becomes_null_or_infinity(schema: dict[str, Any]) -> None:
+    with pytest.raises(OutputError) as caught:
+        outform.parse('{"a": 1e400}', field(schema), level="full")
+    assert "out of range" in caught.value.what
+
+
+def test_1e400_as_the_whole_reply_for_a_string_is_the_text_as_written() -> None:
+    assert outform.parse("1e400", {"type": "string"}, level="full").value == "1e400"
+
+
+def test_json5_infinity_spelled_out_is_read_as_written() -> None:
+    result = outform.parse("[Infinity, -Infinity]", {"type": "array"}, level="full")
+    assert result.value == [float("inf"), float("-inf")]
+
+
+def test_a_value_with_a_flaw_says_which() -> None:
+    assert flaw({"a": [float("inf")]}) is not None
+    assert flaw({"a": [float("inf")]}, nonfinite=True) is None
+    assert "surrogate" in (flaw(["\ud800"]) or "")
+    assert "key" in (flaw({1: "a"}) or "")
+    assert flaw({"a": ["é", 1.5, None]}) is None
+
+
+# -- lone surrogates ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reply", "schema", "level", "where"),
+    [
+        ('["\ud800"]', {"type": "integer"}, "full", "character 2"),
+        ("\ud800", {"type": "string"}, "minimal", "character 0"),
+        ('{"a": "x\udfff"}', {"type": "object"}, "minimal", "character 8"),
+    ],
+)
+def test_a_reply_with_a_lone_surrogate_is_an_input_error_naming_the_character(
+    reply: str, schema: dict[str, Any], level: str, where: str
+) -> None:
+    with pytest.raises(InputError) as caught:
+        outform.parse(reply, schema, level=level)
+    assert caught.value.where == where
+    assert "surrogate" in caught.value.what
+
+
+def test_a_lone_surrogate_written_as_an_escape_is_refused_not_crashed() -> None:
+    """json-repair reads "\\ud800" into a lone surrogate; orjson and pyjson5 refuse it."""
+    with pytest.raises(OutputError) as caught:
+        outform.parse('["\\ud800"', {"type": "array"}, level="full")
+    assert "surrogate" in caught.value.what
+
+
+def test_the_stream_parser_raises_only_outform_errors_on_a_lone_surrogate() -> None:
+    parser: StreamParser[Any] = StreamParser({"type": "object"})
+    try:
+        parser.feed('{"a": "x\ud800')
+        parser.feed('"}')
+        parser.finish()
+    except (InputError, OutputError, StreamAbortedError):
+        return
+    pytest.fail("a reply with a lone surrogate was accepted")
+
+
+# -- enum members are words of the reply, not keys of its JSON ------------------------------
+
+
+@pytest.mark.parametrize("level", ["minimal", "full"])
+@pytest.mark.parametrize("reply", ['{"a": 1}', "{'a': 1}", '[{"b": 2}]'])
+def test_an_enum_member_is_never_picked_out_of_a_key(reply: str, level: str) -> None:
+    with pytest.raises(OutputError):
+        outform.parse(reply, {"enum": ["a", "b"]}, level=level)
+
+
+def test_an_enum_member_named_in_a_sentence_is_still_found() -> None:
+    assert outform.parse("I would say b.", {"enum": ["a", "b"]}, level="full").value == "b"
+    assert outform.parse('{"answer": "b"}', {"enum": ["a", "b"]}, level="full").value == "b"
