@@ -49,6 +49,7 @@ from outform.providers.profiles import (
     profile,
 )
 from outform.providers.profiles import Mode as ProfileMode
+from outform.schema import compact
 from outform.schema.dialects import DialectResult, translate
 from outform.schema.ledger import Ledger
 
@@ -312,13 +313,23 @@ def _plan_json_object(
 
 def schema_instructions(fmt: JsonSchemaFormat) -> str:
     """The instructions that carry the schema when the wire does not (and the word "JSON",
-    which OpenAI's JSON-object mode requires in the input)."""
-    schema = orjson.dumps(fmt.schema).decode()
+    which OpenAI's JSON-object mode requires in the input).
+
+    The schema is written in the compact shape of `outform.schema.compact` (every constraint
+    kept, the structure around it dropped), or as raw JSON Schema when that is not longer."""
+    raw = orjson.dumps(fmt.schema).decode()
+    shape = compact.render(fmt.schema)
     about = f" ({fmt.description})" if fmt.description else ""
-    return (
-        f"Respond with a single JSON value{about}, with no prose and no Markdown fences, that "
-        f"matches this JSON Schema:\n{schema}"
-    )
+    head = f"Respond with a single JSON value{about}, with no prose and no Markdown fences, "
+    if len(shape) + len(_SHAPE_KEY) < len(raw):
+        return f"{head}{_SHAPE_KEY}\n{shape}"
+    return f"{head}that matches this JSON Schema:\n{raw}"
+
+
+_SHAPE_KEY = (
+    "of this shape (`?` marks an optional field, `// ` a note, `= x` a default, parentheses "
+    "JSON Schema constraints, `type X = ...` a named type):"
+)
 
 
 def thinking_table() -> str:
