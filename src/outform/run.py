@@ -17,9 +17,9 @@ import orjson
 
 from outform.errors import OutformError, OutputError, StreamAbortedError, UsageError
 from outform.format import JsonSchemaFormat, ResponseFormat, TextFormat
-from outform.parse.hint import RetryHint
+from outform.parse.hint import RetryHint, clip, preview
 from outform.parse.pipeline import Pipeline, Processor
-from outform.parse.result import ParseResult
+from outform.parse.result import Change, ParseResult
 from outform.plan import Mode, Plan, plan
 from outform.providers.assemble import Assembler
 from outform.providers.base import (
@@ -144,6 +144,8 @@ class _Loop:
     parse_options: Mapping[str, Any]
     caller_tools: bool
     observers: tuple[Observer, ...]
+    text_fallback: bool = True
+    """Keep a reply that ignored the format as text, for output types that allow it."""
     attempts: list[Attempt] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     ask: FieldAsk | None = None
@@ -163,7 +165,7 @@ class _Loop:
         """The dialect translation the provider enforces for the next reply."""
         return self.ask_translation if self.ask is not None else self.plan.translation
 
-    def abort(self, response: Response, aborted: StreamAbortedError) -> Request:
+    def abort(self, response: Response, aborted: StreamAbortedError) -> Request | Generation[Any]:
         """A streamed reply stopped early: record it and ask again (or give up)."""
         self.usage = self.usage + response.usage
         return self._retry(response, aborted.hint, None, aborted_at=aborted.offset)
@@ -200,7 +202,7 @@ class _Loop:
         hint: RetryHint,
         result: ParseResult[Any] | None,
         aborted_at: int | None = None,
-    ) -> Request:
+    ) -> Request | Generation[Any]:
         self.attempts.append(
             Attempt(
                 response.text,
@@ -218,6 +220,9 @@ class _Loop:
                 if over_budget
                 else f"{len(self.attempts)} attempt(s) failed"
             )
+            kept = self._text_fallback(response, hint, aborted_at)
+            if kept is not None:
+                return kept
             self._emit("output.reask.fail", why)
             raise GenerationError(
                 f"no valid reply: {why}",
@@ -233,6 +238,37 @@ class _Loop:
         )
         self._emit("output.reask.attempt", ", ".join(self.ask.fields) if self.ask else "whole")
         return request
+
+    def _text_fallback(
+        self, response: Response, hint: RetryHint, aborted_at: int | None
+    ) -> Generation[Any] | None:
+        """The last reply ignored the format (no JSON in it at all) and the output type keeps
+        such a reply as text (`outform_from_text`, as the envelope does): the reply becomes the
+        value, recorded as a change and an event, instead of a GenerationError. A streamed
+        reply cut short is not complete text, and is never kept."""
+        build = getattr(self.fmt, "output_type", None)
+        build = getattr(build, "outform_from_text", None)
+        text = response.text
+        if not self.text_fallback or build is None or aborted_at is not None:
+            return None
+        if not hint.is_syntax or not text.strip() or self.ask is not None:
+            return None
+        value = build(text)
+        data = value.model_dump(mode="json") if hasattr(value, "model_dump") else value
+        detail = f"the reply held no JSON value after {len(self.attempts)} attempt(s)"
+        event = Event("output.fallback.text", "fallback", self.pipeline.schema_hash, detail=detail)
+        change = Change("", "fallback", "text_fallback", clip(text), preview(data), detail)
+        result: ParseResult[Any] = ParseResult(
+            value=value,
+            text=text,
+            changes=(change,),
+            events=(event,),
+            schema_hash=self.pipeline.schema_hash,
+            level=self.pipeline.options.level,
+            _data=data,
+        )
+        dispatch(result.events, self.observers)
+        return self._finish(response, result, recorded=True)
 
     def _next_request(
         self, text: str, hint: RetryHint, value: Any
@@ -262,8 +298,10 @@ class _Loop:
         response: Response,
         result: ParseResult[Any] | None,
         tool_calls: tuple[ToolCall, ...] = (),
+        *,
+        recorded: bool = False,
     ) -> Generation[Any]:
-        if result is not None:
+        if result is not None and not recorded:
             fields = self.ask.fields if self.ask else ()
             self.attempts.append(
                 Attempt(response.text, response.finish_reason, response.usage, fields=fields)
@@ -322,6 +360,7 @@ def _loop(
     extra: Mapping[str, Any] | None,
     observers: Iterable[Observer],
     parse_options: Mapping[str, Any],
+    text_fallback: bool = True,
     streaming: bool = False,
 ) -> _Loop:
     if retries < 0:
@@ -373,6 +412,7 @@ def _loop(
         parse_options=parse_options,
         caller_tools=bool(tools),
         observers=observer_tuple,
+        text_fallback=text_fallback,
     )
 
 
@@ -437,6 +477,7 @@ def generate(
     api_key: str | None = None,
     transport: Transport | None = None,
     observers: Iterable[Observer] = (),
+    text_fallback: bool = True,
     **parse_options: Any,
 ) -> Generation[Any]:
     """Ask `model` ("provider:name") and return a value of `output` (a type, a JSON Schema
@@ -460,6 +501,7 @@ def generate(
         extra=extra,
         observers=observers,
         parse_options=parse_options,
+        text_fallback=text_fallback,
     )
     sender = transport or _shared_transport()
     request = loop.first()
@@ -491,6 +533,7 @@ async def agenerate(
     api_key: str | None = None,
     transport: AsyncTransport | None = None,
     observers: Iterable[Observer] = (),
+    text_fallback: bool = True,
     **parse_options: Any,
 ) -> Generation[Any]:
     """generate(), on asyncio/anyio."""
@@ -512,6 +555,7 @@ async def agenerate(
         extra=extra,
         observers=observers,
         parse_options=parse_options,
+        text_fallback=text_fallback,
     )
     own = transport is None
     sender = transport or AsyncTransport()
@@ -628,6 +672,7 @@ def stream(
     api_key: str | None = None,
     transport: Transport | None = None,
     observers: Iterable[Observer] = (),
+    text_fallback: bool = True,
     **parse_options: Any,
 ) -> Stream[Any]:
     """generate(), streamed: typed snapshots while the reply arrives, the validated value last.
@@ -651,6 +696,7 @@ def stream(
         extra=extra,
         observers=observers,
         parse_options=parse_options,
+        text_fallback=text_fallback,
         streaming=True,
     )
     sender = transport or _shared_transport()
@@ -700,6 +746,7 @@ def astream(
     api_key: str | None = None,
     transport: AsyncTransport | None = None,
     observers: Iterable[Observer] = (),
+    text_fallback: bool = True,
     **parse_options: Any,
 ) -> Stream[Any]:
     """stream(), for `async for`."""
@@ -721,6 +768,7 @@ def astream(
         extra=extra,
         observers=observers,
         parse_options=parse_options,
+        text_fallback=text_fallback,
         streaming=True,
     )
 

@@ -328,6 +328,8 @@ def test_an_event_serialises_to_json() -> None:
         "path",
         "detail",
         "time",
+        "score",
+        "tokens",
     }
 
 

@@ -21,11 +21,27 @@ EventName = Literal[
     "output.reask.attempt",
     "output.reask.success",
     "output.reask.fail",
+    # issue 13 (agents): the text fallback of an envelope, the reasoning precheck
+    "output.fallback.text",
+    "output.precheck.pass",
+    "output.precheck.fail",
+    "output.precheck.skipped",
 ]
-EventStage = Literal["extract", "syntactic", "tolerant", "semantic", "custom", "validate"]
+EventStage = Literal[
+    "extract",
+    "syntactic",
+    "tolerant",
+    "semantic",
+    "custom",
+    "validate",
+    # issue 13 (agents)
+    "fallback",
+    "precheck",
+]
 """Where an intervention happened: finding the JSON (extract), undoing double encoding
 (syntactic), decoding malformed JSON (tolerant), schema-aware coercion (semantic), a user
-processor (custom), and the final validation (validate)."""
+processor (custom), and the final validation (validate); a reply kept as text because it ignored
+the format (fallback), and the check of a plan before a generation (precheck)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +54,10 @@ class Event:
     path: str = ""
     detail: str = ""
     time: float = field(default_factory=time.time)
+    score: float | None = None
+    """Precheck events: the plan's score (or the agreement of the plan samples)."""
+    tokens: int = 0
+    """Precheck events: the tokens the check spent (plan samples and the validator's call)."""
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
