@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Generic, TypeVar, cast, overload
 
 import orjson
 
@@ -21,6 +21,7 @@ from outform.parse.hint import RetryHint, clip, preview
 from outform.parse.pipeline import Pipeline, Processor
 from outform.parse.result import Change, ParseResult
 from outform.plan import Mode, Plan, plan
+from outform.profile import active, alabelled, labelled, step
 from outform.providers.assemble import Assembler
 from outform.providers.base import (
     Delta,
@@ -57,6 +58,7 @@ _MODE_FOR_PLAN: dict[str, Mode] = {
     "forced_tool": "tool",
     "json_object": "json",
     "instructions": "prompted",
+    "unconstrained": "off",
 }
 
 
@@ -94,6 +96,8 @@ class Generation(Generic[T]):
     ledger: Ledger | None = None
     """Per keyword of the schema: enforced by the provider, or checked by outform (every
     keyword, in a mode where the provider enforces none). None for free text."""
+    profile: str | None = None
+    """The `[profiles.NAME]` the call ran under."""
 
 
 class GenerationError(OutputError):
@@ -146,6 +150,7 @@ class _Loop:
     observers: tuple[Observer, ...]
     text_fallback: bool = True
     """Keep a reply that ignored the format as text, for output types that allow it."""
+    profile: str | None = None
     attempts: list[Attempt] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     ask: FieldAsk | None = None
@@ -321,6 +326,7 @@ class _Loop:
             thinking=self.plan.thinking_note,
             parse=result,
             ledger=self.plan.ledger,
+            profile=self.profile,
         )
 
     def _emit(self, name: EventName, detail: str) -> None:
@@ -347,8 +353,8 @@ def _loop(
     messages: Sequence[Message | Mapping[str, Any]] | str,
     output: Any,
     *,
-    mode: Mode,
-    retries: int,
+    mode: Mode | None,
+    retries: int | None,
     token_budget: int | None,
     level: str | None,
     tools: Sequence[Tool],
@@ -361,8 +367,14 @@ def _loop(
     observers: Iterable[Observer],
     parse_options: Mapping[str, Any],
     text_fallback: bool = True,
+    profile: str | None = None,
     streaming: bool = False,
 ) -> _Loop:
+    chosen = step(profile)
+    mode = mode if mode is not None else cast(Mode, chosen.mode)
+    retries = retries if retries is not None else chosen.retries
+    level = level or chosen.level
+    parse_options = {**chosen.parse_options(), **parse_options}
     if retries < 0:
         raise UsageError("retries must be 0 or more", where="retries")
     fmt = _as_format(output)
@@ -413,6 +425,7 @@ def _loop(
         caller_tools=bool(tools),
         observers=observer_tuple,
         text_fallback=text_fallback,
+        profile=profile,
     )
 
 
@@ -462,8 +475,8 @@ def generate(
     messages: Sequence[Message | Mapping[str, Any]] | str,
     output: Any = None,
     *,
-    mode: Mode = "auto",
-    retries: int = 2,
+    mode: Mode | None = None,
+    retries: int | None = None,
     token_budget: int | None = None,
     level: str | None = None,
     tools: Sequence[Tool] = (),
@@ -478,6 +491,7 @@ def generate(
     transport: Transport | None = None,
     observers: Iterable[Observer] = (),
     text_fallback: bool = True,
+    profile: str | None = None,
     **parse_options: Any,
 ) -> Generation[Any]:
     """Ask `model` ("provider:name") and return a value of `output` (a type, a JSON Schema
@@ -502,15 +516,17 @@ def generate(
         observers=observers,
         parse_options=parse_options,
         text_fallback=text_fallback,
+        profile=profile,
     )
     sender = transport or _shared_transport()
-    request = loop.first()
-    while True:
-        body = sender.send(resolved.endpoint, resolved.adapter.build(request))
-        outcome = loop.step(resolved.adapter.parse(request, body))
-        if isinstance(outcome, Generation):
-            return outcome
-        request = outcome
+    with active(profile):
+        request = loop.first()
+        while True:
+            body = sender.send(resolved.endpoint, resolved.adapter.build(request))
+            outcome = loop.step(resolved.adapter.parse(request, body))
+            if isinstance(outcome, Generation):
+                return outcome
+            request = outcome
 
 
 async def agenerate(
@@ -518,8 +534,8 @@ async def agenerate(
     messages: Sequence[Message | Mapping[str, Any]] | str,
     output: Any = None,
     *,
-    mode: Mode = "auto",
-    retries: int = 2,
+    mode: Mode | None = None,
+    retries: int | None = None,
     token_budget: int | None = None,
     level: str | None = None,
     tools: Sequence[Tool] = (),
@@ -534,6 +550,7 @@ async def agenerate(
     transport: AsyncTransport | None = None,
     observers: Iterable[Observer] = (),
     text_fallback: bool = True,
+    profile: str | None = None,
     **parse_options: Any,
 ) -> Generation[Any]:
     """generate(), on asyncio/anyio."""
@@ -556,17 +573,19 @@ async def agenerate(
         observers=observers,
         parse_options=parse_options,
         text_fallback=text_fallback,
+        profile=profile,
     )
     own = transport is None
     sender = transport or AsyncTransport()
     try:
-        request = loop.first()
-        while True:
-            body = await sender.send(resolved.endpoint, resolved.adapter.build(request))
-            outcome = loop.step(resolved.adapter.parse(request, body))
-            if isinstance(outcome, Generation):
-                return outcome
-            request = outcome
+        with active(profile):
+            request = loop.first()
+            while True:
+                body = await sender.send(resolved.endpoint, resolved.adapter.build(request))
+                outcome = loop.step(resolved.adapter.parse(request, body))
+                if isinstance(outcome, Generation):
+                    return outcome
+                request = outcome
     finally:
         if own:
             await sender.aclose()
@@ -657,8 +676,8 @@ def stream(
     output: Any = None,
     *,
     every: int = 0,
-    mode: Mode = "auto",
-    retries: int = 2,
+    mode: Mode | None = None,
+    retries: int | None = None,
     token_budget: int | None = None,
     level: str | None = None,
     tools: Sequence[Tool] = (),
@@ -673,6 +692,7 @@ def stream(
     transport: Transport | None = None,
     observers: Iterable[Observer] = (),
     text_fallback: bool = True,
+    profile: str | None = None,
     **parse_options: Any,
 ) -> Stream[Any]:
     """generate(), streamed: typed snapshots while the reply arrives, the validated value last.
@@ -697,6 +717,7 @@ def stream(
         observers=observers,
         parse_options=parse_options,
         text_fallback=text_fallback,
+        profile=profile,
         streaming=True,
     )
     sender = transport or _shared_transport()
@@ -722,7 +743,7 @@ def stream(
                 return
             request = outcome
 
-    return Stream(drive)
+    return Stream(lambda owner: labelled(drive(owner), profile))
 
 
 def astream(
@@ -731,8 +752,8 @@ def astream(
     output: Any = None,
     *,
     every: int = 0,
-    mode: Mode = "auto",
-    retries: int = 2,
+    mode: Mode | None = None,
+    retries: int | None = None,
     token_budget: int | None = None,
     level: str | None = None,
     tools: Sequence[Tool] = (),
@@ -747,6 +768,7 @@ def astream(
     transport: AsyncTransport | None = None,
     observers: Iterable[Observer] = (),
     text_fallback: bool = True,
+    profile: str | None = None,
     **parse_options: Any,
 ) -> Stream[Any]:
     """stream(), for `async for`."""
@@ -769,6 +791,7 @@ def astream(
         observers=observers,
         parse_options=parse_options,
         text_fallback=text_fallback,
+        profile=profile,
         streaming=True,
     )
 
@@ -802,7 +825,7 @@ def astream(
             if own:
                 await sender.aclose()
 
-    return Stream(drive)
+    return Stream(lambda owner: alabelled(drive(owner), profile))
 
 
 # -- agents as tools -----------------------------------------------------------------------

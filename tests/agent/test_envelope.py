@@ -19,7 +19,7 @@ from outform.schema.derive import schema_of
 from outform.schema.dialects import check_rules, names, translate
 from outform.trace.events import Event
 from outform.transport import RetryPolicy, Transport
-from tests.agent.conftest import Echo
+from tests.echo import Echo
 from tests.test_generate_providers import Call
 from tests.test_stream_providers import MESSAGES, Case
 

@@ -11,8 +11,8 @@ import pytest
 
 from outform.agent import AgentRun, Envelope, FunctionTool, arun, as_tool, run
 from outform.errors import UsageError
-from tests.agent.conftest import Echo
 from tests.agent.test_envelope import _wire_text
+from tests.echo import Echo
 from tests.test_generate_providers import Call
 
 calls: list[tuple[str, Any]] = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from outform.cli import batch_cmd, parse_cmd, schema_cmd, serve_cmd
+from outform.cli import batch_cmd, config_cmd, parse_cmd, schema_cmd, serve_cmd
 from outform.cli.app import EXIT_INTERNAL, EXIT_INVALID, EXIT_OK, EXIT_USAGE, app, stderr
 from outform.cli.io import print_error, show
 from outform.errors import InputError, OutformError, OutputError
@@ -19,6 +19,7 @@ __all__ = ["EXIT_INTERNAL", "EXIT_INVALID", "EXIT_OK", "EXIT_USAGE", "main", "ru
 
 _COMMANDS = (
     batch_cmd,
+    config_cmd,
     parse_cmd,
     schema_cmd,
     serve_cmd,

@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from outform.errors import InputError, OutputError, SchemaError
+from outform.errors import ConfigError, InputError, OutputError, SchemaError
 from outform.format import JsonObjectFormat, JsonSchemaFormat, ResponseFormat
 from outform.gateway.backend import Backend
 from outform.gateway.output import content_text
@@ -77,8 +77,12 @@ async def enforce(
     *,
     retries: int,
     level: str,
+    profile: bytes | None = None,
 ) -> Enforced:
-    """Call the backend until its reply validates against `fmt` (or the retries run out)."""
+    """Call the backend until its reply validates against `fmt` (or the retries run out).
+    `profile` (the `x-outform-profile` header) names the parse settings to use; a level it
+    sets explicitly wins over the deployment's."""
+    step_name, level = _profile(profile, level)
     body = {k: v for k, v in chat.items() if k not in ("stream", "stream_options")}
     messages = list(body.get("messages") or ())
     usage: dict[str, Any] | None = None
@@ -94,7 +98,7 @@ async def enforce(
             return Enforced(_with(completion, choice, message, usage), attempt, False)
         text = content_text(message.get("content"))
         try:
-            result = parse(text, fmt, level=level)
+            result = parse(text, fmt, level=level, profile=step_name)
             if choice.get("finish_reason") == "length" and repaired_after_cut(result.changes):
                 raise OutputError("the reply was cut off", hint=CUT_OFF)
         except OutputError as error:
@@ -121,6 +125,20 @@ async def enforce(
         param="text.format",
         code="output_invalid",
     )
+
+
+def _profile(header: bytes | None, level: str) -> tuple[str | None, str]:
+    if header is None:
+        return None, level
+    from outform.profile import step
+
+    name = header.decode("latin-1")
+    try:
+        chosen = step(name)
+    except ConfigError as error:
+        raise bad_request(f"{error.what}. {error.fix}", "x-outform-profile") from None
+    explicit = chosen.sources["level"].startswith("[profiles.") or not chosen.enabled
+    return name, (chosen.level or level) if explicit else level
 
 
 def _with(

@@ -44,7 +44,7 @@ class Gateway:
     # -- POST /v1/responses ----------------------------------------------------------------------
 
     async def create_response(
-        self, raw: bytes, enforce_header: bytes | None, log: Log
+        self, raw: bytes, enforce_header: bytes | None, log: Log, profile: bytes | None = None
     ) -> Reply | StreamReply:
         started = time.perf_counter()
         req = _json_object(raw)
@@ -82,6 +82,7 @@ class Gateway:
                 fmt,
                 retries=self.settings.enforce_retries,
                 level=self.settings.enforce_level,
+                profile=profile,
             )
             waited = time.perf_counter() - called
             log["enforce"] = enforced.attempts
@@ -181,7 +182,7 @@ class Gateway:
     # -- POST /v1/chat/completions -----------------------------------------------------------------
 
     async def chat_completions(
-        self, raw: bytes, enforce_header: bytes | None, log: Log
+        self, raw: bytes, enforce_header: bytes | None, log: Log, profile: bytes | None = None
     ) -> Reply | StreamReply:
         """Pass-through: the body goes to the backend as received (its model renamed when the
         model map says so), and the answer comes back as the backend sent it."""
@@ -206,6 +207,7 @@ class Gateway:
                 fmt,
                 retries=self.settings.enforce_retries,
                 level=self.settings.enforce_level,
+                profile=profile,
             )
             log["enforce"] = enforced.attempts
             if stream:

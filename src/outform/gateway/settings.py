@@ -18,6 +18,8 @@ from outform.errors import ConfigError
 
 DEFAULT_BACKEND = "http://127.0.0.1:8000/v1"
 ENFORCE_HEADER = "x-outform-enforce"
+PROFILE_HEADER = "x-outform-profile"
+"""Names the `[profiles.NAME]` of outform.toml whose parse settings enforcement uses."""
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from typing import Any, Final
 
 import orjson
 
+from outform.parse.allowlist import Allowlist, conversion, permits
 from outform.parse.decode import Decoded, decode
 from outform.parse.hint import preview
 from outform.parse.result import Change
@@ -48,10 +49,13 @@ class Coercion:
     value: Any
     changes: list[Change] = field(default_factory=list)
     branches: list[tuple[str, int]] = field(default_factory=list)
+    blocked: list[tuple[str, str]] = field(default_factory=list)
+    """(path, conversion) the allowlist refused."""
 
     def absorb(self, other: Coercion) -> None:
         self.changes.extend(other.changes)
         self.branches.extend(other.branches)
+        self.blocked.extend(other.blocked)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,13 +80,25 @@ class Coercer:
     """Coerces values against one compiled schema. Holds no state between calls."""
 
     def __init__(
-        self, compiled: CompiledSchema, *, lenient: bool, max_depth: int, tolerance: int = 0
+        self,
+        compiled: CompiledSchema,
+        *,
+        lenient: bool,
+        max_depth: int,
+        tolerance: int = 0,
+        anyof_strategy: str = "first-pass",
+        allowlist: Allowlist | None = None,
     ) -> None:
         self.compiled = compiled
         self.lenient = lenient
         self.max_depth = max_depth
         self.tolerance = tolerance
         """Decode tiers used for JSON written inside a string (as for the reply itself)."""
+        self.best = anyof_strategy == "best"
+        """Union branches: the one needing the fewest changes (ties to the first), rather
+        than the first that fits."""
+        self.allowlist = allowlist
+        """The type conversions allowed, per target type (None: all)."""
 
     def coerce(self, value: Any) -> Coercion:
         result = Coercion(value)
@@ -91,13 +107,15 @@ class Coercer:
 
 
 class _Walk:
-    __slots__ = ("budget", "compiled", "lenient", "max_depth", "tolerance")
+    __slots__ = ("allowlist", "best", "budget", "compiled", "lenient", "max_depth", "tolerance")
 
     def __init__(self, coercer: Coercer) -> None:
         self.compiled = coercer.compiled
         self.lenient = coercer.lenient
         self.max_depth = coercer.max_depth
         self.tolerance = coercer.tolerance
+        self.best = coercer.best
+        self.allowlist = coercer.allowlist
         self.budget = _VISIT_BUDGET
 
     # -- dispatch -------------------------------------------------------------------------
@@ -123,15 +141,23 @@ class _Walk:
 
     def union(self, value: Any, at: _At, keyword: str, count: int, out: Coercion) -> Any:
         for lossy in (False, True) if at.lossy else (False,):
+            chosen: tuple[int, Coercion, Any] | None = None
             for index in range(count):
                 trial = Coercion(value)
                 branch = replace(at.schema(f"{at.loc}/{keyword}/{index}"), lossy=lossy)
                 candidate = self.node(value, branch, trial)
                 # The whole node must validate: for oneOf that also means no other branch does.
-                if self.compiled.is_valid_at(at.loc, candidate):
-                    out.absorb(trial)
-                    out.branches.append((at.path, index))
-                    return candidate
+                if not self.compiled.is_valid_at(at.loc, candidate):
+                    continue
+                if chosen is None or len(trial.changes) < len(chosen[1].changes):
+                    chosen = (index, trial, candidate)
+                if not self.best or not trial.changes:
+                    break
+            if chosen is not None:
+                index, trial, candidate = chosen
+                out.absorb(trial)
+                out.branches.append((at.path, index))
+                return candidate
         return value
 
     def attempt(self, value: Any, at: _At, out: Coercion) -> Any:
@@ -155,9 +181,15 @@ class _Walk:
                 return matched
         kind = json_type(value)
         if allowed is not None and not _fits(kind, allowed):
-            converted, transform = self.convert(value, kind, allowed, at, out)
+            inner = Coercion(value)  # kept only if the conversion itself is allowed
+            converted, transform = self.convert(value, kind, allowed, at, inner)
             if converted is _NO:
                 return value
+            target, name = conversion(value, converted, allowed)
+            if not permits(self.allowlist, target, name):
+                out.blocked.append((at.path, name))
+                return value
+            out.absorb(inner)
             _record(out, at.path, transform, value, converted)
             value = converted
             kind = json_type(value)

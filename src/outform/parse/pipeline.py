@@ -24,8 +24,8 @@ from outform.format import (
     ResponseFormat,
     TextFormat,
 )
+from outform.parse import allowlist, extract, unescape
 from outform.parse import decode as decoding
-from outform.parse import extract, unescape
 from outform.parse.coerce import Coercer
 from outform.parse.context import Options, Run
 from outform.parse.defaults import Defaults
@@ -145,6 +145,8 @@ class Pipeline(Generic[T]):
             lenient=self.options.lenient,
             max_depth=self.options.max_depth,
             tolerance=self.options.tolerance,
+            anyof_strategy=self.options.anyof_strategy,
+            allowlist=self.options.coercions,
         )
         accepted = accepted_types(self.compiled)
         self._wanted = frozenset(
@@ -419,17 +421,19 @@ class Pipeline(Generic[T]):
                 )
                 value = unwrapped
         value = self._process_value("after_decode", value, run)
+        blocked: list[tuple[str, str]] = []
         if "coerce" in options.stages and not self.compiled.is_valid(value):
             run.emit("output.coercion.attempt", "semantic")
             coercion = self._coercer.coerce(value)
             value = coercion.value
+            blocked = coercion.blocked
             run.changes.extend(coercion.changes)
             for path, branch in coercion.branches:
                 run.emit("output.coercion.success", "semantic", branch_index=branch, path=path)
         value = self._process_value("after_coerce", value, run)
         if self._defaults is not None and self.compiled.is_valid(value):
             value = self._fill_defaults(self._defaults, value, run.changes)
-        found = violations(self.compiled, value)
+        found = allowlist.explain(violations(self.compiled, value), blocked)
         typed = None
         if not found and self.adapter is not None:
             try:

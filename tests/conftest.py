@@ -1,0 +1,3 @@
+"""Fixtures every test module may use."""
+
+from tests.echo import echo  # noqa: F401
