@@ -9,7 +9,15 @@ both behave identically.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar, cast, overload
 
@@ -74,6 +82,8 @@ class Attempt:
     """For a re-ask of some fields only: the fields asked for."""
     aborted_at: int | None = None
     """For a streamed reply stopped early: the characters received before it was cut."""
+    precheck: Any = None
+    """With a precheck: its outcome before this attempt (`outform.agent.PrecheckOutcome`)."""
 
 
 @dataclass(frozen=True)
@@ -151,6 +161,13 @@ class _Loop:
     text_fallback: bool = True
     """Keep a reply that ignored the format as text, for output types that allow it."""
     profile: str | None = None
+    given: list[Message] = field(default_factory=list)
+    """The caller's messages, before outform's instructions and the context join them."""
+    context: Mapping[str, Any] | None = None
+    gate: Any = None
+    """The precheck (`outform.agent.precheck.Gate`), when one is on."""
+    checked: Any = None
+    """The precheck outcome of the attempt in flight."""
     attempts: list[Attempt] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     ask: FieldAsk | None = None
@@ -159,6 +176,18 @@ class _Loop:
 
     def first(self) -> Request:
         return replace(self.template, messages=tuple(self.base))
+
+    def gated(self, request: Request) -> Request:
+        """After the precheck of an attempt: its cost counted, its outcome kept for the
+        attempt, and the attempt's own context (feedback included) in the conversation."""
+        outcome = self.gate.outcomes[-1]
+        self.checked = outcome
+        self.usage = self.usage + outcome.usage
+        context = self.gate.context
+        if not context and not self.context:
+            return request
+        base = with_instructions(self.given, _joined(self.plan.instructions, context))
+        return replace(request, messages=(*base, *request.messages[len(self.base) :]))
 
     @property
     def current_pipeline(self) -> Pipeline[Any]:
@@ -179,11 +208,15 @@ class _Loop:
         self.usage = self.usage + response.usage
         blocked = response.finish_reason == "content_filter" and not response.text.strip()
         if (response.refusal or blocked) and not response.text.strip():
-            self.attempts.append(Attempt("", response.finish_reason, response.usage))
+            self.attempts.append(
+                Attempt("", response.finish_reason, response.usage, precheck=self._checked())
+            )
             refusal = response.refusal or "the provider's content filter blocked the reply"
             raise RefusalError(refusal, attempts=tuple(self.attempts), usage=self.usage)
         if response.tool_calls and self.caller_tools and not response.text.strip():
-            self.attempts.append(Attempt("", response.finish_reason, response.usage))
+            self.attempts.append(
+                Attempt("", response.finish_reason, response.usage, precheck=self._checked())
+            )
             return self._finish(response, None, tool_calls=response.tool_calls)
         try:
             result = self._parse(response)
@@ -216,6 +249,7 @@ class _Loop:
                 hint,
                 self.ask.fields if self.ask else (),
                 aborted_at,
+                self._checked(),
             )
         )
         over_budget = self.token_budget is not None and self.usage.total_tokens >= self.token_budget
@@ -309,10 +343,18 @@ class _Loop:
         if result is not None and not recorded:
             fields = self.ask.fields if self.ask else ()
             self.attempts.append(
-                Attempt(response.text, response.finish_reason, response.usage, fields=fields)
+                Attempt(
+                    response.text,
+                    response.finish_reason,
+                    response.usage,
+                    fields=fields,
+                    precheck=self._checked(),
+                )
             )
             if len(self.attempts) > 1:
                 self._emit("output.reask.success", f"valid after {len(self.attempts)} attempts")
+        if self.gate is not None:
+            self.gate.merge()
         return Generation(
             value=result.value if result is not None else None,
             data=result.data if result is not None else None,
@@ -328,6 +370,10 @@ class _Loop:
             ledger=self.plan.ledger,
             profile=self.profile,
         )
+
+    def _checked(self) -> Any:
+        checked, self.checked = self.checked, None
+        return checked
 
     def _emit(self, name: EventName, detail: str) -> None:
         event = Event(name, "validate", self.pipeline.schema_hash, detail=detail)
@@ -346,6 +392,14 @@ def _pipeline(
     if translation is not None:
         processors.append(Processor("after_decode", translation.reverse, "dialect_reverse"))
     return Pipeline(fmt, level=level, processors=processors, observers=observers, **options)
+
+
+def _joined(instructions: str | None, context: Mapping[str, Any] | None) -> str | None:
+    """outform's instructions and the call's context, as one system text."""
+    if not context:
+        return instructions
+    block = "Context (JSON):\n" + orjson.dumps(dict(context), default=str).decode()
+    return f"{instructions}\n\n{block}" if instructions else block
 
 
 def _loop(
@@ -368,6 +422,8 @@ def _loop(
     parse_options: Mapping[str, Any],
     text_fallback: bool = True,
     profile: str | None = None,
+    context: Mapping[str, Any] | None = None,
+    precheck: Any = None,
     streaming: bool = False,
 ) -> _Loop:
     chosen = step(profile)
@@ -396,7 +452,7 @@ def _loop(
     ]
     if not base:
         raise UsageError("generate() needs at least one message", where="messages")
-    base = with_instructions(base, call_plan.instructions)
+    given, base = base, with_instructions(base, _joined(call_plan.instructions, context))
     template = Request(
         model=resolved.model,
         messages=(),
@@ -411,13 +467,21 @@ def _loop(
         extra=dict(extra or {}),
     )
     observer_tuple = tuple(observers)
+    pipeline = _pipeline(fmt, call_plan, level, parse_options, observer_tuple)
+    gate = None
+    if chosen.enabled and precheck is not False:
+        from outform.agent.precheck import Gate, resolve
+
+        settings = resolve(precheck, chosen.precheck)
+        if settings is not None:
+            gate = Gate(settings, fmt, context, observer_tuple, pipeline.schema_hash)
     return _Loop(
         fmt=fmt,
         plan=call_plan,
         provider=spec.profile_name,
         base=base,
         template=template,
-        pipeline=_pipeline(fmt, call_plan, level, parse_options, observer_tuple),
+        pipeline=pipeline,
         retries=retries,
         token_budget=token_budget,
         level=level,
@@ -426,6 +490,9 @@ def _loop(
         observers=observer_tuple,
         text_fallback=text_fallback,
         profile=profile,
+        given=given,
+        context=context,
+        gate=gate,
     )
 
 
@@ -492,6 +559,8 @@ def generate(
     observers: Iterable[Observer] = (),
     text_fallback: bool = True,
     profile: str | None = None,
+    context: Mapping[str, Any] | None = None,
+    precheck: Any = None,
     **parse_options: Any,
 ) -> Generation[Any]:
     """Ask `model` ("provider:name") and return a value of `output` (a type, a JSON Schema
@@ -517,11 +586,16 @@ def generate(
         parse_options=parse_options,
         text_fallback=text_fallback,
         profile=profile,
+        context=context,
+        precheck=precheck,
     )
     sender = transport or _shared_transport()
+    ask = _asker(model, base_url, api_key, sender)
     with active(profile):
         request = loop.first()
         while True:
+            if loop.gate is not None:
+                request = loop.gated(loop.gate.before(request, ask))
             body = sender.send(resolved.endpoint, resolved.adapter.build(request))
             outcome = loop.step(resolved.adapter.parse(request, body))
             if isinstance(outcome, Generation):
@@ -551,6 +625,8 @@ async def agenerate(
     observers: Iterable[Observer] = (),
     text_fallback: bool = True,
     profile: str | None = None,
+    context: Mapping[str, Any] | None = None,
+    precheck: Any = None,
     **parse_options: Any,
 ) -> Generation[Any]:
     """generate(), on asyncio/anyio."""
@@ -574,13 +650,18 @@ async def agenerate(
         parse_options=parse_options,
         text_fallback=text_fallback,
         profile=profile,
+        context=context,
+        precheck=precheck,
     )
     own = transport is None
     sender = transport or AsyncTransport()
     try:
+        ask = _aasker(model, base_url, api_key, sender)
         with active(profile):
             request = loop.first()
             while True:
+                if loop.gate is not None:
+                    request = loop.gated(await loop.gate.abefore(request, ask))
                 body = await sender.send(resolved.endpoint, resolved.adapter.build(request))
                 outcome = loop.step(resolved.adapter.parse(request, body))
                 if isinstance(outcome, Generation):
@@ -589,6 +670,54 @@ async def agenerate(
     finally:
         if own:
             await sender.aclose()
+
+
+def _asker(
+    model: str, base_url: str | None, api_key: str | None, transport: Transport
+) -> Callable[[str | None, list[Message], Any, int], Generation[Any]]:
+    """The precheck's short calls: the call's own model (None) or another, one attempt, no
+    precheck of their own. A model of the call's provider goes to the same base URL with the
+    same key."""
+
+    def ask(name: str | None, messages: list[Message], output: Any, tokens: int) -> Generation[Any]:
+        own = name is None or name.split(":", 1)[0] == model.split(":", 1)[0]
+        return generate(
+            name or model,
+            messages,
+            output,
+            max_tokens=tokens,
+            retries=0,
+            text_fallback=False,
+            precheck=False,
+            base_url=base_url if own else None,
+            api_key=api_key if own else None,
+            transport=transport,
+        )
+
+    return ask
+
+
+def _aasker(
+    model: str, base_url: str | None, api_key: str | None, transport: AsyncTransport
+) -> Callable[[str | None, list[Message], Any, int], Awaitable[Generation[Any]]]:
+    async def ask(
+        name: str | None, messages: list[Message], output: Any, tokens: int
+    ) -> Generation[Any]:
+        own = name is None or name.split(":", 1)[0] == model.split(":", 1)[0]
+        return await agenerate(
+            name or model,
+            messages,
+            output,
+            max_tokens=tokens,
+            retries=0,
+            text_fallback=False,
+            precheck=False,
+            base_url=base_url if own else None,
+            api_key=api_key if own else None,
+            transport=transport,
+        )
+
+    return ask
 
 
 # -- streaming -----------------------------------------------------------------------------
@@ -693,6 +822,8 @@ def stream(
     observers: Iterable[Observer] = (),
     text_fallback: bool = True,
     profile: str | None = None,
+    context: Mapping[str, Any] | None = None,
+    precheck: Any = None,
     **parse_options: Any,
 ) -> Stream[Any]:
     """generate(), streamed: typed snapshots while the reply arrives, the validated value last.
@@ -718,13 +849,18 @@ def stream(
         parse_options=parse_options,
         text_fallback=text_fallback,
         profile=profile,
+        context=context,
+        precheck=precheck,
         streaming=True,
     )
     sender = transport or _shared_transport()
 
     def drive(owner: Stream[Any]) -> Iterator[Snapshot[Any]]:
         request = loop.first()
+        ask = _asker(model, base_url, api_key, sender)
         while True:
+            if loop.gate is not None:
+                request = loop.gated(loop.gate.before(request, ask))
             parser, parts, shown = _parser(loop, every), Assembler(), _Attempt(loop)
             decoder = resolved.adapter.decoder(request)
             events = sender.stream(resolved.endpoint, resolved.adapter.build(request))
@@ -769,6 +905,8 @@ def astream(
     observers: Iterable[Observer] = (),
     text_fallback: bool = True,
     profile: str | None = None,
+    context: Mapping[str, Any] | None = None,
+    precheck: Any = None,
     **parse_options: Any,
 ) -> Stream[Any]:
     """stream(), for `async for`."""
@@ -792,6 +930,8 @@ def astream(
         parse_options=parse_options,
         text_fallback=text_fallback,
         profile=profile,
+        context=context,
+        precheck=precheck,
         streaming=True,
     )
 
@@ -800,7 +940,10 @@ def astream(
         sender = transport or AsyncTransport()
         try:
             request = loop.first()
+            ask = _aasker(model, base_url, api_key, sender)
             while True:
+                if loop.gate is not None:
+                    request = loop.gated(await loop.gate.abefore(request, ask))
                 parser, parts, shown = _parser(loop, every), Assembler(), _Attempt(loop)
                 decoder = resolved.adapter.decoder(request)
                 events = sender.stream(resolved.endpoint, resolved.adapter.build(request))
