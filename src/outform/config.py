@@ -292,21 +292,7 @@ def load(path: Path, table: str = "") -> Settings:
                     )
                 profiles[name] = _step(profile, f"{prefix}profiles.{name}", path)
             continue
-        for key, value in values.items():
-            check = checks.get(key)
-            if check is None:
-                raise ConfigError(
-                    f"unknown key {key!r} in [{prefix}{section}]",
-                    where=str(path),
-                    fix=f"use one of: {', '.join(sorted(checks))}",
-                )
-            if not check.accepts(value):
-                shown = "(not shown: it may be a secret)" if check.secret else repr(value)
-                raise ConfigError(
-                    f"bad value {shown} for {prefix}{section}.{key}",
-                    where=str(path),
-                    fix=f"allowed: {check.allowed}",
-                )
+        _checked(values, checks, f"{prefix}{section}", path)
         if section == "parse":
             parse = dict(values)
         elif section == "gateway":
@@ -362,6 +348,7 @@ def _checked(
     path: Path,
     tables: tuple[str, ...] = (),
 ) -> dict[str, Any]:
+    """`values`, each key known to `checks` (or one of `tables`) and its value allowed."""
     for key, value in values.items():
         check = checks.get(key)
         if check is None:
@@ -371,8 +358,9 @@ def _checked(
                 fix=f"use one of: {', '.join(sorted([*checks, *tables]))}",
             )
         if not check.accepts(value):
+            shown = "(not shown: it may be a secret)" if check.secret else repr(value)
             raise ConfigError(
-                f"bad value {value!r} for {where}.{key}",
+                f"bad value {shown} for {where}.{key}",
                 where=str(path),
                 fix=f"allowed: {check.allowed}",
             )

@@ -680,19 +680,8 @@ def _asker(
     same key."""
 
     def ask(name: str | None, messages: list[Message], output: Any, tokens: int) -> Generation[Any]:
-        own = name is None or name.split(":", 1)[0] == model.split(":", 1)[0]
-        return generate(
-            name or model,
-            messages,
-            output,
-            max_tokens=tokens,
-            retries=0,
-            text_fallback=False,
-            precheck=False,
-            base_url=base_url if own else None,
-            api_key=api_key if own else None,
-            transport=transport,
-        )
+        target, options = _short_call(model, name, base_url, api_key, tokens)
+        return generate(target, messages, output, transport=transport, **options)
 
     return ask
 
@@ -703,21 +692,25 @@ def _aasker(
     async def ask(
         name: str | None, messages: list[Message], output: Any, tokens: int
     ) -> Generation[Any]:
-        own = name is None or name.split(":", 1)[0] == model.split(":", 1)[0]
-        return await agenerate(
-            name or model,
-            messages,
-            output,
-            max_tokens=tokens,
-            retries=0,
-            text_fallback=False,
-            precheck=False,
-            base_url=base_url if own else None,
-            api_key=api_key if own else None,
-            transport=transport,
-        )
+        target, options = _short_call(model, name, base_url, api_key, tokens)
+        return await agenerate(target, messages, output, transport=transport, **options)
 
     return ask
+
+
+def _short_call(
+    model: str, name: str | None, base_url: str | None, api_key: str | None, tokens: int
+) -> tuple[str, dict[str, Any]]:
+    own = name is None or name.split(":", 1)[0] == model.split(":", 1)[0]
+    options: dict[str, Any] = {
+        "max_tokens": tokens,
+        "retries": 0,
+        "text_fallback": False,
+        "precheck": False,
+        "base_url": base_url if own else None,
+        "api_key": api_key if own else None,
+    }
+    return name or model, options
 
 
 # -- streaming -----------------------------------------------------------------------------

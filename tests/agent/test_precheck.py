@@ -53,7 +53,7 @@ def test_a_missing_context_key_skips_the_check_and_the_call_proceeds(echo: Echo)
     checked = Precheck(required_context=("invoice", "currency"), plan=lambda ctx: PLAN)
     result, events = generate(echo, checked, context={"invoice": "pens 10"})
     (event,) = events
-    assert event.name == "output.precheck.skipped"
+    assert event.name == "precheck.skipped"
     assert event.detail == "checklist: missing context key(s): currency"
     assert result.value == Total(total=12.5) and len(echo.sent) == 1
     assert result.attempts[0].precheck.status == "skipped"
@@ -84,9 +84,7 @@ def test_a_required_field_no_value_can_satisfy_skips_the_check(echo: Echo) -> No
 def test_without_a_plan_the_check_is_skipped(echo: Echo) -> None:
     echo.reply(GOOD)
     _, events = generate(echo, {"validator": lambda plan, ctx: True})
-    assert [(e.name, e.detail) for e in events] == [
-        ("output.precheck.skipped", "no plan is available")
-    ]
+    assert [(e.name, e.detail) for e in events] == [("precheck.skipped", "no plan is available")]
 
 
 def test_a_plan_the_validator_passes_lets_the_attempt_run_unchanged(echo: Echo) -> None:
@@ -100,7 +98,7 @@ def test_a_plan_the_validator_passes_lets_the_attempt_run_unchanged(echo: Echo) 
     result, events = generate(echo, Precheck(plan=lambda ctx: PLAN, validator=validator))
     assert seen_plans == [PLAN]
     (event,) = events
-    assert (event.name, event.score, event.tokens) == ("output.precheck.pass", 0.9, 0)
+    assert (event.name, event.score, event.tokens) == ("precheck.pass", 0.9, 0)
     assert echo.texts(0)[-1] == "Total of: pens 10, ink 2.5"
     assert result.value == Total(total=12.5)
 
@@ -113,7 +111,7 @@ def test_a_failed_plan_becomes_guidance_prepended_to_the_same_attempt(echo: Echo
         feedback_prefix="Feedback:",
     )
     result, events = generate(echo, checked)
-    assert [(e.name, e.score) for e in events] == [("output.precheck.fail", 0.2)]
+    assert [(e.name, e.score) for e in events] == [("precheck.fail", 0.2)]
     assert echo.texts(0)[-1] == "Feedback:\nAdd the ink too.\n\nTotal of: pens 10, ink 2.5"
     assert result.value == Total(total=12.5)  # no exception: the attempt ran, guided
     assert result.attempts[0].precheck.feedback == "Add the ink too."
@@ -127,7 +125,7 @@ def test_a_score_under_the_threshold_fails_a_passed_plan(echo: Echo) -> None:
         score_threshold=0.7,
     )
     _, events = generate(echo, checked)
-    assert events[0].name == "output.precheck.fail"
+    assert events[0].name == "precheck.fail"
     assert events[0].detail == "the score 0.4 is under the threshold 0.7"
 
 
@@ -176,7 +174,7 @@ def test_consensus_of_agreeing_samples_passes_without_the_validator(echo: Echo) 
     checked = Precheck(consensus_samples=3, validator=validator)
     result, events = generate(echo, checked)
     (event,) = events
-    assert event.name == "output.precheck.pass" and event.score == 1.0
+    assert event.name == "precheck.pass" and event.score == 1.0
     assert event.tokens == 45 and called == []
     assert result.usage.total_tokens == 60  # three samples and the answer
     assert echo.texts(0)[-1].startswith("Before answering, write a short plan")
@@ -190,7 +188,7 @@ def test_disagreeing_samples_go_to_the_validator(echo: Echo) -> None:
         validator=lambda plan, ctx: Verdict(passed=False, score=0.3, feedback="Just add."),
     )
     _, events = generate(echo, checked)
-    assert events[0].name == "output.precheck.fail" and events[0].tokens == 30
+    assert events[0].name == "precheck.fail" and events[0].tokens == 30
     assert echo.texts(2)[-1].startswith("Before you answer, take this feedback")
 
 
@@ -242,7 +240,7 @@ def test_the_async_driver_runs_the_same_check(echo: Echo) -> None:
             )
 
     assert asyncio.run(main()).value == Total(total=12.5)
-    assert [e.name for e in seen if e.stage == "precheck"] == ["output.precheck.fail"]
+    assert [e.name for e in seen if e.stage == "precheck"] == ["precheck.fail"]
     assert echo.texts(0)[-1].startswith("Before you answer, take this feedback")
 
 
@@ -276,7 +274,7 @@ def test_a_model_validator_and_a_sampled_plan_are_short_calls_whose_tokens_are_c
     assert sample["max_tokens"] == 120 and judge["max_tokens"] == 120
     assert judge["model"] == "claude-haiku-4-5" and "passed" in judge["system"]
     (event,) = [e for e in seen if e.stage == "precheck"]
-    assert (event.name, event.score, event.tokens) == ("output.precheck.fail", 0.3, 135)
+    assert (event.name, event.score, event.tokens) == ("precheck.fail", 0.3, 135)
     assert (
         answer["messages"][-1]["content"][0]["text"].endswith(
             "Extract the person: Ada, 36, ada@example.com"
@@ -299,7 +297,7 @@ def test_a_verdict_that_cannot_be_read_skips_the_check() -> None:
             observers=[seen.append],
         )
     (event,) = [e for e in seen if e.stage == "precheck"]
-    assert event.name == "output.precheck.skipped"
+    assert event.name == "precheck.skipped"
     assert event.detail.startswith("the validator's verdict could not be read")
 
 

@@ -11,7 +11,7 @@ for the same attempt, prepended to the prompt or put in the context under a key.
 basic (checklist), no plan or no validator skips the check: the attempt runs as usual, and the
 normal re-ask path handles what goes wrong. Every attempt works on its own copy of the
 context, merged into the caller's only when the call succeeds. Each check emits one event,
-`output.precheck.pass|fail|skipped`, with its score and the tokens it spent.
+`precheck.pass|fail|skipped`, with its score and the tokens it spent.
 
 Errors that are not outform's (a validator callable that raises) are never swallowed; a
 validator model whose verdict cannot be read skips the check.
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Generator, Mapping, MutableMapping
 from dataclasses import dataclass, field, fields, replace
 from itertools import combinations
 from typing import Any, Literal
@@ -142,6 +142,7 @@ def resolve(
     return Precheck.of(values)
 
 
+AskCall = tuple[str | None, list[Message], Any, int]
 Ask = Callable[[str | None, list[Message], Any, int], Any]
 """(model or None for the call's own, messages, output, max_tokens) -> Generation."""
 AAsk = Callable[[str | None, list[Message], Any, int], Awaitable[Any]]
@@ -181,77 +182,65 @@ class Gate:
         return problems
 
     def before(self, request: Request, ask: Ask) -> Request:
-        problems = self.start()
-        if problems:
-            return self._done(
-                request, PrecheckOutcome("skipped", "checklist: " + "; ".join(problems))
-            )
-        usage = Usage()
-        settings = self.settings
-        samples: list[str] = []
-        if settings.consensus_samples:
-            for _ in range(settings.consensus_samples):
-                generation = ask(None, self._plan_messages(request), None, settings.max_tokens)
-                usage = usage + generation.usage
-                samples.append(generation.text)
-            plan: str | None = samples[0]
-        else:
-            plan = self._own_plan()
-            if plan is None and settings.plan == "sample":
-                generation = ask(None, self._plan_messages(request), None, settings.max_tokens)
-                usage, plan = usage + generation.usage, generation.text
-        agreed = self._agreement(samples, plan, usage)
-        if agreed is not None:
-            return self._done(request, agreed)
-        assert plan is not None
-        validator = settings.validator
-        if isinstance(validator, str):
+        """The check of one attempt; the request, with feedback when the plan failed."""
+        steps = self._check(request)
+        reply: Any = None
+        error: OutputError | None = None
+        while True:
             try:
-                generation = ask(
-                    validator, self._judge_messages(request, plan), Verdict, settings.max_tokens
-                )
-            except OutputError as error:
-                return self._unreadable(request, plan, usage, error)
-            usage = usage + generation.usage
-            verdict = generation.value
-        else:
-            verdict = _verdict(validator(plan, self.context)) if validator else None
-        return self._judged(request, plan, verdict, usage)
+                call = steps.send(reply) if error is None else steps.throw(error)
+            except StopIteration as done:
+                checked: Request = done.value
+                return checked
+            try:
+                reply, error = ask(*call), None
+            except OutputError as exc:
+                reply, error = None, exc
 
     async def abefore(self, request: Request, ask: AAsk) -> Request:
+        """`before`, with the model calls awaited."""
+        steps = self._check(request)
+        reply: Any = None
+        error: OutputError | None = None
+        while True:
+            try:
+                call = steps.send(reply) if error is None else steps.throw(error)
+            except StopIteration as done:
+                checked: Request = done.value
+                return checked
+            try:
+                reply, error = await ask(*call), None
+            except OutputError as exc:
+                reply, error = None, exc
+
+    def _check(self, request: Request) -> Generator[AskCall, Any, Request]:
+        """The check, without I/O: it yields the model calls it needs (the drivers make them
+        and send back the Generation, or throw the OutputError of an unreadable reply)."""
         problems = self.start()
         if problems:
-            return self._done(
-                request, PrecheckOutcome("skipped", "checklist: " + "; ".join(problems))
-            )
+            skipped = PrecheckOutcome("skipped", "checklist: " + "; ".join(problems))
+            return self._done(request, skipped)
         usage = Usage()
         settings = self.settings
+        sample = (None, self._plan_messages(request), None, settings.max_tokens)
         samples: list[str] = []
-        if settings.consensus_samples:
-            for _ in range(settings.consensus_samples):
-                generation = await ask(
-                    None, self._plan_messages(request), None, settings.max_tokens
-                )
-                usage = usage + generation.usage
-                samples.append(generation.text)
-            plan: str | None = samples[0]
-        else:
-            plan = self._own_plan()
-            if plan is None and settings.plan == "sample":
-                generation = await ask(
-                    None, self._plan_messages(request), None, settings.max_tokens
-                )
-                usage, plan = usage + generation.usage, generation.text
+        for _ in range(settings.consensus_samples):
+            generation = yield sample
+            usage = usage + generation.usage
+            samples.append(generation.text)
+        plan = samples[0] if samples else self._own_plan()
+        if plan is None and settings.plan == "sample":
+            generation = yield sample
+            usage, plan = usage + generation.usage, generation.text
         agreed = self._agreement(samples, plan, usage)
         if agreed is not None:
             return self._done(request, agreed)
         assert plan is not None
         validator = settings.validator
         if isinstance(validator, str):
+            judge = (validator, self._judge_messages(request, plan), Verdict, settings.max_tokens)
             try:
-                generation = await ask(
-                    validator, self._judge_messages(request, plan), Verdict, settings.max_tokens
-                )
+                generation = yield judge
             except OutputError as error:
                 return self._unreadable(request, plan, usage, error)
             usage = usage + generation.usage
@@ -341,7 +330,7 @@ class Gate:
     def _done(self, request: Request, outcome: PrecheckOutcome) -> Request:
         self.outcomes.append(outcome)
         event = Event(
-            f"output.precheck.{outcome.status}",  # type: ignore[arg-type]
+            f"precheck.{outcome.status}",  # type: ignore[arg-type]
             "precheck",
             self.schema_hash,
             detail=outcome.reason,

@@ -23,9 +23,9 @@ EventName = Literal[
     "output.reask.fail",
     # issue 13 (agents): the text fallback of an envelope, the reasoning precheck
     "output.fallback.text",
-    "output.precheck.pass",
-    "output.precheck.fail",
-    "output.precheck.skipped",
+    "precheck.pass",
+    "precheck.fail",
+    "precheck.skipped",
 ]
 EventStage = Literal[
     "extract",
