@@ -308,3 +308,26 @@ def test_action_sets_and_their_agreement() -> None:
     }
     assert agreement([PLAN, PLAN]) == 1.0
     assert agreement(["read total", "ask user"]) == 0.0
+
+
+def test_a_streamed_call_is_checked_before_each_attempt_too() -> None:
+    from tests.providers.fake import FakeServer
+    from tests.test_stream_providers import MESSAGES, Case
+
+    with FakeServer() as server:
+        case = Case("anthropic", server)
+        case.send('{"total": 12.5}')
+        seen: list[Event] = []
+        run = outform.stream(
+            case.provider.model,
+            MESSAGES,
+            Total,
+            precheck=Precheck(plan=lambda ctx: PLAN, validator=lambda p, c: (False, 0.2, "Sum.")),
+            observers=[seen.append],
+            **case.options(),
+        )
+        final = list(run)[-1]
+        sent = server.last.json
+    assert final.value == Total(total=12.5)
+    assert [e.name for e in seen if e.stage == "precheck"] == ["precheck.fail"]
+    assert sent["messages"][-1]["content"][0]["text"].startswith("Before you answer")
