@@ -168,6 +168,49 @@ _TRACE: dict[str, Check] = {
     ),
 }
 
+_UNIT = _number(0, 1)
+_PRECHECK: dict[str, Check] = {
+    "enabled": _BOOL,
+    "required_context": Check(
+        lambda v: isinstance(v, list) and all(_text(item) for item in v),
+        "a list of context key names",
+    ),
+    "plan": _choice("none", "sample"),
+    "validator_model": Check(
+        lambda v: _text(v) and ":" in v, "a model written provider:name, e.g. 'openai:gpt-5-mini'"
+    ),
+    "max_tokens": _int(1, 8_192),
+    "score_threshold": _UNIT,
+    "consensus_samples": Check(
+        lambda v: isinstance(v, int) and not isinstance(v, bool) and (v == 0 or 2 <= v <= 10),
+        "0 (off) or an integer from 2 to 10",
+    ),
+    "consensus_threshold": _UNIT,
+    "inject_feedback": _choice("prepend", "context_key"),
+    "feedback_prefix": Check(_text, "a non-empty text"),
+    "feedback_key": Check(_text, "a context key name"),
+}
+"""`[defaults.precheck]` and `[profiles.NAME.precheck]`: see docs/agents.md."""
+
+STEP: dict[str, Check] = {
+    "enabled": _BOOL,
+    "mode": _choice("auto", "native", "tool", "json", "prompted", "off"),
+    "level": _choice("off", "minimal", "full"),
+    "tolerant_level": _int(0, 2),
+    "max_unescape_depth": _int(0, 10),
+    "anyof_strategy": _choice("first-pass", "best"),
+    "retries": _int(0, 10),
+}
+"""The keys of `[defaults]` and of each `[profiles.NAME]` (besides the `coercions` and
+`precheck` tables): see docs/profiles.md."""
+
+_STEP_TABLES = ("coercions", "precheck")
+_SAME_OPTION = {
+    "level": "level",
+    "tolerant_level": "tolerance",
+    "max_unescape_depth": "unescape_depth",
+}
+"""Keys of `[defaults]` and the `[parse]` keys that set the same pipeline option."""
 
 SECTIONS: dict[str, dict[str, Check]] = {
     "parse": {
@@ -185,6 +228,8 @@ SECTIONS: dict[str, dict[str, Check]] = {
     "gateway": _GATEWAY,
     "batch": _BATCH,
     "trace": _TRACE,
+    "defaults": STEP,
+    "profiles": {},
 }
 
 
@@ -203,6 +248,10 @@ class Settings:
     batch: Mapping[str, Any] = field(default_factory=dict)
     """The `[batch]` keys as written (validated); `outform.batch` reads them."""
     trace: TraceSettings = field(default_factory=TraceSettings)
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    """`[defaults]` as written (validated; `coercions` frozen); `outform.profile` reads it."""
+    profiles: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """`[profiles.NAME]` tables, as `defaults`."""
     source: Path | None = None
     """The file the settings came from, or None for built-in defaults."""
 
@@ -264,6 +313,8 @@ def load(path: Path, table: str = "") -> Settings:
     gateway: dict[str, Any] = {}
     batch: dict[str, Any] = {}
     trace: dict[str, Any] = {}
+    defaults: dict[str, Any] = {}
+    profiles: dict[str, dict[str, Any]] = {}
     for section, values in data.items():
         checks = SECTIONS.get(section)
         if checks is None:
@@ -274,21 +325,20 @@ def load(path: Path, table: str = "") -> Settings:
             )
         if not isinstance(values, dict):
             raise ConfigError(f"[{prefix}{section}] must be a table", where=str(path))
-        for key, value in values.items():
-            check = checks.get(key)
-            if check is None:
-                raise ConfigError(
-                    f"unknown key {key!r} in [{prefix}{section}]",
-                    where=str(path),
-                    fix=f"use one of: {', '.join(sorted(checks))}",
-                )
-            if not check.accepts(value):
-                shown = "(not shown: it may be a secret)" if check.secret else repr(value)
-                raise ConfigError(
-                    f"bad value {shown} for {prefix}{section}.{key}",
-                    where=str(path),
-                    fix=f"allowed: {check.allowed}",
-                )
+        if section == "defaults":
+            defaults = _step(values, f"{prefix}defaults", path)
+            continue
+        if section == "profiles":
+            for name, profile in values.items():
+                if not isinstance(profile, dict):
+                    raise ConfigError(
+                        f"[{prefix}profiles.{name}] must be a table",
+                        where=str(path),
+                        fix=f"write it as [{prefix}profiles.{name}] with its keys below",
+                    )
+                profiles[name] = _step(profile, f"{prefix}profiles.{name}", path)
+            continue
+        _checked(values, checks, f"{prefix}{section}", path)
         if section == "parse":
             parse = dict(values)
         elif section == "gateway":
@@ -297,14 +347,73 @@ def load(path: Path, table: str = "") -> Settings:
             batch = dict(values)
         elif section == "trace":
             trace = dict(values)
+    for key, option in _SAME_OPTION.items():
+        if key in defaults and option in parse:
+            raise ConfigError(
+                f"{prefix}defaults.{key} and {prefix}parse.{option} set the same option",
+                where=str(path),
+                fix="set it in one place ([defaults] is the newer name)",
+            )
     level = parse.pop("level", "minimal")
     return Settings(
         parse=ParseSettings(level=level, overrides=parse),
         gateway=gateway,
         batch=batch,
         trace=TraceSettings.from_config(trace, source=path),
+        defaults=defaults,
+        profiles=profiles,
         source=path,
     )
+
+
+def _step(values: dict[str, Any], where: str, path: Path) -> dict[str, Any]:
+    """One `[defaults]` or `[profiles.NAME]` table, checked key by key."""
+    from outform.parse.allowlist import freeze
+
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if key == "coercions":
+            if not isinstance(value, dict):
+                raise ConfigError(f"[{where}.coercions] must be a table", where=str(path))
+            try:
+                out[key] = freeze(value, where=f"{where}.coercions")
+            except ConfigError as error:
+                raise ConfigError(
+                    error.what, where=f"{path} ({error.where})", fix=error.fix
+                ) from None
+        elif key == "precheck":
+            if not isinstance(value, dict):
+                raise ConfigError(f"[{where}.precheck] must be a table", where=str(path))
+            out[key] = _checked(value, _PRECHECK, f"{where}.precheck", path)
+        else:
+            out.update(_checked({key: value}, STEP, where, path, tables=_STEP_TABLES))
+    return out
+
+
+def _checked(
+    values: dict[str, Any],
+    checks: dict[str, Check],
+    where: str,
+    path: Path,
+    tables: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """`values`, each key known to `checks` (or one of `tables`) and its value allowed."""
+    for key, value in values.items():
+        check = checks.get(key)
+        if check is None:
+            raise ConfigError(
+                f"unknown key {key!r} in [{where}]",
+                where=str(path),
+                fix=f"use one of: {', '.join(sorted([*checks, *tables]))}",
+            )
+        if not check.accepts(value):
+            shown = "(not shown: it may be a secret)" if check.secret else repr(value)
+            raise ConfigError(
+                f"bad value {shown} for {where}.{key}",
+                where=str(path),
+                fix=f"allowed: {check.allowed}",
+            )
+    return dict(values)
 
 
 @functools.lru_cache(maxsize=1)
@@ -322,7 +431,9 @@ def reload() -> Settings:
     """Forget the cached settings (after changing directory or the file) and read them again.
     Compiled pipelines, which carry the old settings, are forgotten too."""
     from outform.parse import clear_cache
+    from outform.profile import step
 
     _discovered.cache_clear()
+    step.cache_clear()
     clear_cache()
     return settings()

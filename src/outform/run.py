@@ -9,18 +9,27 @@ both behave identically.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field, replace
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Generic, TypeVar, cast, overload
 
 import orjson
 
 from outform.errors import OutformError, OutputError, StreamAbortedError, UsageError
 from outform.format import JsonSchemaFormat, ResponseFormat, TextFormat
-from outform.parse.hint import RetryHint
+from outform.parse.hint import RetryHint, clip, preview
 from outform.parse.pipeline import Pipeline, Processor
-from outform.parse.result import ParseResult
+from outform.parse.result import Change, ParseResult
 from outform.plan import Mode, Plan, plan
+from outform.profile import active, alabelled, labelled, step
 from outform.providers.assemble import Assembler
 from outform.providers.base import (
     Delta,
@@ -57,6 +66,7 @@ _MODE_FOR_PLAN: dict[str, Mode] = {
     "forced_tool": "tool",
     "json_object": "json",
     "instructions": "prompted",
+    "unconstrained": "off",
 }
 
 
@@ -72,6 +82,8 @@ class Attempt:
     """For a re-ask of some fields only: the fields asked for."""
     aborted_at: int | None = None
     """For a streamed reply stopped early: the characters received before it was cut."""
+    precheck: Any = None
+    """With a precheck: its outcome before this attempt (`outform.agent.PrecheckOutcome`)."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +106,8 @@ class Generation(Generic[T]):
     ledger: Ledger | None = None
     """Per keyword of the schema: enforced by the provider, or checked by outform (every
     keyword, in a mode where the provider enforces none). None for free text."""
+    profile: str | None = None
+    """The `[profiles.NAME]` the call ran under."""
 
 
 class GenerationError(OutputError):
@@ -144,6 +158,16 @@ class _Loop:
     parse_options: Mapping[str, Any]
     caller_tools: bool
     observers: tuple[Observer, ...]
+    text_fallback: bool = True
+    """Keep a reply that ignored the format as text, for output types that allow it."""
+    profile: str | None = None
+    given: list[Message] = field(default_factory=list)
+    """The caller's messages, before outform's instructions and the context join them."""
+    context: Mapping[str, Any] | None = None
+    gate: Any = None
+    """The precheck (`outform.agent.precheck.Gate`), when one is on."""
+    checked: Any = None
+    """The precheck outcome of the attempt in flight."""
     attempts: list[Attempt] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     ask: FieldAsk | None = None
@@ -152,6 +176,18 @@ class _Loop:
 
     def first(self) -> Request:
         return replace(self.template, messages=tuple(self.base))
+
+    def gated(self, request: Request) -> Request:
+        """After the precheck of an attempt: its cost counted, its outcome kept for the
+        attempt, and the attempt's own context (feedback included) in the conversation."""
+        outcome = self.gate.outcomes[-1]
+        self.checked = outcome
+        self.usage = self.usage + outcome.usage
+        context = self.gate.context
+        if not context and not self.context:
+            return request
+        base = with_instructions(self.given, _joined(self.plan.instructions, context))
+        return replace(request, messages=(*base, *request.messages[len(self.base) :]))
 
     @property
     def current_pipeline(self) -> Pipeline[Any]:
@@ -163,7 +199,7 @@ class _Loop:
         """The dialect translation the provider enforces for the next reply."""
         return self.ask_translation if self.ask is not None else self.plan.translation
 
-    def abort(self, response: Response, aborted: StreamAbortedError) -> Request:
+    def abort(self, response: Response, aborted: StreamAbortedError) -> Request | Generation[Any]:
         """A streamed reply stopped early: record it and ask again (or give up)."""
         self.usage = self.usage + response.usage
         return self._retry(response, aborted.hint, None, aborted_at=aborted.offset)
@@ -172,11 +208,15 @@ class _Loop:
         self.usage = self.usage + response.usage
         blocked = response.finish_reason == "content_filter" and not response.text.strip()
         if (response.refusal or blocked) and not response.text.strip():
-            self.attempts.append(Attempt("", response.finish_reason, response.usage))
+            self.attempts.append(
+                Attempt("", response.finish_reason, response.usage, precheck=self._checked())
+            )
             refusal = response.refusal or "the provider's content filter blocked the reply"
             raise RefusalError(refusal, attempts=tuple(self.attempts), usage=self.usage)
         if response.tool_calls and self.caller_tools and not response.text.strip():
-            self.attempts.append(Attempt("", response.finish_reason, response.usage))
+            self.attempts.append(
+                Attempt("", response.finish_reason, response.usage, precheck=self._checked())
+            )
             return self._finish(response, None, tool_calls=response.tool_calls)
         try:
             result = self._parse(response)
@@ -200,7 +240,7 @@ class _Loop:
         hint: RetryHint,
         result: ParseResult[Any] | None,
         aborted_at: int | None = None,
-    ) -> Request:
+    ) -> Request | Generation[Any]:
         self.attempts.append(
             Attempt(
                 response.text,
@@ -209,6 +249,7 @@ class _Loop:
                 hint,
                 self.ask.fields if self.ask else (),
                 aborted_at,
+                self._checked(),
             )
         )
         over_budget = self.token_budget is not None and self.usage.total_tokens >= self.token_budget
@@ -218,6 +259,9 @@ class _Loop:
                 if over_budget
                 else f"{len(self.attempts)} attempt(s) failed"
             )
+            kept = self._text_fallback(response, hint, aborted_at)
+            if kept is not None:
+                return kept
             self._emit("output.reask.fail", why)
             raise GenerationError(
                 f"no valid reply: {why}",
@@ -233,6 +277,37 @@ class _Loop:
         )
         self._emit("output.reask.attempt", ", ".join(self.ask.fields) if self.ask else "whole")
         return request
+
+    def _text_fallback(
+        self, response: Response, hint: RetryHint, aborted_at: int | None
+    ) -> Generation[Any] | None:
+        """The last reply ignored the format (no JSON in it at all) and the output type keeps
+        such a reply as text (`outform_from_text`, as the envelope does): the reply becomes the
+        value, recorded as a change and an event, instead of a GenerationError. A streamed
+        reply cut short is not complete text, and is never kept."""
+        build = getattr(self.fmt, "output_type", None)
+        build = getattr(build, "outform_from_text", None)
+        text = response.text
+        if not self.text_fallback or build is None or aborted_at is not None:
+            return None
+        if not hint.is_syntax or not text.strip() or self.ask is not None:
+            return None
+        value = build(text)
+        data = value.model_dump(mode="json") if hasattr(value, "model_dump") else value
+        detail = f"the reply held no JSON value after {len(self.attempts)} attempt(s)"
+        event = Event("output.fallback.text", "fallback", self.pipeline.schema_hash, detail=detail)
+        change = Change("", "fallback", "text_fallback", clip(text), preview(data), detail)
+        result: ParseResult[Any] = ParseResult(
+            value=value,
+            text=text,
+            changes=(change,),
+            events=(event,),
+            schema_hash=self.pipeline.schema_hash,
+            level=self.pipeline.options.level,
+            _data=data,
+        )
+        dispatch(result.events, self.observers)
+        return self._finish(response, result, recorded=True)
 
     def _next_request(
         self, text: str, hint: RetryHint, value: Any
@@ -262,14 +337,24 @@ class _Loop:
         response: Response,
         result: ParseResult[Any] | None,
         tool_calls: tuple[ToolCall, ...] = (),
+        *,
+        recorded: bool = False,
     ) -> Generation[Any]:
-        if result is not None:
+        if result is not None and not recorded:
             fields = self.ask.fields if self.ask else ()
             self.attempts.append(
-                Attempt(response.text, response.finish_reason, response.usage, fields=fields)
+                Attempt(
+                    response.text,
+                    response.finish_reason,
+                    response.usage,
+                    fields=fields,
+                    precheck=self._checked(),
+                )
             )
             if len(self.attempts) > 1:
                 self._emit("output.reask.success", f"valid after {len(self.attempts)} attempts")
+        if self.gate is not None:
+            self.gate.merge()
         return Generation(
             value=result.value if result is not None else None,
             data=result.data if result is not None else None,
@@ -283,7 +368,12 @@ class _Loop:
             thinking=self.plan.thinking_note,
             parse=result,
             ledger=self.plan.ledger,
+            profile=self.profile,
         )
+
+    def _checked(self) -> Any:
+        checked, self.checked = self.checked, None
+        return checked
 
     def _emit(self, name: EventName, detail: str) -> None:
         event = Event(name, "validate", self.pipeline.schema_hash, detail=detail)
@@ -304,13 +394,21 @@ def _pipeline(
     return Pipeline(fmt, level=level, processors=processors, observers=observers, **options)
 
 
+def _joined(instructions: str | None, context: Mapping[str, Any] | None) -> str | None:
+    """outform's instructions and the call's context, as one system text."""
+    if not context:
+        return instructions
+    block = "Context (JSON):\n" + orjson.dumps(dict(context), default=str).decode()
+    return f"{instructions}\n\n{block}" if instructions else block
+
+
 def _loop(
     resolved: Resolved,
     messages: Sequence[Message | Mapping[str, Any]] | str,
     output: Any,
     *,
-    mode: Mode,
-    retries: int,
+    mode: Mode | None,
+    retries: int | None,
     token_budget: int | None,
     level: str | None,
     tools: Sequence[Tool],
@@ -322,8 +420,17 @@ def _loop(
     extra: Mapping[str, Any] | None,
     observers: Iterable[Observer],
     parse_options: Mapping[str, Any],
+    text_fallback: bool = True,
+    profile: str | None = None,
+    context: Mapping[str, Any] | None = None,
+    precheck: Any = None,
     streaming: bool = False,
 ) -> _Loop:
+    chosen = step(profile)
+    mode = mode if mode is not None else cast(Mode, chosen.mode)
+    retries = retries if retries is not None else chosen.retries
+    level = level or chosen.level
+    parse_options = {**chosen.parse_options(), **parse_options}
     if retries < 0:
         raise UsageError("retries must be 0 or more", where="retries")
     fmt = _as_format(output)
@@ -345,7 +452,7 @@ def _loop(
     ]
     if not base:
         raise UsageError("generate() needs at least one message", where="messages")
-    base = with_instructions(base, call_plan.instructions)
+    given, base = base, with_instructions(base, _joined(call_plan.instructions, context))
     template = Request(
         model=resolved.model,
         messages=(),
@@ -360,19 +467,32 @@ def _loop(
         extra=dict(extra or {}),
     )
     observer_tuple = tuple(observers)
+    pipeline = _pipeline(fmt, call_plan, level, parse_options, observer_tuple)
+    gate = None
+    if chosen.enabled and precheck is not False:
+        from outform.agent.precheck import Gate, resolve
+
+        settings = resolve(precheck, chosen.precheck)
+        if settings is not None:
+            gate = Gate(settings, fmt, context, observer_tuple, pipeline.schema_hash)
     return _Loop(
         fmt=fmt,
         plan=call_plan,
         provider=spec.profile_name,
         base=base,
         template=template,
-        pipeline=_pipeline(fmt, call_plan, level, parse_options, observer_tuple),
+        pipeline=pipeline,
         retries=retries,
         token_budget=token_budget,
         level=level,
         parse_options=parse_options,
         caller_tools=bool(tools),
         observers=observer_tuple,
+        text_fallback=text_fallback,
+        profile=profile,
+        given=given,
+        context=context,
+        gate=gate,
     )
 
 
@@ -422,8 +542,8 @@ def generate(
     messages: Sequence[Message | Mapping[str, Any]] | str,
     output: Any = None,
     *,
-    mode: Mode = "auto",
-    retries: int = 2,
+    mode: Mode | None = None,
+    retries: int | None = None,
     token_budget: int | None = None,
     level: str | None = None,
     tools: Sequence[Tool] = (),
@@ -437,6 +557,10 @@ def generate(
     api_key: str | None = None,
     transport: Transport | None = None,
     observers: Iterable[Observer] = (),
+    text_fallback: bool = True,
+    profile: str | None = None,
+    context: Mapping[str, Any] | None = None,
+    precheck: Any = None,
     **parse_options: Any,
 ) -> Generation[Any]:
     """Ask `model` ("provider:name") and return a value of `output` (a type, a JSON Schema
@@ -460,15 +584,23 @@ def generate(
         extra=extra,
         observers=observers,
         parse_options=parse_options,
+        text_fallback=text_fallback,
+        profile=profile,
+        context=context,
+        precheck=precheck,
     )
     sender = transport or _shared_transport()
-    request = loop.first()
-    while True:
-        body = sender.send(resolved.endpoint, resolved.adapter.build(request))
-        outcome = loop.step(resolved.adapter.parse(request, body))
-        if isinstance(outcome, Generation):
-            return outcome
-        request = outcome
+    ask = _asker(model, base_url, api_key, sender)
+    with active(profile):
+        request = loop.first()
+        while True:
+            if loop.gate is not None:
+                request = loop.gated(loop.gate.before(request, ask))
+            body = sender.send(resolved.endpoint, resolved.adapter.build(request))
+            outcome = loop.step(resolved.adapter.parse(request, body))
+            if isinstance(outcome, Generation):
+                return outcome
+            request = outcome
 
 
 async def agenerate(
@@ -476,8 +608,8 @@ async def agenerate(
     messages: Sequence[Message | Mapping[str, Any]] | str,
     output: Any = None,
     *,
-    mode: Mode = "auto",
-    retries: int = 2,
+    mode: Mode | None = None,
+    retries: int | None = None,
     token_budget: int | None = None,
     level: str | None = None,
     tools: Sequence[Tool] = (),
@@ -491,6 +623,10 @@ async def agenerate(
     api_key: str | None = None,
     transport: AsyncTransport | None = None,
     observers: Iterable[Observer] = (),
+    text_fallback: bool = True,
+    profile: str | None = None,
+    context: Mapping[str, Any] | None = None,
+    precheck: Any = None,
     **parse_options: Any,
 ) -> Generation[Any]:
     """generate(), on asyncio/anyio."""
@@ -512,20 +648,69 @@ async def agenerate(
         extra=extra,
         observers=observers,
         parse_options=parse_options,
+        text_fallback=text_fallback,
+        profile=profile,
+        context=context,
+        precheck=precheck,
     )
     own = transport is None
     sender = transport or AsyncTransport()
     try:
-        request = loop.first()
-        while True:
-            body = await sender.send(resolved.endpoint, resolved.adapter.build(request))
-            outcome = loop.step(resolved.adapter.parse(request, body))
-            if isinstance(outcome, Generation):
-                return outcome
-            request = outcome
+        ask = _aasker(model, base_url, api_key, sender)
+        with active(profile):
+            request = loop.first()
+            while True:
+                if loop.gate is not None:
+                    request = loop.gated(await loop.gate.abefore(request, ask))
+                body = await sender.send(resolved.endpoint, resolved.adapter.build(request))
+                outcome = loop.step(resolved.adapter.parse(request, body))
+                if isinstance(outcome, Generation):
+                    return outcome
+                request = outcome
     finally:
         if own:
             await sender.aclose()
+
+
+def _asker(
+    model: str, base_url: str | None, api_key: str | None, transport: Transport
+) -> Callable[[str | None, list[Message], Any, int], Generation[Any]]:
+    """The precheck's short calls: the call's own model (None) or another, one attempt, no
+    precheck of their own. A model of the call's provider goes to the same base URL with the
+    same key."""
+
+    def ask(name: str | None, messages: list[Message], output: Any, tokens: int) -> Generation[Any]:
+        target, options = _short_call(model, name, base_url, api_key, tokens)
+        return generate(target, messages, output, transport=transport, **options)
+
+    return ask
+
+
+def _aasker(
+    model: str, base_url: str | None, api_key: str | None, transport: AsyncTransport
+) -> Callable[[str | None, list[Message], Any, int], Awaitable[Generation[Any]]]:
+    async def ask(
+        name: str | None, messages: list[Message], output: Any, tokens: int
+    ) -> Generation[Any]:
+        target, options = _short_call(model, name, base_url, api_key, tokens)
+        return await agenerate(target, messages, output, transport=transport, **options)
+
+    return ask
+
+
+def _short_call(
+    model: str, name: str | None, base_url: str | None, api_key: str | None, tokens: int
+) -> tuple[str, dict[str, Any]]:
+    own = name is None or name.split(":", 1)[0] == model.split(":", 1)[0]
+    options: dict[str, Any] = {
+        "max_tokens": tokens,
+        "retries": 0,
+        "text_fallback": False,
+        "precheck": False,
+        "base_url": base_url if own else None,
+        "api_key": api_key if own else None,
+    }
+    return name or model, options
 
 
 # -- streaming -----------------------------------------------------------------------------
@@ -613,8 +798,8 @@ def stream(
     output: Any = None,
     *,
     every: int = 0,
-    mode: Mode = "auto",
-    retries: int = 2,
+    mode: Mode | None = None,
+    retries: int | None = None,
     token_budget: int | None = None,
     level: str | None = None,
     tools: Sequence[Tool] = (),
@@ -628,6 +813,10 @@ def stream(
     api_key: str | None = None,
     transport: Transport | None = None,
     observers: Iterable[Observer] = (),
+    text_fallback: bool = True,
+    profile: str | None = None,
+    context: Mapping[str, Any] | None = None,
+    precheck: Any = None,
     **parse_options: Any,
 ) -> Stream[Any]:
     """generate(), streamed: typed snapshots while the reply arrives, the validated value last.
@@ -651,13 +840,20 @@ def stream(
         extra=extra,
         observers=observers,
         parse_options=parse_options,
+        text_fallback=text_fallback,
+        profile=profile,
+        context=context,
+        precheck=precheck,
         streaming=True,
     )
     sender = transport or _shared_transport()
 
     def drive(owner: Stream[Any]) -> Iterator[Snapshot[Any]]:
         request = loop.first()
+        ask = _asker(model, base_url, api_key, sender)
         while True:
+            if loop.gate is not None:
+                request = loop.gated(loop.gate.before(request, ask))
             parser, parts, shown = _parser(loop, every), Assembler(), _Attempt(loop)
             decoder = resolved.adapter.decoder(request)
             events = sender.stream(resolved.endpoint, resolved.adapter.build(request))
@@ -676,7 +872,7 @@ def stream(
                 return
             request = outcome
 
-    return Stream(drive)
+    return Stream(lambda owner: labelled(drive(owner), profile))
 
 
 def astream(
@@ -685,8 +881,8 @@ def astream(
     output: Any = None,
     *,
     every: int = 0,
-    mode: Mode = "auto",
-    retries: int = 2,
+    mode: Mode | None = None,
+    retries: int | None = None,
     token_budget: int | None = None,
     level: str | None = None,
     tools: Sequence[Tool] = (),
@@ -700,6 +896,10 @@ def astream(
     api_key: str | None = None,
     transport: AsyncTransport | None = None,
     observers: Iterable[Observer] = (),
+    text_fallback: bool = True,
+    profile: str | None = None,
+    context: Mapping[str, Any] | None = None,
+    precheck: Any = None,
     **parse_options: Any,
 ) -> Stream[Any]:
     """stream(), for `async for`."""
@@ -721,6 +921,10 @@ def astream(
         extra=extra,
         observers=observers,
         parse_options=parse_options,
+        text_fallback=text_fallback,
+        profile=profile,
+        context=context,
+        precheck=precheck,
         streaming=True,
     )
 
@@ -729,7 +933,10 @@ def astream(
         sender = transport or AsyncTransport()
         try:
             request = loop.first()
+            ask = _aasker(model, base_url, api_key, sender)
             while True:
+                if loop.gate is not None:
+                    request = loop.gated(await loop.gate.abefore(request, ask))
                 parser, parts, shown = _parser(loop, every), Assembler(), _Attempt(loop)
                 decoder = resolved.adapter.decoder(request)
                 events = sender.stream(resolved.endpoint, resolved.adapter.build(request))
@@ -754,7 +961,7 @@ def astream(
             if own:
                 await sender.aclose()
 
-    return Stream(drive)
+    return Stream(lambda owner: alabelled(drive(owner), profile))
 
 
 # -- agents as tools -----------------------------------------------------------------------

@@ -41,7 +41,7 @@ from outform.gateway.backend import Backend, HttpChatBackend
 from outform.gateway.handlers import Gateway
 from outform.gateway.limits import BodyBudget, Lease
 from outform.gateway.replies import GatewayError, PassthroughError, Reply, StreamReply
-from outform.gateway.settings import ENFORCE_HEADER, GatewaySettings
+from outform.gateway.settings import ENFORCE_HEADER, PROFILE_HEADER, GatewaySettings
 from outform.gateway.store import ResponseStore
 
 Scope = MutableMapping[str, Any]
@@ -54,6 +54,7 @@ access_logger = logging.getLogger("outform.gateway.access")
 logger = logging.getLogger("outform.gateway")
 
 _ENFORCE = ENFORCE_HEADER.encode()
+_PROFILE = PROFILE_HEADER.encode()
 _OPEN_PATHS = frozenset({"/healthz"})
 
 
@@ -232,14 +233,20 @@ class GatewayApp:
         body = await self._body(scope, receive)
         assert self.gateway is not None
         return await self.gateway.create_response(
-            body, _header(scope, _ENFORCE), scope.setdefault("outform.log", {})
+            body,
+            _header(scope, _ENFORCE),
+            scope.setdefault("outform.log", {}),
+            profile=_header(scope, _PROFILE),
         )
 
     async def _chat_completions(self, scope: Scope, receive: Receive) -> Reply | StreamReply:
         body = await self._body(scope, receive)
         assert self.gateway is not None
         return await self.gateway.chat_completions(
-            body, _header(scope, _ENFORCE), scope.setdefault("outform.log", {})
+            body,
+            _header(scope, _ENFORCE),
+            scope.setdefault("outform.log", {}),
+            profile=_header(scope, _PROFILE),
         )
 
     async def _body(self, scope: Scope, receive: Receive) -> bytes:

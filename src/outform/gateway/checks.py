@@ -33,13 +33,27 @@ class Verdict:
     """`unreadable`: why the reply could not be parsed at all (the time limit included)."""
 
 
-def check_reply(
-    text: str, fmt: Mapping[str, Any], level: str, time_limit: float, cut: bool
-) -> Verdict:
+@dataclass(frozen=True, slots=True)
+class CheckSettings:
+    """The parse settings of one check (they cross the process boundary with the reply)."""
+
+    level: str
+    time_limit: float
+    profile: str | None = None
+    """The `[profiles.NAME]` whose parse settings apply (the x-outform-profile header)."""
+
+
+def check_reply(text: str, fmt: Mapping[str, Any], settings: CheckSettings, cut: bool) -> Verdict:
     """Run the pipeline on `text` against the flat format dict `fmt`; `cut`: the backend
     stopped at its token limit, so a repair that closed what was cut off is refused."""
     try:
-        result = parse(text, ResponseFormat.from_dict(fmt), level=level, time_limit=time_limit)
+        result = parse(
+            text,
+            ResponseFormat.from_dict(fmt),
+            level=settings.level,
+            time_limit=settings.time_limit,
+            profile=settings.profile,
+        )
         if cut and repaired_after_cut(result.changes):
             raise OutputError("the reply was cut off", hint=CUT_OFF)
     except OutputError as error:
@@ -51,4 +65,4 @@ def check_reply(
     return Verdict("repaired", text=orjson.dumps(result.data).decode())
 
 
-__all__ = ["Verdict", "check_reply"]
+__all__ = ["CheckSettings", "Verdict", "check_reply"]

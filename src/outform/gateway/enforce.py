@@ -27,10 +27,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from outform.errors import SchemaError
+from outform.errors import ConfigError, SchemaError
 from outform.format import JsonObjectFormat, JsonSchemaFormat, ResponseFormat
 from outform.gateway.backend import Backend
-from outform.gateway.checks import Verdict, check_reply
+from outform.gateway.checks import CheckSettings, Verdict, check_reply
 from outform.gateway.output import content_text
 from outform.gateway.replies import GatewayError, bad_request
 from outform.gateway.settings import GatewaySettings
@@ -88,12 +88,21 @@ class Checker:
         self.job = check_reply
         """What a worker runs (tests put a job they control here)."""
 
-    async def check(self, text: str, fmt: Mapping[str, Any], *, cut: bool) -> Verdict:
+    async def check(
+        self,
+        text: str,
+        fmt: Mapping[str, Any],
+        *,
+        cut: bool,
+        level: str | None = None,
+        profile: str | None = None,
+    ) -> Verdict:
+        """The verdict on one reply; `level` and `profile` (a `[profiles.NAME]`) override the
+        deployment's parse settings for this request."""
         deadline = 2 * self.time_limit
         try:
-            verdict: Verdict = await self.pool.run(
-                deadline, self.job, text, fmt, self.level, self.time_limit, cut
-            )
+            settings = CheckSettings(level or self.level, self.time_limit, profile)
+            verdict: Verdict = await self.pool.run(deadline, self.job, text, fmt, settings, cut)
         except WorkerTimeoutError:
             return Verdict(
                 "unreadable",
@@ -112,8 +121,12 @@ async def enforce(
     *,
     retries: int,
     checker: Checker,
+    profile: bytes | None = None,
 ) -> Enforced:
-    """Call the backend until its reply validates against `fmt` (or the retries run out)."""
+    """Call the backend until its reply validates against `fmt` (or the retries run out).
+    `profile` (the `x-outform-profile` header) names the parse settings to use; a level it
+    sets explicitly wins over the deployment's."""
+    step_name, level = _profile(profile, checker.level)
     body = {k: v for k, v in chat.items() if k not in ("stream", "stream_options")}
     messages = list(body.get("messages") or ())
     usage: dict[str, Any] | None = None
@@ -128,7 +141,9 @@ async def enforce(
         if message.get("tool_calls") or message.get("refusal"):
             return Enforced(_with(completion, choice, message, usage), attempt, False)
         text = content_text(message.get("content"))
-        verdict = await checker.check(text, fmt, cut=choice.get("finish_reason") == "length")
+        verdict = await checker.check(
+            text, fmt, cut=choice.get("finish_reason") == "length", level=level, profile=step_name
+        )
         if verdict.kind == "invalid":
             explanation = verdict.explanation
             messages = [
@@ -152,6 +167,20 @@ async def enforce(
         param="text.format",
         code="output_invalid",
     )
+
+
+def _profile(header: bytes | None, level: str) -> tuple[str | None, str]:
+    if header is None:
+        return None, level
+    from outform.profile import step
+
+    name = header.decode("latin-1")
+    try:
+        chosen = step(name)
+    except ConfigError as error:
+        raise bad_request(f"{error.what}. {error.fix}", "x-outform-profile") from None
+    explicit = chosen.sources["level"].startswith("[profiles.") or not chosen.enabled
+    return name, (chosen.level or level) if explicit else level
 
 
 def _with(

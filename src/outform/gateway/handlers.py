@@ -50,7 +50,7 @@ class Gateway:
     # -- POST /v1/responses ----------------------------------------------------------------------
 
     async def create_response(
-        self, raw: bytes, enforce_header: bytes | None, log: Log
+        self, raw: bytes, enforce_header: bytes | None, log: Log, profile: bytes | None = None
     ) -> Reply | StreamReply:
         started = time.perf_counter()
         req = _json_object(raw)
@@ -88,6 +88,7 @@ class Gateway:
                 fmt,
                 retries=self.settings.enforce_retries,
                 checker=self.checker,
+                profile=profile,
             )
             waited = time.perf_counter() - called
             log["enforce"] = enforced.attempts
@@ -187,7 +188,7 @@ class Gateway:
     # -- POST /v1/chat/completions -----------------------------------------------------------------
 
     async def chat_completions(
-        self, raw: bytes, enforce_header: bytes | None, log: Log
+        self, raw: bytes, enforce_header: bytes | None, log: Log, profile: bytes | None = None
     ) -> Reply | StreamReply:
         """Pass-through: the body goes to the backend as received (its model renamed when the
         model map says so), and the answer comes back as the backend sent it."""
@@ -212,6 +213,7 @@ class Gateway:
                 fmt,
                 retries=self.settings.enforce_retries,
                 checker=self.checker,
+                profile=profile,
             )
             log["enforce"] = enforced.attempts
             if stream:

@@ -38,6 +38,9 @@ class Timeouts:
 
 DEFAULT_TIMEOUTS = Timeouts()
 
+PROFILE_HEADER = "x-outform-profile"
+"""Names the `[profiles.NAME]` of outform.toml whose parse settings enforcement uses."""
+
 
 @dataclass(frozen=True)
 class GatewaySettings:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from outform.config import settings
 from outform.errors import InternalError, OutformError, UsageError
 from outform.format import ResponseFormat
 from outform.parse.cache import shared as _cache
@@ -12,6 +13,7 @@ from outform.parse.context import LEVELS, STAGES, Level, Options
 from outform.parse.hint import RetryHint, Violation
 from outform.parse.pipeline import PROCESSOR_POINTS, Pipeline, Processor
 from outform.parse.result import Change, ParseResult
+from outform.profile import active, step
 from outform.trace.events import Observer
 
 
@@ -23,6 +25,7 @@ def parse(
     level: str | None = None,
     processors: Iterable[Processor] = (),
     observers: Iterable[Observer] = (),
+    profile: str | None = None,
     **options: Any,
 ) -> ParseResult[Any]:
     """Turn a model's reply into a value matching `schema` (a JSON Schema dict or a
@@ -31,6 +34,9 @@ def parse(
     Returns a ParseResult: `.value` (typed when `type` was given), `.changes` (what was changed,
     per JSON path) and `.events`. Raises OutputError, carrying a RetryHint, when the reply cannot
     be made valid; InputError for replies that cannot be parsed at all.
+
+    `profile` names a `[profiles.NAME]` of outform.toml; its settings (over `[defaults]`)
+    apply where the call does not set its own (see docs/profiles.md).
     """
     if schema is not None and type is not None:
         raise UsageError(
@@ -38,6 +44,10 @@ def parse(
             fix="type= derives the schema from the type; drop schema=",
         )
     output = type if type is not None else schema
+    if profile is not None or settings().defaults:
+        chosen = step(profile)
+        level = level or chosen.level
+        options = {**chosen.parse_options(), **options}
     processors = tuple(processors)
     observers = tuple(observers)
     try:
@@ -47,7 +57,10 @@ def parse(
             )
         else:
             pipeline = _cache.get(output, level, options)
-        return pipeline.run(text)
+        if profile is None:
+            return pipeline.run(text)
+        with active(profile):
+            return pipeline.run(text)
     except OutformError:
         raise
     except Exception as exc:  # only outform's errors leave (see errors.InternalError)

@@ -32,8 +32,8 @@ from outform.format import (
     ResponseFormat,
     TextFormat,
 )
+from outform.parse import allowlist, extract, loss, unescape, values
 from outform.parse import decode as decoding
-from outform.parse import extract, loss, unescape, values
 from outform.parse.coerce import Coercer
 from outform.parse.context import Deadline, Options, Run
 from outform.parse.defaults import Defaults
@@ -162,6 +162,8 @@ class Pipeline(Generic[T]):
             max_depth=self.options.max_depth,
             tolerance=self.options.tolerance,
             max_repair_chars=self.options.max_repair_chars,
+            anyof_strategy=self.options.anyof_strategy,
+            allowlist=self.options.coercions,
         )
         accepted = accepted_types(self.compiled)
         self._wanted = frozenset(
@@ -515,10 +517,12 @@ class Pipeline(Generic[T]):
                 value = unwrapped
         value = self._process_value("after_decode", value, run)
         deadline.enter("coerce")
+        blocked: list[tuple[str, str]] = []
         if "coerce" in options.stages and not self.compiled.is_valid(value):
             run.emit("output.coercion.attempt", "semantic")
             coercion = self._coercer.coerce(value, deadline)
             value = coercion.value
+            blocked = coercion.blocked
             run.changes.extend(coercion.changes)
             for path, branch in coercion.branches:
                 run.emit("output.coercion.success", "semantic", branch_index=branch, path=path)
@@ -526,7 +530,7 @@ class Pipeline(Generic[T]):
         deadline.enter("validate")
         if self._defaults is not None and self.compiled.is_valid(value):
             value = self._fill_defaults(self._defaults, value, run.changes, deadline)
-        found = violations(self.compiled, value, deadline)
+        found = allowlist.explain(violations(self.compiled, value, deadline), blocked)
         typed = None
         if not found and self.adapter is not None:
             try:
