@@ -13,7 +13,10 @@ seconds and stops calling the backend.
 `store.HEARTBEAT_EVERY` seconds; a process that stops beating has its unfinished responses
 read as failed, see `store.settle`), and its background jobs, bounded: at most `max_running`
 call backends at once, at most `max_queued` more wait, beyond that a 429. On shutdown running
-jobs get `grace` seconds, then are stored as failed.
+jobs get `grace` seconds, then are stored as failed. A process starting where a killed one
+ran (same host, boot and pid namespace: `place`) retires the workers there whose pid is gone,
+so a restart after `kill -9` shows their unfinished responses as failed at once rather than
+after `STALE_AFTER`.
 """
 
 from __future__ import annotations
@@ -22,9 +25,12 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import os
+import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -97,8 +103,13 @@ class Worker:
     # -- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
-        await self.store.heartbeat(self.id)
+        here = place()
+        await self.store.heartbeat(self.id, here, os.getpid())
         self._last_beat = time.monotonic()
+        if here:
+            for worker, pid in await self.store.workers(here):
+                if worker != self.id and not _running(pid):
+                    await self.store.retire(worker)
         self._ticking = asyncio.get_running_loop().create_task(self._tick())
 
     async def stop(self) -> None:
@@ -187,7 +198,7 @@ class Worker:
             await asyncio.sleep(POLL_EVERY)
             try:
                 if time.monotonic() - self._last_beat >= HEARTBEAT_EVERY:
-                    await self.store.heartbeat(self.id)
+                    await self.store.heartbeat(self.id, place(), os.getpid())
                     self._last_beat = time.monotonic()
                 running = [i for i, job in self._jobs.items() if job.task is not None]
                 if running:
@@ -198,6 +209,29 @@ class Worker:
                 if time.monotonic() - self._warned > 60:  # one line a minute while it lasts
                     self._warned = time.monotonic()
                     log.warning("the response store failed (heartbeat): %s", exc.what)
+
+
+def place() -> str:
+    """Where pids mean the same thing: host name, boot and pid namespace (Linux); "" where
+    that cannot be told (then only the heartbeat's age tells a dead worker)."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        namespace = str(Path("/proc/self/ns/pid").readlink())
+    except OSError:
+        return ""
+    return f"{socket.gethostname()}|{boot}|{namespace}"
+
+
+def _running(pid: int) -> bool:
+    if pid <= 0:
+        return True  # unknown: leave it to its heartbeat
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process: alive
+    return True
 
 
 def failure(exc: GatewayError | PassthroughError) -> dict[str, str]:

@@ -80,7 +80,9 @@ SCHEMA = (
     " ON CONFLICT DO NOTHING",
     f"""CREATE TABLE IF NOT EXISTS {WORKERS} (
         id text PRIMARY KEY,
-        heartbeat_at timestamptz NOT NULL
+        heartbeat_at timestamptz NOT NULL,
+        place text NOT NULL DEFAULT '',
+        pid integer NOT NULL DEFAULT 0
     )""",
     f"CREATE TABLE IF NOT EXISTS {META} (name text PRIMARY KEY, value text NOT NULL)",
 )
@@ -125,7 +127,7 @@ _DELETE = (
     " SELECT count(*) FROM gone"
 )
 _HEARTBEAT = (
-    f"INSERT INTO {WORKERS} (id, heartbeat_at) VALUES (%s, now())"
+    f"INSERT INTO {WORKERS} (id, heartbeat_at, place, pid) VALUES (%s, now(), %s, %s)"
     " ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()"
 )
 
@@ -232,9 +234,15 @@ class PostgresStore:
         owner = StoredResponse(row[0], 0, orjson.loads(row[1]), orjson.loads(row[2]))
         return owner.find_item(item_id)
 
-    async def heartbeat(self, worker: str) -> None:
+    async def heartbeat(self, worker: str, place: str = "", pid: int = 0) -> None:
         async with self._connection("recording a heartbeat") as conn:
-            await conn.execute(_HEARTBEAT, (worker,))
+            await conn.execute(_HEARTBEAT, (worker, place, pid))
+
+    async def workers(self, place: str) -> list[tuple[str, int]]:
+        async with self._connection("reading workers") as conn:
+            cursor = await conn.execute(f"SELECT id, pid FROM {WORKERS} WHERE place = %s", (place,))
+            rows = await cursor.fetchall()
+        return [(str(row[0]), int(row[1])) for row in rows]
 
     async def retire(self, worker: str) -> None:
         async with self._connection("retiring a worker") as conn:
@@ -418,7 +426,7 @@ def describe_dsn(dsn: str) -> str:
 
 def _scrub(exc: BaseException, dsn: str) -> str:
     """The error's message without the password (libpq does not echo it; be sure anyway)."""
-    message = redact_dsn(str(exc).strip())
+    message = redact_dsn(" ".join(str(exc).split()))  # libpq's lines, as one
     try:
         password = conninfo_to_dict(dsn).get("password")
     except psycopg.Error:

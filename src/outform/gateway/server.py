@@ -16,6 +16,7 @@ from typing import Any
 
 from outform.gateway.app import GatewayApp, create_app
 from outform.gateway.settings import GatewaySettings
+from outform.gateway.stores import check_store
 
 
 def uvicorn_config(app: GatewayApp, settings: GatewaySettings, **extra: Any) -> Any:
@@ -58,6 +59,7 @@ def serve(settings: GatewaySettings) -> None:
     import uvicorn
 
     app = create_app(settings)
+    check_store(settings.store_spec(), base_dir=settings.store_base_dir)  # before listening
     if settings.access_log:
         configure_access_log()
     uvicorn.Server(uvicorn_config(app, settings)).run()

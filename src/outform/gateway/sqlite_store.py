@@ -42,7 +42,7 @@ from typing import Any, Literal, TypeVar
 
 import orjson
 
-from outform.errors import OutformError, StoreError, UsageError
+from outform.errors import StoreError, UsageError
 from outform.gateway.store import (
     NO_TENANT,
     STALE_AFTER,
@@ -83,7 +83,12 @@ SCHEMA = (
         PRIMARY KEY (tenant, id)
     ) WITHOUT ROWID""",
     f"CREATE INDEX IF NOT EXISTS {ITEMS}_response ON {ITEMS} (response_id)",
-    f"CREATE TABLE IF NOT EXISTS {WORKERS} (id TEXT PRIMARY KEY, heartbeat_at REAL NOT NULL)",
+    f"""CREATE TABLE IF NOT EXISTS {WORKERS} (
+        id TEXT PRIMARY KEY,
+        heartbeat_at REAL NOT NULL,
+        place TEXT NOT NULL DEFAULT '',
+        pid INTEGER NOT NULL DEFAULT 0
+    )""",
     f"CREATE TABLE IF NOT EXISTS {META} (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
 )
 UPGRADE_FROM_1 = (
@@ -126,7 +131,7 @@ _SELECT_ITEM = (
     " ON r.id = i.response_id AND r.tenant = i.tenant WHERE i.tenant = ? AND i.id = ?"
 )
 _HEARTBEAT = (
-    f"INSERT INTO {WORKERS} (id, heartbeat_at) VALUES (?, ?)"
+    f"INSERT INTO {WORKERS} (id, heartbeat_at, place, pid) VALUES (?, ?, ?, ?)"
     " ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at"
 )
 
@@ -227,9 +232,16 @@ class SqliteStore:
 
         return await self._read(read, "reading")
 
-    async def heartbeat(self, worker: str) -> None:
+    async def heartbeat(self, worker: str, place: str = "", pid: int = 0) -> None:
         now = time.time()
-        await self._write(lambda conn: conn.execute(_HEARTBEAT, (worker, now)))
+        await self._write(lambda conn: conn.execute(_HEARTBEAT, (worker, now, place, pid)))
+
+    async def workers(self, place: str) -> list[tuple[str, int]]:
+        def read(conn: sqlite3.Connection) -> list[tuple[str, int]]:
+            rows = conn.execute(f"SELECT id, pid FROM {WORKERS} WHERE place = ?", (place,))
+            return [(str(row[0]), int(row[1])) for row in rows]
+
+        return await self._read(read, "reading")
 
     async def retire(self, worker: str) -> None:
         await self._write(
@@ -395,10 +407,7 @@ class _Writer:
                 with _errors(self.path, "writing"), _immediate(self.connection()) as conn:
                     for index, job in writes:
                         results[index] = job(conn)
-        except OutformError as exc:
-            log.warning("%s (%d writes failed)", exc, len(writes))
-            error = exc
-        except BaseException as exc:  # a bug in a job: its callers see it, the worker lives
+        except BaseException as exc:  # each waiting caller raises it (a bug too: the worker lives)
             error = exc
         for index, op in enumerate(batch):
             op.budget.release(op.held)

@@ -143,8 +143,14 @@ class ResponseStore(Protocol):
         """The input or output item with this id of one of the tenant's records."""
         ...
 
-    async def heartbeat(self, worker: str) -> None:
-        """Record that this gateway process is alive (its unfinished records stay so)."""
+    async def heartbeat(self, worker: str, place: str = "", pid: int = 0) -> None:
+        """Record that this gateway process is alive (its unfinished records stay so);
+        `place` and `pid` say where it runs (`background.place`)."""
+        ...
+
+    async def workers(self, place: str) -> list[tuple[str, int]]:
+        """The (worker, pid) recorded at `place`: a process restarting there retires those
+        whose pid is gone, so their unfinished records read as failed at once."""
         ...
 
     async def retire(self, worker: str) -> None:
@@ -175,7 +181,7 @@ class MemoryStore:
     def __init__(self) -> None:
         self._records: dict[str, StoredResponse] = {}
         self._items: dict[tuple[str, str], str] = {}
-        self._beats: dict[str, float] = {}
+        self._beats: dict[str, tuple[float, str, int]] = {}
         self._salt = secrets.token_bytes(32)
         self._lock = asyncio.Lock()
 
@@ -210,7 +216,7 @@ class MemoryStore:
 
     def _alive(self, worker: str | None) -> bool:
         beat = self._beats.get(worker or "")
-        return beat is not None and time.monotonic() - beat < STALE_AFTER
+        return beat is not None and time.monotonic() - beat[0] < STALE_AFTER
 
     async def delete(self, response_id: str, tenant: str = NO_TENANT) -> bool:
         async with self._lock:
@@ -227,8 +233,11 @@ class MemoryStore:
             return None
         return record.find_item(item_id)
 
-    async def heartbeat(self, worker: str) -> None:
-        self._beats[worker] = time.monotonic()
+    async def heartbeat(self, worker: str, place: str = "", pid: int = 0) -> None:
+        self._beats[worker] = (time.monotonic(), place, pid)
+
+    async def workers(self, place: str) -> list[tuple[str, int]]:
+        return [(worker, pid) for worker, (_, at, pid) in self._beats.items() if at == place]
 
     async def retire(self, worker: str) -> None:
         self._beats.pop(worker, None)

@@ -71,6 +71,21 @@ def open_store(spec: str, *, base_dir: str | Path | None = None) -> ResponseStor
     )
 
 
+def check_store(spec: str, *, base_dir: str | Path | None = None) -> None:
+    """Open the store `spec` names, prove it usable (reachable, tables in place, a write
+    committed) and close it: `outform serve` calls this before anything listens, so a bad
+    or unreachable store is one configuration error (exit 2), not a failure per request."""
+
+    async def probe() -> None:
+        store = open_store(spec, base_dir=base_dir)
+        try:
+            await store.check()
+        finally:
+            await store.close()
+
+    asyncio.run(probe())
+
+
 def _sqlite_path(rest: str) -> str:
     # sqlite:///relative.db and sqlite:////absolute.db, as SQLAlchemy spells them.
     return rest[3:] if rest.startswith("///") else rest
