@@ -10,11 +10,13 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import httpx
 
@@ -27,6 +29,9 @@ ROOT = Path(__file__).resolve().parents[2]
 class Served:
     process: subprocess.Popen[bytes]
     port: int
+    log: IO[bytes]
+    """Its standard error: a file, never a pipe nobody reads (a full pipe would block the
+    gateway's event loop on its next access-log line)."""
 
     @property
     def url(self) -> str:
@@ -44,8 +49,10 @@ class Served:
 
     def stderr(self) -> str:
         self.kill()
-        assert self.process.stderr is not None
-        return self.process.stderr.read().decode()
+        self.log.seek(0)
+        text = self.log.read().decode()
+        self.log.close()
+        return text
 
 
 def command(*args: str) -> list[str]:
@@ -63,14 +70,15 @@ def start(
 ) -> Served:
     """`outform serve` on a free port of 127.0.0.1, once its /healthz answers."""
     port = free_port()
+    log = tempfile.TemporaryFile()  # noqa: SIM115 - closed by Served
     process = subprocess.Popen(
         command("--backend", backend, "--store", store, "--port", str(port), *args),
         cwd=cwd,
         env=environment(env),
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=log,
     )
-    served = Served(process, port)
+    served = Served(process, port, log)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -93,8 +101,7 @@ def serving(
         yield served
     finally:
         served.kill()
-        assert served.process.stderr is not None
-        served.process.stderr.close()
+        served.log.close()
 
 
 def run_until_exit(
