@@ -45,7 +45,8 @@ def test_a_background_response_runs_and_is_polled(gw: Harness) -> None:
     done = poll(gw.client, queued.id)
     assert done.status == "completed" and done.background is True
     assert done.output_text == '{"name": "Ada"}'
-    assert gw.client.responses.input_items.list(queued.id).data[0].content[0].text == "Ada"  # type: ignore[union-attr]
+    item = gw.client.responses.input_items.list(queued.id).data[0]
+    assert item.content[0].text == "Ada"  # type: ignore[union-attr,index]
     gw.backend.json(chat_completion(content="more"))
     follow = gw.client.responses.create(model="m", input="more", previous_response_id=queued.id)
     assert follow.previous_response_id == queued.id
@@ -114,8 +115,9 @@ def test_two_gateway_processes_over_one_postgres_share_background_responses(
     request.addfinalizer(lambda: server.drop(schema))
     env = {"OUTFORM_TEST_STORE": dsn}
     store = "postgres:$OUTFORM_TEST_STORE"
+    backend = ChatFake()
     with (
-        ChatFake() as backend,
+        backend,
         served.serving(backend.base, store, tmp_path, env=env) as one,
         served.serving(backend.base, store, tmp_path, env=env) as two,
     ):

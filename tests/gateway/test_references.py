@@ -3,6 +3,8 @@ output items of earlier responses), with the official SDK as the client."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import openai
 import pytest
 
@@ -17,14 +19,12 @@ def test_references_stand_for_the_stored_items(gw: Harness) -> None:
     assert call.type == "function_call"
     question = gw.client.responses.input_items.list(first.id).data[0]
     gw.backend.json(chat_completion(content="Ada Lovelace, mathematician."))
-    second = gw.client.responses.create(
-        model="m",
-        input=[
-            {"type": "item_reference", "id": question.id},
-            {"type": "item_reference", "id": call.id},
-            {"type": "function_call_output", "call_id": "call_1", "output": '{"born": 1815}'},
-        ],
-    )
+    inputs: Any = [
+        {"type": "item_reference", "id": question.id},
+        {"type": "item_reference", "id": call.id},
+        {"type": "function_call_output", "call_id": "call_1", "output": '{"born": 1815}'},
+    ]
+    second = gw.client.responses.create(model="m", input=inputs)
     assert second.output_text == "Ada Lovelace, mathematician."
     messages = gw.sent()["messages"]
     assert messages[0] == {"role": "user", "content": "Who is Ada?"}
@@ -46,7 +46,8 @@ def test_unknown_and_other_keys_items_are_not_found(make_gateway: MakeGateway) -
     mine = gw.client.responses.create(model="m", input="x")
     other = gw.client.with_options(api_key="sk-ref-key-b-5678")
     for client, item_id in ((other, mine.output[0].id), (gw.client, "msg_" + "f" * 50)):
+        reference: Any = [{"type": "item_reference", "id": item_id}]
         with pytest.raises(openai.NotFoundError) as caught:
-            client.responses.create(model="m", input=[{"type": "item_reference", "id": item_id}])
+            client.responses.create(model="m", input=reference)
         assert caught.value.body["param"] == "input[0].id"  # type: ignore[index]
     assert len(gw.backend.requests) == 1

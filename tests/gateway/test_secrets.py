@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import openai
@@ -76,7 +77,7 @@ def test_a_backend_error_echoing_its_key_is_scrubbed(
     stored = gw.client.responses.retrieve(failed.response.id)
     assert CLIENT_KEY not in stored.model_dump_json()
     items = gw.client.responses.input_items.list(failed.response.id)
-    assert items.data[0].content[0].text == "my key is ***"  # type: ignore[union-attr]
+    assert items.data[0].content[0].text == "my key is ***"  # type: ignore[union-attr,index]
     raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
     assert BACKEND_KEY.encode() not in raw and CLIENT_KEY.encode() not in raw
 
@@ -108,7 +109,7 @@ def test_a_secret_split_between_two_chunks_is_still_scrubbed(cut: int) -> None:
     pieces = [text[:at], text[at:]]
 
     async def collect() -> bytes:
-        async def source():  # type: ignore[no-untyped-def]
+        async def source() -> AsyncIterator[bytes]:
             for piece in pieces:
                 yield piece
 

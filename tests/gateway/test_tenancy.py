@@ -64,9 +64,9 @@ def test_another_key_cannot_see_touch_or_continue_a_response(
     for name, call in _calls(b).items():
         seen = _refusal(call, mine.id)
         assert seen == _refusal(call, UNKNOWN), name  # indistinguishable from no response
-    referenced = [{"type": "item_reference", "id": mine.output[0].id}]
+    referenced: Any = [{"type": "item_reference", "id": mine.output[0].id}]
     seen = _refusal(lambda _: b.responses.create(model="m", input=referenced), mine.id)
-    unknown = [{"type": "item_reference", "id": "msg_" + "0" * 50}]
+    unknown: Any = [{"type": "item_reference", "id": "msg_" + "0" * 50}]
     assert (
         seen[0] == 404
         and _refusal(lambda _: b.responses.create(model="m", input=unknown), UNKNOWN)[0] == 404

@@ -136,7 +136,12 @@ class GatewayApp:
         if backend is None:
             backend = make_backend(self.settings, self._env)
             self._owned.append(backend.aclose)
-        worker = Worker(store, grace=self.settings.shutdown_timeout)
+        worker = Worker(
+            store,
+            max_running=self.settings.background_max_running,
+            max_queued=self.settings.background_max_queued,
+            grace=self.settings.shutdown_timeout,
+        )
         await worker.start()
         self._owned.insert(0, worker.stop)  # first: its last writes need the store
         self.gateway = Gateway(self.settings, backend, store, worker, self.scrubber)

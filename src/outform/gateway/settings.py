@@ -48,6 +48,10 @@ class GatewaySettings:
     enforce_level: str = "full"
     """Repair level of the pipeline in enforcement mode: the client asked for valid output,
     so JSON5 and json-repair are tried before a re-ask costs another call."""
+    background_max_running: int = 64
+    """`background: true` responses run at once per process; more wait (`queued`)."""
+    background_max_queued: int = 1024
+    """Background responses waiting per process, at most; beyond, a 429."""
     host: str = "127.0.0.1"
     port: int = 8080
     shutdown_timeout: float = 30.0
