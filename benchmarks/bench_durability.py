@@ -80,7 +80,7 @@ def scenario(
 def run(before: Path | None, seed: int) -> list[Row]:
     trees = [("this branch", served.ROOT / "src")]
     if before is not None:
-        trees.insert(0, ("before (" + before.name + ")", before))
+        trees.insert(0, ("before", before))
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as sqlite_dir:
         for shape in SCENARIOS:
@@ -112,7 +112,7 @@ def markdown(rows: list[Row], seed: int) -> str:
     lines = [
         "| code | store | requests (1 MB inputs) | killed after | acknowledged "
         "| intact after restart | missing | half-written | unacknowledged ids after restart "
-        "| burst time |",
+        "| start to last answer or reset |",
         "|---|---|---|---:|---:|---:|---:|---:|---|---:|",
     ]
     for row in rows:
@@ -129,6 +129,7 @@ def markdown(rows: list[Row], seed: int) -> str:
     return f"""## Durability under kill -9
 
 Command: `python -m benchmarks.bench_durability --write --before <export of main>/src`
+(*before* is main before issue 10's store changes, *this branch* the code with them)
 ({machine()}, {os.cpu_count()} CPUs, seed {seed}; the machine was shared, times are
 provisional).
 

@@ -409,12 +409,15 @@ class _Writer:
                         results[index] = job(conn)
         except BaseException as exc:  # each waiting caller raises it (a bug too: the worker lives)
             error = exc
+        woken: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], Any, bool]]] = {}
         for index, op in enumerate(batch):
             op.budget.release(op.held)
             failed = error is not None and op.job is not None
             outcome = error if failed else results[index]
+            woken.setdefault(op.loop, []).append((op.future, outcome, failed))
+        for loop, settled in woken.items():  # one wake-up per loop, not one per save
             with contextlib.suppress(RuntimeError):  # the caller's loop closed: nobody waits
-                op.loop.call_soon_threadsafe(_settle_future, op.future, outcome, failed)
+                loop.call_soon_threadsafe(_settle_futures, settled)
 
     def read_job(self, job: Callable[[sqlite3.Connection], T], action: str) -> T:
         with _errors(self.path, action):
@@ -426,13 +429,14 @@ class _Writer:
             self.conn = None
 
 
-def _settle_future(future: asyncio.Future[Any], outcome: Any, failed: bool) -> None:
-    if future.done():  # the waiting task was cancelled; the write happened all the same
-        return
-    if failed:
-        future.set_exception(outcome)
-    else:
-        future.set_result(outcome)
+def _settle_futures(settled: list[tuple[asyncio.Future[Any], Any, bool]]) -> None:
+    for future, outcome, failed in settled:
+        if future.done():  # the waiting task was cancelled; the write happened all the same
+            continue
+        if failed:
+            future.set_exception(outcome)
+        else:
+            future.set_result(outcome)
 
 
 # -- one writer per file per process -------------------------------------------------------
