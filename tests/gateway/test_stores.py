@@ -944,6 +944,10 @@ def test_open_store_forms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert opened("sqlite:///rel.db").path == "rel.db"
     assert opened("c.sqlite3", base_dir=tmp_path / "conf").path == str(tmp_path / "conf/c.sqlite3")
     assert opened("sqlite:d.sqlite", base_dir=tmp_path).path == str(tmp_path / "d.sqlite")
+    synced = opened(f"sqlite:{tmp_path}/e.sqlite?synchronous=full")
+    assert synced.path == f"{tmp_path}/e.sqlite" and synced._writer.synchronous == "FULL"
+    with pytest.raises(ConfigError, match="unknown SQLite store option journal"):
+        open_store(f"sqlite:{tmp_path}/f.sqlite?journal=off")
 
     async def close_all() -> None:
         for store in stores:

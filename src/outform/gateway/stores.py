@@ -5,6 +5,7 @@
     memory                      MemoryStore: one process, lost on restart (tests)
     sqlite                      SqliteStore on ./outform-responses.sqlite (the default)
     sqlite:PATH                 SqliteStore on PATH (also sqlite:///relative, sqlite:////absolute)
+    sqlite:PATH?synchronous=full   the same, every commit synced (survives power loss)
     PATH.sqlite / .sqlite3 / .db   the same, spelled as a bare path
     postgres:DSN, postgresql:DSN   PostgresStore; DSN is a libpq URL or "host=... dbname=..."
     postgres://..., postgresql://...
@@ -14,7 +15,8 @@ The store modules are imported only when chosen: psycopg is an optional dependen
 
 Records are stored as JSON text written by orjson (one encoder for SQLite and PostgreSQL), and
 a DSN is only ever shown with its password replaced by `***`. `Budget` bounds the bytes of
-records on their way to a database (back-pressure instead of an unbounded backlog).
+records on their way to a database (back-pressure instead of an unbounded backlog), and
+`check_store` is what `outform serve` runs before it listens.
 """
 
 from __future__ import annotations
