@@ -113,6 +113,8 @@ _GATEWAY: dict[str, Check] = {
     "enforce_level": _choice("off", "minimal", "full"),
     "enforce_workers": _int(1, 256),
     "enforce_time_limit": _number(0.01, 3_600),
+    "background_max_running": _int(1, 100_000),
+    "background_max_queued": _int(0, 1_000_000),
     "host": Check(_text, "a host name or address to listen on"),
     "port": _int(0, 65_535),
     "shutdown_timeout": _number(0, 86_400),
