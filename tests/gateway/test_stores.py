@@ -21,7 +21,8 @@ from outform.gateway.store import MemoryStore, ResponseStore, StoredResponse
 from outform.gateway.stores import DEFAULT_SQLITE_PATH, open_store, redact_dsn
 
 if TYPE_CHECKING:
-    from tests.gateway.postgres import Backend, PostgresServer
+    from tests.gateway.postgres import Backend
+    from tests.postgres import PostgresServer
 
 pytest_plugins = ["tests.gateway.postgres"]
 

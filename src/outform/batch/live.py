@@ -17,9 +17,9 @@ from typing import Any
 import orjson
 
 from outform.batch.job import Prepared, hint_from_dict
-from outform.batch.manifest import PendingRow, RowUpdate, SqliteManifest
+from outform.batch.manifest import Manifest, PendingRow, RowUpdate
 from outform.batch.outcome import Verdict, judge, output_line
-from outform.batch.progress import Progress
+from outform.batch.progress import Counts
 from outform.batch.ratelimit import RateGate
 from outform.batch.rows import Row, rows_at
 from outform.errors import OutformError, ProviderError
@@ -30,12 +30,12 @@ _GROUP = 200
 
 def run_live(
     prepared: Prepared,
-    manifest: SqliteManifest,
+    manifest: Manifest,
     job: str,
     pending: Iterator[Sequence[PendingRow]],
     *,
     transport: Transport,
-    progress: Progress,
+    progress: Counts,
     gate: RateGate | None = None,
 ) -> None:
     gate = gate or RateGate()
@@ -57,12 +57,11 @@ def run_live(
                 if len(updates) >= _GROUP:
                     manifest.record(job, updates)
                     updates = []
-                    progress.counts(manifest.status_counts(job))
         for future in concurrent.futures.as_completed(running):
             updates.append(future.result())
             progress.advance("parsing")
     manifest.record(job, updates)
-    progress.counts(manifest.status_counts(job))
+    progress.flush()
 
 
 def _row(
