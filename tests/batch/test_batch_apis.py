@@ -3,6 +3,7 @@ batches end, invalid rows re-asked in a follow-up round, one output line per row
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import orjson
@@ -10,7 +11,7 @@ import pytest
 
 from outform import batch
 from tests.batch.conftest import SCHEMA, Scripted
-from tests.batch.fakes import BatchFake
+from tests.batch.fakes import BatchFake, Expired
 
 APIS = [
     ("openai", "openai:gpt-5-mini", "/v1"),
@@ -109,3 +110,53 @@ def test_the_last_round_leaves_failed_rows_with_their_hint(rows: Path, tmp_path:
     assert lines["r3"]["hint"]["violations"][0]["path"] == "/age"
     assert lines["r3"]["reply"] == '{"name": "P", "age": "x"}'
     assert fake.submitted["r3"] == 2 and fake.submitted["r1"] == 1
+
+
+@pytest.mark.parametrize(
+    ("api", "model", "prefix"), APIS[:1] + APIS[2:], ids=["openai", "anthropic", "gemini"]
+)
+def test_expired_rows_are_sent_again_while_rounds_remain(
+    api: str, model: str, prefix: str, rows: Path, tmp_path: Path
+) -> None:
+    """A request the batch ran out of time for is sent again, as it was, in the next round;
+    `expired` is final only when no round is left. A row re-asked after an invalid reply
+    keeps its re-ask when it expires."""
+    asked: Counter[str] = Counter()
+
+    def model_(custom_id: str, body: object) -> str | Expired:
+        asked[custom_id] += 1
+        n, ask = int(custom_id[1:]), asked[custom_id]
+        if n == 12 or (n % 6 == 0 and ask == 1) or (n == 7 and ask == 2):
+            return Expired()  # r12 always; every 6th on its first ask; r7 on its second
+        if n == 7 and ask == 1:
+            return '{"name": "P7", "age": "unknown"}'
+        return f'{{"name": "P{n}", "age": {n}}}'
+
+    out = tmp_path / "out.jsonl"
+    with BatchFake(api, model_) as fake:
+        done = batch.submit(
+            rows,
+            model,
+            SCHEMA,
+            prompt="{text}",
+            output=out,
+            base_url=fake.url + prefix,
+            api_key="k",
+            manifest=tmp_path / "m.sqlite3",
+            poll_interval=0.001,
+        )
+        done = batch.resume(done.job, manifest=tmp_path / "m.sqlite3", api_key="k")
+        last = [b for b in fake.batches.values() if b["lines"]][-1]["lines"]
+    lines = {row["id"]: row for row in map(orjson.loads, out.read_bytes().splitlines())}
+    assert lines["r6"]["status"] == "ok" and lines["r6"]["attempts"] == 2
+    assert [r["outcome"] for r in lines["r6"]["rounds"]] == ["expired"]
+    assert lines["r7"]["status"] == "ok" and lines["r7"]["attempts"] == 3
+    assert [r["outcome"] for r in lines["r7"]["rounds"]] == ["invalid", "expired"]
+    assert lines["r12"]["status"] == "expired" and lines["r12"]["attempts"] == 3
+    assert done.counts == {"ok": 29, "expired": 1}
+    assert [r["sent"] for r in done.rounds] == [30, 6, 2]  # r6, r7, r12, r18, r24, r30; r7, r12
+    assert asked["r6"] == 2 and asked["r1"] == 1
+    if api == "openai":  # round 2 re-asks r7 about its invalid reply, and sends r12 as it was
+        bodies = {line["custom_id"]: line["body"]["messages"] for line in last}
+        assert bodies["r7"][-2]["content"] == '{"name": "P7", "age": "unknown"}'
+        assert [m["role"] for m in bodies["r12"]] == ["user"]

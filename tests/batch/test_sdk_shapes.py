@@ -226,6 +226,10 @@ def test_bedrock_invocation_jobs_through_s3(
     assert body["modelInvocationType"] == "Converse"
     lines = [orjson.loads(line) for line in out.read_bytes().splitlines()]
     assert len(lines) == 120 and {line["status"] for line in lines} <= {"ok", "repaired"}
+    r7 = next(line for line in lines if line["id"] == "r7")  # invalid in the job, then live
+    assert [(r["round"], r.get("batch"), r["outcome"]) for r in r7["rounds"]] == [
+        (0, "r0b0", "invalid")
+    ]
     # 100 + 20 rows: the 20 are fewer than a Bedrock job takes and went live (Converse)
     assert len([r for r in fake.requests if r.path == "/model-invocation-job"]) == 1
     # round 0: 100 rows in a job, the last 20 live; round 1: the 14 invalid of the job, live

@@ -68,7 +68,7 @@ def _row(
     prepared: Prepared, stored: PendingRow, row: Row, transport: Transport, gate: RateGate
 ) -> RowUpdate:
     rounds = prepared.spec.rounds
-    history: list[dict[str, Any]] = []
+    history: list[dict[str, Any]] = orjson.loads(stored.history) if stored.history else []
     if stored.last_text is not None and stored.last_hint:
         hint = hint_from_dict(orjson.loads(stored.last_hint))
         request = prepared.reask(row.messages, stored.last_text, hint)
@@ -97,7 +97,10 @@ def _row(
         attempt += 1
         if verdict.status != "reask" or verdict.hint is None:
             return _final(row, verdict, attempt, history)
-        history.append({"attempt": attempt, "outcome": "invalid", "hint": verdict.hint.message()})
+        # the same entries as a batch job's rounds (without a provider batch)
+        history.append(
+            {"round": attempt - 1, "outcome": "invalid", "detail": verdict.hint.message()}
+        )
         request = prepared.reask(row.messages, verdict.text, verdict.hint)
 
 

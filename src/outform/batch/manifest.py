@@ -141,6 +141,8 @@ class PendingRow:
     attempts: int
     last_text: str | None
     last_hint: bytes | None
+    history: bytes | None
+    """The row's rounds so far (JSON), for its output line."""
 
 
 @dataclass(frozen=True)
@@ -356,7 +358,7 @@ class Manifest:
         self, job: str, round: int, after: int = -1, limit: int = _PAGE
     ) -> list[PendingRow]:
         rows = self._fetch(
-            "SELECT idx, row_id, line, byte_offset, attempts, last_text, last_hint "
+            "SELECT idx, row_id, line, byte_offset, attempts, last_text, last_hint, history "
             "FROM outform_batch_rows WHERE job = ? AND state = 'pending' AND round = ? "
             "AND idx > ? ORDER BY idx LIMIT ?",
             job,
@@ -364,7 +366,7 @@ class Manifest:
             after,
             limit,
         )
-        return [PendingRow(r[0], r[1], r[2], r[3], r[4], r[5], _bytes(r[6])) for r in rows]
+        return [_pending(r) for r in rows]
 
     def pending_pages(self, job: str, round: int) -> Iterator[list[PendingRow]]:
         """The rows pending in `round`, a page at a time, in input order."""
@@ -573,6 +575,10 @@ def _marks(n: int) -> str:
 def _bytes(value: Any) -> bytes | None:
     """A bytes column as bytes (PostgreSQL may hand back a memoryview)."""
     return None if value is None else bytes(value)
+
+
+def _pending(r: tuple[Any, ...]) -> PendingRow:
+    return PendingRow(r[0], r[1], r[2], r[3], r[4], r[5], _bytes(r[6]), _bytes(r[7]))
 
 
 def _waiting(r: tuple[Any, ...]) -> WaitingRow:
