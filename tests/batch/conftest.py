@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 import pytest
 
+from outform import batch
 from tests.batch.fakes import Error
 
 SCHEMA: dict[str, Any] = {
@@ -48,6 +49,17 @@ class Scripted:
         if n % self.fenced == 0:
             return f'```json\n{{"name": "P{n}", "age": "{n}"}}\n```'
         return f'{{"name": "P{n}", "age": {n}}}'
+
+
+def submit(
+    rows: Path, model: str, manifest: str | Path, url: str | None = None, **options: Any
+) -> batch.JobStatus:
+    """`batch.submit` with the tests' defaults: SCHEMA, the prompt "{text}", a key, fast
+    polls, and the fake's URL as the base URL."""
+    settings = {"prompt": "{text}", "api_key": "k", "poll_interval": 0.001, **options}
+    if url is not None:
+        settings["base_url"] = url
+    return batch.submit(rows, model, SCHEMA, manifest=manifest, **settings)
 
 
 @pytest.fixture

@@ -52,6 +52,39 @@ class Expired:
 Model = Callable[[str, Mapping[str, Any]], "str | Error | Expired"]
 
 
+class _Handler(BaseHTTPRequestHandler):
+    """Every method to `answer`, quietly, over HTTP/1.1."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def body(self) -> bytes | None:
+        length = int(self.headers.get("content-length") or 0)
+        return self.rfile.read(length) if length else None
+
+    def answer(self) -> None:
+        raise NotImplementedError
+
+    def do_GET(self) -> None:
+        self.answer()
+
+    def do_POST(self) -> None:
+        self.answer()
+
+    def do_PUT(self) -> None:
+        self.answer()
+
+    def do_HEAD(self) -> None:
+        self.answer()
+
+
+class _Quiet(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client killed mid-request is what the kill tests do: not worth a traceback."""
+
+
 class Server:
     """A threaded HTTP server on 127.0.0.1 that can stall one request (see the module)."""
 
@@ -59,7 +92,7 @@ class Server:
         self.stalled = threading.Event()
         self._release = threading.Event()
         self._stall: str | None = None
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = _Quiet(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -177,21 +210,9 @@ class BatchFake:
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-            def do_GET(self) -> None:
-                self._answer()
-
-            def do_POST(self) -> None:
-                self._answer()
-
-            def _answer(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                body = self.rfile.read(length) if length else b""
+        class Handler(_Handler):
+            def answer(self) -> None:
+                body = self.body() or b""
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 fake.requests.append(Recorded(self.command, self.path, headers, body))
                 with fake._lock:
@@ -244,27 +265,9 @@ class Relay:
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         relay = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-            def do_GET(self) -> None:
-                self._relay()
-
-            def do_PUT(self) -> None:
-                self._relay()
-
-            def do_POST(self) -> None:
-                self._relay()
-
-            def do_HEAD(self) -> None:
-                self._relay()
-
-            def _relay(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                body = self.rfile.read(length) if length else None
+        class Handler(_Handler):
+            def answer(self) -> None:
+                body = self.body()
                 skip = {"host", "connection", "expect"}
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in skip}
                 connection = http.client.HTTPConnection(

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from outform import batch
-from tests.batch.conftest import SCHEMA, Scripted
+from tests.batch.conftest import Scripted, submit
 from tests.batch.fakes import BatchFake, Expired
 
 APIS = [
@@ -28,21 +28,11 @@ def test_a_job_ends_with_one_line_per_row(
     script = Scripted(errors=11)
     out = tmp_path / "out.jsonl"
     with BatchFake(api, script, polls=1) as fake:
-        first = batch.submit(
-            rows,
-            model,
-            SCHEMA,
-            prompt="Extract the person: {text}",
-            output=out,
-            base_url=fake.url + prefix,
-            api_key="test-key",
-            manifest=tmp_path / "m.sqlite3",
-            max_requests=12,
-            poll_interval=0.001,
-        )
+        manifest = tmp_path / "m.sqlite3"
+        first = submit(rows, model, manifest, fake.url + prefix, output=out, max_requests=12)
         assert first.state == "running"
         assert [b["size"] for b in first.batches] == [12, 12, 6]  # split to the request limit
-        done = batch.resume(first.job, manifest=tmp_path / "m.sqlite3", api_key="test-key")
+        done = batch.resume(first.job, manifest=manifest, api_key="k")
 
     lines = [orjson.loads(line) for line in out.read_bytes().splitlines()]
     assert [line["id"] for line in lines] == [f"r{i}" for i in range(1, 31)]
@@ -67,16 +57,7 @@ def test_a_job_ends_with_one_line_per_row(
 def test_the_re_ask_carries_the_bad_reply_and_the_hint(rows: Path, tmp_path: Path) -> None:
     script = Scripted()
     with BatchFake("openai", script) as fake:
-        job = batch.submit(
-            rows,
-            "openai:gpt-5-mini",
-            SCHEMA,
-            prompt="{text}",
-            base_url=fake.url + "/v1",
-            api_key="k",
-            manifest=tmp_path / "m.sqlite3",
-            poll_interval=0.001,
-        )
+        job = submit(rows, "openai:gpt-5-mini", tmp_path / "m.sqlite3", fake.url + "/v1")
         batch.resume(job.job, manifest=tmp_path / "m.sqlite3", api_key="k")
         second = [r for r in fake.requests if r.path == "/v1/files"][-1].body
     line = next(x for x in second.splitlines() if b'"custom_id":"r7"' in x)
@@ -92,18 +73,8 @@ def test_the_last_round_leaves_failed_rows_with_their_hint(rows: Path, tmp_path:
 
     out = tmp_path / "out.jsonl"
     with BatchFake("anthropic", model) as fake:
-        batch.submit(
-            rows,
-            "anthropic:claude-sonnet-4-5",
-            SCHEMA,
-            prompt="{text}",
-            output=out,
-            base_url=fake.url,
-            api_key="k",
-            manifest=tmp_path / "m.sqlite3",
-            rounds=1,
-            poll_interval=0.001,
-        )
+        claude = "anthropic:claude-sonnet-4-5"
+        submit(rows, claude, tmp_path / "m.sqlite3", fake.url, output=out, rounds=1)
     lines = {row["id"]: row for row in map(orjson.loads, out.read_bytes().splitlines())}
     assert lines["r3"]["status"] == "failed"
     assert lines["r3"]["attempts"] == 2
@@ -134,17 +105,7 @@ def test_expired_rows_are_sent_again_while_rounds_remain(
 
     out = tmp_path / "out.jsonl"
     with BatchFake(api, model_) as fake:
-        done = batch.submit(
-            rows,
-            model,
-            SCHEMA,
-            prompt="{text}",
-            output=out,
-            base_url=fake.url + prefix,
-            api_key="k",
-            manifest=tmp_path / "m.sqlite3",
-            poll_interval=0.001,
-        )
+        done = submit(rows, model, tmp_path / "m.sqlite3", fake.url + prefix, output=out)
         done = batch.resume(done.job, manifest=tmp_path / "m.sqlite3", api_key="k")
         last = [b for b in fake.batches.values() if b["lines"]][-1]["lines"]
     lines = {row["id"]: row for row in map(orjson.loads, out.read_bytes().splitlines())}

@@ -13,8 +13,8 @@ import pytest
 from outform import batch
 from outform.batch.manifest import JobBusyError, RowUpdate
 from outform.cli import main
-from outform.errors import UsageError
-from tests.batch.conftest import SCHEMA, Scripted
+from outform.errors import StoreError, UsageError
+from tests.batch.conftest import Scripted, submit
 from tests.batch.fakes import BatchFake
 
 pytest_plugins = ["tests.postgres"]
@@ -151,16 +151,7 @@ def test_status_while_another_process_runs_the_job(
     """`status` reads what the running process recorded, without asking the provider (it
     would race the runner's submissions); `resume` refuses, with exit code 4."""
     with BatchFake("openai", Scripted(), polls=100) as fake:
-        first = batch.submit(
-            rows,
-            "openai:gpt-5-mini",
-            SCHEMA,
-            prompt="{text}",
-            base_url=fake.url + "/v1",
-            api_key="k",
-            manifest=manifest,
-            max_requests=12,
-        )
+        first = submit(rows, "openai:gpt-5-mini", manifest, fake.url + "/v1", max_requests=12)
         runner = batch.open_manifest(manifest)
         try:
             with runner.claim(first.job):
@@ -176,3 +167,32 @@ def test_status_while_another_process_runs_the_job(
         status = batch.status(first.job, manifest=manifest, api_key="k")
         assert len(fake.requests) > asked  # free again: the provider is asked
     assert orjson.loads(orjson.dumps(status.to_dict()))["state"] == "running"
+
+
+def test_status_lists_the_jobs(
+    rows: Path, manifest: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with BatchFake("openai", Scripted(), polls=100) as fake:
+        first = submit(rows, "openai:gpt-5-mini", manifest, fake.url + "/v1")
+    assert main(["batch", "status", "--manifest", manifest, "--json"]) == 0
+    (listed,) = orjson.loads(capsys.readouterr().out)
+    assert listed["job"] == first.job and listed["rows"] == 30 and listed["state"] == "running"
+
+
+def test_a_postgres_manifest_that_cannot_be_used_is_named_without_its_password(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    dsn = f"postgres:host=127.0.0.1 port={port} user=u password=s3cret dbname=d"
+    with pytest.raises(StoreError, match=f"u@127.0.0.1:{port}/d") as caught:
+        batch.open_manifest(dsn)
+    assert "s3cret" not in caught.value.render()
+    with pytest.raises(UsageError, match="not a valid PostgreSQL DSN"):
+        batch.open_manifest("postgres:not = a = dsn")
+    monkeypatch.delenv("OUTFORM_TEST_NO_DSN", raising=False)
+    with pytest.raises(UsageError, match="OUTFORM_TEST_NO_DSN is not set"):
+        batch.open_manifest("postgres:$OUTFORM_TEST_NO_DSN")

@@ -14,8 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 import orjson
 import pytest
 
-from outform import batch
-from tests.batch.conftest import AWS_ENV, ROLE_ARN, SCHEMA, Scripted, s3_client
+from tests.batch.conftest import AWS_ENV, ROLE_ARN, Scripted, s3_client, submit
 from tests.batch.fakes import BatchFake
 from tests.providers.fake import Recorded
 
@@ -57,17 +56,7 @@ def shapes(requests: Iterable[Recorded]) -> set[tuple[Any, ...]]:
 def _job(fake: BatchFake, model: str, prefix: str, tmp_path: Path, **options: Any) -> None:
     rows = tmp_path / "rows.jsonl"
     rows.write_text('{"id": "r1", "text": "a"}\n{"id": "r2", "text": "b"}\n')
-    batch.submit(
-        rows,
-        model,
-        SCHEMA,
-        prompt="{text}",
-        base_url=fake.url + prefix,
-        api_key="k",
-        manifest=tmp_path / "m.sqlite3",
-        poll_interval=0.001,
-        **options,
-    )
+    submit(rows, model, tmp_path / "m.sqlite3", fake.url + prefix, **options)
 
 
 def test_openai_files_and_batches(tmp_path: Path) -> None:
@@ -205,14 +194,12 @@ def test_bedrock_invocation_jobs_through_s3(
         sdk = shapes(fake.requests)
         fake.requests.clear()
         out = tmp_path / "out.jsonl"
-        batch.submit(
+        submit(
             rows,
             "bedrock:anthropic.claude-sonnet-4-5-v1:0",
-            SCHEMA,
-            prompt="{text}",
+            tmp_path / "m.sqlite3",
             output=out,
-            manifest=tmp_path / "m.sqlite3",
-            poll_interval=0.001,
+            api_key=None,
             rounds=2,
             s3_uri=f"s3://{bucket}/outform/",
             role_arn=ROLE_ARN,

@@ -187,6 +187,18 @@ def status(
         store.close()
 
 
+def jobs(*, manifest: str | Path | None = None) -> list[dict[str, Any]]:
+    """The jobs in the manifest, newest first: job id, state, rows, round, created (Unix)."""
+    store = open_manifest(manifest)
+    try:
+        return [
+            {"job": j.id, "state": j.state, "rows": j.rows, "round": j.round, "created": j.created}
+            for j in store.jobs()
+        ]
+    finally:
+        store.close()
+
+
 def resume(
     job: str,
     *,
@@ -281,6 +293,7 @@ __all__ = [
     "aresume",
     "astatus",
     "asubmit",
+    "jobs",
     "manifest_location",
     "open_manifest",
     "results",

@@ -406,14 +406,20 @@ class Manifest:
         return counts
 
     def waiting(self, job: str, key: str, row_ids: Sequence[str]) -> dict[str, WaitingRow]:
-        """Of `row_ids`, the rows still waiting in batch `key` (not done since)."""
+        """Of `row_ids`, the rows still waiting in batch `key` (not done since). Looked up
+        by id (the unique index), the batch and state checked here: the planner would
+        otherwise walk the whole batch through its index for every group."""
         found: dict[str, WaitingRow] = {}
         for start in range(0, len(row_ids), 500):
             part = row_ids[start : start + 500]
             for r in self._fetch(
-                _WAITING + f" AND row_id IN ({_marks(len(part))})", job, key, *part
+                "SELECT row_id, idx, round, attempts, line, history, batch, state "
+                f"FROM outform_batch_rows WHERE job = ? AND row_id IN ({_marks(len(part))})",
+                job,
+                *part,
             ):
-                found[r[0]] = _waiting(r)
+                if r[6] == key and r[7] == "sent":
+                    found[r[0]] = _waiting(r)
         return found
 
     def left_in_batch(self, job: str, key: str) -> Iterator[list[WaitingRow]]:

@@ -19,7 +19,8 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from outform.batch.manifest import TABLES, Manifest, schema
-from outform.errors import StoreError
+from outform.errors import ConfigError, StoreError, UsageError
+from outform.gateway.postgres_store import describe_dsn
 
 _SCHEMA_LOCK = 0x6F7574666F726E  # pg_advisory_xact_lock key while creating the tables
 _WHERE = "manifest"
@@ -135,21 +136,11 @@ class PostgresDatabase:
 
 
 def describe(dsn: str) -> str:
-    """user@host:port/dbname of a DSN, without the password."""
+    """user@host:port/dbname of a DSN, without the password (as the gateway's store says it)."""
     try:
-        params = conninfo_to_dict(dsn)
-    except psycopg.Error:
-        raise StoreError(
-            "the batch manifest is not a valid PostgreSQL DSN",
-            where=_WHERE,
-            fix="write postgres:postgresql://USER:PASSWORD@HOST:PORT/DATABASE, or "
-            "postgres:host=HOST dbname=DATABASE user=USER, or postgres:$VARIABLE",
-        ) from None
-    host = str(params.get("hostaddr") or params.get("host") or "localhost")
-    port = str(params.get("port") or "5432")
-    dbname = str(params.get("dbname") or "(default database)")
-    user = params.get("user")
-    return f"{user}@{host}:{port}/{dbname}" if user else f"{host}:{port}/{dbname}"
+        return describe_dsn(dsn)
+    except ConfigError as error:
+        raise UsageError(error.what, where=_WHERE, fix=error.fix) from None
 
 
 def open_postgres(dsn: str) -> Manifest:

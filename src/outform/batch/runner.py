@@ -22,7 +22,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from outform.batch.api import BatchApi, BatchState, Framing, Limits, Outcome, OutcomeKind
-from outform.batch.carriers import Carrier, carrier_for
+from outform.batch.carriers import Carrier, bedrock_place, carrier_for
 from outform.batch.job import JobSpec, Prepared, batch_api, hint_from_dict, new_job_id, prepare
 from outform.batch.live import run_live
 from outform.batch.manifest import BatchRecord, Manifest, PendingRow, RowUpdate, WaitingRow
@@ -506,15 +506,7 @@ def start(
     """Check the input and record the job; its id. Nothing is submitted yet."""
     prepared = prepare(spec, api_key=api_key)
     if prepared.api == "bedrock":
-        from outform.batch.carriers import S3Place
-
-        S3Place.parse(spec.s3_uri)
-        if not spec.role_arn:
-            raise UsageError(
-                "Bedrock batch inference needs a service role for the job",
-                where="role_arn",
-                fix="pass --role-arn arn:aws:iam::ACCOUNT:role/NAME, or --live",
-            )
+        bedrock_place(spec.s3_uri, spec.role_arn)  # before the rows are read
     job, _ = check_and_record(manifest, spec, prepared, progress or Silent())
     return job
 

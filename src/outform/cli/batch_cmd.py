@@ -292,13 +292,7 @@ def _summary(status: Any) -> None:
 def _list(manifest: str | None, as_json: bool) -> None:
     from outform import batch
 
-    store = batch.open_manifest(manifest)
-    try:
-        jobs = [
-            {"job": j.id, "state": j.state, "rows": j.rows, "round": j.round} for j in store.jobs()
-        ]
-    finally:
-        store.close()
+    jobs = batch.jobs(manifest=manifest)
     if as_json:
         print_json(jobs)
         return
