@@ -219,25 +219,38 @@ class PhaseTimer:
         return None
 
 
-def parsing(folder: Path, rows: Path, count: int) -> tuple[float, float, float]:
+def parsing(folder: Path, rows: Path, count: int, manifest: str) -> tuple[float, float, float]:
     """The job in this process: parsing rows/s, submitting rows/s, whole job rows/s."""
     from tests.batch.fakes import BatchFake
 
     from outform import batch
 
     timer = PhaseTimer()
+    out = folder / "timed.jsonl"
     with BatchFake("openai", Model()) as fake:
         start = time.perf_counter()
         first = batch.submit(
-            rows, "openai:gpt-5-mini", SCHEMA, prompt="{text}", output=folder / "timed.jsonl",
-            base_url=fake.url + "/v1", api_key="bench-key", manifest=folder / "timed.sqlite3",
+            rows, "openai:gpt-5-mini", SCHEMA, prompt="{text}", output=out,
+            base_url=fake.url + "/v1", api_key="bench-key", manifest=manifest,
             level="full", max_requests=PER_BATCH, poll_interval=0.05, progress=timer,
         )  # fmt: skip
-        batch.resume(first.job, manifest=folder / "timed.sqlite3", progress=timer)
+        batch.resume(first.job, manifest=manifest, progress=timer)
         whole = time.perf_counter() - start
-    _check(folder / "timed.jsonl", count)
+    _check(out, count)
     rate = {p: timer.rows[p] / timer.seconds[p] for p in ("parsing", "submitting")}
     return rate["parsing"], rate["submitting"], count / whole
+
+
+def postgres_rates(folder: Path, rows: Path, count: int) -> tuple[float, float, float] | None:
+    """The same on a PostgreSQL manifest: a throwaway server (tests/postgres.py), when the
+    machine has PostgreSQL's binaries."""
+    from tests.postgres import Cluster, find_bindir
+
+    bindir = find_bindir()
+    if bindir is None:
+        return None
+    with Cluster(bindir) as cluster:
+        return parsing(folder, rows, count, f"postgres:{cluster.dsn}")
 
 
 _HEADER = (
@@ -251,7 +264,10 @@ def _mb(value: float | None) -> str:
     return "—" if value is None else f"{value:,.0f}"
 
 
-def report(runs: list[Run], small: Run, rates: tuple[float, float, float], count: int) -> str:
+Rates = tuple[float, float, float]
+
+
+def report(runs: list[Run], small: Run, rates: Rates, postgres: Rates | None, count: int) -> str:
     reference = runs[0].out.read_bytes() if runs[0].out else b""
     rows = []
     for run in runs:
@@ -265,6 +281,12 @@ def report(runs: list[Run], small: Run, rates: tuple[float, float, float], count
             f"{run.more_than_twice} | {alike} |"
         )
     parse, submit, whole = rates
+    on_postgres = (
+        "not measured (no PostgreSQL binaries)"
+        if postgres is None
+        else f"parsing {postgres[0]:,.0f}, submitting {postgres[1]:,.0f}, whole job "
+        f"{postgres[2]:,.0f} rows/s"
+    )
     big, little = _mb(runs[0].peaks.get("run")), _mb(small.peaks.get("run"))
     return f"""## Batch jobs
 
@@ -283,7 +305,8 @@ process. Peak memory is each process's own high-water mark (VmHWM).
 - Parsing alone (reading results, the pipeline, the output lines, the manifest writes),
   timed in-process from the first to the last result of each batch: **{parse:,.0f} rows/s**
   (goal ≥ 5,000). Submitting (reading rows, building requests, writing and uploading the
-  files): {submit:,.0f} rows/s. The same job in-process, whole: {whole:,.0f} rows/s.
+  files): {submit:,.0f} rows/s. The same job in-process, whole: {whole:,.0f} rows/s. On a
+  PostgreSQL manifest (a local throwaway server): {on_postgres}.
 - Memory is flat in the number of rows: the clean run peaks at {big} MB for {count:,} rows
   and {little} MB for {small.rows:,} (goal < 300 MB). It grows with the size of one batch's
   request file, which is read whole to be uploaded (`--max-bytes` bounds it).
@@ -311,8 +334,9 @@ def main(argv: list[str]) -> int:
         small_count = max(1, count // 5)
         small_rows = _rows(folder / "small.jsonl", small_count)
         small = job(folder, small_rows, small_count, "clean, a fifth of the rows")
-        rates = parsing(folder, rows, count)
-        text = report([*runs, small], small, rates, count)
+        rates = parsing(folder, rows, count, str(folder / "timed.sqlite3"))
+        postgres = postgres_rates(folder, rows, count)
+        text = report([*runs, small], small, rates, postgres, count)
     print(text)
     if options.write:
         update_section("batch", text)

@@ -197,6 +197,11 @@ class Database(Protocol):
         """Rows of one query, outside any transaction (a consistent snapshot)."""
         ...
 
+    def analyze(self) -> None:
+        """Refresh the planner's statistics after many rows arrived (PostgreSQL would walk a
+        whole job's rows for every row updated without them)."""
+        ...
+
     def try_lock(self, key: int) -> bool:
         """Take the lock `key` for this process, or False when another process holds it. The
         lock goes with the process (or its connection) when it dies."""
@@ -277,6 +282,8 @@ class Manifest:
                     chunk = []
             count += self._insert_rows(tx, chunk)
             tx.execute("UPDATE outform_batch_jobs SET rows = ? WHERE id = ?", (count, job))
+        with self._lock:
+            self.db.analyze()
         return count
 
     def _insert_rows(self, tx: Transaction, chunk: list[tuple[str, int, str, int, int]]) -> int:

@@ -116,6 +116,10 @@ class PostgresDatabase:
         with self._errors():
             return self._conn.execute(_sql(sql), args).fetchall()
 
+    def analyze(self) -> None:
+        with self._errors():  # a user who may not analyze gets a warning, not an error
+            self._conn.execute("ANALYZE outform_batch_rows")
+
     def try_lock(self, key: int) -> bool:
         with self._errors():
             row = self._conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()

@@ -81,6 +81,9 @@ class SqliteDatabase:
     def fetch(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return self._db.execute(sql, args).fetchall()
 
+    def analyze(self) -> None:
+        self._db.execute("PRAGMA optimize")
+
     # -- job locks -----------------------------------------------------------------------------
 
     def _lock_file(self) -> tuple[str, int]:
