@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import orjson
@@ -125,6 +125,26 @@ class Server:
             self._release.wait(30)
 
 
+class Served:
+    """A fake with its own server: its URL, a context manager, the stall controls."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.server = Server(handler)
+        self.stalled = self.server.stalled
+        self.stall, self.release = self.server.stall, self.server.release
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def __enter__(self) -> Self:
+        self.server.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.stop()
+
+
 def send_body(handler: BaseHTTPRequestHandler, server: Server, data: bytes, what: str) -> None:
     """Write a body half, then (if `what` is the stalled request) stall, then the rest."""
     half = len(data) // 2
@@ -134,7 +154,7 @@ def send_body(handler: BaseHTTPRequestHandler, server: Server, data: bytes, what
     handler.wfile.write(data[half:])
 
 
-class BatchFake:
+class BatchFake(Served):
     def __init__(self, api: str, model: Model, *, polls: int = 0, s3: Any = None) -> None:
         self.api = api
         self.model = model
@@ -148,20 +168,7 @@ class BatchFake:
         self.reads: Counter[str] = Counter()
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
-        self.server = Server(self._handler())
-        self.stalled = self.server.stalled
-        self.stall, self.release = self.server.stall, self.server.release
-
-    @property
-    def url(self) -> str:
-        return self.server.url
-
-    def __enter__(self) -> BatchFake:
-        self.server.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.stop()
+        super().__init__(self._handler())
 
     def _new_id(self, prefix: str) -> str:
         return f"{prefix}{next(self._ids)}"
@@ -241,26 +248,13 @@ class BatchFake:
         return Handler
 
 
-class Relay:
+class Relay(Served):
     """A pass-through to another HTTP server (moto's S3, for Bedrock jobs) that can stall one
     download half-way, as BatchFake can: the moment to kill -9 a client reading from S3."""
 
     def __init__(self, target: str) -> None:
         self.target = urlsplit(target)
-        self.server = Server(self._handler())
-        self.stalled = self.server.stalled
-        self.stall, self.release = self.server.stall, self.server.release
-
-    @property
-    def url(self) -> str:
-        return self.server.url
-
-    def __enter__(self) -> Relay:
-        self.server.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.stop()
+        super().__init__(self._handler())
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         relay = self
