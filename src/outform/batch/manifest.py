@@ -248,8 +248,8 @@ class Manifest:
                 raise JobBusyError(
                     f"batch job {job} is being run by another process",
                     where=self.where,
-                    fix="wait for that process (`outform batch status JOB --no-refresh` shows "
-                    "where the job stands), or stop it and resume here",
+                    fix="wait for that process (`outform batch status JOB` shows where the job "
+                    "stands), or stop it and resume here",
                 )
             self._claims[job] += 1
         try:
