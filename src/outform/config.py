@@ -123,7 +123,7 @@ _GATEWAY: dict[str, Check] = {
 
 
 _BATCH: dict[str, Check] = {
-    "manifest": Check(_text, "'sqlite:PATH' or a file path", secret=True),
+    "manifest": Check(_text, "a file path, 'sqlite:PATH' or 'postgres:DSN'", secret=True),
     "rounds": _int(0, 10),
     "concurrency": _int(1, 1_024),
     "poll_interval": _number(0.01, 86_400),

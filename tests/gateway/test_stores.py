@@ -23,7 +23,8 @@ from outform.gateway.store import ABANDONED, MemoryStore, ResponseStore, StoredR
 from outform.gateway.stores import DEFAULT_SQLITE_PATH, open_store, redact_dsn
 
 if TYPE_CHECKING:
-    from tests.gateway.postgres import Backend, PostgresServer
+    from tests.gateway.postgres import Backend
+    from tests.postgres import PostgresServer
 
 pytest_plugins = ["tests.gateway.postgres"]
 persistent_only = pytest.mark.parametrize("backend", ("sqlite", "postgres"), indirect=True)
