@@ -162,6 +162,37 @@ def test_a_scalar_schema_reads_the_reply_text_as_that_scalar() -> None:
     assert outform.parse("yes", {"type": "boolean"}).value is True
 
 
+COUNTS = {"type": "array", "items": {"enum": ["ONE", "TWO", "THREE"]}}
+
+
+@pytest.mark.parametrize(
+    ("reply", "schema", "expected"),
+    [
+        ("TWO", COUNTS, ["TWO"]),
+        ("three", COUNTS, ["THREE"]),
+        ("The answer is One", COUNTS, ["ONE"]),
+        ("**one** is the answer", COUNTS, ["ONE"]),
+        ("The answer is true", {"type": "array", "items": {"type": "boolean"}}, [True]),
+        ("hello world", {"type": "array", "items": {"type": "string"}}, ["hello world"]),
+    ],
+)
+def test_a_list_of_scalars_takes_a_reply_without_json_as_its_one_item(
+    reply: str, schema: dict[str, Any], expected: list[Any]
+) -> None:
+    result = outform.parse(reply, schema, level="full")
+    assert result.value == expected
+    assert transforms(result)[0] == "wrap_in_array"
+
+
+def test_a_list_of_scalars_never_takes_broken_json_or_two_members_as_one_item() -> None:
+    with pytest.raises(outform.OutputError):
+        outform.parse('["a", "b"', {"type": "array", "items": {"type": "string"}})
+    with pytest.raises(outform.OutputError):
+        outform.parse("ONE and THREE", COUNTS, level="full")  # no guessing among members
+    with pytest.raises(outform.OutputError):
+        outform.parse("none", {"type": "array", "items": {"type": "object"}}, level="full")
+
+
 # -- shadow mode ----------------------------------------------------------------------------
 
 

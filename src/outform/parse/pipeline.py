@@ -187,13 +187,17 @@ class Pipeline(Generic[T]):
         )
         # Whether the reply text itself may be the value: first when the schema only takes
         # scalars, last when it names string among other types, never when unconstrained.
-        self._text_root: Literal["first", "last", "never"] = (
+        # When it wants a list of scalars, a reply holding no JSON at all is its one item
+        # ("words": the words, read as a scalar, wrapped in a list).
+        self._text_root: Literal["first", "last", "words", "never"] = (
             "never"
             if accepted == ALL_TYPES
             else "first"
             if not accepted & {"object", "array"}
             else "last"
             if "string" in accepted
+            else "words"
+            if _lists_scalars(self.compiled, accepted)
             else "never"
         )
         self._at = {
@@ -365,7 +369,9 @@ class Pipeline(Generic[T]):
         order += [(tier, c) for tier in tiers for c in pieces]
         # Prose read by a tolerant decoder is a last resort: the pieces above were found first.
         order += [(tier, whole) for tier in tiers if tier and whole not in leading]
-        if self._text_root == "last":
+        if self._text_root == "last" or (
+            self._text_root == "words" and len(candidates) == 1 and whole.root == "other"
+        ):
             order.append((-1, as_text))
         if extraction.unmatched > _MAX_UNMATCHED_FOR_REPAIR:
             # json-repair's cost grows with the square of such breakage: past this bound the
@@ -546,7 +552,11 @@ class Pipeline(Generic[T]):
         last = len(candidate.transforms) - 1
         for index, transform in enumerate(candidate.transforms):
             # What a region read alone leaves out is lost by its extraction, the last step.
-            run.change("", "extract", transform, None, after, lost=lost if index == last else 0)
+            final = index == last
+            detail = candidate.detail if final else ""
+            run.change(
+                "", "extract", transform, None, after, detail=detail, lost=lost if final else 0
+            )
         run.emit("output.coercion.success", "extract", transforms=candidate.transforms)
 
     # -- processors -----------------------------------------------------------------------
@@ -729,6 +739,17 @@ class _Regions:
             self._dirty = False
         index = bisect.bisect_left(self._starts, candidate.start)
         return index < len(self._starts) and self._starts[index] < candidate.start + candidate.size
+
+
+def _lists_scalars(compiled: CompiledSchema, accepted: frozenset[str]) -> bool:
+    """Whether the root wants a list (and no object) whose items are scalars only."""
+    if "array" not in accepted or "object" in accepted:
+        return False
+    location, root = compiled.resolve("")
+    if not isinstance(root, dict) or not isinstance(root.get("items"), dict | bool):
+        return False
+    items = accepted_types(compiled, f"{location}/items")
+    return bool(items) and not items & {"object", "array"}
 
 
 def _refuse_surrogates(text: str) -> None:
