@@ -38,9 +38,10 @@ def parse(
             fix="type= derives the schema from the type; drop schema=",
         )
     output = type if type is not None else schema
-    processors = tuple(processors)
-    observers = tuple(observers)
     try:
+        if processors or observers:  # the defaults, () and (), are the common case
+            processors = tuple(processors)
+            observers = tuple(observers)
         if processors or observers:
             pipeline: Pipeline[Any] = Pipeline(
                 output, level=level, processors=processors, observers=observers, **options
