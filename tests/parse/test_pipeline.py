@@ -19,6 +19,7 @@ from typing_extensions import TypedDict
 import outform
 from outform import Event, Pipeline, Processor, ResponseFormat
 from outform.schema import pointer
+from outform.schema.compiled import compile_schema
 from outform.trace import events as trace_events
 from tests.parse.strategies import json_values, prose
 
@@ -130,6 +131,37 @@ def test_a_schema_dict_changed_between_calls_is_not_served_a_stale_pipeline() ->
     assert outform.parse('{"a": "1"}', schema).value == {"a": 1}
     schema["properties"]["a"] = {"type": "string"}
     assert outform.parse('{"a": "1"}', schema).value == {"a": "1"}
+
+
+def test_a_compiled_schema_keeps_its_own_copy_of_the_callers_dict() -> None:
+    """Compiled schemas are shared by every equal schema: a caller changing its dict later
+    must not change what another caller's equal schema compiles to."""
+    first: dict[str, Any] = {"type": "object", "properties": {"q": {"enum": ["m", "n"]}}}
+    compile_schema(first)
+    first["properties"]["q"]["enum"][0] = "changed"
+    again = compile_schema({"type": "object", "properties": {"q": {"enum": ["m", "n"]}}})
+    assert again.root["properties"]["q"]["enum"] == ["m", "n"]
+
+
+@pytest.mark.parametrize("options", [{}, {"level": "full"}, {"fill_defaults": False}])
+def test_a_schema_changed_deep_inside_is_never_served_a_stale_pipeline(
+    options: dict[str, Any],
+) -> None:
+    """A cache hit is found by identity, so every change must be seen: a nested keyword, a
+    list item, a default (the fast path folds defaults into its validator)."""
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {"a": {"enum": ["x", "y"]}, "b": {"type": "integer", "default": 1}},
+        "required": ["a"],
+    }
+    assert outform.parse('{"a": "x"}', schema, **options).data["a"] == "x"
+    schema["properties"]["a"]["enum"][0] = "z"
+    with pytest.raises(outform.OutputError):
+        outform.parse('{"a": "x"}', schema, **options)
+    schema["properties"]["a"]["enum"][0] = "x"
+    schema["properties"]["b"]["default"] = 2
+    expected = {"a": "x", "b": 2} if options.get("fill_defaults", True) else {"a": "x"}
+    assert outform.parse('{"a": "x"}', schema, **options).data == expected
 
 
 # -- formats --------------------------------------------------------------------------------
