@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Literal
 
 import orjson
 
+from outform.parse.hint import clip
+
 if TYPE_CHECKING:
     from outform.parse.context import Deadline
 
@@ -168,7 +170,8 @@ class _Pass:
                 i = self._bare(i)
         if self.pending_key is not None and self.stack and self.stack[-1] == "{":
             del out[self.starts[-1] :]
-            self._note(f"dropped the key {self.pending_key!r} left without a value at the end")
+            key = clip(self.pending_key, 40)
+            self._note(f"dropped the key {key!r} left without a value at the end")
         if not self.notes:
             return None
         notes = tuple(
