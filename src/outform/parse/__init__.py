@@ -48,9 +48,10 @@ def parse(
         chosen = step(profile)
         level = level or chosen.level
         options = {**chosen.parse_options(), **options}
-    processors = tuple(processors)
-    observers = tuple(observers)
     try:
+        if processors or observers:  # the defaults, () and (), are the common case
+            processors = tuple(processors)
+            observers = tuple(observers)
         if processors or observers:
             pipeline: Pipeline[Any] = Pipeline(
                 output, level=level, processors=processors, observers=observers, **options
