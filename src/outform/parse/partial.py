@@ -780,19 +780,24 @@ class PartialParser:
     # -- the value ---------------------------------------------------------------------------
 
     def _scan(self) -> None:
-        """Advance over the new text: push and pop containers, find where strings end."""
+        """Advance over the new text: push and pop containers, find where strings end.
+
+        The hot loop: one regex call per run of text between brackets, and one `find` per
+        string end (the string regex only for a string that holds a backslash)."""
         buf, base = self._buf, self._base
         end = len(buf)
         pos = self._pos - base
         stack = self._stack
         run = _RUN.match
-        body = _STR_BODY.match
-        max_depth = self.max_depth
         while pos < end:
             if self._instr:
-                found = body(buf, pos)
-                assert found is not None
-                stop = found.end()
+                stop = buf.find('"', pos)
+                if stop < 0:
+                    stop = end
+                if "\\" in buf[pos:stop]:
+                    found = _STR_BODY.match(buf, pos)
+                    assert found is not None
+                    stop = found.end()
                 if stop >= end or buf[stop] == "\\":
                     pos = stop
                     break
@@ -829,9 +834,9 @@ class PartialParser:
                 self._quote = stop + base
                 pos = stop + 1
             elif char in "{[":
-                if len(stack) >= max_depth:
+                if len(stack) >= self.max_depth:
                     raise _SyntaxError(
-                        f"the value nests deeper than {max_depth} levels", stop + base
+                        f"the value nests deeper than {self.max_depth} levels", stop + base
                     )
                 stack.append(_Frame(char == "[", stop + base))
                 pos = stop + 1
@@ -905,7 +910,7 @@ class PartialParser:
 
     def _close_live(self, frame: _Frame, close: int) -> None:
         """A live container closed: add its last members, hand it to its parent."""
-        self._members(frame, close, closing=True)
+        self._members(frame, close)
         self._stack.pop()
         value = frame.backing
         listener = self.listener
@@ -989,60 +994,63 @@ class PartialParser:
     def _upto_comma(self, frame: _Frame) -> None:
         """Members between the checkpoint and the last comma at this level."""
         comma = frame.comma
-        text = self._buf[frame.cp - self._base : comma - self._base]
         start = frame.cp
-        if frame.sep == _ITEM:
-            if not text.strip(" \t\n\r"):
-                frame.sep = _COMMA
-                frame.cp = comma + 1
-                frame.comma = -1
-                return
-            lead = _LEAD_COMMA.match(text)
-            if lead is None:
-                raise _SyntaxError("a comma is missing", frame.cp)
-            text = text[lead.end() :]
-            start += lead.end()
-        if not text.strip(" \t\n\r"):
-            raise _SyntaxError("a value is missing before a comma", comma)
-        self._add(frame, text, start)
+        sep = frame.sep
         frame.sep = _COMMA
         frame.cp = comma + 1
         frame.comma = -1
+        if sep == _ITEM and comma == start:  # the comma right after a member: the common case
+            return
+        base = self._base
+        text = self._buf[start - base : comma - base]
+        if sep == _ITEM:
+            if not text.strip(" \t\n\r"):
+                return
+            lead = _LEAD_COMMA.match(text)
+            if lead is None:
+                raise _SyntaxError("a comma is missing", start)
+            text = text[lead.end() :]
+            start += lead.end()
+        if not self._add(frame, text, start):
+            raise _SyntaxError("a value is missing before a comma", comma)
 
-    def _members(self, frame: _Frame, close: int, *, closing: bool) -> None:
+    def _members(self, frame: _Frame, close: int) -> None:
         """Members between the checkpoint and the closing bracket."""
-        text = self._buf[frame.cp - self._base : close - self._base]
         start = frame.cp
-        if frame.sep == _ITEM:
+        sep = frame.sep
+        frame.cp = close
+        if start == close:  # the bracket right after a member, a comma or the opening one
+            if sep == _COMMA:
+                raise _SyntaxError("a trailing comma", close)
+            return
+        base = self._base
+        text = self._buf[start - base : close - base]
+        if sep == _ITEM:
             lead = _LEAD_COMMA.match(text)
             if lead is None:
                 if text.strip(" \t\n\r"):
-                    raise _SyntaxError("a comma is missing", frame.cp)
+                    raise _SyntaxError("a comma is missing", start)
                 return
             text = text[lead.end() :]
             start += lead.end()
-            if not text.strip(" \t\n\r"):
-                raise _SyntaxError("a trailing comma", close)
-        elif frame.sep == _COMMA and closing and not text.strip(" \t\n\r"):
-            raise _SyntaxError("a trailing comma", close)
-        if text.strip(" \t\n\r"):
-            self._add(frame, text, start)
+        if self._add(frame, text, start):
             frame.sep = _ITEM
-        frame.cp = close
+        elif sep != _OPEN:
+            raise _SyntaxError("a trailing comma", close)
 
-    def _add(self, frame: _Frame, text: str, start: int) -> None:
-        """Complete members, as written between two separators: one orjson call."""
-        wrapped = ("[" if frame.array else "{") + text + ("]" if frame.array else "}")
+    def _add(self, frame: _Frame, text: str, start: int) -> bool:
+        """Complete members, as written between two separators: one orjson call. False when
+        the text holds none (only whitespace)."""
+        array = frame.array
         try:
-            parsed = orjson.loads(wrapped)
+            parsed = orjson.loads("[" + text + "]" if array else "{" + text + "}")
         except orjson.JSONDecodeError as exc:
             raise _SyntaxError(_reason(exc), start + max(0, exc.pos - 1)) from None
-        self._store(frame, parsed)
-
-    def _store(self, frame: _Frame, parsed: Any) -> None:
-        listener = self.listener
+        if not parsed:
+            return False
         backing = frame.backing
-        if frame.array:
+        listener = self.listener
+        if array:
             index = len(backing)
             backing.extend(parsed)
             if listener is not None:
@@ -1050,75 +1058,84 @@ class PartialParser:
                 for offset, item in enumerate(parsed):
                     listener.complete(slot, index + offset, item)
         else:
-            if not backing.keys().isdisjoint(parsed):
-                backing = frame.backing = dict(backing)  # older snapshots keep the old values
+            for key in parsed:
+                if key in backing:  # a repeated key: copy, so older snapshots keep the old values
+                    backing = frame.backing = dict(backing)
+                    break
             backing.update(parsed)
             if listener is not None:
                 slot = frame.slot
                 for key, item in parsed.items():
                     listener.complete(slot, key, item)
         self._version += 1
+        return True
 
     def _remainder(self, frame: _Frame) -> None:
         """The member being written at the end of the chunk in the innermost container."""
-        if frame.cp < 0:
+        cp = frame.cp
+        if cp < 0:
             return
-        if frame.comma >= frame.cp:
+        if frame.comma >= cp:
             self._upto_comma(frame)
-        base = self._base
-        if self._instr and self._live is None:
-            head = self._buf[frame.cp - base : self._quote - base]
-            blank = not head.strip(" \t\n\r")
-            if blank and frame.sep != _ITEM and not frame.array:
-                return  # a key being written
-            if frame.sep == _ITEM:
-                raise _SyntaxError("a comma is missing", frame.cp)
-            if frame.array:
-                if not blank:
-                    raise _SyntaxError("a value is not followed by a comma", frame.cp)
-                key: str | int = len(frame.backing)
-            else:
-                match = _KEY_PART.fullmatch(head)
-                if match is None:
-                    raise _SyntaxError("an object member needs a key and a colon", frame.cp)
-                key = self._key(match.group(1), frame.cp)
-            listener = self.listener
-            slot = None
-            if listener is not None:
-                slot = listener.child(frame.slot, key)
-                listener.open(slot, "string")
-            self._live = _LiveString(self._quote, key, slot)
-            frame.cp = -1
-            self._version += 1
-            return
+            cp = frame.cp
         if self._instr:
+            if self._live is None and (
+                self._quote != cp or frame.sep == _ITEM or frame.array
+            ):  # (else a key being written, from its first character)
+                self._open_string(frame, cp)
             return
-        text = self._buf[frame.cp - base :]
+        text = self._buf[cp - self._base :]
         stripped = text.rstrip(" \t\n\r")
-        if not stripped.strip(" \t\n\r"):
+        if not stripped:
             return
         if frame.sep == _ITEM:
-            raise _SyntaxError("a comma is missing", frame.cp)
+            raise _SyntaxError("a comma is missing", cp)
         if stripped[-1] in '"}]' or len(stripped) < len(text):
             # Looks complete: a string, a container, or a scalar followed by whitespace.
-            wrapped = ("[" if frame.array else "{") + stripped + ("]" if frame.array else "}")
             try:
-                parsed = orjson.loads(wrapped)
-            except orjson.JSONDecodeError:
+                self._add(frame, stripped, cp)
+            except _SyntaxError:
                 named = None if frame.array else _KEY_PREFIX.fullmatch(text)
                 if named is None:
-                    raise _SyntaxError("not a JSON value", frame.cp) from None
+                    raise _SyntaxError("not a JSON value", cp) from None
                 self._early_key(frame, named.group(1))
                 return
-            self._store(frame, parsed)
             frame.sep = _ITEM
-            frame.cp = base + len(self._buf)
+            frame.cp = self._base + len(self._buf)
             return
         partial = (_ARRAY_PARTIAL if frame.array else _OBJECT_PARTIAL).fullmatch(text)
         if partial is None:
-            raise _SyntaxError("not a JSON value", frame.cp)
+            raise _SyntaxError("not a JSON value", cp)
         if not frame.array:
             self._early_key(frame, partial.group(1))
+
+    def _open_string(self, frame: _Frame, cp: int) -> None:
+        """A string open at the end of the chunk in the innermost container: a key being
+        written (shown later, with its value), or a value shown as it grows."""
+        quote = self._quote
+        head = "" if quote == cp else self._buf[cp - self._base : quote - self._base]
+        blank = not head or not head.strip(" \t\n\r")
+        if blank and frame.sep != _ITEM and not frame.array:
+            return  # a key being written
+        if frame.sep == _ITEM:
+            raise _SyntaxError("a comma is missing", cp)
+        if frame.array:
+            if not blank:
+                raise _SyntaxError("a value is not followed by a comma", cp)
+            key: str | int = len(frame.backing)
+        else:
+            match = _KEY_PART.fullmatch(head)
+            if match is None:
+                raise _SyntaxError("an object member needs a key and a colon", cp)
+            key = self._key(match.group(1), cp)
+        listener = self.listener
+        slot = None
+        if listener is not None:
+            slot = listener.child(frame.slot, key)
+            listener.open(slot, "string")
+        self._live = _LiveString(quote, key, slot)
+        frame.cp = -1
+        self._version += 1
 
     def _early_key(self, frame: _Frame, quoted: str) -> None:
         """A key whose value has not started: checked now (an unexpected key stops a stream
