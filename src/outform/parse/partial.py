@@ -385,14 +385,8 @@ class _LiveString:
         self.parts: list[str] = []
         self.length = 0
         self.head = ""
+        """The first characters (up to 256), kept for the listener only."""
         self.shown = _NOTHING_SHOWN
-
-    def add(self, text: str) -> None:
-        if text:
-            self.parts.append(text)
-            self.length += len(text)
-            if len(self.head) < 256:
-                self.head += text[: 256 - len(self.head)]
 
     def text(self) -> str:
         joined = "".join(self.parts)
@@ -510,20 +504,19 @@ class PartialParser:
             and _CONTROL.search(text) is None
         ):
             # The chunk continues an open string with nothing pending: no scanning, no parsing.
-            live.add(text)
+            live.parts.append(text)
+            live.length += len(text)
             self._pos = live.raw = live.raw + len(text)
             self._buf = ""
             self._base = self._pos
             self._version += 1
             if self.listener is not None:
-                self.listener.grow(live.slot, live.length, live.head)
+                self._grew(live, text)
             return True
         self._buf += text
         try:
             if self._phase == _VALUE and self._tentative < 0:
                 self._scan()
-                if self._phase == _VALUE:
-                    self._commit()
             else:
                 self._run()
         except _SyntaxError as error:
@@ -572,8 +565,6 @@ class PartialParser:
                     self._scan_scalar()
                 else:
                     self._scan()
-                    if self._phase == _VALUE:
-                        self._commit()
                 if self._tentative >= 0 and (
                     self._phase == _DONE
                     or self._shows_something()
@@ -858,6 +849,27 @@ class PartialParser:
             else:
                 raise _SyntaxError("a backslash outside a string", stop + base)
         self._pos = pos + base
+        if self._phase != _VALUE:
+            return
+        if not stack or not stack[-1].live:
+            self._commit()  # containers opened in this chunk (or a top-level string)
+            return
+        # The common case, `_commit` inline: no container opened in this chunk.
+        self._remainder(stack[-1])
+        live = self._live
+        if live is not None and self._instr:
+            if live.raw == pos + base:
+                return  # nothing new
+            raw = buf[live.raw - base : pos]
+            if "\\" in raw or _CONTROL.search(raw) is not None:
+                self._grow(live)
+                return
+            live.parts.append(raw)
+            live.length += len(raw)
+            live.raw += len(raw)
+            self._version += 1
+            if self.listener is not None:
+                self._grew(live, raw)
 
     def _scan_scalar(self) -> None:
         """A top-level number or literal. It is the value only if nothing but whitespace (or
@@ -1160,29 +1172,37 @@ class PartialParser:
         raw = self._buf[live.raw - base : self._pos - base]
         if not raw:
             return
-        if "\\" not in raw:
-            live.add(self._decode(raw, live.raw))
-            live.raw += len(raw)
-            self._version += 1
-            if self.listener is not None:
-                self.listener.grow(live.slot, live.length, live.head)
-            return
-        match = _UNITS.match(raw)
-        assert match is not None
-        cut = match.end()
-        if match.start(1) >= 0 and match.end(1) == cut:
-            cut = match.start(1)  # a high surrogate waits for its low half
-        if not _PENDING_ESCAPE.fullmatch(raw, cut):
-            raise _SyntaxError("an invalid escape", live.raw + cut)
-        if cut:
-            live.add(self._decode(raw[:cut], live.raw))
-            live.raw += cut
-            self._version += 1
-            if self.listener is not None:
-                self.listener.grow(live.slot, live.length, live.head)
+        cut = len(raw)
+        if "\\" in raw:
+            match = _UNITS.match(raw)
+            assert match is not None
+            cut = match.end()
+            if match.start(1) >= 0 and match.end(1) == cut:
+                cut = match.start(1)  # a high surrogate waits for its low half
+            if not _PENDING_ESCAPE.fullmatch(raw, cut):
+                raise _SyntaxError("an invalid escape", live.raw + cut)
+            if not cut:
+                return
+            raw = raw[:cut]
+        text = self._decode(raw, live.raw)
+        live.parts.append(text)
+        live.length += len(text)
+        live.raw += cut
+        self._version += 1
+        if self.listener is not None:
+            self._grew(live, text)
+
+    def _grew(self, live: _LiveString, text: str) -> None:
+        """Tell the listener that an open string grew by `text`."""
+        assert self.listener is not None
+        if len(live.head) < 256:
+            live.head += text[: 256 - len(live.head)]
+        self.listener.grow(live.slot, live.length, live.head)
 
     def _close_string(self, live: _LiveString, close: int) -> None:
-        live.add(self._decode(self._buf[live.raw - self._base : close - self._base], live.raw))
+        raw = self._buf[live.raw - self._base : close - self._base]
+        if raw:
+            live.parts.append(self._decode(raw, live.raw))
         value = live.text()
         self._live = None
         self._version += 1
