@@ -369,6 +369,7 @@ class _Frame:
 
 
 _NOTHING_SHOWN: Final = PartialStr("")
+_new = object.__new__
 
 
 class _LiveString:
@@ -795,11 +796,34 @@ class PartialParser:
                 self._instr = False
                 pos = stop + 1
                 live = self._live
-                if live is not None and live.start == self._quote:
-                    self._close_string(live, stop + base)
-                    if not stack:
-                        self._pos = pos + base
-                        return
+                if live is not None and live.start == self._quote and stack:
+                    # The string shown as it grew is complete: its value joins its container
+                    # (`_close_string` and `_attach`, inline).
+                    raw = buf[live.raw - base : stop]
+                    if raw:
+                        if "\\" in raw or not raw.isprintable():
+                            raw = self._decode(raw, live.raw)
+                        live.parts.append(raw)
+                    value = "".join(live.parts)
+                    self._live = None
+                    self._version += 1
+                    if self.listener is not None:
+                        self.listener.close(live.slot, value)
+                    top = stack[-1]
+                    backing = top.backing
+                    if top.array:
+                        backing.append(value)
+                    else:
+                        if live.key in backing:  # a repeated key: older snapshots keep theirs
+                            backing = top.backing = dict(backing)
+                        backing[live.key] = value
+                    top.sep = _ITEM
+                    top.cp = pos + base
+                    top.comma = -1
+                elif live is not None and live.start == self._quote:
+                    self._close_string(live, stop + base)  # a top-level string
+                    self._pos = pos + base
+                    return
                 elif not stack:  # a top-level string read whole
                     value = self._decode(buf[self._quote - base + 1 : stop], self._quote + 1)
                     self._root_done(value, stop + base, opened=False)
@@ -1247,15 +1271,27 @@ class PartialParser:
             inner = live.show()
             key = live.key
         if self._show_all:  # the common case: every open container is shown
+            # One view per open container, from the innermost out; built without calling
+            # `__init__` (this runs once per snapshot, and a call costs as much as the rest).
+            view: Any
             for frame in reversed(self._stack):
                 if not frame.live:
                     inner, key = MISSING, None
                     continue
                 backing = frame.backing
                 if frame.array:
-                    inner = PartialList(backing, len(backing), inner)
+                    view = _new(PartialList)
+                    view._items, view._n, view._tail = backing, len(backing), inner
                 else:
-                    inner = PartialDict(backing, len(backing), key, inner)
+                    view = _new(PartialDict)
+                    view._items, view._n, view._value, view._keys = (
+                        backing,
+                        len(backing),
+                        inner,
+                        None,
+                    )
+                    view._key = key if inner is not MISSING else None
+                inner = view
                 key = frame.key
             return inner
         arrays, objects = "array" in self.partial, "object" in self.partial
