@@ -95,12 +95,18 @@ class PartialList(Sequence[Any]):
             index += size
         if not 0 <= index < size:
             raise IndexError("PartialList index out of range")
-        return self._items[index] if index < self._n else self._tail
+        return self._items[index] if index < self._n else self._open()
 
     def __iter__(self) -> Iterator[Any]:
         yield from itertools.islice(self._items, self._n)
         if self._tail is not MISSING:
-            yield self._tail
+            yield self._open()
+
+    def _open(self) -> Any:
+        tail = self._tail
+        if type(tail) is _Later:
+            tail = self._tail = tail.build()
+        return tail
 
     @property
     def completed(self) -> int:
@@ -110,7 +116,7 @@ class PartialList(Sequence[Any]):
     def parts(self) -> tuple[list[Any], int, Any]:
         """The shared storage, how many of its items this view shows, and the open item (or
         MISSING). For layers built on snapshots (typed partial values) that share storage too."""
-        return self._items, self._n, self._tail
+        return self._items, self._n, self._open()
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Sequence) and not isinstance(other, str | bytes):
@@ -147,7 +153,7 @@ class PartialDict(Mapping[str, Any]):
 
     def __getitem__(self, key: str) -> Any:
         if self._value is not MISSING and key == self._key:
-            return self._value
+            return self._open()
         if self._has(key):
             return self._items[key]
         raise KeyError(key)
@@ -174,10 +180,43 @@ class PartialDict(Mapping[str, Any]):
     def parts(self) -> tuple[dict[str, Any], int, str | None, Any]:
         """The shared storage, how many of its members this view shows, and the member being
         written (key and value, or None and MISSING)."""
-        return self._items, self._n, self._key, self._value
+        return self._items, self._n, self._key, self._open()
+
+    def _open(self) -> Any:
+        value = self._value
+        if type(value) is _Later:
+            value = self._value = value.build()
+        return value
 
     def __repr__(self) -> str:
         return repr(dict(self))
+
+
+Level = tuple[Any, int, bool, Any]
+"""An open container as a snapshot shows it: its storage, how many members it shows, whether
+it is an array, and the key (or index) of the member being written in it."""
+
+
+class _Later:
+    """The open member of a snapshot's root view, built when first read: a snapshot then costs
+    one view however deep the value is open (most are never read below the root). It holds
+    the open containers as they were: storage only grows (a repeated key copies it), and a
+    container's kind and keys never change, so building later shows what was there then."""
+
+    __slots__ = ("inner", "last", "outer")
+
+    outer: tuple[Level, ...]
+    """The open containers but the innermost, the root first (the root's view is built)."""
+    last: Level
+    """The innermost open container."""
+    inner: Any
+    """The value being written in the innermost container (or MISSING)."""
+
+    def build(self) -> Any:
+        inner = self.inner
+        for backing, n, array, key in (self.last, *reversed(self.outer[1:])):
+            inner = PartialList(backing, n, inner) if array else PartialDict(backing, n, key, inner)
+        return inner
 
 
 def is_complete(value: Any) -> bool:
@@ -281,14 +320,16 @@ _NEST1 = r"(?:\{" + _FLAT + r"\}|\[" + _FLAT + r"\])"
 _NEST2 = r"(?:\{(?:[^\"{}\[\]\\]++|" + _STRING + "|" + _NEST1 + r")*+\}|\[(?:[^\"{}\[\]\\]++|"
 _NEST2 += _STRING + "|" + _NEST1 + r")*+\])"
 _RUN_BODY = r'(?:[^"{}\[\],\\]++|' + _STRING + "|" + _NEST2 + r"|(,))"
-_RUN = re.compile(_RUN_BODY + "*+", re.DOTALL)
+_OPEN_STRING = r'(?:(")(?:[^"\\]|\\.)*+\Z)?'
+_RUN = re.compile(_RUN_BODY + "*+" + _OPEN_STRING, re.DOTALL)
 """One run of a container's text, in one call: strings, scalars, whitespace, colons, and whole
 containers nested up to two levels deep (an item such as `{"tags": ["a"], "id": 1}`), up to
 the next bracket that opens a container not closed yet, closes this one, or an unterminated
 string. Group 1 ends up at the run's last comma at this level (a repeated group keeps its last
-match)."""
+match). Group 2 is the quote of a string still open at the end of the text (one that does not
+end in the middle of an escape), which the run takes in too."""
 _STR_BODY = re.compile(r'[^"\\]*+(?:\\.[^"\\]*+)*+', re.DOTALL)
-_RUN_SLOW = re.compile(_RUN_BODY + "*", re.DOTALL)
+_RUN_SLOW = re.compile(_RUN_BODY + "*" + _OPEN_STRING, re.DOTALL)
 """The same, without the possessive outer repeat: CPython 3.11's `re` can fail on a capturing
 group inside a possessive repeat ("The span of capturing group is wrong")."""
 _UNITS = re.compile(
@@ -461,6 +502,10 @@ class PartialParser:
         self._version = 0
         self._shown_version = -1
         self._snapshot: Any = MISSING
+        self._outer: tuple[Level, ...] = ()
+        """The live containers but the innermost, as snapshots show them (`_Later.outer`): one
+        is added when a container inside it goes live, the last dropped when the innermost
+        closes (nothing else changes a container that holds an open one)."""
 
     # -- public -----------------------------------------------------------------------------
 
@@ -584,6 +629,7 @@ class PartialParser:
         self._pos = self._tentative + 1
         self._tentative = -1
         self._stack = []
+        self._outer = ()
         self._instr = False
         self._live = None
         self._value = MISSING
@@ -753,6 +799,7 @@ class PartialParser:
         self._phase = _VALUE
         self._tentative = at if tentative else -1
         self._stack = [_Frame(self._buf[at - self._base] == "[", at)]
+        self._outer = ()
         self._pos = at + 1
 
     def _start_scalar(self, at: int, *, tentative: bool) -> None:
@@ -761,6 +808,7 @@ class PartialParser:
         if self._buf[at - self._base] == '"':
             self._phase = _VALUE
             self._stack = []
+            self._outer = ()
             self._instr = True
             self._quote = at
             self._pos = at + 1
@@ -842,6 +890,9 @@ class PartialParser:
                 top.comma = comma + base
             pos = stop
             if stop >= end:
+                if match.lastindex == 2:  # a string open at the end of the text
+                    self._instr = True
+                    self._quote = match.start(2) + base
                 break
             char = buf[stop]
             if char == '"':
@@ -948,6 +999,7 @@ class PartialParser:
         """A live container closed: add its last members, hand it to its parent."""
         self._members(frame, close)
         self._stack.pop()
+        self._outer = self._outer[:-1]
         value = frame.backing
         listener = self.listener
         if listener is not None:
@@ -993,6 +1045,8 @@ class PartialParser:
                 parent = stack[index - 1]
                 frame.key = self._open_member(parent, frame.start)
                 parent.cp = -1
+                backing = parent.backing
+                self._outer += ((backing, len(backing), parent.array, frame.key),)
                 slot = listener.child(parent.slot, frame.key) if listener is not None else None
             frame.live = True
             frame.backing = [] if frame.array else {}
@@ -1270,30 +1324,34 @@ class PartialParser:
         if live is not None and self._show_strings:
             inner = live.show()
             key = live.key
-        if self._show_all:  # the common case: every open container is shown
-            # One view per open container, from the innermost out; built without calling
-            # `__init__` (this runs once per snapshot, and a call costs as much as the rest).
-            view: Any
-            for frame in reversed(self._stack):
-                if not frame.live:
-                    inner, key = MISSING, None
-                    continue
-                backing = frame.backing
-                if frame.array:
-                    view = _new(PartialList)
-                    view._items, view._n, view._tail = backing, len(backing), inner
-                else:
-                    view = _new(PartialDict)
-                    view._items, view._n, view._value, view._keys = (
-                        backing,
-                        len(backing),
-                        inner,
-                        None,
+        stack = self._stack
+        if self._show_all and stack and stack[-1].live:  # the common case: all shown, all live
+            # One view, of the root; the open containers below it are built when read
+            # (`_Later`). Views are made without an `__init__` call: this runs per snapshot.
+            top = stack[-1]
+            backing = top.backing
+            n = len(backing)
+            array = top.array
+            if len(stack) > 1:
+                outer = self._outer
+                if len(outer) != len(stack) - 1:  # pragma: no cover - kept in step with the stack
+                    outer = self._outer = tuple(
+                        (frame.backing, len(frame.backing), frame.array, stack[index + 1].key)
+                        for index, frame in enumerate(stack[:-1])
                     )
-                    view._key = key if inner is not MISSING else None
-                inner = view
-                key = frame.key
-            return inner
+                later = _new(_Later)
+                later.outer, later.last, later.inner = outer, (backing, n, array, key), inner
+                backing, n, array, key = outer[0]
+                inner = later
+            view: Any
+            if array:
+                view = _new(PartialList)
+                view._items, view._n, view._tail = backing, n, inner
+            else:
+                view = _new(PartialDict)
+                view._items, view._n, view._value, view._keys = backing, n, inner, None
+                view._key = key if inner is not MISSING else None
+            return view
         arrays, objects = "array" in self.partial, "object" in self.partial
         for frame in reversed(self._stack):
             if not frame.live or not (arrays if frame.array else objects):
