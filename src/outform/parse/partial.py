@@ -321,15 +321,23 @@ _NEST2 = r"(?:\{(?:[^\"{}\[\]\\]++|" + _STRING + "|" + _NEST1 + r")*+\}|\[(?:[^\
 _NEST2 += _STRING + "|" + _NEST1 + r")*+\])"
 _RUN_BODY = r'(?:[^"{}\[\],\\]++|' + _STRING + "|" + _NEST2 + r"|(,))"
 _OPEN_STRING = r'(?:(")(?:[^"\\]|\\.)*+\Z)?'
-_RUN = re.compile(_RUN_BODY + "*+" + _OPEN_STRING, re.DOTALL)
+_RUN = re.compile("()" + _RUN_BODY + "*+" + _OPEN_STRING, re.DOTALL)
 """One run of a container's text, in one call: strings, scalars, whitespace, colons, and whole
 containers nested up to two levels deep (an item such as `{"tags": ["a"], "id": 1}`), up to
 the next bracket that opens a container not closed yet, closes this one, or an unterminated
-string. Group 1 ends up at the run's last comma at this level (a repeated group keeps its last
-match). Group 2 is the quote of a string still open at the end of the text (one that does not
-end in the middle of an escape), which the run takes in too."""
+string. Group 2 ends up at the run's last comma at this level (a repeated group keeps its last
+match). Group 3 is the quote of a string still open at the end of the text (one that does not
+end in the middle of an escape), which the run takes in too. (Group 1 is `_STRING_RUN`'s.)"""
+_STRING_RUN = re.compile(
+    r'[^"\\]*+(?:\\.[^"\\]*+)*+(")' + _RUN_BODY + "*+" + _OPEN_STRING, re.DOTALL
+)
+"""The end of a string the text starts inside (group 1: its closing quote), then a run as
+`_RUN` (the same groups): one call for the commonest chunk, which ends a string and goes on."""
 _STR_BODY = re.compile(r'[^"\\]*+(?:\\.[^"\\]*+)*+', re.DOTALL)
-_RUN_SLOW = re.compile(_RUN_BODY + "*" + _OPEN_STRING, re.DOTALL)
+_RUN_SLOW = re.compile("()" + _RUN_BODY + "*" + _OPEN_STRING, re.DOTALL)
+_STRING_RUN_SLOW = re.compile(
+    r'[^"\\]*+(?:\\.[^"\\]*+)*+(")' + _RUN_BODY + "*" + _OPEN_STRING, re.DOTALL
+)
 """The same, without the possessive outer repeat: CPython 3.11's `re` can fail on a capturing
 group inside a possessive repeat ("The span of capturing group is wrong")."""
 _UNITS = re.compile(
@@ -831,20 +839,39 @@ class PartialParser:
         run = _RUN.match
         while pos < end:
             if self._instr:
-                stop = buf.find('"', pos)
-                if stop < 0:
-                    stop = end
-                if "\\" in buf[pos:stop]:
-                    found = _STR_BODY.match(buf, pos)
-                    assert found is not None
-                    stop = found.end()
-                if stop >= end or buf[stop] == "\\":
-                    pos = stop
-                    break
+                match = None
+                if stack:
+                    try:
+                        match = _STRING_RUN.match(buf, pos)
+                    except SystemError:  # pragma: no cover - the CPython bug noted at _RUN_SLOW
+                        match = _STRING_RUN_SLOW.match(buf, pos)
+                if match is None:  # the string goes on past the text, or is a top-level one
+                    stop = buf.find('"', pos)
+                    if stop < 0:
+                        stop = end
+                    if "\\" in buf[pos:stop]:
+                        found = _STR_BODY.match(buf, pos)
+                        assert found is not None
+                        stop = found.end()
+                    if stop >= end or buf[stop] == "\\":
+                        pos = stop
+                        break
+                    assert not stack
+                    self._instr = False
+                    pos = stop + 1
+                    live = self._live
+                    if live is not None and live.start == self._quote:
+                        self._close_string(live, stop + base)
+                    else:  # read whole
+                        value = self._decode(buf[self._quote - base + 1 : stop], self._quote + 1)
+                        self._root_done(value, stop + base, opened=False)
+                    self._pos = pos + base
+                    return
+                stop = match.start(1)
                 self._instr = False
-                pos = stop + 1
                 live = self._live
-                if live is not None and live.start == self._quote and stack:
+                top = stack[-1]
+                if live is not None and live.start == self._quote:
                     # The string shown as it grew is complete: its value joins its container
                     # (`_close_string` and `_attach`, inline).
                     raw = buf[live.raw - base : stop]
@@ -857,7 +884,6 @@ class PartialParser:
                     self._version += 1
                     if self.listener is not None:
                         self.listener.close(live.slot, value)
-                    top = stack[-1]
                     backing = top.backing
                     if top.array:
                         backing.append(value)
@@ -866,33 +892,24 @@ class PartialParser:
                             backing = top.backing = dict(backing)
                         backing[live.key] = value
                     top.sep = _ITEM
-                    top.cp = pos + base
+                    top.cp = stop + 1 + base
                     top.comma = -1
-                elif live is not None and live.start == self._quote:
-                    self._close_string(live, stop + base)  # a top-level string
-                    self._pos = pos + base
-                    return
-                elif not stack:  # a top-level string read whole
-                    value = self._decode(buf[self._quote - base + 1 : stop], self._quote + 1)
-                    self._root_done(value, stop + base, opened=False)
-                    self._pos = pos + base
-                    return
-                continue
-            top = stack[-1]
-            try:
-                match = run(buf, pos)
-            except SystemError:  # pragma: no cover - the CPython bug noted at _RUN_SLOW
-                match = _RUN_SLOW.match(buf, pos)
-            assert match is not None  # the pattern matches the empty string
+            else:
+                top = stack[-1]
+                try:
+                    match = run(buf, pos)
+                except SystemError:  # pragma: no cover - the CPython bug noted at _RUN_SLOW
+                    match = _RUN_SLOW.match(buf, pos)
+                assert match is not None  # the pattern matches the empty string
             stop = match.end()
-            comma = match.start(1)
+            comma = match.start(2)
             if comma >= 0:
                 top.comma = comma + base
             pos = stop
             if stop >= end:
-                if match.lastindex == 2:  # a string open at the end of the text
+                if match.lastindex == 3:  # a string open at the end of the text
                     self._instr = True
-                    self._quote = match.start(2) + base
+                    self._quote = match.start(3) + base
                 break
             char = buf[stop]
             if char == '"':
