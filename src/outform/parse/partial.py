@@ -510,6 +510,8 @@ class PartialParser:
         self._version = 0
         self._shown_version = -1
         self._snapshot: Any = MISSING
+        self._keys: dict[str, str] = {}
+        """Keys read before, by the text that wrote them (`"name": `)."""
         self._outer: tuple[Level, ...] = ()
         """The live containers but the innermost, as snapshots show them (`_Later.outer`): one
         is added when a container inside it goes live, the last dropped when the innermost
@@ -943,11 +945,22 @@ class PartialParser:
         self._pos = pos + base
         if self._phase != _VALUE:
             return
+        # The end of the chunk: make what opened in it live, read the innermost container's
+        # new members, and the member being written in it.
         if not stack or not stack[-1].live:
-            self._commit()  # containers opened in this chunk (or a top-level string)
-            return
-        # The common case, `_commit` inline: no container opened in this chunk.
-        self._remainder(stack[-1])
+            self._go_live()
+        if stack:
+            top = stack[-1]
+            cp = top.cp
+            if cp >= 0:
+                if top.comma >= cp:
+                    self._upto_comma(top)
+                    cp = top.cp
+                if self._instr:
+                    if self._live is None and (self._quote != cp or top.sep == _ITEM or top.array):
+                        self._open_string(top, cp)  # (else a key being written: shown later)
+                elif cp - base < end:
+                    self._tail(top, cp)
         live = self._live
         if live is not None and self._instr:
             if live.raw == pos + base:
@@ -1039,16 +1052,10 @@ class PartialParser:
         parent.cp = after
         parent.comma = -1
 
-    def _commit(self) -> None:
-        """At the end of a chunk: make every open container live and read its new members;
-        then the member being written in the innermost one."""
+    def _go_live(self) -> None:
+        """At the end of a chunk in which containers opened: make each live (its own storage,
+        shown from now on), reading its parent's members up to it; or a top-level string."""
         stack = self._stack
-        if stack and stack[-1].live:  # the common case: no container opened in this chunk
-            self._remainder(stack[-1])
-            live = self._live
-            if live is not None and self._instr:
-                self._grow(live)
-            return
         listener = self.listener
         first = len(stack)
         while first > 0 and not stack[first - 1].live:
@@ -1071,16 +1078,12 @@ class PartialParser:
             if listener is not None:
                 listener.open(slot, "array" if frame.array else "object")
             self._version += 1
-        if stack:
-            self._remainder(stack[-1])
-        elif self._instr and self._live is None:  # a top-level string
+        if not stack and self._instr and self._live is None:  # a top-level string
             self._live = _LiveString(self._quote, None, None)
             if listener is not None:
                 self._live.slot = listener.root()
                 listener.open(self._live.slot, "string")
             self._version += 1
-        if self._live is not None and self._instr:
-            self._grow(self._live)
 
     def _open_member(self, frame: _Frame, child: int) -> str | int:
         """Read `frame`'s members up to a child that starts at `child`; return the child's key."""
@@ -1093,10 +1096,19 @@ class PartialParser:
             if text.strip(" \t\n\r"):
                 raise _SyntaxError("a value is not followed by a comma", frame.cp)
             return len(frame.backing)
-        match = _KEY_PART.fullmatch(text)
-        if match is None:
-            raise _SyntaxError("an object member needs a key and a colon", frame.cp)
-        return self._key(match.group(1), frame.cp)
+        return self._member_key(text, frame.cp)
+
+    def _member_key(self, head: str, at: int) -> str:
+        """The key of an object member whose value starts after `head` (`"name": `)."""
+        key = self._keys.get(head)  # the same few keys come back in every item
+        if key is None:
+            match = _KEY_PART.fullmatch(head)
+            if match is None:
+                raise _SyntaxError("an object member needs a key and a colon", at)
+            key = self._key(match.group(1), at)
+            if len(self._keys) < 256 and len(head) <= 64:
+                self._keys[head] = key
+        return key
 
     def _upto_comma(self, frame: _Frame) -> None:
         """Members between the checkpoint and the last comma at this level."""
@@ -1177,20 +1189,9 @@ class PartialParser:
         self._version += 1
         return True
 
-    def _remainder(self, frame: _Frame) -> None:
-        """The member being written at the end of the chunk in the innermost container."""
-        cp = frame.cp
-        if cp < 0:
-            return
-        if frame.comma >= cp:
-            self._upto_comma(frame)
-            cp = frame.cp
-        if self._instr:
-            if self._live is None and (
-                self._quote != cp or frame.sep == _ITEM or frame.array
-            ):  # (else a key being written, from its first character)
-                self._open_string(frame, cp)
-            return
+    def _tail(self, frame: _Frame, cp: int) -> None:
+        """The text after the innermost container's last member or comma, at the end of a
+        chunk (not a string): a member complete but for its separator, or one being written."""
         text = self._buf[cp - self._base :]
         stripped = text.rstrip(" \t\n\r")
         if not stripped:
@@ -1231,10 +1232,7 @@ class PartialParser:
                 raise _SyntaxError("a value is not followed by a comma", cp)
             key: str | int = len(frame.backing)
         else:
-            match = _KEY_PART.fullmatch(head)
-            if match is None:
-                raise _SyntaxError("an object member needs a key and a colon", cp)
-            key = self._key(match.group(1), cp)
+            key = self._member_key(head, cp)
         listener = self.listener
         slot = None
         if listener is not None:
