@@ -535,7 +535,8 @@ class PartialParser:
 
     @property
     def value(self) -> Any:
-        """The value so far (MISSING before anything can be shown). Costs the nesting depth."""
+        """The value so far (MISSING before anything can be shown). Costs one view: the open
+        containers below the root are built when first read."""
         if self._shown_version != self._version:
             self._snapshot = self._build()
             self._shown_version = self._version
@@ -557,7 +558,7 @@ class PartialParser:
             and '"' not in text
             and "\\" not in text
             and self._tentative < 0
-            and _CONTROL.search(text) is None
+            and (text.isprintable() or _CONTROL.search(text) is None)
         ):
             # The chunk continues an open string with nothing pending: no scanning, no parsing.
             live.parts.append(text)
