@@ -954,7 +954,12 @@ class PartialParser:
             top = stack[-1]
             cp = top.cp
             if cp >= 0:
-                if top.comma >= cp:
+                comma = top.comma
+                if comma == cp and top.sep == _ITEM:  # the comma right after a member
+                    top.sep = _COMMA
+                    top.cp = cp = comma + 1
+                    top.comma = -1
+                elif comma >= cp:
                     self._upto_comma(top)
                     cp = top.cp
                 if self._instr:
@@ -1338,7 +1343,7 @@ class PartialParser:
         key: Any = None
         live = self._live
         if live is not None and self._show_strings:
-            inner = live.show()
+            inner = live.shown if live.length == len(live.shown) else live.show()
             key = live.key
         stack = self._stack
         if self._show_all and stack and stack[-1].live:  # the common case: all shown, all live
