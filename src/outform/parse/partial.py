@@ -1033,7 +1033,8 @@ class PartialParser:
 
     def _close_live(self, frame: _Frame, close: int) -> None:
         """A live container closed: add its last members, hand it to its parent."""
-        self._members(frame, close)
+        if frame.cp != close or frame.sep == _COMMA:  # (else its last member was just added)
+            self._members(frame, close)
         self._stack.pop()
         self._outer = self._outer[:-1]
         value = frame.backing
