@@ -1206,15 +1206,16 @@ class PartialParser:
         if frame.sep == _ITEM:
             raise _SyntaxError("a comma is missing", cp)
         if stripped[-1] in '"}]' or len(stripped) < len(text):
-            # Looks complete: a string, a container, or a scalar followed by whitespace.
+            # Looks complete: a string, a container, or a scalar followed by whitespace; or
+            # a key whose value has not started (checked first: orjson would raise on it).
+            named = None if frame.array else _KEY_PREFIX.fullmatch(text)
+            if named is not None:
+                self._early_key(frame, named.group(1))
+                return
             try:
                 self._add(frame, stripped, cp)
             except _SyntaxError:
-                named = None if frame.array else _KEY_PREFIX.fullmatch(text)
-                if named is None:
-                    raise _SyntaxError("not a JSON value", cp) from None
-                self._early_key(frame, named.group(1))
-                return
+                raise _SyntaxError("not a JSON value", cp) from None
             frame.sep = _ITEM
             frame.cp = self._base + len(self._buf)
             return
