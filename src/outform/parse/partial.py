@@ -95,7 +95,12 @@ class PartialList(Sequence[Any]):
             index += size
         if not 0 <= index < size:
             raise IndexError("PartialList index out of range")
-        return self._items[index] if index < self._n else self._open()
+        if index < self._n:
+            return self._items[index]
+        tail = self._tail
+        if type(tail) is _Later:
+            tail = self._tail = tail.build()
+        return tail
 
     def __iter__(self) -> Iterator[Any]:
         yield from itertools.islice(self._items, self._n)
@@ -152,8 +157,11 @@ class PartialDict(Mapping[str, Any]):
         return key in self._keys
 
     def __getitem__(self, key: str) -> Any:
-        if self._value is not MISSING and key == self._key:
-            return self._open()
+        value = self._value
+        if value is not MISSING and key == self._key:
+            if type(value) is _Later:
+                value = self._value = value.build()
+            return value
         if self._has(key):
             return self._items[key]
         raise KeyError(key)
@@ -192,6 +200,8 @@ class PartialDict(Mapping[str, Any]):
         return repr(dict(self))
 
 
+_new = object.__new__
+
 Level = tuple[Any, int, bool, Any]
 """An open container as a snapshot shows it: its storage, how many members it shows, whether
 it is an array, and the key (or index) of the member being written in it."""
@@ -215,8 +225,22 @@ class _Later:
     def build(self) -> Any:
         inner = self.inner
         for backing, n, array, key in (self.last, *reversed(self.outer[1:])):
-            inner = PartialList(backing, n, inner) if array else PartialDict(backing, n, key, inner)
+            inner = _view(backing, n, array, key, inner)
         return inner
+
+
+def _view(backing: Any, n: int, array: bool, key: Any, inner: Any) -> Any:
+    """`PartialList(backing, n, inner)` or `PartialDict(backing, n, key, inner)`, without the
+    `__init__` call (a third of the cost: snapshots make one or more per chunk)."""
+    view: Any
+    if array:
+        view = _new(PartialList)
+        view._items, view._n, view._tail = backing, n, inner
+    else:
+        view = _new(PartialDict)
+        view._items, view._n, view._value, view._keys = backing, n, inner, None
+        view._key = key if inner is not MISSING else None
+    return view
 
 
 def is_complete(value: Any) -> bool:
@@ -418,7 +442,6 @@ class _Frame:
 
 
 _NOTHING_SHOWN: Final = PartialStr("")
-_new = object.__new__
 
 
 class _LiveString:
@@ -1366,15 +1389,7 @@ class PartialParser:
                 later.outer, later.last, later.inner = outer, (backing, n, array, key), inner
                 backing, n, array, key = outer[0]
                 inner = later
-            view: Any
-            if array:
-                view = _new(PartialList)
-                view._items, view._n, view._tail = backing, n, inner
-            else:
-                view = _new(PartialDict)
-                view._items, view._n, view._value, view._keys = backing, n, inner, None
-                view._key = key if inner is not MISSING else None
-            return view
+            return _view(backing, n, array, key, inner)
         arrays, objects = "array" in self.partial, "object" in self.partial
         for frame in reversed(self._stack):
             if not frame.live or not (arrays if frame.array else objects):
