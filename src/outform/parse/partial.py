@@ -213,17 +213,21 @@ class _Later:
     the open containers as they were: storage only grows (a repeated key copies it), and a
     container's kind and keys never change, so building later shows what was there then."""
 
-    __slots__ = ("inner", "last", "outer")
+    __slots__ = ("inner", "last", "length", "outer", "string")
 
     outer: tuple[Level, ...]
     """The open containers but the innermost, the root first (the root's view is built)."""
     last: Level
     """The innermost open container."""
     inner: Any
-    """The value being written in the innermost container (or MISSING)."""
+    """The value being written in the innermost container (or MISSING), unless it is:"""
+    string: _LiveString | None
+    """the open string, shown `length` characters long (the text is made when read too)."""
+    length: int
 
     def build(self) -> Any:
-        inner = self.inner
+        string = self.string
+        inner = self.inner if string is None else string.show(self.length)
         for backing, n, array, key in (self.last, *reversed(self.outer[1:])):
             inner = _view(backing, n, array, key, inner)
         return inner
@@ -447,7 +451,7 @@ _NOTHING_SHOWN: Final = PartialStr("")
 class _LiveString:
     """A string value open when a chunk ended: decoded incrementally, shown as it grows."""
 
-    __slots__ = ("head", "key", "length", "parts", "raw", "shown", "slot", "start")
+    __slots__ = ("head", "key", "length", "parts", "raw", "showing", "shown", "slot", "start")
 
     def __init__(self, start: int, key: str | int | None, slot: Any) -> None:
         self.start = start
@@ -459,18 +463,34 @@ class _LiveString:
         self.length = 0
         self.head = ""
         """The first characters (up to 256), kept for the listener only."""
+        self.showing = 0
+        """How many characters a snapshot shows (`due`)."""
         self.shown = _NOTHING_SHOWN
+        """The longest text made for a snapshot (`show`)."""
 
     def text(self) -> str:
         joined = "".join(self.parts)
         self.parts = [joined] if joined else []
         return joined
 
-    def show(self) -> PartialStr:
-        shown = len(self.shown)
-        if self.length != shown and (shown < _LONG_STRING or self.length >= shown + shown // 8):
-            self.shown = PartialStr(self.text())
-        return self.shown
+    def due(self) -> int:
+        """How many characters a snapshot taken now shows: all of them, but a long string
+        only once it grew by an eighth since it was last shown, so that the copies made for
+        snapshots cost linear time overall."""
+        showing, length = self.showing, self.length
+        if length != showing and (showing < _LONG_STRING or length >= showing + showing // 8):
+            showing = self.showing = length
+        return showing
+
+    def show(self, length: int) -> PartialStr:
+        """The first `length` characters, as shown (made once per length, when first read)."""
+        shown = self.shown
+        if len(shown) != length:
+            text = self.text()
+            shown = PartialStr(text if len(text) == length else text[:length])
+            if length > len(self.shown):
+                self.shown = shown
+        return shown
 
 
 class PartialParser:
@@ -1367,8 +1387,9 @@ class PartialParser:
         inner: Any = MISSING
         key: Any = None
         live = self._live
-        if live is not None and self._show_strings:
-            inner = live.shown if live.length == len(live.shown) else live.show()
+        if live is not None and not self._show_strings:
+            live = None
+        if live is not None:
             key = live.key
         stack = self._stack
         if self._show_all and stack and stack[-1].live:  # the common case: all shown, all live
@@ -1386,10 +1407,15 @@ class PartialParser:
                         for index, frame in enumerate(stack[:-1])
                     )
                 later = _new(_Later)
-                later.outer, later.last, later.inner = outer, (backing, n, array, key), inner
+                later.outer, later.last, later.inner = outer, (backing, n, array, key), MISSING
+                later.string, later.length = (live, live.due()) if live is not None else (None, 0)
                 backing, n, array, key = outer[0]
-                inner = later
+                return _view(backing, n, array, key, later)
+            if live is not None:
+                inner = live.show(live.due())
             return _view(backing, n, array, key, inner)
+        if live is not None:
+            inner = live.show(live.due())
         arrays, objects = "array" in self.partial, "object" in self.partial
         for frame in reversed(self._stack):
             if not frame.live or not (arrays if frame.array else objects):
