@@ -14,8 +14,9 @@ keeps its state between chunks instead, and does the bulk of the work in C:
 - **Snapshots share structure.** Completed values are plain lists and dicts, never copied or
   changed again. An open container is shown as a read-only view (:class:`PartialList`,
   :class:`PartialDict`) of its append-only storage, fixed at the length it had: later chunks
-  add to the storage but not to the view. A snapshot rebuilds only the views on the path from
-  the root to the innermost open value, so its cost is the nesting depth, not the size.
+  add to the storage but not to the view. A snapshot makes one view, of the root: the views on
+  the path to the innermost open value (and the text of an open string) are made when first
+  read, from what the snapshot noted, so a snapshot costs neither the size nor the depth.
 
 What a snapshot shows (the no-flicker rule): a value once shown never changes, it can only
 grow. Strings may be partial (:class:`PartialStr`); a chunk boundary that splits an escape
@@ -874,10 +875,12 @@ class PartialParser:
     # -- the value ---------------------------------------------------------------------------
 
     def _scan(self) -> None:
-        """Advance over the new text: push and pop containers, find where strings end.
+        """Advance over the new text, then show what it completed (the parser's hot loop).
 
-        The hot loop: one regex call per run of text between brackets, and one `find` per
-        string end (the string regex only for a string that holds a backslash)."""
+        Pushes and pops containers and finds where strings end: one regex call per run of text
+        between brackets (a chunk that starts inside a string ends it in the same call), C
+        calls for whole members; Python only for the brackets that open or close containers
+        still open at a chunk's end, and for the strings open there."""
         buf, base = self._buf, self._base
         end = len(buf)
         pos = self._pos - base
@@ -907,7 +910,9 @@ class PartialParser:
                     pos = stop + 1
                     live = self._live
                     if live is not None and live.start == self._quote:
-                        self._close_string(live, stop + base)
+                        self._root_done(
+                            self._close_string(live, stop + base), stop + base, opened=True
+                        )
                     else:  # read whole
                         value = self._decode(buf[self._quote - base + 1 : stop], self._quote + 1)
                         self._root_done(value, stop + base, opened=False)
@@ -918,28 +923,10 @@ class PartialParser:
                 live = self._live
                 top = stack[-1]
                 if live is not None and live.start == self._quote:
-                    # The string shown as it grew is complete: its value joins its container
-                    # (`_close_string` and `_attach`, inline).
-                    raw = buf[live.raw - base : stop]
-                    if raw:
-                        if "\\" in raw or not raw.isprintable():
-                            raw = self._decode(raw, live.raw)
-                        live.parts.append(raw)
-                    value = "".join(live.parts)
-                    self._live = None
-                    self._version += 1
-                    if self.listener is not None:
-                        self.listener.close(live.slot, value)
-                    backing = top.backing
-                    if top.array:
-                        backing.append(value)
-                    else:
-                        if live.key in backing:  # a repeated key: older snapshots keep theirs
-                            backing = top.backing = dict(backing)
-                        backing[live.key] = value
-                    top.sep = _ITEM
-                    top.cp = stop + 1 + base
-                    top.comma = -1
+                    # The string shown as it grew is complete: its value joins its container.
+                    self._attach(
+                        top, live.key, self._close_string(live, stop + base), stop + 1 + base
+                    )
             else:
                 top = stack[-1]
                 try:
@@ -1343,20 +1330,18 @@ class PartialParser:
             live.head += text[: 256 - len(live.head)]
         self.listener.grow(live.slot, live.length, live.head)
 
-    def _close_string(self, live: _LiveString, close: int) -> None:
+    def _close_string(self, live: _LiveString, close: int) -> str:
+        """The string shown as it grew ends at `close`: its value."""
         raw = self._buf[live.raw - self._base : close - self._base]
         if raw:
-            live.parts.append(self._decode(raw, live.raw))
-        value = live.text()
+            plain = "\\" not in raw and raw.isprintable()  # (no escape, no control character)
+            live.parts.append(raw if plain else self._decode(raw, live.raw))
+        value = "".join(live.parts)
         self._live = None
         self._version += 1
-        listener = self.listener
-        if listener is not None:
-            listener.close(live.slot, value)
-        if not self._stack:
-            self._root_done(value, close, opened=True)
-            return
-        self._attach(self._stack[-1], live.key, value, close + 1)
+        if self.listener is not None:
+            self.listener.close(live.slot, value)
+        return value
 
     def _decode(self, raw: str, at: int) -> str:
         if "\\" not in raw:
