@@ -277,7 +277,7 @@ def side_by_side(before: Path, pairs: int = 5) -> str:
         sides.rows(old, new, labels, dict.fromkeys(labels, "{:.2f}×")),
     )
     return (
-        f"**Side by side with another tree** (`--before {before}`): {pairs} child processes of"
+        f"**Side by side with another source tree** (`--before SRC`): {pairs} child processes of"
         " each, alternating; in each, the median of 21 paired rounds of CPU time; here the"
         f" medians of those.\n\n{body}"
     )
@@ -318,9 +318,10 @@ def main(argv: list[str] | None = None) -> int:
         ],
         malformed_rows(),
     )
+    command = "python -m benchmarks.bench_parse --write" + (" --before SRC" if args.before else "")
     markdown = f"""## Parsing
 
-Command: `python -m benchmarks.bench_parse --write` ({machine()}).
+Command: `{command}` ({machine()}).
 
 **Valid replies.** The reply is already valid JSON matching the schema (an invoice, Pydantic
 model with nested objects, a pattern, bounds, a literal and an optional field). The floor is

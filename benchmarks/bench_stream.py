@@ -192,7 +192,7 @@ def fit(points: list[tuple[int, float]], size: int) -> float:
 # -- the run ------------------------------------------------------------------------------------
 
 
-def run() -> str:
+def run(command: str = "python -m benchmarks.bench_stream --write") -> str:
     texts = {label: document(size) for label, size in SIZES}
     expected = {label: orjson.loads(text) for label, text in texts.items()}
     parts = {label: chunks_of(text) for label, text in texts.items()}
@@ -273,7 +273,7 @@ def run() -> str:
     lines = [
         "## Streaming",
         "",
-        f"Command: `python -m benchmarks.bench_stream --write` ({machine()}). Total time to parse",
+        f"Command: `{command}` ({machine()}). Total time to parse",
         "one reply streamed in 16-character chunks, the value read after every chunk (or, in the",
         "batched row, every 256 characters). Peers re-parse the whole text received so far after",
         "each chunk, as every Python structured-output library does; their 1 MB cost is fitted",
@@ -354,7 +354,7 @@ def side_by_side(before: Path, pairs: int = 7) -> str:
             f" {ratios[1]:.1f}× with this tree (medians over the runs)."
         )
     return (
-        f"**Side by side with another tree** (`--before {before}`): {pairs} child processes of"
+        f"**Side by side with another source tree** (`--before SRC`): {pairs} child processes of"
         " each, alternating; CPU time, the fastest of 5 runs in each process; medians, and the"
         f" median of the per-pair ratios.\n\n{body}{jiter}"
     )
@@ -369,7 +369,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.probe:
         print(json.dumps(probe()))
         return
-    markdown = run()
+    command = "python -m benchmarks.bench_stream --write"
+    markdown = run(command + (" --before SRC" if args.before is not None else ""))
     if args.before is not None:
         markdown += "\n\n" + side_by_side(args.before)
     print(markdown)

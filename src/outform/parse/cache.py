@@ -144,11 +144,11 @@ def guard_copy(value: Any, exact: bool = False) -> Any:
     original (only containers are walked), except where a keyword takes any JSON value
     (`const`, `default`, ...): there booleans and the numbers 0 and 1 are compared exactly."""
     kind = type(value)
-    if kind is dict:
+    if kind is dict or isinstance(value, Mapping):
         return {
             key: guard_copy(item, exact or key in _EXACT_KEYWORDS) for key, item in value.items()
         }
-    if kind is list:
+    if kind is list or isinstance(value, list):
         return [guard_copy(item, exact) for item in value]
     if exact and kind in (bool, int, float) and value in (0, 1):
         return _Exact(value)
