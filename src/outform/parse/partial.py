@@ -1364,43 +1364,50 @@ class PartialParser:
         return bool(self._stack) and bool(self._stack[0].backing)
 
     def _build(self) -> Any:
+        stack = self._stack
+        if (
+            self._phase == _VALUE
+            and self._tentative < 0
+            and len(stack) > 1
+            and stack[-1].live
+            and self._show_all
+        ):
+            # The common case, once per snapshot: one view, of the root; the open containers
+            # below it, and an open string's text, are made when read (`_Later`).
+            top = stack[-1]
+            backing = top.backing
+            later = _new(_Later)
+            live = self._live if self._show_strings else None
+            if live is None:
+                later.last, later.string = (backing, len(backing), top.array, None), None
+            else:
+                length = live.length
+                if live.showing < _LONG_STRING:
+                    live.showing = length
+                else:
+                    length = live.due()
+                later.last, later.string = (backing, len(backing), top.array, live.key), live
+                later.length = length
+            outer = self._outer
+            if len(outer) + 1 != len(stack):  # pragma: no cover - kept in step with the stack
+                outer = self._outer = tuple(
+                    (frame.backing, len(frame.backing), frame.array, stack[index + 1].key)
+                    for index, frame in enumerate(stack[:-1])
+                )
+            later.outer, later.inner = outer, MISSING
+            backing, n, array, key = outer[0]
+            return _view(backing, n, array, key, later)
         phase = self._phase
         if phase == _DONE:
             return self._value
         if self._tentative >= 0 or phase < _VALUE:
             return MISSING
         inner: Any = MISSING
-        key: Any = None
+        key = None
         live = self._live
-        if live is not None and not self._show_strings:
-            live = None
-        if live is not None:
-            key = live.key
-        stack = self._stack
-        if self._show_all and stack and stack[-1].live:  # the common case: all shown, all live
-            # One view, of the root; the open containers below it are built when read
-            # (`_Later`). Views are made without an `__init__` call: this runs per snapshot.
-            top = stack[-1]
-            backing = top.backing
-            n = len(backing)
-            array = top.array
-            if len(stack) > 1:
-                outer = self._outer
-                if len(outer) != len(stack) - 1:  # pragma: no cover - kept in step with the stack
-                    outer = self._outer = tuple(
-                        (frame.backing, len(frame.backing), frame.array, stack[index + 1].key)
-                        for index, frame in enumerate(stack[:-1])
-                    )
-                later = _new(_Later)
-                later.outer, later.last, later.inner = outer, (backing, n, array, key), MISSING
-                later.string, later.length = (live, live.due()) if live is not None else (None, 0)
-                backing, n, array, key = outer[0]
-                return _view(backing, n, array, key, later)
-            if live is not None:
-                inner = live.show(live.due())
-            return _view(backing, n, array, key, inner)
-        if live is not None:
+        if live is not None and self._show_strings:
             inner = live.show(live.due())
+            key = live.key
         arrays, objects = "array" in self.partial, "object" in self.partial
         for frame in reversed(self._stack):
             if not frame.live or not (arrays if frame.array else objects):
