@@ -13,6 +13,7 @@ index is recorded.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -196,9 +197,17 @@ class _Node:
 
 
 class _Walk:
+    """One coercion walk. Two rules keep it polynomial on recursive schemas: a value is never
+    coerced against a schema location it is already being coerced against further up (wrapping
+    `x` in `[x]` for items of the same schema would otherwise repeat to `max_depth`), and a
+    trial that failed (an `attempt`, a union branch) is not tried again for the same value,
+    location and lossiness (otherwise each nested level doubles the work)."""
+
     __slots__ = (
+        "active",
         "compiled",
         "deadline",
+        "failed",
         "lenient",
         "max_depth",
         "max_repair_chars",
@@ -214,6 +223,11 @@ class _Walk:
         self.max_repair_chars = coercer.max_repair_chars
         self.plans = coercer.plans
         self.deadline = deadline
+        self.active: set[tuple[int, str]] = set()
+        """(value, location) pairs being coerced on the current path."""
+        self.failed: dict[tuple[int, str, bool], Any] = {}
+        """Trials that did not validate, keyed by the value's id (the value is kept, so that
+        the id stays its own)."""
 
     def valid(self, loc: str, value: Any) -> bool:
         """Whether `value` fits the schema at `loc` (a resolved location)."""
@@ -244,32 +258,46 @@ class _Walk:
             at = at.moved(loc)
         if not plan.usable or self.valid(loc, value):
             return value
-        for target in plan.chained:
-            value = self.node(value, at.schema(target), out)
-        value = self.own(value, at, plan, out)
-        for keyword, count in plan.unions:
-            if not self.valid(loc, value):
-                value = self.union(value, at, keyword, count, out)
+        here = (id(value), loc)
+        if here in self.active:
+            return value  # the same question further up: asking it again cannot help
+        self.active.add(here)
+        try:
+            for target in plan.chained:
+                value = self.node(value, at.schema(target), out)
+            value = self.own(value, at, plan, out)
+            for keyword, count in plan.unions:
+                if not self.valid(loc, value):
+                    value = self.union(value, at, keyword, count, out)
+        finally:
+            self.active.discard(here)
         return value
 
     def union(self, value: Any, at: _At, keyword: str, count: int, out: Coercion) -> Any:
         for lossy in (False, True) if at.lossy else (False,):
             for index in range(count):
-                trial = Coercion(value)
                 branch = at.schema(f"{at.loc}/{keyword}/{index}", lossy=lossy)
-                candidate = self.node(value, branch, trial)
                 # The whole node must validate: for oneOf that also means no other branch does.
-                if self.valid(at.loc, candidate):
-                    out.absorb(trial)
+                candidate = self.trial(value, branch, at.loc, out)
+                if candidate is not _NO:
                     out.branches.append((at.path, index))
                     return candidate
         return value
 
     def attempt(self, value: Any, at: _At, out: Coercion) -> Any:
         """Coerce `value` against the node at `at`; keep the changes only if it then fits."""
+        return self.trial(value, at.schema(at.loc), at.loc, out)
+
+    def trial(self, value: Any, at: _At, whole: str, out: Coercion) -> Any:
+        """Coerce `value` as `at` says; keep the outcome (and its changes) only if it then
+        fits the node at `whole`, else _NO. A failed trial is remembered (see the class)."""
+        key = (id(value), at.loc, at.lossy)
+        if key in self.failed:
+            return _NO
         trial = Coercion(value)
-        result = self.node(value, at.schema(at.loc), trial)
-        if not self.valid(at.loc, result):
+        result = self.node(value, at, trial)
+        if not self.valid(whole, result):
+            self.failed[key] = value
             return _NO
         out.absorb(trial)
         return result
@@ -335,7 +363,12 @@ class _Walk:
             for name in plan.required:
                 if name not in result and name in properties:
                     self.fill_missing(result, properties[name], at.child(at.loc, name), out)
-        return result
+        # An object left as it was stays the same object: the walk knows a value it met
+        # before by its identity (see the class).
+        unchanged = len(result) == len(value) and all(
+            result.get(key, _NO) is item for key, item in value.items()
+        )
+        return value if unchanged else result
 
     def rename_keys(
         self, result: dict[str, Any], properties: dict[str, Any], at: _At, out: Coercion
@@ -391,7 +424,7 @@ class _Walk:
             else:
                 break
             result[index] = self.node(item, at.child(child_loc, index), out)
-        return result
+        return value if all(map(operator.is_, result, value)) else result
 
     # -- conversions ----------------------------------------------------------------------
 
