@@ -350,3 +350,14 @@ def test_free_text_plans_no_constraint() -> None:
 
 def test_deltas_are_plain_data() -> None:
     assert Delta("text", "{").text == "{"
+
+
+def test_a_schema_holding_an_integer_beyond_64_bits_reaches_the_provider(
+    server: FakeServer, transport: Transport
+) -> None:
+    """The request body is written with every digit (orjson alone writes 64 bits at most)."""
+    reply(server, {"n": 1})
+    schema = {"type": "object", "properties": {"n": {"enum": [2**64, 1]}}, "required": ["n"]}
+    result = generate("echo:gpt-5", "Pick", schema, transport=transport)
+    assert result.data == {"n": 1}
+    assert b"18446744073709551616" in server.last.body

@@ -11,40 +11,18 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from outform import jsontext
+from outform.jsontext import dumps_text
+
 if TYPE_CHECKING:
     from outform.parse.context import Deadline
 
-_LONG_INTEGER = re.compile(r"[0-9]{19}")
-"""19 digits: the shortest integer orjson may read as a float (below -2**63)."""
-
-
-def may_be_inexact(text: str) -> bool:
-    """Whether orjson's reading of `text` may have turned an integer into a float."""
-    return _LONG_INTEGER.search(text) is not None
-
-
-def decode_exact(text: str) -> Any:
-    """Decode valid JSON keeping every digit of every integer (the standard library's reader).
-
-    Raises ValueError for an integer too long for Python to read (over 4300 digits) and for
-    non-finite numbers."""
-    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"the number {text} is out of range")
-    return value
+decode_exact = jsontext.loads_exact
+may_be_inexact = jsontext.may_be_inexact
 
 
 def encode(value: Any) -> str:
@@ -52,10 +30,7 @@ def encode(value: Any) -> str:
     from JSON5's `Infinity` or `NaN`) is written as JSON5 spells it, never as `null`."""
     if _nonfinite(value):
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    try:
-        return orjson.dumps(value).decode()
-    except TypeError:  # an integer beyond 64 bits
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return dumps_text(value)
 
 
 def _nonfinite(value: Any) -> bool:
