@@ -133,6 +133,8 @@ class Document:
     root: Mapping[str, Any]
     draft: int = field(init=False)
     _anchors: dict[str, str] = field(init=False, default_factory=dict)
+    _loops: dict[str, bool] = field(init=False, default_factory=dict)
+    _left: dict[str, bool] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.draft = draft_of(self.root)
@@ -140,6 +142,68 @@ class Document:
 
     def node(self, loc: str) -> Any:
         return pointer.lookup(self.root, loc)
+
+    def loops(self, target: str) -> bool:
+        """Whether the reference to `target` is a cycle of references alone (`{"$ref": "#"}`,
+        `a -> b -> a`): it never reaches a keyword, so it constrains nothing, as validators
+        read it (any value is valid), and is translated as the empty schema. Following it as a
+        reference would never end."""
+        known = self._loops.get(target)
+        if known is not None:
+            return known
+        seen = [target]
+        node = self.node(target)
+        loops = False
+        while isinstance(node, Mapping) and isinstance(node.get("$ref"), str):
+            if not is_pure_ref(Part(seen[-1], node), self.draft):
+                break
+            following = self.target(node["$ref"], seen[-1])
+            if following in seen:
+                loops = True
+                break
+            seen.append(following)
+            node = self.node(following)
+        self._loops[target] = loops
+        return loops
+
+    def left_recursive(self, target: str) -> bool:
+        """Whether `target` leads back to itself through `$ref`s and `allOf` / `anyOf` /
+        `oneOf` members alone, without descending into a property or an item
+        (`a = anyOf[a, ...]`): a value would be checked against the very schema checking it.
+        Validators disagree on what that means, and mapping values through it never ends."""
+        known = self._left.get(target)
+        if known is not None:
+            return known
+        seen = {target}
+        stack = [target]
+        found = False
+        while stack and not found:
+            loc = stack.pop()
+            for following in self._same_value(loc):
+                if following == target:
+                    found = True
+                    break
+                if following not in seen:
+                    seen.add(following)
+                    stack.append(following)
+        self._left[target] = found
+        return found
+
+    def _same_value(self, loc: str) -> Iterator[str]:
+        """The locations a value at `loc` is also checked against, as it is."""
+        node = self.node(loc)
+        if not isinstance(node, Mapping):
+            return
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            yield self.target(ref, loc)
+            if self.draft <= 7:
+                return  # keywords beside `$ref` are ignored
+        for keyword in ("allOf", "anyOf", "oneOf"):
+            members = node.get(keyword)
+            if isinstance(members, list):
+                for index in range(len(members)):
+                    yield pointer.join(loc, keyword, index)
 
     def target(self, ref: str, at: str) -> str:
         """The JSON pointer a local `$ref` points at; SchemaError when outform cannot follow it."""
@@ -242,8 +306,15 @@ def alternatives(doc: Document, part: Part, keep_ref: KeepRef) -> Alternatives:
         deferred.extend(inner.deferred)
         notes.extend(inner.notes)
 
-    if isinstance(ref, str):
-        target = doc.target(ref, part.loc)
+    if isinstance(ref, str) and not doc.loops(target := doc.target(ref, part.loc)):
+        if doc.left_recursive(target):
+            raise SchemaError(
+                f"the schema refers back to {pointer.readable(target)} without descending into "
+                "the value (a value would be checked against the schema checking it): it has "
+                "no agreed meaning",
+                where=f"schema at {part.loc or '/'}",
+                fix="let the recursion go through a property or an item, or remove the reference",
+            )
         if target in part.stack or keep_ref(part, target):
             kept = Ref(target, part.loc, part.stack)
             branches = _product(branches, (Branch(refs=(kept,)),))
