@@ -468,6 +468,38 @@ def test_escaped_json_is_left_to_the_pipeline() -> None:
     assert list(parse_stream(chunks(text), type=Product))[-1].value.name == "pen"
 
 
+@pytest.mark.parametrize(
+    ("text", "schema", "level"),
+    [
+        ('[42, "\\ud800x", "\\udc00x", ', {"type": "string", "format": "date"}, "minimal"),
+        ('```json\n["\\ud800x"]\n```', {"type": "string"}, "off"),
+        ('My answer: ["a", "b"]', {"type": ["string", "number"]}, "minimal"),
+        ("Here: {not json} 42", {"type": "integer"}, "full"),
+        (
+            "{'a': 1} as text",
+            {"anyOf": [{"type": "object", "required": ["b"]}, {"type": "string"}]},
+            "off",
+        ),
+    ],
+)
+def test_a_reply_whose_text_may_be_the_value_is_never_stopped(
+    text: str, schema: dict[str, Any], level: str
+) -> None:
+    """Where the schema takes a string at the root (or a scalar, and the reply does not start
+    with JSON), the pipeline may take the reply's own text as the value: nothing its JSON does
+    can doom it. Found by the fuzzer: such replies were stopped while `parse` accepted them."""
+    expected = outform.parse(text, schema, level=level)
+    for size in (1, 3, 64):
+        last = list(parse_stream(chunks(text, size), schema, level=level))[-1]
+        assert last.final and last.result is not None
+        assert last.result.data == expected.data
+
+
+def test_a_scalar_root_is_still_stopped_when_the_reply_starts_with_json() -> None:
+    with pytest.raises(StreamAbortedError):
+        list(parse_stream(chunks('{"a": 1, "b": 2, "c": 3}'), {"type": "integer"}))
+
+
 def test_abort_off_records_the_violation_and_reads_on() -> None:
     parser: StreamParser[Any] = StreamParser(Product, abort=False)
     for chunk in chunks('{"id": "one", "name": "pen"}'):

@@ -295,6 +295,7 @@ class StreamParser(Generic[T]):
         self._pending_size = 0
         self._last: Snapshot[T] | None = None
         self._level = opts.level
+        self._reads_text: bool | None = None
 
     @property
     def text(self) -> str:
@@ -368,8 +369,13 @@ class StreamParser(Generic[T]):
         if self.violation is None:
             checker = self.checker
             if checker is not None and checker.violation is not None:
-                self._stop(checker.violation, "schema")
-            elif parser.error is not None and self._syntax_is_final():
+                if not self._text_may_be_value():
+                    self._stop(checker.violation, "schema")
+            elif (
+                parser.error is not None
+                and self._syntax_is_final()
+                and not self._text_may_be_value()
+            ):
                 self._stop(parser.error, "syntax")
         if not changed:
             return []
@@ -381,6 +387,19 @@ class StreamParser(Generic[T]):
         snapshot: Snapshot[T] = Snapshot(data, parser.received, parser.done, self._build)
         self._last = snapshot
         return [snapshot]
+
+    def _text_may_be_value(self) -> bool:
+        """Whether the pipeline may take the reply's text itself as the value (a string root;
+        a scalar root when the reply does not start with JSON): then nothing its JSON does
+        can doom the reply. Decided once the JSON's start is known (text before it is kept)."""
+        known = self._reads_text
+        if known is None:
+            start = self.parser.start
+            if start is None:
+                return self.pipeline.reads_text(starts_with_json=False)
+            prefix = self.text[:start] if start else ""
+            known = self._reads_text = self.pipeline.reads_text(not prefix.strip())
+        return known
 
     def _syntax_is_final(self) -> bool:
         """Whether the pipeline could still read a reply that is not JSON as written."""

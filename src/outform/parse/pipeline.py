@@ -204,6 +204,15 @@ class Pipeline(Generic[T]):
     def schema_hash(self) -> str:
         return self.compiled.hash
 
+    def reads_text(self, starts_with_json: bool) -> bool:
+        """Whether the reply's own text may be the value (see `_attempts`): when the schema
+        takes a string at the root, and for a scalar root when the reply does not start with
+        JSON. No reading of the reply's JSON can then doom it (what the stream parser needs
+        to know before it stops a stream)."""
+        if self._verbatim or self._text_root == "last":
+            return True
+        return self._text_root == "first" and not starts_with_json
+
     # -- entry point -----------------------------------------------------------------------
 
     def run(self, reply: str | bytes) -> ParseResult[T]:
@@ -337,7 +346,10 @@ class Pipeline(Generic[T]):
         extraction = self._extract(text, deadline)
         candidates = extraction.candidates
         whole = candidates[0]
-        as_text = extract.Candidate(whole.text, "text", "other", whole.transforms)
+        # The reply's own text, as written (less its reasoning, which is recorded), when it
+        # may be the value itself.
+        reasoning = ("strip_reasoning",) if extraction.reasoning else ()
+        as_text = extract.Candidate(extraction.body, "text", "other", reasoning)
         tiers = range(options.tolerance + 1)
         # A reply that is one (broken) JSON document, and the gathered values of a reply that
         # holds several, are read whole at every tier before any piece of them is tried.
@@ -346,7 +358,7 @@ class Pipeline(Generic[T]):
         order: list[tuple[int, extract.Candidate]] = []
         if self._verbatim and not (self._null_root and whole.text == "null"):
             # A plain string is wanted: the reply as written (minus reasoning) is the value.
-            order.append((-1, extract.Candidate(extraction.body, "text", "other")))
+            order.append((-1, as_text))
         order.append((0, whole))
         if self._text_root == "first" and whole.root == "other":
             # A scalar is wanted: the reply's own words may be it ("**two**"). A reply that
