@@ -35,7 +35,7 @@ from outform.format import (
 from outform.parse import decode as decoding
 from outform.parse import extract, loss, unescape, values
 from outform.parse.coerce import Coercer
-from outform.parse.context import Deadline, Options, Run
+from outform.parse.context import Deadline, Options, Run, too_deep, too_long
 from outform.parse.defaults import Defaults
 from outform.parse.hint import RetryHint, Violation, clip, preview
 from outform.parse.result import FROM_TEXT, Change, ParseResult
@@ -239,12 +239,17 @@ class Pipeline(Generic[T]):
     # -- fast path ------------------------------------------------------------------------
 
     def _fast(self, text: str) -> ParseResult[T] | None:
+        # `max_depth` holds here too: a reply nested deeper takes the slow path, which refuses
+        # it (checked only for a reply long and bracketed enough to nest that deep).
+        max_depth = self.options.max_depth
         if self.adapter is not None:
             # Typed: Pydantic parses and validates in one pass; strict, so that nothing is
             # converted without being recorded (anything else goes the slow way).
             try:
+                if not values.within_depth(text, max_depth):
+                    return None
                 typed = self.adapter.validate_json(text, strict=True)
-            except PydanticValidationError:
+            except (PydanticValidationError, orjson.JSONDecodeError):
                 return None
             return ParseResult(
                 value=typed,
@@ -257,7 +262,9 @@ class Pipeline(Generic[T]):
             data = orjson.loads(text)
         except orjson.JSONDecodeError:
             return None
-        if not self._fast_validator.is_valid(data):
+        if not self._fast_validator.is_valid(data) or not values.within_depth(
+            text, max_depth, data
+        ):
             return None
         changes: list[Change] = []
         if self._defaults is not None:
@@ -456,11 +463,7 @@ class Pipeline(Generic[T]):
                 [whole], text, [], scanned.deepest, True, scanned.unmatched
             )
         if extraction.deepest > options.max_depth:
-            raise InputError(
-                f"the reply nests {extraction.deepest} levels deep, over the limit of "
-                f"{options.max_depth}",
-                fix="raise the 'max_depth' option if such nesting is expected",
-            )
+            raise too_deep(options.max_depth, extraction.deepest)
         return extraction
 
     def _decode(
@@ -692,11 +695,7 @@ class Pipeline(Generic[T]):
                 fix="pass the model's reply as str (or UTF-8 bytes)",
             )
         if len(reply) > self.options.max_chars:
-            raise InputError(
-                f"the reply has {len(reply):,} characters, over the limit of "
-                f"{self.options.max_chars:,}",
-                fix="raise the 'max_chars' option if such replies are expected",
-            )
+            raise too_long(len(reply), self.options.max_chars)
         if "\x00" in reply:
             raise InputError(
                 "the reply contains NUL characters (binary data?)",

@@ -9,10 +9,12 @@ as text with every digit (:func:`number_text`).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from typing import TYPE_CHECKING, Any
 
+import jsonschema_rs
 import orjson
 
 from outform import jsontext
@@ -20,6 +22,8 @@ from outform.jsontext import dumps_text
 
 if TYPE_CHECKING:
     from outform.parse.context import Deadline
+
+_UNREAD: Any = object()
 
 decode_exact = jsontext.loads_exact
 may_be_inexact = jsontext.may_be_inexact
@@ -168,3 +172,28 @@ def within_64_bits(schema: Any) -> Any:
 
     bounded = walk(schema)
     return bounded if changed else None
+
+
+def within_depth(text: str, max_depth: int, value: Any = _UNREAD) -> bool:
+    """Whether the JSON `text` (its reading `value`, if at hand) nests at most `max_depth`
+    levels. Free for a text too short to nest deeper (a level takes two characters) or with
+    fewer brackets than the limit; otherwise one pass of jsonschema-rs over the value."""
+    if len(text) <= 2 * max_depth or text.count("[") + text.count("{") <= max_depth:
+        return True
+    if value is _UNREAD:
+        value = orjson.loads(text)
+    return bool(_depth_validator(max_depth).is_valid(value))
+
+
+@functools.lru_cache(maxsize=8)
+def _depth_validator(max_depth: int) -> Any:
+    """A validator of nesting: level `i` holds containers only below `max_depth`."""
+    levels: dict[str, Any] = {
+        f"l{i}": {
+            "items": {"$ref": f"#/$defs/l{i + 1}"},
+            "additionalProperties": {"$ref": f"#/$defs/l{i + 1}"},
+        }
+        for i in range(max_depth)
+    }
+    levels[f"l{max_depth}"] = {"type": ["string", "number", "boolean", "null"]}
+    return jsonschema_rs.validator_for({"$defs": levels, "$ref": "#/$defs/l0"})
