@@ -23,7 +23,8 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 import outform
-from outform import OutputError
+from outform import InputError, OutputError
+from outform.parse import context
 from outform.parse.partial import PartialList, extends, plain
 from outform.streaming import (
     Done,
@@ -39,6 +40,7 @@ from outform.streaming import (
     replay,
     stream_items,
 )
+from tests.parse.test_bounds import Clock
 
 
 def chunks(text: str, size: int = 8) -> Iterator[str]:
@@ -498,6 +500,50 @@ def test_a_reply_whose_text_may_be_the_value_is_never_stopped(
 def test_a_scalar_root_is_still_stopped_when_the_reply_starts_with_json() -> None:
     with pytest.raises(StreamAbortedError):
         list(parse_stream(chunks('{"a": 1, "b": 2, "c": 3}'), {"type": "integer"}))
+
+
+# -- limits, as the reply is fed (loose ends 3 and 4) ------------------------------------------
+
+
+@pytest.mark.parametrize("every", [0, 64])
+def test_max_chars_is_enforced_at_the_chunk_that_crosses_it(every: int) -> None:
+    parser: StreamParser[Any] = StreamParser({"type": "object"}, max_chars=30, every=every)
+    fed = []
+    with pytest.raises(InputError) as caught:
+        for chunk in chunks('{"a": 1, "b": "' + "x" * 100 + '"}', 8):
+            parser.feed(chunk)
+            fed.append(chunk)
+    assert len("".join(fed)) <= 30 < len("".join(fed)) + 8
+    assert "over the limit of 30" in caught.value.what
+    assert caught.value.fix is not None and "max_chars" in caught.value.fix
+
+
+def test_max_depth_is_enforced_as_the_parser_reads() -> None:
+    parser: StreamParser[Any] = StreamParser({}, max_depth=5)
+    parser.feed("[[[")
+    with pytest.raises(InputError) as caught:
+        parser.feed("[[[1")
+    assert "deeper than the limit of 5 levels" in caught.value.what
+    assert caught.value.fix is not None and "max_depth" in caught.value.fix
+    with pytest.raises(InputError):  # the final parse says the same of the whole reply
+        outform.parse("[[[[[[1]]]]]]", {}, max_depth=5)
+
+
+def test_time_limit_counts_the_time_spent_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each chunk's parsing is timed (waiting for the next chunk is not): past the limit, the
+    chunk that crosses it raises, naming the stream."""
+    monkeypatch.setattr(context, "clock", Clock(step=1.0))
+    parser: StreamParser[Any] = StreamParser({"type": "object"}, time_limit=2.5)
+    parser.feed('{"a": ')  # 1 s
+    parser.feed("1, ")  # 2 s
+    with pytest.raises(InputError) as caught:
+        parser.feed('"b": 2}')  # 3 s
+    assert "time limit (2.5 s), in stage 'stream'" in caught.value.what
+
+
+def test_the_checker_gets_the_callers_time_limit() -> None:
+    parser: StreamParser[Any] = StreamParser({"type": "object"}, time_limit=0.25)
+    assert parser.checker is not None and parser.checker.time_limit == 0.25
 
 
 def test_abort_off_records_the_violation_and_reads_on() -> None:

@@ -51,7 +51,9 @@ from outform.errors import (
     guarded,
 )
 from outform.format import JsonSchemaFormat, ResponseFormat
+from outform.parse import context
 from outform.parse.cache import shared as _pipelines
+from outform.parse.context import too_deep, too_long, too_slow
 from outform.parse.hint import RetryHint, Violation
 from outform.parse.incremental import (
     DEFAULT_DEGENERATION,
@@ -267,6 +269,7 @@ class StreamParser(Generic[T]):
                 lenient=opts.lenient,
                 tolerance=opts.tolerance,
                 max_depth=opts.max_depth,
+                time_limit=opts.time_limit,
             )
             if validate
             else None
@@ -296,6 +299,10 @@ class StreamParser(Generic[T]):
         self._last: Snapshot[T] | None = None
         self._level = opts.level
         self._reads_text: bool | None = None
+        self._options = opts
+        self._spent = 0.0
+        """Seconds spent parsing so far (waiting for chunks does not count): the stream's share
+        of `time_limit`."""
 
     @property
     def text(self) -> str:
@@ -318,6 +325,9 @@ class StreamParser(Generic[T]):
         try:  # inline, not @guarded: a wrapper call per chunk costs ~5% of a stream
             if not chunk:
                 return []
+            received = self.parser.received + self._pending_size + len(chunk)
+            if received > self._options.max_chars:
+                raise too_long(received, self._options.max_chars, streaming=True)
             chunks = self._chunks
             chunks.append(chunk)
             if not self.every:
@@ -356,6 +366,16 @@ class StreamParser(Generic[T]):
     # -- internals --------------------------------------------------------------------------
 
     def _parse(self, text: str) -> list[Snapshot[T]]:
+        """Parse newly received text; the limits of the options hold at every chunk:
+        `max_depth` as the parser reads, `time_limit` over the time spent parsing."""
+        started = context.clock()
+        snapshots = self._advance(text)
+        self._spent += context.clock() - started
+        if self._spent > self._options.time_limit:
+            raise too_slow(self._options.time_limit, "stream", self.received)
+        return snapshots
+
+    def _advance(self, text: str) -> list[Snapshot[T]]:
         self._parsed = len(self._chunks)
         parser = self.parser
         if self.guard is not None and self.violation is None:
@@ -366,6 +386,8 @@ class StreamParser(Generic[T]):
                 else:
                     self._stop(degenerate, "degenerate", len(text))
         changed = parser.feed(text)
+        if parser.too_deep:
+            raise too_deep(self._options.max_depth, where=f"character {parser.received}")
         if self.violation is None:
             checker = self.checker
             if checker is not None and checker.violation is not None:

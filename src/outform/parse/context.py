@@ -56,7 +56,7 @@ BOUNDS: dict[str, Bound] = {
     "max_repair_chars": Bound(0),
     "max_chars": Bound(1),
     "max_depth": Bound(1, MAX_DEPTH),
-    "time_limit": Bound(0.001, whole=False),
+    "time_limit": Bound(0, whole=False),
 }
 """The numeric options, in one place for `Options` and for outform.toml's [parse]."""
 

@@ -437,6 +437,9 @@ class PartialParser:
         self.max_depth = max_depth
         self.error: Violation | None = None
         """The syntax error that stopped the parser, if any."""
+        self.too_deep = False
+        """The reply nested deeper than `max_depth` (the error is the stream parser's to raise:
+        the pipeline refuses such a reply whatever follows)."""
         self.received = 0
         """Characters received so far."""
         self.start: int | None = None
@@ -827,6 +830,7 @@ class PartialParser:
                 pos = stop + 1
             elif char in "{[":
                 if len(stack) >= max_depth:
+                    self.too_deep = True
                     raise _SyntaxError(
                         f"the value nests deeper than {max_depth} levels", stop + base
                     )
