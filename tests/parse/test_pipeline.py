@@ -532,6 +532,7 @@ def test_a_change_serialises_every_field() -> None:
         "detail": "plain",
         "lossy": False,
         "lost": 0,
+        "attempt": 1,
     }
 
 

@@ -20,7 +20,9 @@ class Change:
     `transform`, turning `before` into `after`. Text stages store short previews.
 
     `lost` counts the characters of the reply's content the change discarded (see "Loss" in
-    docs/pipeline.md); a change with `lost > 0` is `lossy`.
+    docs/pipeline.md); a change with `lost > 0` is `lossy`. `attempt` is the call of a
+    `generate()` whose reply the change was made to (1, then 2 after a re-ask, ...): after a
+    re-ask of some fields, the changes behind the fields kept from an earlier reply stay.
     """
 
     path: str
@@ -30,6 +32,7 @@ class Change:
     after: Any
     detail: str = ""
     lost: int = 0
+    attempt: int = 1
 
     @property
     def lossy(self) -> bool:
@@ -45,6 +48,7 @@ class Change:
             "detail": self.detail,
             "lossy": self.lossy,
             "lost": self.lost,
+            "attempt": self.attempt,
         }
 
 
