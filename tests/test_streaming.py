@@ -497,6 +497,55 @@ def test_a_reply_whose_text_may_be_the_value_is_never_stopped(
         assert last.result.data == expected.data
 
 
+@pytest.mark.parametrize(
+    ("text", "schema", "level"),
+    [
+        # a fence the parser passes over holds a valid value; the block it follows does not
+        (
+            '~~~text\n{}\n~~~\n{"code": "x = 1"}',
+            {"type": "object", "additionalProperties": {"type": "string", "pattern": "^[a-z]+$"}},
+            "minimal",
+        ),
+        # an object only json-repair reads; the parser follows the object nested in it
+        (
+            '# Result\n{"name": \'3/4\', "more": {"age": "high"}}',
+            {"type": "object", "required": ["name"]},
+            "full",
+        ),
+    ],
+)
+def test_a_value_after_another_region_does_not_decide_the_reply(
+    text: str, schema: dict[str, Any], level: str
+) -> None:
+    """The pipeline tries every region of the reply; the parser follows one. A region before
+    the one it follows (a bracket it passed over) may be the one the pipeline uses, so the
+    followed value's violation no longer stops the stream. Found by the fuzzer."""
+    expected = outform.parse(text, schema, level=level)
+    for size in (1, 7, 64):
+        last = list(parse_stream(chunks(text, size), schema, level=level))[-1]
+        assert last.result is not None and last.result.data == expected.data
+
+
+@pytest.mark.parametrize("text", ["9" * 30, '"a \\"quoted\\" word"', "true", "-0.5"])
+def test_a_scalar_reply_streams_at_level_off(text: str) -> None:
+    """Found by the fuzzer: at level off the parser refused any reply that did not start with
+    a bracket, a JSON scalar included, and stopped the stream."""
+    expected = outform.parse(text, {}, level="off")
+    last = list(parse_stream(chunks(text, 4), {}, level="off"))[-1]
+    assert last.result is not None and last.result.data == expected.data
+
+
+def test_integers_beyond_64_bits_are_read_exactly_while_streaming() -> None:
+    """The checker compared orjson's float reading of 12345678901234567890123 with the enum
+    member and stopped a valid reply."""
+    schema = {"type": "array", "items": {"enum": [12345678901234567890123, "x"]}}
+    text = '[12345678901234567890123, "x"]'
+    snapshots = list(parse_stream(chunks(text, 5), schema))
+    assert snapshots[-1].result is not None
+    assert snapshots[-1].result.data == [12345678901234567890123, "x"]
+    assert 12345678901234567890123 in plain(snapshots[-2].data)
+
+
 def test_a_scalar_root_is_still_stopped_when_the_reply_starts_with_json() -> None:
     with pytest.raises(StreamAbortedError):
         list(parse_stream(chunks('{"a": 1, "b": 2, "c": 3}'), {"type": "integer"}))

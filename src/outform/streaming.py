@@ -298,7 +298,7 @@ class StreamParser(Generic[T]):
         self._pending_size = 0
         self._last: Snapshot[T] | None = None
         self._level = opts.level
-        self._reads_text: bool | None = None
+        self._decided: bool | None = None
         self._options = opts
         self._spent = 0.0
         """Seconds spent parsing so far (waiting for chunks does not count): the stream's share
@@ -391,13 +391,9 @@ class StreamParser(Generic[T]):
         if self.violation is None:
             checker = self.checker
             if checker is not None and checker.violation is not None:
-                if not self._text_may_be_value():
+                if self._decides():
                     self._stop(checker.violation, "schema")
-            elif (
-                parser.error is not None
-                and self._syntax_is_final()
-                and not self._text_may_be_value()
-            ):
+            elif parser.error is not None and self._syntax_is_final() and self._decides():
                 self._stop(parser.error, "syntax")
         if not changed:
             return []
@@ -410,18 +406,30 @@ class StreamParser(Generic[T]):
         self._last = snapshot
         return [snapshot]
 
-    def _text_may_be_value(self) -> bool:
-        """Whether the pipeline may take the reply's text itself as the value (a string root;
-        a scalar root when the reply does not start with JSON): then nothing its JSON does
-        can doom the reply. Decided once the JSON's start is known (text before it is kept)."""
-        known = self._reads_text
-        if known is None:
-            start = self.parser.start
-            if start is None:
-                return self.pipeline.reads_text(starts_with_json=False)
-            prefix = self.text[:start] if start else ""
-            known = self._reads_text = self.pipeline.reads_text(not prefix.strip())
-        return known
+    def _decides(self) -> bool:
+        """Whether the value the parser follows decides the reply, so that its violation may
+        stop the stream: the pipeline may not take the reply's own text as the value (a
+        string root; a scalar root when the reply does not start with JSON), and no bracket
+        before the value began a region the pipeline would try too (a block only the tolerant
+        decoders read, a fence the parser passed over). Once no, always no; yes is kept once
+        the value's start is certain."""
+        known = self._decided
+        if known is not None:
+            return known
+        parser = self.parser
+        start = parser.start
+        if start is None:
+            decides = not self.pipeline.reads_text(starts_with_bracket=False)
+        else:
+            text = self.text
+            prefix = text[:start]
+            bracket = not prefix.strip() and text[start : start + 1] in ("{", "[")
+            decides = (
+                not self.pipeline.reads_text(bracket) and "{" not in prefix and "[" not in prefix
+            )
+        if not decides or parser.started or parser.broken:
+            self._decided = decides
+        return decides
 
     def _syntax_is_final(self) -> bool:
         """Whether the pipeline could still read a reply that is not JSON as written."""
