@@ -207,8 +207,8 @@ class Pipeline(Generic[T]):
     def reads_text(self, starts_with_bracket: bool) -> bool:
         """Whether the reply's own text may be the value (see `_attempts`): when the schema
         takes a string at the root, and for a scalar root when the reply (less its reasoning)
-        does not start with a bracket. No reading of the reply's JSON can then doom it (what the stream parser needs
-        to know before it stops a stream)."""
+        does not start with a bracket. No reading of the reply's JSON can then doom it (what
+        the stream parser needs to know before it stops a stream)."""
         if self._verbatim or self._text_root == "last":
             return True
         return self._text_root == "first" and not starts_with_bracket
