@@ -153,6 +153,7 @@ class Pipeline(Generic[T]):
         self._fast_validator = (
             compile_schema(bounded).validator if bounded is not None else self.compiled.validator
         )
+        self._exact_numbers = values.holds_long_integers(self.compiled.root)
         self.adapter: TypeAdapter[Any] | None = (
             adapter_for(output_type) if output_type is not None else None
         )
@@ -262,6 +263,8 @@ class Pipeline(Generic[T]):
             data = orjson.loads(text)
         except orjson.JSONDecodeError:
             return None
+        if self._exact_numbers and values.may_be_inexact(text):
+            return None  # the slow path reads it exactly
         if not self._fast_validator.is_valid(data) or not values.within_depth(
             text, max_depth, data
         ):

@@ -174,6 +174,23 @@ def within_64_bits(schema: Any) -> Any:
     return bounded if changed else None
 
 
+def holds_long_integers(schema: Any) -> bool:
+    """Whether `schema` holds an integer beyond 64 bits anywhere (an `enum` or `const` member,
+    a bound). orjson reads such a number in a reply as a float, which compares otherwise with
+    it (a member it no longer equals can leave another branch of a `oneOf` the only match), so
+    the fast path reads a reply that may hold one exactly under such a schema."""
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, int) and not _INT64_MIN <= node <= _UINT64_MAX:
+            return True
+    return False
+
+
 def within_depth(text: str, max_depth: int, value: Any = _UNREAD) -> bool:
     """Whether the JSON `text` (its reading `value`, if at hand) nests at most `max_depth`
     levels. Free for a text too short to nest deeper (a level takes two characters) or with
