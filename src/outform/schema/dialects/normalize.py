@@ -147,7 +147,8 @@ class Document:
         """Whether the reference to `target` is a cycle of references alone (`{"$ref": "#"}`,
         `a -> b -> a`): it never reaches a keyword, so it constrains nothing, as validators
         read it (any value is valid), and is translated as the empty schema. Following it as a
-        reference would never end."""
+        reference would never end. (Every location on the chain shares the answer: each chain
+        is walked once.)"""
         known = self._loops.get(target)
         if known is not None:
             return known
@@ -158,12 +159,16 @@ class Document:
             if not is_pure_ref(Part(seen[-1], node), self.draft):
                 break
             following = self.target(node["$ref"], seen[-1])
+            if following in self._loops:
+                loops = self._loops[following]
+                break
             if following in seen:
                 loops = True
                 break
             seen.append(following)
             node = self.node(following)
-        self._loops[target] = loops
+        for location in seen:
+            self._loops[location] = loops
         return loops
 
     def left_recursive(self, target: str) -> bool:
@@ -171,23 +176,47 @@ class Document:
         `oneOf` members alone, without descending into a property or an item
         (`a = anyOf[a, ...]`): a value would be checked against the very schema checking it.
         Validators disagree on what that means, and mapping values through it never ends."""
-        known = self._left.get(target)
-        if known is not None:
-            return known
-        seen = {target}
-        stack = [target]
-        found = False
-        while stack and not found:
-            loc = stack.pop()
-            for following in self._same_value(loc):
-                if following == target:
-                    found = True
+        if target not in self._left:
+            self._find_cycles(target)
+        return self._left[target]
+
+    def _find_cycles(self, start: str) -> None:
+        """Tarjan's strongly connected components of the locations that check the same value,
+        from `start`: a location is left-recursive when its component holds a cycle. Every
+        location met is answered, so the whole document costs one pass."""
+        index: dict[str, int] = {start: 0}
+        low: dict[str, int] = {start: 0}
+        stack, on_stack = [start], {start}
+        work = [(start, iter(self._same_value(start)))]
+        while work:
+            location, following = work[-1]
+            for nxt in following:
+                if nxt in self._left:
+                    continue  # its component is done
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(self._same_value(nxt))))
                     break
-                if following not in seen:
-                    seen.add(following)
-                    stack.append(following)
-        self._left[target] = found
-        return found
+                if nxt in on_stack:
+                    low[location] = min(low[location], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[location])
+                if low[location] == index[location]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == location:
+                            break
+                    cyclic = len(component) > 1 or location in set(self._same_value(location))
+                    for member in component:
+                        self._left[member] = cyclic
 
     def _same_value(self, loc: str) -> Iterator[str]:
         """The locations a value at `loc` is also checked against, as it is."""
