@@ -299,6 +299,7 @@ class StreamParser(Generic[T]):
         self._last: Snapshot[T] | None = None
         self._level = opts.level
         self._decided: bool | None = None
+        self._unescapable = False
         self._options = opts
         self._spent = 0.0
         """Seconds spent parsing so far (waiting for chunks does not count): the stream's share
@@ -393,7 +394,7 @@ class StreamParser(Generic[T]):
             if checker is not None and checker.violation is not None:
                 if self._decides():
                     self._stop(checker.violation, "schema")
-            elif parser.error is not None and self._syntax_is_final() and self._decides():
+            elif parser.error is not None and self._decides() and self._syntax_is_final():
                 self._stop(parser.error, "syntax")
         if not changed:
             return []
@@ -432,11 +433,16 @@ class StreamParser(Generic[T]):
         return decides
 
     def _syntax_is_final(self) -> bool:
-        """Whether the pipeline could still read a reply that is not JSON as written."""
-        if self._level == "full":
-            return False  # the tolerant decoders may repair it
+        """Whether the pipeline could still read a reply that is not JSON as written. A no is
+        kept (the error stays, and a stream never stopped is never wrong): asking again after
+        every chunk cost the whole text each time."""
+        if self._level == "full" or self._unescapable:
+            return False  # the tolerant decoders, or unescaping, may read it
         start = self.parser.start
-        return not (start is not None and looks_escaped(self.text[start : start + 64]))
+        if start is not None and looks_escaped(self.text[start : start + 64]):
+            self._unescapable = True
+            return False
+        return True
 
     def _stop(
         self,
