@@ -432,7 +432,7 @@ def test_a_union_over_a_recursive_schema_is_walked_once_per_value() -> None:
     """`[{}, null, [-0.0]]` against `integer | array of itself`: 15,000 visits before, because
     each object, copied by the walk, looked new at every level."""
     assert visits([{}, None, [-0.0]], INTEGER_OR_LIST, lenient=False) < 50
-    hint = refused('[{}, null, [-0.0]]', INTEGER_OR_LIST)
+    hint = refused("[{}, null, [-0.0]]", INTEGER_OR_LIST)
     assert hint.violations[0].path == ""
 
 
