@@ -58,13 +58,14 @@ def test_the_gateway_answers_any_request_body_with_a_4xx_at_worst(
     check_gateway(*item, level)
 
 
-def test_the_atheris_harness_runs() -> None:
+def test_the_atheris_harness_runs(tmp_path: Path) -> None:
     """A short run of the coverage-guided harness (a longer one is the fuzzer's job)."""
     pytest.importorskip(
         "atheris", reason="pip install atheris (wheels for Linux on x86-64) to run the harness"
     )
+    harness = ["-m", "tests.fuzz.atheris_harness", "-runs=1500", "-seed=7"]
     done = subprocess.run(
-        [sys.executable, "-m", "tests.fuzz.atheris_harness", "-runs=1500", "-seed=7"],
+        [sys.executable, *harness, f"-artifact_prefix={tmp_path}/"],
         cwd=ROOT,
         capture_output=True,
         text=True,
