@@ -410,7 +410,7 @@ class StreamParser(Generic[T]):
     def _decides(self) -> bool:
         """Whether the value the parser follows decides the reply, so that its violation may
         stop the stream: the pipeline may not take the reply's own text as the value (a
-        string root; a scalar root when the reply does not start with JSON), and no bracket
+        string root; a scalar root when the reply does not start with a bracket), and no bracket
         before the value began a region the pipeline would try too (a block only the tolerant
         decoders read, a fence the parser passed over). Once no, always no; yes is kept once
         the value's start is certain."""
