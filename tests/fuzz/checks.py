@@ -9,8 +9,14 @@ promise is broken:
   own JSON, as a strict reader reads it (or the reply itself, as a string);
 - every result validates against its schema (checked by jsonschema-rs, not by outform);
 - results are deterministic: the same input twice gives the same value, changes or error;
+- no value nests deeper than `max_depth`;
 - the stream parser, fed in any chunking, ends where `parse` does, and stops a stream early
-  only when `parse` fails on the reply received up to the end of the value it follows.
+  only on a value that is doomed: no JSON value starts where a syntax stop says, and the value
+  a schema stop followed does not parse on its own;
+- every dialect translates a schema or refuses it with outform's error; a translation obeys its
+  dialect's rules and compiles, and a valid value makes the round trip;
+- the gateway's request parsing answers any body with at worst a 4xx, and enforcement's check of
+  a reply never fails.
 """
 
 from __future__ import annotations
@@ -226,6 +232,8 @@ def _key(value: Any) -> Any:
         return ("{", tuple((k, _key(v)) for k, v in value.items()))
     if isinstance(value, list):
         return ("[", tuple(_key(v) for v in value))
+    if isinstance(value, float):
+        return ("float", repr(value))  # NaN equals no NaN
     return (type(value).__name__, value)
 
 
