@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from outform.errors import ConfigError
+from outform.storespec import expand
 from outform.trace.caller import Labels
 
 ENV_VAR = "OUTFORM_TRACE"
@@ -80,15 +80,4 @@ class TraceSettings:
         spec = env.get(ENV_VAR, "").strip() or self.store
         if spec.lower() in OFF or (not self.enabled and not env.get(ENV_VAR, "").strip()):
             return None
-        kind, sep, target = spec.partition(":")
-        if sep and target.startswith("$"):
-            name = target[1:]
-            value = env.get(name, "")
-            if not value:
-                raise ConfigError(
-                    f"the trace store variable {name} is not set",
-                    where="[trace] store",
-                    fix=f"export {name}=..., or write the store without $",
-                )
-            return f"{kind}:{value}"
-        return spec
+        return expand(spec, env, what="trace store", where="[trace] store")

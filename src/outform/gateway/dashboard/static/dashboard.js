@@ -239,7 +239,7 @@ async function openRun(runId) {
     const call = attempt.call;
     title.textContent = "Attempt " + attempt.number + (call
       ? " · " + text(call.latency_ms, 0) + " ms · HTTP " + text(call.status) +
-        " · " + call.tokens.input + " in / " + call.tokens.output + " out tokens"
+        " · " + call.tokens.input_tokens + " in / " + call.tokens.output_tokens + " out tokens"
       : "");
     box.appendChild(title);
     if (attempt.abort) {
