@@ -9,6 +9,7 @@ both behave identically.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar, overload
@@ -44,11 +45,21 @@ from outform.reask import (
     repaired_after_cut,
     with_instructions,
 )
+from outform.schema import pointer
 from outform.schema.dialects.result import DialectResult
 from outform.schema.ledger import Ledger
 from outform.streaming import Snapshot, StreamParser, typed_builder
-from outform.trace.events import Event, EventName, Observer, dispatch
-from outform.transport import AsyncTransport, Transport
+from outform.trace.caller import Labels
+from outform.trace.events import (
+    FormatChoice,
+    Observer,
+    Reask,
+    RunOutcomeName,
+    StreamAbort,
+    Validation,
+)
+from outform.trace.tracer import RunTrace, elapsed_ms
+from outform.transport import AsyncTransport, CallStats, Transport
 
 T = TypeVar("T")
 
@@ -143,7 +154,8 @@ class _Loop:
     level: str | None
     parse_options: Mapping[str, Any]
     caller_tools: bool
-    observers: tuple[Observer, ...]
+    trace: RunTrace
+    """The run's events (docs/observability.md): what each step below records."""
     attempts: list[Attempt] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     ask: FieldAsk | None = None
@@ -166,7 +178,46 @@ class _Loop:
     def abort(self, response: Response, aborted: StreamAbortedError) -> Request:
         """A streamed reply stopped early: record it and ask again (or give up)."""
         self.usage = self.usage + response.usage
+        self.trace.emit("stream.abort", data=StreamAbort(aborted.offset, aborted.reason))
         return self._retry(response, aborted.hint, None, aborted_at=aborted.offset)
+
+    def called(
+        self,
+        stats: CallStats,
+        sent: float,
+        response: Response | None = None,
+        *,
+        error: BaseException | None = None,
+        first_text: float | None = None,
+    ) -> None:
+        """Record one exchange with the provider: `sent` when the call began (the transport's
+        `stats` say when its last attempt went out), `first_text` when a stream's first text
+        arrived."""
+        began = stats.sent_at or sent
+        status = stats.status if stats.status is not None else getattr(error, "status", None)
+        self.trace.call(
+            elapsed_ms(began),
+            status=status,
+            retries=stats.retries,
+            ttft_ms=None if first_text is None else elapsed_ms(began, first_text),
+            tokens=response.usage if response is not None else None,
+            finish_reason=response.finish_reason if response is not None else None,
+            error=error,
+        )
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[None]:
+        """Around a driver: an exception that did not end the run ends it as an error."""
+        try:
+            yield
+        except BaseException as error:
+            if not self.ended:
+                self._end("error", error=error)
+            raise
+
+    @property
+    def ended(self) -> bool:
+        return self.trace.ended
 
     def step(self, response: Response) -> Request | Generation[Any]:
         self.usage = self.usage + response.usage
@@ -174,6 +225,7 @@ class _Loop:
         if (response.refusal or blocked) and not response.text.strip():
             self.attempts.append(Attempt("", response.finish_reason, response.usage))
             refusal = response.refusal or "the provider's content filter blocked the reply"
+            self._end("refused")
             raise RefusalError(refusal, attempts=tuple(self.attempts), usage=self.usage)
         if response.tool_calls and self.caller_tools and not response.text.strip():
             self.attempts.append(Attempt("", response.finish_reason, response.usage))
@@ -187,11 +239,22 @@ class _Loop:
     def _parse(self, response: Response) -> ParseResult[Any]:
         text = response.text
         if self.ask is not None and self.ask_pipeline is not None:
-            answer = self.ask_pipeline.run(text)
+            answer = self._run(self.ask_pipeline, text)
             text = orjson.dumps(self.ask.merge(answer.data)).decode()
-        result = self.pipeline.run(text)
+        result = self._run(self.pipeline, text)
         if response.finish_reason == "length" and repaired_after_cut(result.changes):
             raise OutputError("the reply was cut off", hint=CUT_OFF, result=result)
+        return result
+
+    def _run(self, pipeline: Pipeline[Any], text: str) -> ParseResult[Any]:
+        """Parse with a pipeline of this run; its events go out as this run's."""
+        try:
+            result = pipeline.run(text, record=False)
+        except OutputError as error:
+            if error.result is not None:
+                self.trace.forward(error.result.events)
+            raise
+        self.trace.forward(result.events)
         return result
 
     def _retry(
@@ -212,13 +275,17 @@ class _Loop:
             )
         )
         over_budget = self.token_budget is not None and self.usage.total_tokens >= self.token_budget
+        self.trace.validation_failed(hint.violations)
+        reason = _reason(hint, aborted_at)
         if len(self.attempts) > self.retries or over_budget:
             why = (
                 f"the token budget ({self.token_budget}) is spent"
                 if over_budget
                 else f"{len(self.attempts)} attempt(s) failed"
             )
-            self._emit("output.reask.fail", why)
+            asked = self.ask.fields if self.ask else ()
+            self.trace.emit("output.reask.fail", detail=why, data=_reask(reason, asked, hint))
+            self._end("invalid")
             raise GenerationError(
                 f"no valid reply: {why}",
                 hint=hint,
@@ -231,7 +298,9 @@ class _Loop:
         self.ask, self.ask_pipeline, self.ask_translation, request = self._next_request(
             response.text, hint, value
         )
-        self._emit("output.reask.attempt", ", ".join(self.ask.fields) if self.ask else "whole")
+        fields = self.ask.fields if self.ask else ()
+        self.trace.emit("output.reask.attempt", data=_reask(reason, fields, hint))
+        self.trace.attempt = len(self.attempts) + 1
         return request
 
     def _next_request(
@@ -254,7 +323,7 @@ class _Loop:
         )
         messages = reask_messages(self.base, text, hint, ask, sub_plan.instructions)
         request = replace(self.template, messages=tuple(messages), output=sub_plan.output)
-        pipeline = _pipeline(ask.format, sub_plan, self.level, self.parse_options, self.observers)
+        pipeline = _pipeline(ask.format, sub_plan, self.level, self.parse_options)
         return ask, pipeline, sub_plan.translation, request
 
     def _finish(
@@ -268,8 +337,17 @@ class _Loop:
             self.attempts.append(
                 Attempt(response.text, response.finish_reason, response.usage, fields=fields)
             )
+            self.trace.changes(result.changes)
             if len(self.attempts) > 1:
-                self._emit("output.reask.success", f"valid after {len(self.attempts)} attempts")
+                previous = self.attempts[-2]
+                asked = _reask(_reason(previous.hint, previous.aborted_at), fields, None)
+                detail = f"valid after {len(self.attempts)} attempts"
+                self.trace.emit("output.reask.success", detail=detail, data=asked)
+        self._end(
+            "valid" if result is not None else "tool_calls",
+            changes=len(result.changes) if result is not None else 0,
+            value=result.data if result is not None else None,
+        )
         return Generation(
             value=result.value if result is not None else None,
             data=result.data if result is not None else None,
@@ -285,9 +363,45 @@ class _Loop:
             ledger=self.plan.ledger,
         )
 
-    def _emit(self, name: EventName, detail: str) -> None:
-        event = Event(name, "validate", self.pipeline.schema_hash, detail=detail)
-        dispatch((event,), self.observers)
+    def _end(
+        self, outcome: RunOutcomeName, *, changes: int = 0, value: Any = None, **extra: Any
+    ) -> None:
+        self.trace.end(outcome, changes=changes, tokens=self.usage, value=value, **extra)
+
+
+def _reason(hint: RetryHint | None, aborted_at: int | None) -> str:
+    """Why a reply is asked for again: `stream_aborted`, `cut_off`, `syntax` or `schema`."""
+    if aborted_at is not None:
+        return "stream_aborted"
+    if hint is CUT_OFF:
+        return "cut_off"
+    return "syntax" if hint is not None and hint.is_syntax else "schema"
+
+
+def _reask(reason: str, fields: tuple[str, ...], hint: RetryHint | None) -> Reask:
+    """What was asked again: the fields (top-level names) as JSON pointers."""
+    violations = Validation.of(hint.violations).violations if hint is not None else ()
+    return Reask(reason, tuple(pointer.join("", name) for name in fields), violations)
+
+
+def _format_event(trace: RunTrace, call_plan: Plan) -> None:
+    """`format.native` when the provider is asked to hold the reply to the schema (a native
+    schema mode or a forced tool), else `format.skipped` with the reason; nothing for free
+    text, where there is no format to enforce."""
+    if call_plan.mode == "text":
+        return
+    choice = call_plan.choice
+    if call_plan.mode in ("native_schema", "forced_tool"):
+        data = FormatChoice(
+            call_plan.mode,
+            dialect=choice.dialect if choice is not None else None,
+            enforced=call_plan.enforced,
+        )
+        trace.emit("format.native", data=data)
+        return
+    passed = dict(choice.skipped) if choice is not None else {}
+    reason = passed.get("native_schema") or call_plan.reason
+    trace.emit("format.skipped", data=FormatChoice(call_plan.mode, reason=reason))
 
 
 def _pipeline(
@@ -295,13 +409,13 @@ def _pipeline(
     call_plan: Plan,
     level: str | None,
     options: Mapping[str, Any],
-    observers: tuple[Observer, ...],
 ) -> Pipeline[Any]:
+    """A pipeline of one call: its events go out through the run (`_Loop._run`)."""
     processors: list[Processor] = []
     translation = call_plan.translation
     if translation is not None:
         processors.append(Processor("after_decode", translation.reverse, "dialect_reverse"))
-    return Pipeline(fmt, level=level, processors=processors, observers=observers, **options)
+    return Pipeline(fmt, level=level, processors=processors, **options)
 
 
 def _loop(
@@ -322,6 +436,7 @@ def _loop(
     extra: Mapping[str, Any] | None,
     observers: Iterable[Observer],
     parse_options: Mapping[str, Any],
+    labels: Labels | Mapping[str, Any] | None,
     streaming: bool = False,
 ) -> _Loop:
     if retries < 0:
@@ -359,20 +474,31 @@ def _loop(
         stream=streaming,
         extra=dict(extra or {}),
     )
-    observer_tuple = tuple(observers)
+    pipeline = _pipeline(fmt, call_plan, level, parse_options)
+    trace = RunTrace.begin(
+        labels=labels,
+        provider=spec.name,
+        model=resolved.model,
+        mode=call_plan.mode,
+        mode_reason=call_plan.reason,
+        streaming=streaming,
+        schema_hash=pipeline.schema_hash,
+        observers=tuple(observers),
+    )
+    _format_event(trace, call_plan)
     return _Loop(
         fmt=fmt,
         plan=call_plan,
         provider=spec.profile_name,
         base=base,
         template=template,
-        pipeline=_pipeline(fmt, call_plan, level, parse_options, observer_tuple),
+        pipeline=pipeline,
         retries=retries,
         token_budget=token_budget,
         level=level,
         parse_options=parse_options,
         caller_tools=bool(tools),
-        observers=observer_tuple,
+        trace=trace,
     )
 
 
@@ -437,11 +563,13 @@ def generate(
     api_key: str | None = None,
     transport: Transport | None = None,
     observers: Iterable[Observer] = (),
+    labels: Labels | Mapping[str, Any] | None = None,
     **parse_options: Any,
 ) -> Generation[Any]:
     """Ask `model` ("provider:name") and return a value of `output` (a type, a JSON Schema
     dict or a ResponseFormat; None for free text), re-asking with a precise hint when the
-    reply does not validate. See docs/generate.md."""
+    reply does not validate. `labels`: the call's `step`, `agent`, `tags` or `profile` in the
+    trace (docs/observability.md). See docs/generate.md."""
     resolved = resolve(model, base_url=base_url, api_key=api_key)
     loop = _loop(
         resolved,
@@ -460,15 +588,24 @@ def generate(
         extra=extra,
         observers=observers,
         parse_options=parse_options,
+        labels=labels,
     )
     sender = transport or _shared_transport()
     request = loop.first()
-    while True:
-        body = sender.send(resolved.endpoint, resolved.adapter.build(request))
-        outcome = loop.step(resolved.adapter.parse(request, body))
-        if isinstance(outcome, Generation):
-            return outcome
-        request = outcome
+    with loop.recording():
+        while True:
+            stats, sent = CallStats(), time.perf_counter()
+            try:
+                body = sender.send(resolved.endpoint, resolved.adapter.build(request), stats=stats)
+                response = resolved.adapter.parse(request, body)
+            except BaseException as error:
+                loop.called(stats, sent, error=error)
+                raise
+            loop.called(stats, sent, response)
+            outcome = loop.step(response)
+            if isinstance(outcome, Generation):
+                return outcome
+            request = outcome
 
 
 async def agenerate(
@@ -491,6 +628,7 @@ async def agenerate(
     api_key: str | None = None,
     transport: AsyncTransport | None = None,
     observers: Iterable[Observer] = (),
+    labels: Labels | Mapping[str, Any] | None = None,
     **parse_options: Any,
 ) -> Generation[Any]:
     """generate(), on asyncio/anyio."""
@@ -512,17 +650,27 @@ async def agenerate(
         extra=extra,
         observers=observers,
         parse_options=parse_options,
+        labels=labels,
     )
     own = transport is None
     sender = transport or AsyncTransport()
     try:
         request = loop.first()
-        while True:
-            body = await sender.send(resolved.endpoint, resolved.adapter.build(request))
-            outcome = loop.step(resolved.adapter.parse(request, body))
-            if isinstance(outcome, Generation):
-                return outcome
-            request = outcome
+        with loop.recording():
+            while True:
+                stats, sent = CallStats(), time.perf_counter()
+                wire = resolved.adapter.build(request)
+                try:
+                    body = await sender.send(resolved.endpoint, wire, stats=stats)
+                    response = resolved.adapter.parse(request, body)
+                except BaseException as error:
+                    loop.called(stats, sent, error=error)
+                    raise
+                loop.called(stats, sent, response)
+                outcome = loop.step(response)
+                if isinstance(outcome, Generation):
+                    return outcome
+                request = outcome
     finally:
         if own:
             await sender.aclose()
@@ -549,7 +697,9 @@ class Stream(Generic[T]):
 
 
 def _parser(loop: _Loop, every: int) -> StreamParser[Any]:
-    return StreamParser(pipeline=loop.current_pipeline, wire=loop.current_translation, every=every)
+    return StreamParser(
+        pipeline=loop.current_pipeline, wire=loop.current_translation, every=every, record=False
+    )
 
 
 class _Attempt:
@@ -607,6 +757,28 @@ def _route(
     return snapshots
 
 
+class _Exchange:
+    """One streamed call as the trace sees it: when it was sent, the transport's stats, when
+    the first text arrived."""
+
+    __slots__ = ("first_text", "sent", "stats")
+
+    def __init__(self) -> None:
+        self.stats = CallStats()
+        self.sent = time.perf_counter()
+        self.first_text: float | None = None
+
+    def seen(self, deltas: list[Delta]) -> list[Delta]:
+        if self.first_text is None and any(d.kind == "text" and d.text for d in deltas):
+            self.first_text = time.perf_counter()
+        return deltas
+
+    def record(
+        self, loop: _Loop, response: Response | None = None, error: BaseException | None = None
+    ) -> None:
+        loop.called(self.stats, self.sent, response, error=error, first_text=self.first_text)
+
+
 def stream(
     model: str,
     messages: Sequence[Message | Mapping[str, Any]] | str,
@@ -628,6 +800,7 @@ def stream(
     api_key: str | None = None,
     transport: Transport | None = None,
     observers: Iterable[Observer] = (),
+    labels: Labels | Mapping[str, Any] | None = None,
     **parse_options: Any,
 ) -> Stream[Any]:
     """generate(), streamed: typed snapshots while the reply arrives, the validated value last.
@@ -651,30 +824,43 @@ def stream(
         extra=extra,
         observers=observers,
         parse_options=parse_options,
+        labels=labels,
         streaming=True,
     )
     sender = transport or _shared_transport()
 
     def drive(owner: Stream[Any]) -> Iterator[Snapshot[Any]]:
         request = loop.first()
-        while True:
-            parser, parts, shown = _parser(loop, every), Assembler(), _Attempt(loop)
-            decoder = resolved.adapter.decoder(request)
-            events = sender.stream(resolved.endpoint, resolved.adapter.build(request))
-            try:
-                with contextlib.closing(events):  # leaving early closes the provider's stream
-                    for event in events:
-                        yield from shown(_route(decoder.feed(event), parser, parts))
-                        if parser.stopped:
-                            break
-                yield from shown(parser.flush())
-                outcome = loop.step(parts.response(parser.text, model=resolved.model))
-            except StreamAbortedError as aborted:
-                outcome = loop.abort(parts.response(aborted.text), aborted)
-            if isinstance(outcome, Generation):
-                yield from shown.final(owner, outcome)
-                return
-            request = outcome
+        with loop.recording():
+            while True:
+                parser, parts, shown = _parser(loop, every), Assembler(), _Attempt(loop)
+                decoder = resolved.adapter.decoder(request)
+                call = _Exchange()
+                wire = resolved.adapter.build(request)
+                events = sender.stream(resolved.endpoint, wire, stats=call.stats)
+                try:
+                    with contextlib.closing(events):  # leaving early closes the provider's stream
+                        for event in events:
+                            deltas = call.seen(decoder.feed(event))
+                            yield from shown(_route(deltas, parser, parts))
+                            if parser.stopped:
+                                break
+                    yield from shown(parser.flush())
+                except StreamAbortedError as aborted:
+                    response = parts.response(aborted.text)
+                    call.record(loop, response)
+                    outcome: Request | Generation[Any] = loop.abort(response, aborted)
+                except BaseException as error:
+                    call.record(loop, error=error)
+                    raise
+                else:
+                    response = parts.response(parser.text, model=resolved.model)
+                    call.record(loop, response)
+                    outcome = loop.step(response)
+                if isinstance(outcome, Generation):
+                    yield from shown.final(owner, outcome)
+                    return
+                request = outcome
 
     return Stream(drive)
 
@@ -700,6 +886,7 @@ def astream(
     api_key: str | None = None,
     transport: AsyncTransport | None = None,
     observers: Iterable[Observer] = (),
+    labels: Labels | Mapping[str, Any] | None = None,
     **parse_options: Any,
 ) -> Stream[Any]:
     """stream(), for `async for`."""
@@ -721,6 +908,7 @@ def astream(
         extra=extra,
         observers=observers,
         parse_options=parse_options,
+        labels=labels,
         streaming=True,
     )
 
@@ -729,27 +917,39 @@ def astream(
         sender = transport or AsyncTransport()
         try:
             request = loop.first()
-            while True:
-                parser, parts, shown = _parser(loop, every), Assembler(), _Attempt(loop)
-                decoder = resolved.adapter.decoder(request)
-                events = sender.stream(resolved.endpoint, resolved.adapter.build(request))
-                try:
-                    async with contextlib.aclosing(events):
-                        async for event in events:
-                            for snapshot in shown(_route(decoder.feed(event), parser, parts)):
-                                yield snapshot
-                            if parser.stopped:
-                                break
-                    for snapshot in shown(parser.flush()):
-                        yield snapshot
-                    outcome = loop.step(parts.response(parser.text, model=resolved.model))
-                except StreamAbortedError as aborted:
-                    outcome = loop.abort(parts.response(aborted.text), aborted)
-                if isinstance(outcome, Generation):
-                    for snapshot in shown.final(owner, outcome):
-                        yield snapshot
-                    return
-                request = outcome
+            with loop.recording():
+                while True:
+                    parser, parts, shown = _parser(loop, every), Assembler(), _Attempt(loop)
+                    decoder = resolved.adapter.decoder(request)
+                    call = _Exchange()
+                    wire = resolved.adapter.build(request)
+                    events = sender.stream(resolved.endpoint, wire, stats=call.stats)
+                    try:
+                        async with contextlib.aclosing(events):
+                            async for event in events:
+                                deltas = call.seen(decoder.feed(event))
+                                for snapshot in shown(_route(deltas, parser, parts)):
+                                    yield snapshot
+                                if parser.stopped:
+                                    break
+                        for snapshot in shown(parser.flush()):
+                            yield snapshot
+                    except StreamAbortedError as aborted:
+                        response = parts.response(aborted.text)
+                        call.record(loop, response)
+                        outcome: Request | Generation[Any] = loop.abort(response, aborted)
+                    except BaseException as error:
+                        call.record(loop, error=error)
+                        raise
+                    else:
+                        response = parts.response(parser.text, model=resolved.model)
+                        call.record(loop, response)
+                        outcome = loop.step(response)
+                    if isinstance(outcome, Generation):
+                        for snapshot in shown.final(owner, outcome):
+                            yield snapshot
+                        return
+                    request = outcome
         finally:
             if own:
                 await sender.aclose()

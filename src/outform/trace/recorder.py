@@ -84,6 +84,9 @@ class Recorder:
         flush_interval: float = 0.5,
     ) -> None:
         self.sinks = tuple(sinks)
+        self.trace_parent = any(getattr(sink, "wants_trace_parent", False) for sink in sinks)
+        """Whether a sink nests runs under the caller's span (OpenTelemetry): runs then note
+        the current traceparent when they start."""
         self.queue_size = queue_size
         self.flush_interval = flush_interval
         self._queue: deque[Event | _Flush] = deque()
