@@ -31,11 +31,12 @@ from urllib.parse import parse_qsl
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.openapi.utils import get_openapi
+from starlette.applications import Starlette
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from outform import __version__
-from outform.errors import StoreError
+from outform.errors import OutformError, StoreError
 from outform.gateway import chain, schemas
 from outform.gateway.backend import Backend, HttpChatBackend
 from outform.gateway.handlers import Gateway
@@ -43,6 +44,8 @@ from outform.gateway.limits import BodyBudget, Lease
 from outform.gateway.replies import GatewayError, PassthroughError, Reply, StreamReply
 from outform.gateway.settings import ENFORCE_HEADER, GatewaySettings
 from outform.gateway.store import ResponseStore
+from outform.gateway.tracing import labels_of
+from outform.trace.redact import register_secret
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -55,6 +58,7 @@ logger = logging.getLogger("outform.gateway")
 
 _ENFORCE = ENFORCE_HEADER.encode()
 _OPEN_PATHS = frozenset({"/healthz"})
+DASHBOARD = "/dashboard"
 
 
 def create_app(
@@ -75,9 +79,11 @@ def make_backend(settings: GatewaySettings, env: Mapping[str, str] = os.environ)
         from outform.gateway.native import NativeBackend
 
         return NativeBackend(settings.backend, timeouts=settings.timeouts, env=env)
+    key = settings.backend_key(env)
+    register_secret(key)  # never in a trace sink nor an error body
     return HttpChatBackend(
         settings.backend,
-        api_key=settings.backend_key(env),
+        api_key=key,
         timeouts=settings.timeouts,
         max_connections=settings.max_connections,
     )
@@ -94,11 +100,17 @@ class GatewayApp:
     ) -> None:
         self.settings = settings
         self._env = env
-        self._keys = tuple(key.encode() for key in settings.client_keys(env))
+        client_keys = settings.client_keys(env)
+        for key in client_keys:
+            register_secret(key)
+        self._client_keys = client_keys
+        self._keys = tuple(key.encode() for key in client_keys)
         self._given_store = store
         self._given_backend = backend
         self._owned: list[Callable[[], Awaitable[None]]] = []
         self.gateway: Gateway | None = None
+        self.dashboard: Starlette | None = None
+        """`/dashboard` over the trace store, when `[trace]` has one (behind the same keys)."""
         self.budget = BodyBudget(settings.max_buffered_bytes)
         self.fastapi = _fastapi(self)
         self._fast: dict[tuple[str, str], Handler] = {
@@ -123,6 +135,31 @@ class GatewayApp:
             self._owned.append(backend.aclose)
         self.gateway = Gateway(self.settings, backend, store)
         self._owned.append(self.gateway.checker.aclose)
+        self.dashboard = self._dashboard()
+
+    def _dashboard(self) -> Starlette | None:
+        """The dashboard over the store this process records into (`[trace]`,
+        `OUTFORM_TRACE`); None when recording is off, or when the store cannot be opened: the
+        gateway serves on, and says why in its log."""
+        from outform.config import settings
+        from outform.gateway.dashboard import mounted
+        from outform.trace.runtime import open_store as open_trace_store
+
+        configured = settings().trace
+        try:
+            spec = configured.store_spec()
+            store = open_trace_store(spec, base_dir=configured.store_base_dir) if spec else None
+        except OutformError as exc:
+            logger.warning("the dashboard is off: the trace store cannot be opened: %s", exc.what)
+            return None
+        if store is None:
+            return None
+
+        async def close() -> None:
+            store.close()
+
+        self._owned.append(close)
+        return mounted(store, keys=self._client_keys)
 
     async def shutdown(self) -> None:
         owned, self._owned = self._owned, []
@@ -151,6 +188,10 @@ class GatewayApp:
 
         path: str = scope["path"]
         try:
+            if self.dashboard is not None and _under(path, DASHBOARD):
+                # The page asks for the key itself: its data routes check it (the same keys).
+                await self.dashboard(scope, receive, send_logged)
+                return
             if self._keys and path not in _OPEN_PATHS and not self._authorized(scope):
                 await _send_reply(_unauthorized(scope), send_logged)
                 return
@@ -232,14 +273,20 @@ class GatewayApp:
         body = await self._body(scope, receive)
         assert self.gateway is not None
         return await self.gateway.create_response(
-            body, _header(scope, _ENFORCE), scope.setdefault("outform.log", {})
+            body,
+            _header(scope, _ENFORCE),
+            scope.setdefault("outform.log", {}),
+            labels_of(scope["headers"]),
         )
 
     async def _chat_completions(self, scope: Scope, receive: Receive) -> Reply | StreamReply:
         body = await self._body(scope, receive)
         assert self.gateway is not None
         return await self.gateway.chat_completions(
-            body, _header(scope, _ENFORCE), scope.setdefault("outform.log", {})
+            body,
+            _header(scope, _ENFORCE),
+            scope.setdefault("outform.log", {}),
+            labels_of(scope["headers"]),
         )
 
     async def _body(self, scope: Scope, receive: Receive) -> bytes:
@@ -287,6 +334,10 @@ def _unauthorized(scope: Scope) -> Reply:
         else "Incorrect API key provided."
     )
     return GatewayError(401, message, code="invalid_api_key").reply()
+
+
+def _under(path: str, mount: str) -> bool:
+    return path == mount or path.startswith(mount + "/")
 
 
 def _header(scope: Scope, name: bytes) -> bytes | None:

@@ -29,6 +29,7 @@ from typing import Any
 
 from outform.errors import SchemaError
 from outform.format import JsonObjectFormat, JsonSchemaFormat, ResponseFormat
+from outform.gateway import tracing
 from outform.gateway.backend import Backend
 from outform.gateway.checks import Verdict, check_reply
 from outform.gateway.output import content_text
@@ -36,6 +37,8 @@ from outform.gateway.replies import GatewayError, bad_request
 from outform.gateway.settings import GatewaySettings
 from outform.gateway.translate import flat_format
 from outform.gateway.workers import WorkerPool, WorkerTimeoutError
+from outform.trace.events import Reask, RunInfo, RunOutcomeName, Validation
+from outform.trace.tracer import RunTrace
 
 
 @dataclass(frozen=True)
@@ -112,25 +115,40 @@ async def enforce(
     *,
     retries: int,
     checker: Checker,
+    run: RunTrace | None = None,
 ) -> Enforced:
-    """Call the backend until its reply validates against `fmt` (or the retries run out)."""
+    """Call the backend until its reply validates against `fmt` (or the retries run out).
+    `run`: the request's run, which records each exchange, each verdict and the outcome as
+    generate() does (docs/observability.md)."""
+    run = run or RunTrace(RunInfo("unrecorded"), observers=None)
     body = {k: v for k, v in chat.items() if k not in ("stream", "stream_options")}
     messages = list(body.get("messages") or ())
     usage: dict[str, Any] | None = None
     explanation = ""
+    asked: Reask | None = None
     for attempt in range(1, retries + 2):
+        run.attempt = attempt
         body["messages"] = messages
-        completion = (await backend.complete(body)).json()
+        _, completion = await tracing.complete(backend, body, run)
         usage = _add_usage(usage, completion.get("usage"))
         choices = completion.get("choices") or [{}]
         choice = choices[0] if isinstance(choices[0], dict) else {}
         message = choice.get("message") or {}
         if message.get("tool_calls") or message.get("refusal"):
+            outcome: RunOutcomeName = "tool_calls" if message.get("tool_calls") else "refused"
+            run.end(outcome, tokens=tracing.usage_of(usage))
             return Enforced(_with(completion, choice, message, usage), attempt, False)
         text = content_text(message.get("content"))
-        verdict = await checker.check(text, fmt, cut=choice.get("finish_reason") == "length")
+        cut = choice.get("finish_reason") == "length"
+        verdict = await checker.check(text, fmt, cut=cut)
+        run.schema_hash = verdict.schema_hash or run.schema_hash
         if verdict.kind == "invalid":
             explanation = verdict.explanation
+            found = verdict.validation or Validation()
+            run.emit("output.validation.fail", "validate", data=found)
+            asked = Reask(_reason(found, cut), (), found.violations)
+            if attempt <= retries:
+                run.emit("output.reask.attempt", data=asked)
             messages = [
                 *chat.get("messages", ()),
                 {"role": "assistant", "content": text or "(empty reply)"},
@@ -138,13 +156,22 @@ async def enforce(
             ]
             continue
         if verdict.kind == "unreadable":
+            run.emit("output.validation.fail", "validate", detail=verdict.what)
+            run.end("invalid", tokens=tracing.usage_of(usage))
             raise GatewayError(
                 422, f"The backend's reply cannot be parsed: {verdict.what}", code="output_invalid"
             )
+        run.forward(verdict.changes)
+        if asked is not None:
+            run.emit("output.reask.success", data=Reask(asked.reason))
+        run.end("valid", changes=len(verdict.changes), tokens=tracing.usage_of(usage))
         if verdict.kind == "valid":
             return Enforced(_with(completion, choice, message, usage), attempt, False)
         fixed = {**message, "content": verdict.text}
         return Enforced(_with(completion, choice, fixed, usage), attempt, True)
+    if asked is not None:
+        run.emit("output.reask.fail", data=asked)
+    run.end("invalid", tokens=tracing.usage_of(usage))
     raise GatewayError(
         422,
         f"The backend's reply did not match the response format after {retries + 1} "
@@ -152,6 +179,13 @@ async def enforce(
         param="text.format",
         code="output_invalid",
     )
+
+
+def _reason(found: Validation, cut: bool) -> str:
+    """Why the reply is asked for again, as generate() names it."""
+    if any(v.kind == "syntax" for v in found.violations):
+        return "cut_off" if cut else "syntax"
+    return "schema"
 
 
 def _with(

@@ -8,13 +8,13 @@ No pydantic model, no deep copy, one JSON parse and one JSON dump per body.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
 from typing import Any
 
 import orjson
 
 from outform.errors import StoreError
-from outform.gateway import chain, translate
+from outform.gateway import chain, tracing, translate
 from outform.gateway.backend import Backend, Body, ChatStream
 from outform.gateway.enforce import Checker, checkable, enforce, wanted
 from outform.gateway.events import DONE, data_frame
@@ -35,6 +35,9 @@ from outform.gateway.stream import (
     completion_chunks,
     failure_message,
 )
+from outform.gateway.tracing import StreamCall
+from outform.trace.caller import Labels
+from outform.trace.tracer import RunTrace
 
 Log = dict[str, Any]
 
@@ -46,11 +49,13 @@ class Gateway:
         self.store = store
         self.model_map = dict(settings.model_map)
         self.checker = Checker(settings)
+        self.provider = settings.backend if settings.native else None
+        """The provider runs are recorded under (None for a Chat Completions URL backend)."""
 
     # -- POST /v1/responses ----------------------------------------------------------------------
 
     async def create_response(
-        self, raw: bytes, enforce_header: bytes | None, log: Log
+        self, raw: bytes, enforce_header: bytes | None, log: Log, labels: Labels | None = None
     ) -> Reply | StreamReply:
         started = time.perf_counter()
         req = _json_object(raw)
@@ -69,42 +74,46 @@ class Gateway:
             previous = await chain.load_previous(self.store, req.get("previous_response_id"))
         except chain.ChainError as exc:
             raise _chain_error(exc) from None
+        target = self.model_map.get(model, model)
         chat = translate.chat_request(
-            req,
-            self.model_map.get(model, model),
-            chain.conversation_for(previous, items),
-            stream=stream and fmt is None,
+            req, target, chain.conversation_for(previous, items), stream=stream and fmt is None
         )
         shell = Shell(req, chain.new_id("resp"), int(time.time()))
         log["response_id"] = shell.id
         store = req.get("store") is not False
         headers: Headers = []
         waited = 0.0
-        if fmt is not None:
-            called = time.perf_counter()
-            enforced = await enforce(
-                self.backend,
-                chat,
-                fmt,
-                retries=self.settings.enforce_retries,
-                checker=self.checker,
-            )
-            waited = time.perf_counter() - called
-            log["enforce"] = enforced.attempts
-            completion = enforced.completion
-            headers = enforced.headers()
-            if stream:
-                chunks = _replay(completion_chunks(completion))
-                events = self._events(shell, chunks, None, items, previous, store=store)
-                return StreamReply(200, events, headers=headers)
-        elif stream:
-            backend_stream = await self.backend.stream(chat)
-            events = self._events(shell, None, backend_stream, items, previous, store=store)
-            return StreamReply(200, events)
-        else:
-            called = time.perf_counter()
-            completion = (await self.backend.complete(chat)).json()
-            waited = time.perf_counter() - called
+        run = self._run(labels, target, stream, fmt, enforce_header)
+        with tracing.recording(run):
+            if fmt is not None:
+                called = time.perf_counter()
+                enforced = await enforce(
+                    self.backend,
+                    chat,
+                    fmt,
+                    retries=self.settings.enforce_retries,
+                    checker=self.checker,
+                    run=run,
+                )
+                waited = time.perf_counter() - called
+                log["enforce"] = enforced.attempts
+                completion = enforced.completion
+                headers = enforced.headers()
+                if stream:
+                    chunks = _replay(completion_chunks(completion))
+                    events = self._events(shell, chunks, None, items, previous, store=store)
+                    return StreamReply(200, events, headers=headers)
+            elif stream:
+                call = StreamCall(run)
+                backend_stream = await _opened(self.backend.stream(chat), call)
+                events = self._events(
+                    shell, None, backend_stream, items, previous, store=store, call=call
+                )
+                return StreamReply(200, events)
+            else:
+                called = time.perf_counter()
+                completion = await _answered(self.backend, chat, run)
+                waited = time.perf_counter() - called
         response = response_from_completion(shell, completion)
         if store:
             await self.store.save(chain.record_for(response, items, previous))
@@ -121,19 +130,25 @@ class Gateway:
         previous: StoredResponse | None,
         *,
         store: bool,
+        call: StreamCall | None = None,
     ) -> AsyncIterator[bytes]:
         translator = StreamTranslator(shell)
         source = chunks if chunks is not None else backend_stream.chunks()  # type: ignore[union-attr]
+        failure: BaseException | str | None = "the client went away"
         try:
             yield translator.start()
             closing = b""
             try:
                 async for chunk in source:
+                    if call is not None:
+                        call.chunk(chunk)
                     out = translator.feed(chunk)
                     if out:
                         yield out
                 closing = translator.finish()
+                failure = None
             except Exception as exc:  # whatever broke, the stream ends with response.failed
+                failure = exc
                 translator.abort(failure_message(exc))
             if store and translator.response is not None:
                 try:
@@ -142,6 +157,8 @@ class Gateway:
                     translator.abort(f"the response could not be stored: {exc.what}")
             yield closing + translator.terminal()
         finally:
+            if call is not None:
+                call.end(failure)
             if backend_stream is not None:
                 await backend_stream.aclose()
 
@@ -187,7 +204,7 @@ class Gateway:
     # -- POST /v1/chat/completions -----------------------------------------------------------------
 
     async def chat_completions(
-        self, raw: bytes, enforce_header: bytes | None, log: Log
+        self, raw: bytes, enforce_header: bytes | None, log: Log, labels: Labels | None = None
     ) -> Reply | StreamReply:
         """Pass-through: the body goes to the backend as received (its model renamed when the
         model map says so), and the answer comes back as the backend sent it."""
@@ -204,29 +221,48 @@ class Gateway:
         fmt = None
         if wanted(self.settings.enforce, enforce_header):
             fmt = checkable(req.get("response_format"), "response_format")
-        if fmt is not None:
-            called = time.perf_counter()
-            enforced = await enforce(
-                self.backend,
-                {**req, "model": target},
-                fmt,
-                retries=self.settings.enforce_retries,
-                checker=self.checker,
-            )
-            log["enforce"] = enforced.attempts
+        run = self._run(labels, target, stream, fmt, enforce_header)
+        with tracing.recording(run):
+            if fmt is not None:
+                called = time.perf_counter()
+                enforced = await enforce(
+                    self.backend,
+                    {**req, "model": target},
+                    fmt,
+                    retries=self.settings.enforce_retries,
+                    checker=self.checker,
+                    run=run,
+                )
+                log["enforce"] = enforced.attempts
+                if stream:
+                    frames = [data_frame(c) for c in completion_chunks(enforced.completion)]
+                    return StreamReply(200, _replay([*frames, DONE]), headers=enforced.headers())
+                headers = [*enforced.headers(), _overhead(started, time.perf_counter() - called)]
+                return Reply(200, orjson.dumps(enforced.completion), headers=headers)
             if stream:
-                frames = [data_frame(c) for c in completion_chunks(enforced.completion)]
-                return StreamReply(200, _replay([*frames, DONE]), headers=enforced.headers())
-            headers = [*enforced.headers(), _overhead(started, time.perf_counter() - called)]
-            return Reply(200, orjson.dumps(enforced.completion), headers=headers)
-        if stream:
-            backend_stream = await self.backend.stream(body)
-            return StreamReply(200, _relay(backend_stream), backend_stream.content_type)
-        called = time.perf_counter()
-        reply = await self.backend.complete(body)
-        reply.json()  # a 200 that is not a Chat Completions answer is a 502, not a success
-        headers = [_overhead(started, time.perf_counter() - called)]
-        return Reply(reply.status, reply.body, reply.content_type, headers)
+                call = StreamCall(run)
+                backend_stream = await _opened(self.backend.stream(body), call)
+                return StreamReply(200, _relay(backend_stream, call), backend_stream.content_type)
+            called = time.perf_counter()
+            # a 200 that is not a Chat Completions answer is a 502, not a success
+            reply, completion = await tracing.complete(self.backend, body, run)
+            run.end("valid", tokens=tracing.usage_of(completion.get("usage")))
+            headers = [_overhead(started, time.perf_counter() - called)]
+            return Reply(reply.status, reply.body, reply.content_type, headers)
+
+    def _run(
+        self,
+        labels: Labels | None,
+        model: str,
+        stream: bool,
+        fmt: Any,
+        enforce_header: bytes | None,
+    ) -> RunTrace:
+        """The run of one request (docs/observability.md)."""
+        why = None
+        if fmt is not None:
+            why = "x-outform-enforce" if enforce_header is not None else "[gateway] enforce"
+        return tracing.begin(labels, model, provider=self.provider, streaming=stream, enforced=why)
 
     # -- GET /v1/models ----------------------------------------------------------------------------
 
@@ -273,16 +309,38 @@ async def _replay(items: Iterable[Any]) -> AsyncIterator[Any]:
         yield item
 
 
-async def _relay(backend_stream: ChatStream) -> AsyncIterator[bytes]:
+async def _relay(backend_stream: ChatStream, call: StreamCall) -> AsyncIterator[bytes]:
     """The backend's SSE bytes as they come; a break becomes an `error` event, which the
     OpenAI SDK raises as an APIError (the status line was sent long ago)."""
+    failure: BaseException | str | None = "the client went away"
     try:
         async for chunk in backend_stream.raw():
+            call.data()
             yield chunk
+        failure = None
     except Exception as exc:
+        failure = exc
         yield data_frame(chat_error(exc))
     finally:
+        call.end(failure)
         await backend_stream.aclose()
+
+
+async def _answered(backend: Backend, chat: Mapping[str, Any], run: RunTrace) -> dict[str, Any]:
+    """A whole answer for the run, which ends with it."""
+    _, completion = await tracing.complete(backend, chat, run)
+    run.end("valid", tokens=tracing.usage_of(completion.get("usage")))
+    result: dict[str, Any] = completion
+    return result
+
+
+async def _opened(opening: Awaitable[ChatStream], call: StreamCall) -> ChatStream:
+    """The backend's stream, or its refusal recorded as the call's (and the run's) end."""
+    try:
+        return await opening
+    except BaseException as error:
+        call.end(error)
+        raise
 
 
 __all__ = ["Gateway"]

@@ -39,6 +39,7 @@ from outform.gateway.output import (
     response_usage,
     status_of,
 )
+from outform.trace import redact
 
 logger = logging.getLogger("outform.gateway")
 
@@ -70,12 +71,13 @@ def chat_error(exc: Exception) -> dict[str, Any]:
 
 
 def failure_message(exc: Exception) -> str:
-    """What a `response.failed` says about the exception that ended its stream."""
+    """What a `response.failed` says about the exception that ended its stream (never a
+    key outform knows: see `replies.without_secrets`)."""
     if isinstance(exc, StreamFailure):
-        return str(exc)
+        return redact.scrub_known(str(exc))
     message = getattr(exc, "message", None)  # a GatewayError raised while streaming
     if isinstance(message, str):
-        return message
+        return redact.scrub_known(message)
     logger.error("a stream failed: %s", exc, exc_info=exc)
     return "Internal error in the gateway while streaming (see its log)."
 
