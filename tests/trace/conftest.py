@@ -1,0 +1,3 @@
+from tests.trace.sinks import recorded
+
+__all__ = ["recorded"]
