@@ -5,4 +5,4 @@ import os
 
 os.environ["OUTFORM_TRACE"] = "off"
 
-pytest_plugins = ["tests.postgres"]  # the PostgreSQL server every PostgreSQL store test uses
+pytest_plugins = ["tests.postgres", "tests.trace.sinks"]  # the PostgreSQL server; `recorded`

@@ -1,3 +1,0 @@
-from tests.trace.sinks import recorded
-
-__all__ = ["recorded"]
