@@ -39,16 +39,16 @@ def test_tallies_are_counted_per_resolved_labels() -> None:
     sink = ListSink()
     recorder = Recorder([sink], flush_interval=60)
     with labels(step="outer", tags=["a"]):
-        recorder.tally("h")
+        recorder.tally()
         with labels(agent="bot", tags=["b"]):
-            recorder.tally("h")
-            recorder.tally("h")
+            recorder.tally()
+            recorder.tally()
     recorder.flush()
     recorder.close()
     (batch,) = sink.batches
     assert dict(batch.tallies) == {
-        ("h", Labels(step="outer", tags=("a",))): 1,
-        ("h", Labels(step="outer", agent="bot", tags=("a", "b"))): 2,
+        Labels(step="outer", tags=("a",)): 1,
+        Labels(step="outer", agent="bot", tags=("a", "b")): 2,
     }
 
 

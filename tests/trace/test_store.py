@@ -20,7 +20,7 @@ NOW = time.time()
 def write(store: TraceStore, *events: Event, tallies: int = 0) -> None:
     batch = Batch(list(events), time=NOW)
     if tallies:
-        batch.tallies[("h", labels_of("bare"))] += tallies
+        batch.tallies[labels_of("bare")] += tallies
     store.write(batch)
 
 
@@ -159,7 +159,7 @@ def test_a_recorder_writes_batches_to_the_store(make_store: StoreFactory) -> Non
         recorder.record_all(run_events(RunSpec(), time.time(), run_id="via-recorder"))
         with labels(step="bare"):
             for _ in range(3):
-                recorder.tally("h")
+                recorder.tally()
         assert recorder.flush()
         assert store.run("via-recorder")[0] is not None
         assert (

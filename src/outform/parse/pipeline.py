@@ -233,7 +233,7 @@ class Pipeline(Generic[T]):
                         if fast.changes:  # declared defaults filled in: a run with changes
                             self._record(lambda: fast)
                         else:
-                            tally(self.compiled.hash)
+                            tally()
                     return fast
             if not record:
                 return self._slow(text)

@@ -1,15 +1,15 @@
 """The recorder: events in on the hot path, batches out to the sinks on a background thread.
 
-`record(event)` and `tally(schema_hash)` only append to a bounded queue (a deque and a length
-check: no lock, no I/O, no serialisation). A daemon thread wakes every `flush_interval`
-seconds, or when `flush()` asks, takes everything queued as one batch, removes secrets
-(`outform.trace.redact`) and hands the batch to each sink (the trace store writes it in one
-transaction). When the queue is full, new events are dropped and counted; the count is stored
-with the next batch (`trace.dropped`), so a loss is never silent.
+`record(event)` and `tally()` only append to a bounded queue (a deque and a length check: no
+lock, no I/O, no serialisation, and for a tally no allocation either). A daemon thread wakes
+every `flush_interval` seconds, or when `flush()` asks, takes everything queued as one batch,
+removes secrets (`outform.trace.redact`) and hands the batch to each sink (the trace store
+writes it in one transaction). When the queue is full, new events are dropped and counted;
+the count is stored with the next batch (`trace.dropped`), so a loss is never silent.
 
 `tally` is the cheapest record there is, for a reply that took the pipeline's fast path: no
-event is built, the writer only counts it as a valid run with no intervention (per schema and
-labels) in the minute it was written.
+event is built, the writer only counts it as a valid run with no intervention (per labels) in
+the minute it was written.
 
 What a crash can lose: events recorded since the last batch was committed, that is at most
 `flush_interval` seconds of them (plus a batch that failed and waits for a retry). A normal
@@ -29,6 +29,7 @@ import weakref
 from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat, starmap
 from typing import Protocol
 
 from outform.trace import caller, redact
@@ -37,9 +38,6 @@ from outform.trace.events import Event
 
 log = logging.getLogger("outform.trace")
 
-TallyKey = tuple[str | None, Labels]
-"""A run that took the fast path: its schema hash and its caller labels."""
-_Tally = tuple[str | None, caller.Block | None]
 
 
 @dataclass
@@ -47,7 +45,8 @@ class Batch:
     """What the writer hands to every sink at once."""
 
     events: list[Event] = field(default_factory=list)
-    tallies: Counter[TallyKey] = field(default_factory=Counter)
+    tallies: Counter[Labels] = field(default_factory=Counter)
+    """Runs that took the fast path, per caller labels."""
     dropped: int = 0
     time: float = field(default_factory=time.time)
 
@@ -90,7 +89,7 @@ class Recorder:
         self.queue_size = queue_size
         self.flush_interval = flush_interval
         self._queue: deque[Event | _Flush] = deque()
-        self._tallies: deque[_Tally] = deque()
+        self._tallies: deque[caller.Block | None] = deque()
         self._block = caller.current_block
         self._dropped = 0
         self._drop_lock = threading.Lock()
@@ -116,13 +115,13 @@ class Recorder:
         for event in events:
             self.record(event)
 
-    def tally(self, schema_hash: str | None) -> None:
+    def tally(self) -> None:
         """Count one run that was valid as sent (labels: the current `labels(...)` block).
-        Tallies have their own queue, drained in bulk: a reply on the fast path costs the
-        writer a few tens of nanoseconds."""
+        Tallies have their own queue of the blocks themselves (nothing is allocated, so the
+        collector is never woken), drained in bulk and counted in C by the writer."""
         tallies = self._tallies
         if len(tallies) < self.queue_size:
-            tallies.append((schema_hash, self._block()))
+            tallies.append(self._block())
         else:
             self._drop()
 
@@ -211,11 +210,11 @@ class Recorder:
             else:
                 batch.events.append(_clean(item))
         # After the events: every tally recorded before a flush marker was queued is taken.
-        tallies, pop = self._tallies, self._tallies.popleft
-        counted = Counter([pop() for _ in range(len(tallies))])
-        for (schema_hash, block), count in counted.items():
+        tallies = self._tallies
+        counted = Counter(starmap(tallies.popleft, repeat((), len(tallies))))
+        for block, count in counted.items():
             given = block.labels if block is not None else Labels()
-            batch.tallies[(schema_hash, _resolved(given))] += count
+            batch.tallies[_resolved(given)] += count
         if self._dropped:
             with self._drop_lock:
                 batch.dropped, self._dropped = self._dropped, 0

@@ -128,7 +128,7 @@ def rows_of(batch: Batch) -> Rows:
     for event in batch.events:
         _add(rows, event)
     minute = bucket_of(batch.time)
-    for (_schema_hash, labels), n in batch.tallies.items():
+    for labels, n in batch.tallies.items():
         key = (minute, labels.step or "", "", "", "", "run.end", "", "valid")
         rows.counts[key] += n
     if batch.dropped:

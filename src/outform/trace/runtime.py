@@ -40,17 +40,17 @@ _recorder: Recorder | None = None
 _decided = False
 
 
-def _decide_then_tally(schema_hash: str | None) -> None:
+def _decide_then_tally() -> None:
     """The first tally of the process: decide whether recording is on (`active()` sets
     `tally` for the next ones), then count this one."""
     recorder = active()
     if recorder is not None:
-        recorder.tally(schema_hash)
+        recorder.tally()
 
 
-tally: Callable[[str | None], None] | None = _decide_then_tally
-"""What the pipeline's fast path calls with the schema hash of a reply valid as sent: the
-recorder's `tally`, None when recording is off."""
+tally: Callable[[], None] | None = _decide_then_tally
+"""What the pipeline's fast path calls for a reply valid as sent: the recorder's `tally`,
+None when recording is off."""
 
 
 def open_store(
