@@ -34,7 +34,7 @@ def window(hours: float = 1) -> Filter:
 
 def totals(store: TraceStore, where: Filter | None = None) -> dict[tuple[str, str, str], int]:
     out: dict[tuple[str, str, str], int] = {}
-    for _slot, _step, _model, _mode, kind, stage, key, n in store.counts(where or window(), 3600):
+    for _half, _step, _model, _mode, kind, stage, key, n in store.counts(where or window(), 0):
         out[(kind, stage, key)] = out.get((kind, stage, key), 0) + int(n)
     return out
 

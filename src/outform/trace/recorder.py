@@ -39,7 +39,6 @@ from outform.trace.events import Event
 log = logging.getLogger("outform.trace")
 
 
-
 @dataclass
 class Batch:
     """What the writer hands to every sink at once."""
