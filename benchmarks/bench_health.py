@@ -61,6 +61,7 @@ TRANSFORMS = (
 FIELDS = ("/total", "/lines/0/qty", "/customer/email", "/currency", "/label", "/score")
 WEEK = 7 * 86_400
 ROUNDS = 31
+REPORTS = 7
 
 
 def random_run(rng: random.Random) -> RunSpec:
@@ -118,17 +119,18 @@ def report_rows(path: Path, now: float) -> list[list[str]]:
     ):  # fmt: skip
         report(store, query)  # warm the page cache, as a second `outform health` would
         times = []
-        for _ in range(3):
+        for _ in range(REPORTS):
             started = time.perf_counter()
             data = report(store, query).to_dict()
             times.append(time.perf_counter() - started)
-        best = min(times)
+        middle = statistics.median(times)
         rows.append(
             [
                 label,
                 f"{data['totals']['runs']:,}",
-                fmt_seconds(best),
-                f"{best / 2:.2f}× the 2 s goal",
+                fmt_seconds(middle),
+                f"{fmt_seconds(min(times))} to {fmt_seconds(max(times))}",
+                f"{middle / 2:.2f}× the 2 s goal",
             ]
         )
     store.close()
@@ -198,7 +200,16 @@ def run(events: int) -> str:
         store.close()
         reports = report_rows(path, now)
         recording = recording_rows(Path(folder) / "recording.sqlite")
-    report_table = table(["report", "runs in the window", "time", "ratio"], reports)
+    report_table = table(
+        [
+            "report",
+            "runs in the window",
+            f"time (median of {REPORTS})",
+            "fastest to slowest",
+            "ratio",
+        ],
+        reports,
+    )
     recording_table = table(
         [
             "payload",
@@ -221,7 +232,8 @@ realistic runs spread over a week (8 steps, 5 models, 3 modes, 12 transforms, re
 runs and aborts), written through the store's batch path ({fill_seconds:.0f} s,
 {written / fill_seconds:,.0f} events/s, {size / 1e6:.0f} MB). The report reads only the
 counts ({count_rows:,} rows: per minute for the last 6 hours, per hour before) and the
-histograms, never the events. Goal: < 2 s.
+histograms, never the events: the window's counts summed apart for its two halves, the few
+kinds a trend shows per bucket, and the histograms (three queries). Goal: < 2 s.
 
 {report_table}
 

@@ -778,6 +778,20 @@ class _Exchange:
     ) -> None:
         loop.called(self.stats, self.sent, response, error=error, first_text=self.first_text)
 
+    def finished(
+        self, loop: _Loop, parts: Assembler, text: str, model: str
+    ) -> Request | Generation[Any]:
+        """The stream ended: record the call, and take the reply (a result, or a re-ask)."""
+        response = parts.response(text, model=model)
+        self.record(loop, response)
+        return loop.step(response)
+
+    def aborted(self, loop: _Loop, parts: Assembler, aborted: StreamAbortedError) -> Request:
+        """The reply was cut: record the call, and ask again (or give up)."""
+        response = parts.response(aborted.text)
+        self.record(loop, response)
+        return loop.abort(response, aborted)
+
 
 def stream(
     model: str,
@@ -847,16 +861,12 @@ def stream(
                                 break
                     yield from shown(parser.flush())
                 except StreamAbortedError as aborted:
-                    response = parts.response(aborted.text)
-                    call.record(loop, response)
-                    outcome: Request | Generation[Any] = loop.abort(response, aborted)
+                    outcome: Request | Generation[Any] = call.aborted(loop, parts, aborted)
                 except BaseException as error:
                     call.record(loop, error=error)
                     raise
                 else:
-                    response = parts.response(parser.text, model=resolved.model)
-                    call.record(loop, response)
-                    outcome = loop.step(response)
+                    outcome = call.finished(loop, parts, parser.text, resolved.model)
                 if isinstance(outcome, Generation):
                     yield from shown.final(owner, outcome)
                     return
@@ -935,16 +945,12 @@ def astream(
                         for snapshot in shown(parser.flush()):
                             yield snapshot
                     except StreamAbortedError as aborted:
-                        response = parts.response(aborted.text)
-                        call.record(loop, response)
-                        outcome: Request | Generation[Any] = loop.abort(response, aborted)
+                        outcome: Request | Generation[Any] = call.aborted(loop, parts, aborted)
                     except BaseException as error:
                         call.record(loop, error=error)
                         raise
                     else:
-                        response = parts.response(parser.text, model=resolved.model)
-                        call.record(loop, response)
-                        outcome = loop.step(response)
+                        outcome = call.finished(loop, parts, parser.text, resolved.model)
                     if isinstance(outcome, Generation):
                         for snapshot in shown.final(owner, outcome):
                             yield snapshot
