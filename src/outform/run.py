@@ -219,6 +219,11 @@ class _Loop:
     def ended(self) -> bool:
         return self.trace.ended
 
+    def start(self) -> None:
+        """The run begins: `run.start`, and how the format is enforced."""
+        self.trace.start()
+        _format_event(self.trace, self.plan)
+
     def step(self, response: Response) -> Request | Generation[Any]:
         self.usage = self.usage + response.usage
         blocked = response.finish_reason == "content_filter" and not response.text.strip()
@@ -484,8 +489,8 @@ def _loop(
         streaming=streaming,
         schema_hash=pipeline.schema_hash,
         observers=tuple(observers),
+        start=False,
     )
-    _format_event(trace, call_plan)
     return _Loop(
         fmt=fmt,
         plan=call_plan,
@@ -592,11 +597,13 @@ def generate(
     )
     sender = transport or _shared_transport()
     request = loop.first()
+    loop.start()
     with loop.recording():
         while True:
             stats, sent = CallStats(), time.perf_counter()
+            wire = resolved.adapter.build(request)
             try:
-                body = sender.send(resolved.endpoint, resolved.adapter.build(request), stats=stats)
+                body = sender.send(resolved.endpoint, wire, stats=stats)
                 response = resolved.adapter.parse(request, body)
             except BaseException as error:
                 loop.called(stats, sent, error=error)
@@ -656,6 +663,7 @@ async def agenerate(
     sender = transport or AsyncTransport()
     try:
         request = loop.first()
+        loop.start()
         with loop.recording():
             while True:
                 stats, sent = CallStats(), time.perf_counter()
@@ -845,6 +853,7 @@ def stream(
 
     def drive(owner: Stream[Any]) -> Iterator[Snapshot[Any]]:
         request = loop.first()
+        loop.start()  # when iterated: a stream never read is no run
         with loop.recording():
             while True:
                 parser, parts, shown = _parser(loop, every), Assembler(), _Attempt(loop)
@@ -927,6 +936,7 @@ def astream(
         sender = transport or AsyncTransport()
         try:
             request = loop.first()
+            loop.start()  # when iterated: a stream never read is no run
             with loop.recording():
                 while True:
                     parser, parts, shown = _parser(loop, every), Assembler(), _Attempt(loop)

@@ -395,3 +395,32 @@ def test_with_recording_off_the_fast_path_finds_nothing_to_call(
     monkeypatch.setattr(runtime, "tally", runtime._decide_then_tally)
     outform.parse('{"a": 1}', NUMBERED)  # the first reply decides (OUTFORM_TRACE=off here)
     assert runtime.tally is None and runtime.active() is None
+
+
+def test_a_run_nests_under_the_caller_s_span_in_opentelemetry(
+    server: FakeServer, transport: Transport, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from outform.trace.otel import OtelSink
+
+    for name in ("_recorder", "_decided", "tally"):
+        monkeypatch.setattr(runtime, name, getattr(runtime, name))  # restored at the end
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    outform.trace.start(sinks=[OtelSink(provider)])
+    answer(server, GOOD)
+    try:
+        with provider.get_tracer("app").start_as_current_span("handle request") as parent:
+            call(server, transport)
+        assert outform.trace.flush()
+    finally:
+        outform.trace.stop()
+    spans = {span.name: span for span in exporter.get_finished_spans()}
+    run = spans["outform.run"]
+    assert run.parent is not None and run.parent.span_id == parent.get_span_context().span_id
+    assert run.context.trace_id == parent.get_span_context().trace_id
+    assert spans["chat gpt-4o-mini"].parent.span_id == run.context.span_id  # type: ignore[union-attr]

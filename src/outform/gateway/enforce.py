@@ -121,6 +121,19 @@ async def enforce(
     `run`: the request's run, which records each exchange, each verdict and the outcome as
     generate() does (docs/observability.md)."""
     run = run or RunTrace(RunInfo("unrecorded"), observers=None)
+    with tracing.recording(run):  # an error that ends the request ends its run
+        return await _enforce(backend, chat, fmt, retries=retries, checker=checker, run=run)
+
+
+async def _enforce(
+    backend: Backend,
+    chat: Mapping[str, Any],
+    fmt: Mapping[str, Any],
+    *,
+    retries: int,
+    checker: Checker,
+    run: RunTrace,
+) -> Enforced:
     body = {k: v for k, v in chat.items() if k not in ("stream", "stream_options")}
     messages = list(body.get("messages") or ())
     usage: dict[str, Any] | None = None

@@ -84,36 +84,35 @@ class Gateway:
         headers: Headers = []
         waited = 0.0
         run = self._run(labels, target, stream, fmt, enforce_header)
-        with tracing.recording(run):
-            if fmt is not None:
-                called = time.perf_counter()
-                enforced = await enforce(
-                    self.backend,
-                    chat,
-                    fmt,
-                    retries=self.settings.enforce_retries,
-                    checker=self.checker,
-                    run=run,
-                )
-                waited = time.perf_counter() - called
-                log["enforce"] = enforced.attempts
-                completion = enforced.completion
-                headers = enforced.headers()
-                if stream:
-                    chunks = _replay(completion_chunks(completion))
-                    events = self._events(shell, chunks, None, items, previous, store=store)
-                    return StreamReply(200, events, headers=headers)
-            elif stream:
-                call = StreamCall(run)
-                backend_stream = await _opened(self.backend.stream(chat), call)
-                events = self._events(
-                    shell, None, backend_stream, items, previous, store=store, call=call
-                )
-                return StreamReply(200, events)
-            else:
-                called = time.perf_counter()
-                completion = await _answered(self.backend, chat, run)
-                waited = time.perf_counter() - called
+        if fmt is not None:
+            called = time.perf_counter()
+            enforced = await enforce(
+                self.backend,
+                chat,
+                fmt,
+                retries=self.settings.enforce_retries,
+                checker=self.checker,
+                run=run,
+            )
+            waited = time.perf_counter() - called
+            log["enforce"] = enforced.attempts
+            completion = enforced.completion
+            headers = enforced.headers()
+            if stream:
+                chunks = _replay(completion_chunks(completion))
+                events = self._events(shell, chunks, None, items, previous, store=store)
+                return StreamReply(200, events, headers=headers)
+        elif stream:
+            call = StreamCall(run)
+            backend_stream = await _opened(self.backend.stream(chat), call)
+            events = self._events(
+                shell, None, backend_stream, items, previous, store=store, call=call
+            )
+            return StreamReply(200, events)
+        else:
+            called = time.perf_counter()
+            completion = await _answered(self.backend, chat, run)
+            waited = time.perf_counter() - called
         response = response_from_completion(shell, completion)
         if store:
             await self.store.save(chain.record_for(response, items, previous))
@@ -222,33 +221,33 @@ class Gateway:
         if wanted(self.settings.enforce, enforce_header):
             fmt = checkable(req.get("response_format"), "response_format")
         run = self._run(labels, target, stream, fmt, enforce_header)
-        with tracing.recording(run):
-            if fmt is not None:
-                called = time.perf_counter()
-                enforced = await enforce(
-                    self.backend,
-                    {**req, "model": target},
-                    fmt,
-                    retries=self.settings.enforce_retries,
-                    checker=self.checker,
-                    run=run,
-                )
-                log["enforce"] = enforced.attempts
-                if stream:
-                    frames = [data_frame(c) for c in completion_chunks(enforced.completion)]
-                    return StreamReply(200, _replay([*frames, DONE]), headers=enforced.headers())
-                headers = [*enforced.headers(), _overhead(started, time.perf_counter() - called)]
-                return Reply(200, orjson.dumps(enforced.completion), headers=headers)
-            if stream:
-                call = StreamCall(run)
-                backend_stream = await _opened(self.backend.stream(body), call)
-                return StreamReply(200, _relay(backend_stream, call), backend_stream.content_type)
+        if fmt is not None:
             called = time.perf_counter()
-            # a 200 that is not a Chat Completions answer is a 502, not a success
+            enforced = await enforce(
+                self.backend,
+                {**req, "model": target},
+                fmt,
+                retries=self.settings.enforce_retries,
+                checker=self.checker,
+                run=run,
+            )
+            log["enforce"] = enforced.attempts
+            if stream:
+                frames = [data_frame(c) for c in completion_chunks(enforced.completion)]
+                return StreamReply(200, _replay([*frames, DONE]), headers=enforced.headers())
+            headers = [*enforced.headers(), _overhead(started, time.perf_counter() - called)]
+            return Reply(200, orjson.dumps(enforced.completion), headers=headers)
+        if stream:
+            call = StreamCall(run)
+            backend_stream = await _opened(self.backend.stream(body), call)
+            return StreamReply(200, _relay(backend_stream, call), backend_stream.content_type)
+        called = time.perf_counter()
+        # a 200 that is not a Chat Completions answer is a 502, not a success
+        with tracing.recording(run):
             reply, completion = await tracing.complete(self.backend, body, run)
-            run.end("valid", tokens=tracing.usage_of(completion.get("usage")))
-            headers = [_overhead(started, time.perf_counter() - called)]
-            return Reply(reply.status, reply.body, reply.content_type, headers)
+        run.end("valid", tokens=tracing.usage_of(completion.get("usage")))
+        headers = [_overhead(started, time.perf_counter() - called)]
+        return Reply(reply.status, reply.body, reply.content_type, headers)
 
     def _run(
         self,
@@ -328,7 +327,8 @@ async def _relay(backend_stream: ChatStream, call: StreamCall) -> AsyncIterator[
 
 async def _answered(backend: Backend, chat: Mapping[str, Any], run: RunTrace) -> dict[str, Any]:
     """A whole answer for the run, which ends with it."""
-    _, completion = await tracing.complete(backend, chat, run)
+    with tracing.recording(run):
+        _, completion = await tracing.complete(backend, chat, run)
     run.end("valid", tokens=tracing.usage_of(completion.get("usage")))
     result: dict[str, Any] = completion
     return result

@@ -448,6 +448,11 @@ def remove_observer(observer: Observer) -> None:
     _registry.remove(observer)
 
 
+def global_observers() -> tuple[Observer, ...]:
+    """The observers `add_observer` registered."""
+    return _registry.observers
+
+
 def dispatch(events: Iterable[Event], extra: Iterable[Observer] = ()) -> None:
     """Deliver events to the global observers and to `extra` ones, in order."""
     targets = (*_registry.observers, *extra)

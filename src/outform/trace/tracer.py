@@ -36,9 +36,9 @@ from outform.trace.events import (
     Source,
     StreamAbort,
     Validation,
-    _registry,
     dispatch,
     envelope_metadata,
+    global_observers,
 )
 from outform.trace.recorder import Recorder
 from outform.usage import Usage
@@ -55,7 +55,7 @@ def new_run_id() -> str:
 
 class RunTrace:
     """One run's events. `attempt` is the number of the provider call in progress (1 for the
-    first, 2 for the first re-ask...); the caller moves it on with `next_attempt()`."""
+    first, 2 for the first re-ask...): the caller sets it as the attempts go."""
 
     __slots__ = (
         "attempt",
@@ -85,7 +85,7 @@ class RunTrace:
         self.observers = tuple(observers or ())
         self.recorder = recorder
         self.wanted = recorder is not None or (
-            self.observed and bool(self.observers or _registry.observers)
+            self.observed and bool(self.observers or global_observers())
         )
         """Whether anyone listens; fixed when the run starts."""
         self.attempt = 1
@@ -107,12 +107,14 @@ class RunTrace:
         observers: Sequence[Observer] | None = (),
         recorder: Recorder | bool | None = True,
         strict: bool = True,
+        start: bool = True,
     ) -> RunTrace:
         """A new run, its labels resolved (`labels`: the call's own, over the current
         `labels(...)` block, over its profile and the `[trace]` defaults; an unknown profile
         is a ConfigError, raised here, before any request, unless `strict` is off: then the
         labels are kept as given). `recorder`: True for the process's recorder (None when
-        recording is off), or the one to use; `observers` None: sinks only."""
+        recording is off), or the one to use; `observers` None: sinks only. `start`: emit
+        `run.start` now (else `start()` does, when the run really begins)."""
         try:
             resolved = caller.resolve(labels)
         except ConfigError:
@@ -139,8 +141,14 @@ class RunTrace:
             parent,
         )
         run = cls(info, schema_hash=schema_hash, observers=observers, recorder=chosen)
-        run.emit("run.start")
+        if start:
+            run.start()
         return run
+
+    def start(self) -> None:
+        """`run.start`; the run's duration counts from here."""
+        self.started = time.perf_counter()
+        self.emit("run.start")
 
     # -- events ----------------------------------------------------------------------------
 
