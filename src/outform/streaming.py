@@ -78,7 +78,7 @@ from outform.schema.derive import adapter_for
 from outform.schema.dialects.result import DialectResult
 from outform.schema.types import accepted_types
 from outform.trace import runtime as _trace
-from outform.trace.tracer import record_abort, record_parse
+from outform.trace.tracer import record_abort
 
 T = TypeVar("T")
 
@@ -349,15 +349,7 @@ class StreamParser(Generic[T]):
         """The final value, validated through the pipeline: equal to `outform.parse` of the
         whole reply with the same output and options. Raises OutputError like it."""
         self.flush()
-        text, pipeline = self.text, self.pipeline
-        recorder = _trace.active() if self.record else None
-        if recorder is None:
-            return pipeline.run(text, record=False)
-        parse = functools.partial(pipeline.run, text, record=False)
-        result: ParseResult[T] = record_parse(
-            parse, recorder, schema_hash=pipeline.schema_hash, streaming=True
-        )
-        return result
+        return self.pipeline.run(self.text, record=self.record, streaming=True)
 
     @guarded("stream")
     def final(self) -> Snapshot[T]:

@@ -387,6 +387,23 @@ def test_a_stream_parsed_on_its_own_records_its_abort(recorded: ListSink) -> Non
     assert events[0].run is not None and events[0].run.streaming
 
 
+def test_a_stream_parsed_on_its_own_is_a_streamed_run_its_observers_see(
+    recorded: ListSink,
+) -> None:
+    seen: list[Event] = []
+    outform.add_observer(seen.append)
+    try:
+        *_, last = parse_stream(['Here: {"a": ', '"1"}'], NUMBERED)
+    finally:
+        outform.remove_observer(seen.append)
+    assert last.result is not None and tuple(seen) == last.result.events
+    events = recorded.flushed()
+    assert [e.name for e in events] == [
+        "run.start", "output.change", "output.change", "run.end",
+    ]  # fmt: skip
+    assert events[0].run is not None and events[0].run.streaming
+
+
 def test_with_recording_off_the_fast_path_finds_nothing_to_call(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -210,7 +210,9 @@ class Pipeline(Generic[T]):
 
     # -- entry point -----------------------------------------------------------------------
 
-    def run(self, reply: str | bytes, *, record: bool = True) -> ParseResult[T]:
+    def run(
+        self, reply: str | bytes, *, record: bool = True, streaming: bool = False
+    ) -> ParseResult[T]:
         """Parse one reply. Raises OutputError (with a RetryHint) when it cannot be made valid,
         InputError when it cannot be parsed at all (binary, not Unicode, over the size, depth or
         time limit). No other exception leaves: a fault of outform's own is an InternalError
@@ -219,7 +221,8 @@ class Pipeline(Generic[T]):
         `record`: give the events to the observers and record the reply as a run of its own
         in the trace store (a reply valid as sent is only counted); off when the caller does
         both itself (generate(), stream(), the gateway). Shadow-mode parses are not
-        recorded."""
+        recorded. `streaming`: the reply was streamed (a `StreamParser`'s): its run is
+        recorded as streamed, with its events even when valid as sent."""
         try:
             text = self._guard(reply)
             if self._text_mode:
@@ -230,15 +233,15 @@ class Pipeline(Generic[T]):
                 fast = self._fast_verbatim(text) if self._verbatim else self._fast(text)
                 if fast is not None:
                     if record and (tally := _trace.tally) is not None:
-                        if fast.changes:  # declared defaults filled in: a run with changes
-                            self._record(lambda: fast)
+                        if fast.changes or streaming:  # defaults filled in, or a stream
+                            self._record(lambda: fast, streaming)
                         else:
                             tally()
                     return fast
             if not record:
                 return self._slow(text)
             observed = partial(self._observed, partial(self._slow, text))
-            return observed() if self.options.shadow else self._record(observed)
+            return observed() if self.options.shadow else self._record(observed, streaming)
         except OutformError:
             raise
         except Exception as exc:
@@ -255,12 +258,16 @@ class Pipeline(Generic[T]):
         dispatch(result.events, self.observers)
         return result
 
-    def _record(self, parse: Callable[[], ParseResult[T]]) -> ParseResult[T]:
+    def _record(
+        self, parse: Callable[[], ParseResult[T]], streaming: bool = False
+    ) -> ParseResult[T]:
         """`parse()`, recorded as a run of its own when recording is on."""
         recorder = _trace.active()
         if recorder is None:
             return parse()
-        result: ParseResult[T] = record_parse(parse, recorder, schema_hash=self.compiled.hash)
+        result: ParseResult[T] = record_parse(
+            parse, recorder, schema_hash=self.compiled.hash, streaming=streaming
+        )
         return result
 
     # -- fast path ------------------------------------------------------------------------
