@@ -3,7 +3,7 @@ belongs to, so that the health report can say *where* repairs and re-asks happen
 
 Labels come from three places, the most specific winning key by key:
 
-1. a call's own `labels=` (phase 2 passes them from generate(), stream() and the gateway);
+1. a call's own `labels=` (generate(), stream(); for the gateway, the request's headers);
 2. the innermost `with outform.trace.labels(step=...)` block around the call (a context
    variable: it follows threads started inside it only when copied, and asyncio tasks);
 3. a profile of `outform.toml` (`[trace.profiles.NAME]`), named by `profile=` in either of the
