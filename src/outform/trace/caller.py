@@ -33,10 +33,15 @@ class Labels:
 
     def over(self, base: Labels) -> Labels:
         """These labels, with `base` filling what they leave unset (tags: base's first)."""
+        if base is _EMPTY or self == base:
+            return self
+        if self is _EMPTY:
+            return base
+        tags = base.tags if not self.tags else self.tags if not base.tags else None
         return Labels(
             step=self.step if self.step is not None else base.step,
             agent=self.agent if self.agent is not None else base.agent,
-            tags=tuple(dict.fromkeys((*base.tags, *self.tags))),
+            tags=tags if tags is not None else tuple(dict.fromkeys((*base.tags, *self.tags))),
             profile=self.profile if self.profile is not None else base.profile,
         )
 

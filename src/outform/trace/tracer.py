@@ -14,8 +14,8 @@ per-stage summaries `output.coercion.*`, which say again, less precisely, what t
 
 from __future__ import annotations
 
+import os
 import time
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -50,7 +50,12 @@ OBSERVED_ONLY = frozenset(
 
 
 def new_run_id() -> str:
-    return uuid.uuid4().hex
+    """128 random bits, as 32 hex digits (what uuid4 would give, without its version bits)."""
+    return os.urandom(16).hex()
+
+
+_UNHEARD = RunInfo("")
+"""The run of a call nobody listens to (recording off, no observer)."""
 
 
 class RunTrace:
@@ -115,13 +120,16 @@ class RunTrace:
         labels are kept as given). `recorder`: True for the process's recorder (None when
         recording is off), or the one to use; `observers` None: sinks only. `start`: emit
         `run.start` now (else `start()` does, when the run really begins)."""
+        chosen = runtime.active() if recorder is True else recorder or None
+        observed = observers is not None and bool(observers or global_observers())
+        if not strict and chosen is None and not observed:  # nobody listens: nothing to do
+            return cls(_UNHEARD, observers=None)
         try:
             resolved = caller.resolve(labels)
         except ConfigError:
             if strict:
                 raise
             resolved = Labels.of(labels).over(caller.current())
-        chosen = runtime.active() if recorder is True else recorder or None
         parent = None
         if chosen is not None and chosen.trace_parent:
             from outform.trace.otel import current_parent
