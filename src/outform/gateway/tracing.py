@@ -2,7 +2,7 @@
 `provider.call` per exchange with the backend, and in enforcement mode the same validation
 and re-ask events as generate() (docs/observability.md).
 
-Labels come from the request's headers, over the `labels(...)` defaults of `[trace]`:
+Labels come from the request's headers, over the `[trace]` defaults:
 
     x-outform-step: extract-invoice
     x-outform-agent: billing
