@@ -10,18 +10,27 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field, replace
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Generic, TypeVar, cast, overload
 
 import orjson
 
 from outform.errors import OutformError, OutputError, StreamAbortedError, UsageError
 from outform.format import JsonSchemaFormat, ResponseFormat, TextFormat
-from outform.parse.hint import RetryHint
+from outform.parse.hint import RetryHint, clip, preview
 from outform.parse.pipeline import Pipeline, Processor
-from outform.parse.result import ParseResult
+from outform.parse.result import Change, ParseResult
 from outform.plan import Mode, Plan, plan
+from outform.profile import active, alabelled, labelled, step
 from outform.providers.assemble import Assembler
 from outform.providers.base import (
     Delta,
@@ -51,6 +60,7 @@ from outform.schema.ledger import Ledger
 from outform.streaming import Snapshot, StreamParser, typed_builder
 from outform.trace.caller import Labels
 from outform.trace.events import (
+    Event,
     FormatChoice,
     Observer,
     Reask,
@@ -68,6 +78,7 @@ _MODE_FOR_PLAN: dict[str, Mode] = {
     "forced_tool": "tool",
     "json_object": "json",
     "instructions": "prompted",
+    "unconstrained": "off",
 }
 
 
@@ -83,6 +94,8 @@ class Attempt:
     """For a re-ask of some fields only: the fields asked for."""
     aborted_at: int | None = None
     """For a streamed reply stopped early: the characters received before it was cut."""
+    precheck: Any = None
+    """With a precheck: its outcome before this attempt (`outform.agent.PrecheckOutcome`)."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +118,8 @@ class Generation(Generic[T]):
     ledger: Ledger | None = None
     """Per keyword of the schema: enforced by the provider, or checked by outform (every
     keyword, in a mode where the provider enforces none). None for free text."""
+    profile: str | None = None
+    """The `[profiles.NAME]` the call ran under."""
 
 
 class GenerationError(OutputError):
@@ -156,6 +171,16 @@ class _Loop:
     caller_tools: bool
     trace: RunTrace
     """The run's events (docs/observability.md): what each step below records."""
+    text_fallback: bool = True
+    """Keep a reply that ignored the format as text, for output types that allow it."""
+    profile: str | None = None
+    given: list[Message] = field(default_factory=list)
+    """The caller's messages, before outform's instructions and the context join them."""
+    context: Mapping[str, Any] | None = None
+    gate: Any = None
+    """The precheck (`outform.agent.precheck.Gate`), when one is on."""
+    checked: Any = None
+    """The precheck outcome of the attempt in flight."""
     attempts: list[Attempt] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     ask: FieldAsk | None = None
@@ -164,6 +189,18 @@ class _Loop:
 
     def first(self) -> Request:
         return replace(self.template, messages=tuple(self.base))
+
+    def gated(self, request: Request) -> Request:
+        """After the precheck of an attempt: its cost counted, its outcome kept for the
+        attempt, and the attempt's own context (feedback included) in the conversation."""
+        outcome = self.gate.outcomes[-1]
+        self.checked = outcome
+        self.usage = self.usage + outcome.usage
+        context = self.gate.context
+        if not context and not self.context:
+            return request
+        base = with_instructions(self.given, _joined(self.plan.instructions, context))
+        return replace(request, messages=(*base, *request.messages[len(self.base) :]))
 
     @property
     def current_pipeline(self) -> Pipeline[Any]:
@@ -175,7 +212,7 @@ class _Loop:
         """The dialect translation the provider enforces for the next reply."""
         return self.ask_translation if self.ask is not None else self.plan.translation
 
-    def abort(self, response: Response, aborted: StreamAbortedError) -> Request:
+    def abort(self, response: Response, aborted: StreamAbortedError) -> Request | Generation[Any]:
         """A streamed reply stopped early: record it and ask again (or give up)."""
         self.usage = self.usage + response.usage
         self.trace.emit("stream.abort", data=StreamAbort(aborted.offset, aborted.reason))
@@ -228,12 +265,16 @@ class _Loop:
         self.usage = self.usage + response.usage
         blocked = response.finish_reason == "content_filter" and not response.text.strip()
         if (response.refusal or blocked) and not response.text.strip():
-            self.attempts.append(Attempt("", response.finish_reason, response.usage))
+            self.attempts.append(
+                Attempt("", response.finish_reason, response.usage, precheck=self._checked())
+            )
             refusal = response.refusal or "the provider's content filter blocked the reply"
             self._end("refused")
             raise RefusalError(refusal, attempts=tuple(self.attempts), usage=self.usage)
         if response.tool_calls and self.caller_tools and not response.text.strip():
-            self.attempts.append(Attempt("", response.finish_reason, response.usage))
+            self.attempts.append(
+                Attempt("", response.finish_reason, response.usage, precheck=self._checked())
+            )
             return self._finish(response, None, tool_calls=response.tool_calls)
         try:
             result = self._parse(response)
@@ -268,7 +309,7 @@ class _Loop:
         hint: RetryHint,
         result: ParseResult[Any] | None,
         aborted_at: int | None = None,
-    ) -> Request:
+    ) -> Request | Generation[Any]:
         self.attempts.append(
             Attempt(
                 response.text,
@@ -277,6 +318,7 @@ class _Loop:
                 hint,
                 self.ask.fields if self.ask else (),
                 aborted_at,
+                self._checked(),
             )
         )
         over_budget = self.token_budget is not None and self.usage.total_tokens >= self.token_budget
@@ -288,6 +330,9 @@ class _Loop:
                 if over_budget
                 else f"{len(self.attempts)} attempt(s) failed"
             )
+            kept = self._text_fallback(response, hint, aborted_at)
+            if kept is not None:
+                return kept
             asked = self.ask.fields if self.ask else ()
             self.trace.emit("output.reask.fail", detail=why, data=_reask(reason, asked, hint))
             self._end("invalid")
@@ -307,6 +352,37 @@ class _Loop:
         self.trace.emit("output.reask.attempt", data=_reask(reason, fields, hint))
         self.trace.attempt = len(self.attempts) + 1
         return request
+
+    def _text_fallback(
+        self, response: Response, hint: RetryHint, aborted_at: int | None
+    ) -> Generation[Any] | None:
+        """The last reply ignored the format (no JSON in it at all) and the output type keeps
+        such a reply as text (`outform_from_text`, as the envelope does): the reply becomes the
+        value, recorded as a change and an event, instead of a GenerationError. A streamed
+        reply cut short is not complete text, and is never kept."""
+        build = getattr(self.fmt, "output_type", None)
+        build = getattr(build, "outform_from_text", None)
+        text = response.text
+        if not self.text_fallback or build is None or aborted_at is not None:
+            return None
+        if not hint.is_syntax or not text.strip() or self.ask is not None:
+            return None
+        value = build(text)
+        data = value.model_dump(mode="json") if hasattr(value, "model_dump") else value
+        detail = f"the reply held no JSON value after {len(self.attempts)} attempt(s)"
+        event = Event("output.fallback.text", "fallback", self.pipeline.schema_hash, detail=detail)
+        change = Change("", "fallback", "text_fallback", clip(text), preview(data), detail)
+        result: ParseResult[Any] = ParseResult(
+            value=value,
+            text=text,
+            changes=(change,),
+            events=(event,),
+            schema_hash=self.pipeline.schema_hash,
+            level=self.pipeline.options.level,
+            _data=data,
+        )
+        self.trace.forward(result.events)
+        return self._finish(response, result, recorded=True)
 
     def _next_request(
         self, text: str, hint: RetryHint, value: Any
@@ -336,11 +412,19 @@ class _Loop:
         response: Response,
         result: ParseResult[Any] | None,
         tool_calls: tuple[ToolCall, ...] = (),
+        *,
+        recorded: bool = False,
     ) -> Generation[Any]:
-        if result is not None:
+        if result is not None and not recorded:
             fields = self.ask.fields if self.ask else ()
             self.attempts.append(
-                Attempt(response.text, response.finish_reason, response.usage, fields=fields)
+                Attempt(
+                    response.text,
+                    response.finish_reason,
+                    response.usage,
+                    fields=fields,
+                    precheck=self._checked(),
+                )
             )
             self.trace.changes(result.changes)
             if len(self.attempts) > 1:
@@ -348,6 +432,10 @@ class _Loop:
                 asked = _reask(_reason(previous.hint, previous.aborted_at), fields, None)
                 detail = f"valid after {len(self.attempts)} attempts"
                 self.trace.emit("output.reask.success", detail=detail, data=asked)
+        elif result is not None:  # the text fallback: its attempt is kept as a failed one
+            self.trace.changes(result.changes)
+        if self.gate is not None:
+            self.gate.merge()
         self._end(
             "valid" if result is not None else "tool_calls",
             changes=len(result.changes) if result is not None else 0,
@@ -366,7 +454,12 @@ class _Loop:
             thinking=self.plan.thinking_note,
             parse=result,
             ledger=self.plan.ledger,
+            profile=self.profile,
         )
+
+    def _checked(self) -> Any:
+        checked, self.checked = self.checked, None
+        return checked
 
     def _end(
         self, outcome: RunOutcomeName, *, changes: int = 0, value: Any = None, **extra: Any
@@ -423,13 +516,21 @@ def _pipeline(
     return Pipeline(fmt, level=level, processors=processors, **options)
 
 
+def _joined(instructions: str | None, context: Mapping[str, Any] | None) -> str | None:
+    """outform's instructions and the call's context, as one system text."""
+    if not context:
+        return instructions
+    block = "Context (JSON):\n" + orjson.dumps(dict(context), default=str).decode()
+    return f"{instructions}\n\n{block}" if instructions else block
+
+
 def _loop(
     resolved: Resolved,
     messages: Sequence[Message | Mapping[str, Any]] | str,
     output: Any,
     *,
-    mode: Mode,
-    retries: int,
+    mode: Mode | None,
+    retries: int | None,
     token_budget: int | None,
     level: str | None,
     tools: Sequence[Tool],
@@ -442,8 +543,17 @@ def _loop(
     observers: Iterable[Observer],
     parse_options: Mapping[str, Any],
     labels: Labels | Mapping[str, Any] | None,
+    text_fallback: bool = True,
+    profile: str | None = None,
+    context: Mapping[str, Any] | None = None,
+    precheck: Any = None,
     streaming: bool = False,
 ) -> _Loop:
+    chosen = step(profile)
+    mode = mode if mode is not None else cast(Mode, chosen.mode)
+    retries = retries if retries is not None else chosen.retries
+    level = level or chosen.level
+    parse_options = {**chosen.parse_options(), **parse_options}
     if retries < 0:
         raise UsageError("retries must be 0 or more", where="retries")
     fmt = _as_format(output)
@@ -465,7 +575,7 @@ def _loop(
     ]
     if not base:
         raise UsageError("generate() needs at least one message", where="messages")
-    base = with_instructions(base, call_plan.instructions)
+    given, base = base, with_instructions(base, _joined(call_plan.instructions, context))
     template = Request(
         model=resolved.model,
         messages=(),
@@ -482,6 +592,7 @@ def _loop(
     pipeline = _pipeline(fmt, call_plan, level, parse_options)
     trace = RunTrace.begin(
         labels=labels,
+        profile=profile,
         provider=spec.name,
         model=resolved.model,
         mode=call_plan.mode,
@@ -491,6 +602,13 @@ def _loop(
         observers=tuple(observers),
         start=False,
     )
+    gate = None
+    if chosen.enabled and precheck is not False:
+        from outform.agent.precheck import Gate, resolve
+
+        settings = resolve(precheck, chosen.precheck)
+        if settings is not None:
+            gate = Gate(settings, fmt, context, trace)
     return _Loop(
         fmt=fmt,
         plan=call_plan,
@@ -504,6 +622,11 @@ def _loop(
         parse_options=parse_options,
         caller_tools=bool(tools),
         trace=trace,
+        text_fallback=text_fallback,
+        profile=profile,
+        given=given,
+        context=context,
+        gate=gate,
     )
 
 
@@ -553,8 +676,8 @@ def generate(
     messages: Sequence[Message | Mapping[str, Any]] | str,
     output: Any = None,
     *,
-    mode: Mode = "auto",
-    retries: int = 2,
+    mode: Mode | None = None,
+    retries: int | None = None,
     token_budget: int | None = None,
     level: str | None = None,
     tools: Sequence[Tool] = (),
@@ -569,12 +692,17 @@ def generate(
     transport: Transport | None = None,
     observers: Iterable[Observer] = (),
     labels: Labels | Mapping[str, Any] | None = None,
+    text_fallback: bool = True,
+    profile: str | None = None,
+    context: Mapping[str, Any] | None = None,
+    precheck: Any = None,
     **parse_options: Any,
 ) -> Generation[Any]:
     """Ask `model` ("provider:name") and return a value of `output` (a type, a JSON Schema
     dict or a ResponseFormat; None for free text), re-asking with a precise hint when the
-    reply does not validate. `labels`: the call's `step`, `agent`, `tags` or `profile` in the
-    trace (docs/observability.md). See docs/generate.md."""
+    reply does not validate. `profile`: a `[profiles.NAME]` of outform.toml, whose settings
+    apply and whose name is the run's `step` (docs/profiles.md); `labels`: the call's own
+    `step`, `agent` and `tags` in the trace (docs/observability.md). See docs/generate.md."""
     resolved = resolve(model, base_url=base_url, api_key=api_key)
     loop = _loop(
         resolved,
@@ -594,12 +722,19 @@ def generate(
         observers=observers,
         parse_options=parse_options,
         labels=labels,
+        text_fallback=text_fallback,
+        profile=profile,
+        context=context,
+        precheck=precheck,
     )
     sender = transport or _shared_transport()
+    ask = _asker(model, base_url, api_key, sender)
     request = loop.first()
     loop.start()
-    with loop.recording():
+    with active(profile), loop.recording():
         while True:
+            if loop.gate is not None:
+                request = loop.gated(loop.gate.before(request, ask))
             stats, sent = CallStats(), time.perf_counter()
             wire = resolved.adapter.build(request)
             try:
@@ -620,8 +755,8 @@ async def agenerate(
     messages: Sequence[Message | Mapping[str, Any]] | str,
     output: Any = None,
     *,
-    mode: Mode = "auto",
-    retries: int = 2,
+    mode: Mode | None = None,
+    retries: int | None = None,
     token_budget: int | None = None,
     level: str | None = None,
     tools: Sequence[Tool] = (),
@@ -636,6 +771,10 @@ async def agenerate(
     transport: AsyncTransport | None = None,
     observers: Iterable[Observer] = (),
     labels: Labels | Mapping[str, Any] | None = None,
+    text_fallback: bool = True,
+    profile: str | None = None,
+    context: Mapping[str, Any] | None = None,
+    precheck: Any = None,
     **parse_options: Any,
 ) -> Generation[Any]:
     """generate(), on asyncio/anyio."""
@@ -658,14 +797,21 @@ async def agenerate(
         observers=observers,
         parse_options=parse_options,
         labels=labels,
+        text_fallback=text_fallback,
+        profile=profile,
+        context=context,
+        precheck=precheck,
     )
     own = transport is None
     sender = transport or AsyncTransport()
     try:
+        ask = _aasker(model, base_url, api_key, sender)
         request = loop.first()
         loop.start()
-        with loop.recording():
+        with active(profile), loop.recording():
             while True:
+                if loop.gate is not None:
+                    request = loop.gated(await loop.gate.abefore(request, ask))
                 stats, sent = CallStats(), time.perf_counter()
                 wire = resolved.adapter.build(request)
                 try:
@@ -682,6 +828,47 @@ async def agenerate(
     finally:
         if own:
             await sender.aclose()
+
+
+def _asker(
+    model: str, base_url: str | None, api_key: str | None, transport: Transport
+) -> Callable[[str | None, list[Message], Any, int], Generation[Any]]:
+    """The precheck's short calls: the call's own model (None) or another, one attempt, no
+    precheck of their own. A model of the call's provider goes to the same base URL with the
+    same key."""
+
+    def ask(name: str | None, messages: list[Message], output: Any, tokens: int) -> Generation[Any]:
+        target, options = _short_call(model, name, base_url, api_key, tokens)
+        return generate(target, messages, output, transport=transport, **options)
+
+    return ask
+
+
+def _aasker(
+    model: str, base_url: str | None, api_key: str | None, transport: AsyncTransport
+) -> Callable[[str | None, list[Message], Any, int], Awaitable[Generation[Any]]]:
+    async def ask(
+        name: str | None, messages: list[Message], output: Any, tokens: int
+    ) -> Generation[Any]:
+        target, options = _short_call(model, name, base_url, api_key, tokens)
+        return await agenerate(target, messages, output, transport=transport, **options)
+
+    return ask
+
+
+def _short_call(
+    model: str, name: str | None, base_url: str | None, api_key: str | None, tokens: int
+) -> tuple[str, dict[str, Any]]:
+    own = name is None or name.split(":", 1)[0] == model.split(":", 1)[0]
+    options: dict[str, Any] = {
+        "max_tokens": tokens,
+        "retries": 0,
+        "text_fallback": False,
+        "precheck": False,
+        "base_url": base_url if own else None,
+        "api_key": api_key if own else None,
+    }
+    return name or model, options
 
 
 # -- streaming -----------------------------------------------------------------------------
@@ -794,7 +981,9 @@ class _Exchange:
         self.record(loop, response)
         return loop.step(response)
 
-    def aborted(self, loop: _Loop, parts: Assembler, aborted: StreamAbortedError) -> Request:
+    def aborted(
+        self, loop: _Loop, parts: Assembler, aborted: StreamAbortedError
+    ) -> Request | Generation[Any]:
         """The reply was cut: record the call, and ask again (or give up)."""
         response = parts.response(aborted.text)
         self.record(loop, response)
@@ -807,8 +996,8 @@ def stream(
     output: Any = None,
     *,
     every: int = 0,
-    mode: Mode = "auto",
-    retries: int = 2,
+    mode: Mode | None = None,
+    retries: int | None = None,
     token_budget: int | None = None,
     level: str | None = None,
     tools: Sequence[Tool] = (),
@@ -823,6 +1012,10 @@ def stream(
     transport: Transport | None = None,
     observers: Iterable[Observer] = (),
     labels: Labels | Mapping[str, Any] | None = None,
+    text_fallback: bool = True,
+    profile: str | None = None,
+    context: Mapping[str, Any] | None = None,
+    precheck: Any = None,
     **parse_options: Any,
 ) -> Stream[Any]:
     """generate(), streamed: typed snapshots while the reply arrives, the validated value last.
@@ -847,15 +1040,22 @@ def stream(
         observers=observers,
         parse_options=parse_options,
         labels=labels,
+        text_fallback=text_fallback,
+        profile=profile,
+        context=context,
+        precheck=precheck,
         streaming=True,
     )
     sender = transport or _shared_transport()
 
     def drive(owner: Stream[Any]) -> Iterator[Snapshot[Any]]:
         request = loop.first()
+        ask = _asker(model, base_url, api_key, sender)
         loop.start()  # when iterated: a stream never read is no run
         with loop.recording():
             while True:
+                if loop.gate is not None:
+                    request = loop.gated(loop.gate.before(request, ask))
                 parser, parts, shown = _parser(loop, every), Assembler(), _Attempt(loop)
                 decoder = resolved.adapter.decoder(request)
                 call = _Exchange()
@@ -881,7 +1081,7 @@ def stream(
                     return
                 request = outcome
 
-    return Stream(drive)
+    return Stream(lambda owner: labelled(drive(owner), profile))
 
 
 def astream(
@@ -890,8 +1090,8 @@ def astream(
     output: Any = None,
     *,
     every: int = 0,
-    mode: Mode = "auto",
-    retries: int = 2,
+    mode: Mode | None = None,
+    retries: int | None = None,
     token_budget: int | None = None,
     level: str | None = None,
     tools: Sequence[Tool] = (),
@@ -906,6 +1106,10 @@ def astream(
     transport: AsyncTransport | None = None,
     observers: Iterable[Observer] = (),
     labels: Labels | Mapping[str, Any] | None = None,
+    text_fallback: bool = True,
+    profile: str | None = None,
+    context: Mapping[str, Any] | None = None,
+    precheck: Any = None,
     **parse_options: Any,
 ) -> Stream[Any]:
     """stream(), for `async for`."""
@@ -928,6 +1132,10 @@ def astream(
         observers=observers,
         parse_options=parse_options,
         labels=labels,
+        text_fallback=text_fallback,
+        profile=profile,
+        context=context,
+        precheck=precheck,
         streaming=True,
     )
 
@@ -936,9 +1144,12 @@ def astream(
         sender = transport or AsyncTransport()
         try:
             request = loop.first()
+            ask = _aasker(model, base_url, api_key, sender)
             loop.start()  # when iterated: a stream never read is no run
             with loop.recording():
                 while True:
+                    if loop.gate is not None:
+                        request = loop.gated(await loop.gate.abefore(request, ask))
                     parser, parts, shown = _parser(loop, every), Assembler(), _Attempt(loop)
                     decoder = resolved.adapter.decoder(request)
                     call = _Exchange()
@@ -970,7 +1181,7 @@ def astream(
             if own:
                 await sender.aclose()
 
-    return Stream(drive)
+    return Stream(lambda owner: alabelled(drive(owner), profile))
 
 
 # -- agents as tools -----------------------------------------------------------------------

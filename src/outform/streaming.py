@@ -818,6 +818,8 @@ class _Planner:
         return made
 
     def _make(self, tp: Any) -> _Plan:
+        if isinstance(tp, typing.TypeVar):  # a generic left unparametrised: its bound, or Any
+            return self.plan(tp.__bound__) if tp.__bound__ is not None else _VALUE
         origin = typing.get_origin(tp)
         if origin is Annotated:
             return self.plan(typing.get_args(tp)[0])

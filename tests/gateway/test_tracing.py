@@ -6,12 +6,14 @@ same keys."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import openai
 import pytest
 
+import outform.config
 from outform.trace import Batch, Event
 from outform.trace.events import ProviderCall, Reask, RunEnd
 from outform.trace.sqlite_store import SqliteTraceStore
@@ -128,6 +130,43 @@ def test_a_label_header_too_long_is_a_400_naming_it(gw: Harness) -> None:
             extra_headers={"x-outform-step": "s" * 201},
         )
     assert gw.backend.requests == []
+
+
+@pytest.fixture
+def billing(tmp_path: Path) -> Iterator[None]:
+    """An outform.toml with a profile `billing` (its own patch: `recorded` has the test's)."""
+    config = tmp_path / "outform.toml"
+    config.write_text('[profiles.billing]\nagent = "ledger"\ntags = ["eu"]\n', encoding="utf-8")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("OUTFORM_CONFIG", str(config))
+        outform.config.reload()
+        yield
+    outform.config.reload()
+
+
+def test_the_profile_header_is_the_step_unless_the_step_header_says_otherwise(
+    gw: Harness, recorded: ListSink, billing: None
+) -> None:
+    for headers in (
+        {"x-outform-profile": "billing"},
+        {"x-outform-profile": "billing", "x-outform-step": "own", "x-outform-tags": "prod"},
+    ):
+        gw.backend.json(chat_completion(content="Hello"))
+        gw.client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "Hi"}], extra_headers=headers
+        )
+    with pytest.raises(openai.BadRequestError, match="unknown profile 'bill'"):
+        gw.client.chat.completions.create(
+            model="m",
+            messages=[{"role": "user", "content": "Hi"}],
+            extra_headers={"x-outform-profile": "bill"},  # passed through, still checked
+        )
+    runs = [e.run for e in recorded.flushed() if e.name == "run.start"]
+    assert [(r.step, r.agent, r.tags) for r in runs if r is not None] == [
+        ("billing", "ledger", ("eu",)),
+        ("own", "ledger", ("eu", "prod")),
+    ]  # the unknown profile is a 400 before the backend: no run
+    assert len(gw.backend.requests) == 2
 
 
 def test_serve_mounts_the_dashboard_behind_the_gateway_s_keys(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -12,11 +13,13 @@ import pytest
 from pydantic import BaseModel
 
 import outform
+import outform.config
+from outform.agent import Envelope
 from outform.errors import ConfigError, ServerError, StreamAbortedError
 from outform.run import GenerationError, RefusalError
 from outform.streaming import parse_stream
 from outform.trace import Event, RunInfo, labels, runtime
-from outform.trace.events import FormatChoice, ProviderCall, Reask, RunEnd, StreamAbort
+from outform.trace.events import FormatChoice, Precheck, ProviderCall, Reask, RunEnd, StreamAbort
 from outform.transport import AsyncTransport, RetryPolicy, Transport
 from tests.providers import openai_wire
 from tests.providers.fake import FakeServer
@@ -222,12 +225,89 @@ def test_labels_come_from_the_call_over_the_block(
     assert (run.step, run.agent, run.tags) == ("extract", "router", ("prod", "eu"))
 
 
+@pytest.fixture
+def profiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """An outform.toml with default labels and a profile that labels its step."""
+    path = tmp_path / "outform.toml"
+    path.write_text(
+        '[defaults]\nagent = "app"\ntags = ["prod"]\n'
+        '[profiles.triage]\nagent = "router"\ntags = ["fast"]\nretries = 0\n',
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("OUTFORM_CONFIG", str(path))
+    outform.config.reload()
+    yield
+    monkeypatch.undo()
+    outform.config.reload()
+
+
+def test_the_profile_is_the_step_and_gives_its_labels(
+    server: FakeServer, transport: Transport, recorded: ListSink, profiles: None
+) -> None:
+    answer(server, GOOD)
+    answer(server, GOOD)
+    answer(server, GOOD)
+    call(server, transport, profile="triage")
+    call(server, transport, profile="triage", labels={"step": "own", "tags": ["eu"]})
+    call(server, transport)
+    runs = [e.run for e in recorded.flushed() if e.name == "run.start"]
+    assert [(r.step, r.agent, r.tags) for r in runs if r is not None] == [
+        ("triage", "router", ("prod", "fast")),
+        ("own", "router", ("prod", "fast", "eu")),  # the call's labels win
+        (None, "app", ("prod",)),  # no profile: [defaults]
+    ]
+
+
 def test_an_unknown_profile_fails_before_any_request(
+    server: FakeServer, transport: Transport, recorded: ListSink, profiles: None
+) -> None:
+    with pytest.raises(ConfigError, match="unknown profile 'nope'") as caught:
+        call(server, transport, profile="nope")
+    assert "triage" in (caught.value.fix or "")
+    with pytest.raises(ConfigError, match="unknown label"):
+        call(server, transport, labels={"profile": "triage"})
+    assert server.requests == []
+
+
+def test_the_precheck_is_recorded_in_its_run_before_the_attempt_it_checks(
     server: FakeServer, transport: Transport, recorded: ListSink
 ) -> None:
-    with pytest.raises(ConfigError, match="unknown trace profile 'nope'"):
-        call(server, transport, labels={"profile": "nope"})
-    assert server.requests == []
+    answer(server, "not JSON at all")
+    answer(server, GOOD)
+    precheck = {"plan": lambda context: "1. read the name\n2. read the age", "validator":
+                lambda plan, context: (False, 0.25, "read the email too")}  # fmt: skip
+    call(server, transport, precheck=precheck)
+    events = recorded.flushed()
+    assert [n for n in names(events) if n[1].startswith(("precheck", "provider"))] == [
+        (1, "precheck.fail"), (1, "provider.call"), (2, "precheck.fail"), (2, "provider.call"),
+    ]  # fmt: skip
+    checked = [e for e in events if e.name == "precheck.fail"]
+    assert all(e.run == events[0].run and e.stage == "precheck" for e in checked)
+    record = checked[0].data
+    assert isinstance(record, Precheck) and record.score == 0.25
+    assert b"read the email too" in server.requests[0].body
+
+
+def test_a_text_fallback_is_recorded_with_its_change(
+    server: FakeServer, transport: Transport, recorded: ListSink
+) -> None:
+    prose = "Sorry, I have no invoice for you."
+    answer(server, prose)
+    result = outform.generate(
+        MODEL, "Hi", Envelope, base_url=server.url, api_key="k" * 12, transport=transport,
+        retries=0,
+    )  # fmt: skip
+    assert result.value is not None and result.value.content == prose
+    events = recorded.flushed()
+    assert names(events)[-4:] == [
+        (1, "output.validation.fail"), (1, "output.fallback.text"), (1, "output.change"),
+        (1, "run.end"),
+    ]  # fmt: skip
+    assert all(e.run == events[0].run for e in events)
+    change = one(events, "output.change")
+    assert (change.stage, change.transform) == ("fallback", "text_fallback")
+    end = one(events, "run.end").data
+    assert isinstance(end, RunEnd) and (end.outcome, end.changes) == ("valid", 1)
 
 
 def test_observers_see_the_run_and_the_store_does_not_get_the_stage_summaries(

@@ -22,6 +22,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from pydantic import BaseModel
 
 import outform
+from outform.gateway.scrub import MASK
 from outform.gateway.settings import GatewaySettings
 from outform.gateway.stores import open_store
 from outform.trace import Event, labels, register_secret, runtime
@@ -189,4 +190,5 @@ def test_no_sink_and_no_gateway_answer_holds_a_secret(
     for where, text in found.items():
         for what, secret in SECRETS.items():
             assert secret not in text, f"the {what} reached the {where}"
-    assert "[redacted]" in found["sqlite rows"] and "[redacted]" in found["gateway error bodies"]
+    # Two boundaries, one mask each: the trace sinks', and the gateway's scrubber (gateway.scrub).
+    assert "[redacted]" in found["sqlite rows"] and MASK in found["gateway error bodies"]

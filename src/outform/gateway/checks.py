@@ -18,7 +18,7 @@ import orjson
 
 from outform.errors import InputError, OutputError
 from outform.format import ResponseFormat
-from outform.parse.cache import shared
+from outform.parse import pipeline_for
 from outform.reask import CUT_OFF, repaired_after_cut
 from outform.trace.events import Event, Validation
 
@@ -41,13 +41,26 @@ class Verdict:
     schema_hash: str | None = None
 
 
-def check_reply(
-    text: str, fmt: Mapping[str, Any], level: str, time_limit: float, cut: bool
-) -> Verdict:
+@dataclass(frozen=True, slots=True)
+class CheckSettings:
+    """The parse settings of one check (they cross the process boundary with the reply)."""
+
+    level: str
+    time_limit: float
+    profile: str | None = None
+    """The `[profiles.NAME]` whose parse settings apply (the x-outform-profile header)."""
+
+
+def check_reply(text: str, fmt: Mapping[str, Any], settings: CheckSettings, cut: bool) -> Verdict:
     """Run the pipeline on `text` against the flat format dict `fmt`; `cut`: the backend
     stopped at its token limit, so a repair that closed what was cut off is refused."""
     try:
-        pipeline = shared.get(ResponseFormat.from_dict(fmt), level, {"time_limit": time_limit})
+        pipeline = pipeline_for(
+            ResponseFormat.from_dict(fmt),
+            level=settings.level,
+            time_limit=settings.time_limit,
+            profile=settings.profile,
+        )
         result = pipeline.run(text, record=False)
         if cut and repaired_after_cut(result.changes):
             raise OutputError("the reply was cut off", hint=CUT_OFF)
@@ -68,4 +81,4 @@ def check_reply(
     return Verdict("repaired", text=text, changes=changes, schema_hash=result.schema_hash)
 
 
-__all__ = ["Verdict", "check_reply"]
+__all__ = ["CheckSettings", "Verdict", "check_reply"]

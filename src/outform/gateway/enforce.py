@@ -27,11 +27,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from outform.errors import SchemaError
+from outform.errors import ConfigError, SchemaError
 from outform.format import JsonObjectFormat, JsonSchemaFormat, ResponseFormat
 from outform.gateway import tracing
 from outform.gateway.backend import Backend
-from outform.gateway.checks import Verdict, check_reply
+from outform.gateway.checks import CheckSettings, Verdict, check_reply
 from outform.gateway.output import content_text
 from outform.gateway.replies import GatewayError, bad_request
 from outform.gateway.settings import GatewaySettings
@@ -91,12 +91,21 @@ class Checker:
         self.job = check_reply
         """What a worker runs (tests put a job they control here)."""
 
-    async def check(self, text: str, fmt: Mapping[str, Any], *, cut: bool) -> Verdict:
+    async def check(
+        self,
+        text: str,
+        fmt: Mapping[str, Any],
+        *,
+        cut: bool,
+        level: str | None = None,
+        profile: str | None = None,
+    ) -> Verdict:
+        """The verdict on one reply; `level` and `profile` (a `[profiles.NAME]`) override the
+        deployment's parse settings for this request."""
         deadline = 2 * self.time_limit
         try:
-            verdict: Verdict = await self.pool.run(
-                deadline, self.job, text, fmt, self.level, self.time_limit, cut
-            )
+            settings = CheckSettings(level or self.level, self.time_limit, profile)
+            verdict: Verdict = await self.pool.run(deadline, self.job, text, fmt, settings, cut)
         except WorkerTimeoutError:
             return Verdict(
                 "unreadable",
@@ -116,13 +125,18 @@ async def enforce(
     retries: int,
     checker: Checker,
     run: RunTrace | None = None,
+    profile: str | None = None,
 ) -> Enforced:
     """Call the backend until its reply validates against `fmt` (or the retries run out).
     `run`: the request's run, which records each exchange, each verdict and the outcome as
-    generate() does (docs/observability.md)."""
+    generate() does (docs/observability.md). `profile` (of the `x-outform-profile` header,
+    `profile_named`) names the parse settings to use; a level it sets explicitly wins over the
+    deployment's."""
     run = run or RunTrace(RunInfo("unrecorded"), observers=None)
     with tracing.recording(run):  # an error that ends the request ends its run
-        return await _enforce(backend, chat, fmt, retries=retries, checker=checker, run=run)
+        return await _enforce(
+            backend, chat, fmt, retries=retries, checker=checker, run=run, profile=profile
+        )
 
 
 async def _enforce(
@@ -133,7 +147,9 @@ async def _enforce(
     retries: int,
     checker: Checker,
     run: RunTrace,
+    profile: str | None,
 ) -> Enforced:
+    level = _level(profile, checker.level)
     body = {k: v for k, v in chat.items() if k not in ("stream", "stream_options")}
     messages = list(body.get("messages") or ())
     usage: dict[str, Any] | None = None
@@ -153,7 +169,7 @@ async def _enforce(
             return Enforced(_with(completion, choice, message, usage), attempt, False)
         text = content_text(message.get("content"))
         cut = choice.get("finish_reason") == "length"
-        verdict = await checker.check(text, fmt, cut=cut)
+        verdict = await checker.check(text, fmt, cut=cut, level=level, profile=profile)
         run.schema_hash = verdict.schema_hash or run.schema_hash
         if verdict.kind == "invalid":
             explanation = verdict.explanation
@@ -199,6 +215,32 @@ def _reason(found: Validation, cut: bool) -> str:
     if any(v.kind == "syntax" for v in found.violations):
         return "cut_off" if cut else "syntax"
     return "schema"
+
+
+def profile_named(header: bytes | None) -> str | None:
+    """The profile an `x-outform-profile` header names (None: no header); a 400 naming the
+    profiles there are for a name outform.toml does not define."""
+    if header is None:
+        return None
+    from outform.profile import step
+
+    name = header.decode("latin-1")
+    try:
+        step(name)
+    except ConfigError as error:
+        raise bad_request(f"{error.what}. {error.fix}", "x-outform-profile") from None
+    return name
+
+
+def _level(profile: str | None, level: str) -> str:
+    """The parse level of a check: the deployment's, unless the profile sets its own."""
+    if profile is None:
+        return level
+    from outform.profile import step
+
+    chosen = step(profile)
+    explicit = chosen.sources["level"].startswith("[profiles.") or not chosen.enabled
+    return (chosen.level or level) if explicit else level
 
 
 def _with(

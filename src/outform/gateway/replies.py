@@ -12,8 +12,6 @@ from typing import Any
 
 import orjson
 
-from outform.trace import redact
-
 JSON = b"application/json"
 SSE = b"text/event-stream"
 
@@ -72,7 +70,7 @@ class GatewayError(Exception):
         headers: Headers = list(self.headers)
         if self.status == 401:
             headers.append((b"www-authenticate", b'Bearer realm="outform"'))
-        return Reply(self.status, without_secrets(orjson.dumps(self.body())), headers=headers)
+        return Reply(self.status, orjson.dumps(self.body()), headers=headers)
 
 
 class PassthroughError(Exception):
@@ -93,18 +91,7 @@ class PassthroughError(Exception):
         super().__init__(f"backend answered HTTP {status}")
 
     def reply(self) -> Reply:
-        body = without_secrets(self.body)
-        return Reply(self.status, body, self.content_type, list(self.headers))
-
-
-def without_secrets(body: bytes) -> bytes:
-    """An error body with every key outform knows replaced (a backend or provider that
-    echoes the key it was given must not hand it to the client): the keys registered with
-    `outform.trace.register_secret` (the gateway's client and backend keys, the providers'
-    keys the registry resolved). Error bodies only: an answer's content is the model's."""
-    text = body.decode("utf-8", "replace")
-    scrubbed = redact.scrub_known(text)
-    return body if scrubbed == text else scrubbed.encode()
+        return Reply(self.status, self.body, self.content_type, list(self.headers))
 
 
 def bad_request(message: str, param: str | None = None, code: str | None = None) -> GatewayError:

@@ -39,6 +39,9 @@ class Timeouts:
 
 DEFAULT_TIMEOUTS = Timeouts()
 
+PROFILE_HEADER = "x-outform-profile"
+"""Names the `[profiles.NAME]` of outform.toml whose parse settings enforcement uses."""
+
 
 @dataclass(frozen=True)
 class GatewaySettings:
@@ -79,6 +82,10 @@ class GatewaySettings:
     enforce_time_limit: float = 5.0
     """Seconds the pipeline may spend on one reply (its `time_limit`); a worker still busy
     at twice this is stopped and replaced."""
+    background_max_running: int = 64
+    """`background: true` responses run at once per process; more wait (`queued`)."""
+    background_max_queued: int = 1024
+    """Background responses waiting per process, at most; beyond, a 429."""
     host: str = "127.0.0.1"
     port: int = 8080
     shutdown_timeout: float = 30.0

@@ -39,7 +39,6 @@ from outform.gateway.output import (
     response_usage,
     status_of,
 )
-from outform.trace import redact
 
 logger = logging.getLogger("outform.gateway")
 
@@ -71,13 +70,13 @@ def chat_error(exc: Exception) -> dict[str, Any]:
 
 
 def failure_message(exc: Exception) -> str:
-    """What a `response.failed` says about the exception that ended its stream (never a
-    key outform knows: see `replies.without_secrets`)."""
+    """What a `response.failed` says about the exception that ended its stream (the stream
+    and the stored row pass the gateway's scrubber: `gateway.scrub`)."""
     if isinstance(exc, StreamFailure):
-        return redact.scrub_known(str(exc))
+        return str(exc)
     message = getattr(exc, "message", None)  # a GatewayError raised while streaming
     if isinstance(message, str):
-        return redact.scrub_known(message)
+        return message
     logger.error("a stream failed: %s", exc, exc_info=exc)
     return "Internal error in the gateway while streaming (see its log)."
 

@@ -2,11 +2,12 @@
 `provider.call` per exchange with the backend, and in enforcement mode the same validation
 and re-ask events as generate() (docs/observability.md).
 
-Labels come from the request's headers, over the `[trace]` defaults:
+Labels come from the request's headers, over those of its profile and `[defaults]`:
 
     x-outform-step: extract-invoice
     x-outform-agent: billing
     x-outform-tags: prod, eu            (comma-separated)
+    x-outform-profile: invoice_extract  (the step, when x-outform-step does not say)
 
 A run's `mode` is `enforce` (outform's pipeline checks the reply, `mode_reason` says who asked
 for it) or `passthrough` (the backend's answer goes back as it is: `valid` then means that it
@@ -59,21 +60,27 @@ def begin(
     provider: str | None,
     streaming: bool,
     enforced: str | None,
+    profile: str | None = None,
+    start: bool = True,
 ) -> RunTrace:
     """The run of one request to `model` (the backend's name for it). `enforced`: why the
-    reply is checked (None: passed through)."""
+    reply is checked (None: passed through); `profile`: the `x-outform-profile` the request
+    named (its name is the step, unless `x-outform-step` says otherwise); `start`: emit
+    `run.start` now."""
     name, sep, rest = model.partition(":")
     if provider is not None and sep:  # a native backend serves `provider:model` names too
         provider, model = name, rest
     return RunTrace.begin(
         source="gateway",
         labels=labels,
+        profile=profile,
         provider=provider,
         model=model,
         mode="enforce" if enforced else "passthrough",
         mode_reason=enforced or "no response format to enforce, or enforcement off",
         streaming=streaming,
         strict=False,
+        start=start,
     )
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
+from outform.parse.allowlist import Allowlist, conversion, permits
 from outform.parse.choices import Choices
 from outform.parse.context import Deadline
 from outform.parse.decode import MAX_REPAIR_CHARS, Decoded, decode
@@ -49,6 +50,8 @@ class Coercion:
     value: Any
     changes: list[Change] = field(default_factory=list)
     branches: list[tuple[str, int]] = field(default_factory=list)
+    blocked: list[tuple[str, str]] = field(default_factory=list)
+    """(path, conversion) the allowlist refused."""
 
     def absorb(self, other: Coercion, branch: int | None = None) -> None:
         """Take `other`'s changes; `branch`: the union branch they were made under (a change
@@ -61,6 +64,7 @@ class Coercion:
                 for c in other.changes
             ]
         self.branches.extend(other.branches)
+        self.blocked.extend(other.blocked)
 
 
 class _At:
@@ -119,6 +123,8 @@ class Coercer:
         max_depth: int,
         tolerance: int = 0,
         max_repair_chars: int = MAX_REPAIR_CHARS,
+        anyof_strategy: str = "first-pass",
+        allowlist: Allowlist | None = None,
     ) -> None:
         self.compiled = compiled
         self.lenient = lenient
@@ -128,6 +134,11 @@ class Coercer:
         self.max_repair_chars = max_repair_chars
         self.plans: dict[str, _Node] = {}
         """The plan of each schema location the walks visited (derived from the schema only)."""
+        self.best = anyof_strategy == "best"
+        """Union branches: the one needing the fewest changes (ties to the first), rather
+        than the first that fits."""
+        self.allowlist = allowlist
+        """The type conversions allowed, per target type (None: all)."""
 
     def coerce(self, value: Any, deadline: Deadline | None = None) -> Coercion:
         """Coerce `value`; the work is bounded by the deadline (an InputError naming
@@ -206,6 +217,8 @@ class _Node:
 
 class _Walk:
     __slots__ = (
+        "allowlist",
+        "best",
         "compiled",
         "deadline",
         "lenient",
@@ -223,6 +236,8 @@ class _Walk:
         self.max_repair_chars = coercer.max_repair_chars
         self.plans = coercer.plans
         self.deadline = deadline
+        self.best = coercer.best
+        self.allowlist = coercer.allowlist
 
     def valid(self, loc: str, value: Any) -> bool:
         """Whether `value` fits the schema at `loc` (a resolved location)."""
@@ -263,15 +278,23 @@ class _Walk:
 
     def union(self, value: Any, at: _At, keyword: str, count: int, out: Coercion) -> Any:
         for lossy in (False, True) if at.lossy else (False,):
+            chosen: tuple[int, Coercion, Any] | None = None
             for index in range(count):
                 trial = Coercion(value)
                 branch = at.schema(f"{at.loc}/{keyword}/{index}", lossy=lossy)
                 candidate = self.node(value, branch, trial)
                 # The whole node must validate: for oneOf that also means no other branch does.
-                if self.valid(at.loc, candidate):
-                    out.absorb(trial, index)
-                    out.branches.append((at.path, index))
-                    return candidate
+                if not self.valid(at.loc, candidate):
+                    continue
+                if chosen is None or len(trial.changes) < len(chosen[1].changes):
+                    chosen = (index, trial, candidate)
+                if not self.best or not trial.changes:
+                    break
+            if chosen is not None:
+                index, trial, candidate = chosen
+                out.absorb(trial, index)
+                out.branches.append((at.path, index))
+                return candidate
         return value
 
     def attempt(self, value: Any, at: _At, out: Coercion) -> Any:
@@ -296,9 +319,15 @@ class _Walk:
                 return matched
         kind = json_type(value)
         if allowed is not None and not _fits(kind, allowed):
-            converted, transform, lost = self.convert(value, kind, allowed, at, out)
+            inner = Coercion(value)  # kept only if the conversion itself is allowed
+            converted, transform, lost = self.convert(value, kind, allowed, at, inner)
             if converted is _NO:
                 return value
+            target, name = conversion(value, converted, allowed)
+            if not permits(self.allowlist, target, name):
+                out.blocked.append((at.path, name))
+                return value
+            out.absorb(inner)
             _record(out, at.path, transform, value, converted, expected=_types(allowed), lost=lost)
             value = converted
             kind = json_type(value)

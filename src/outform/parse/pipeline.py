@@ -34,8 +34,8 @@ from outform.format import (
     ResponseFormat,
     TextFormat,
 )
+from outform.parse import allowlist, extract, loss, unescape, values
 from outform.parse import decode as decoding
-from outform.parse import extract, loss, unescape, values
 from outform.parse.coerce import Coercer
 from outform.parse.context import Deadline, Options, Run
 from outform.parse.defaults import Defaults
@@ -166,6 +166,8 @@ class Pipeline(Generic[T]):
             max_depth=self.options.max_depth,
             tolerance=self.options.tolerance,
             max_repair_chars=self.options.max_repair_chars,
+            anyof_strategy=self.options.anyof_strategy,
+            allowlist=self.options.coercions,
         )
         accepted = accepted_types(self.compiled)
         self._wanted = frozenset(
@@ -184,6 +186,12 @@ class Pipeline(Generic[T]):
         defaults = Defaults(self.compiled, self.options.max_depth)
         wanted = self.options.fill_defaults and self.adapter is None
         self._defaults = defaults if wanted and defaults.any else None
+        # A reply valid as sent that leaves no default to fill, checked in one call.
+        self._fast_complete = (
+            _with_presence(bounded if bounded is not None else self.compiled.root, defaults)
+            if self._defaults is not None
+            else None
+        )
         # Several JSON values in one reply are gathered into an array when the schema wants an
         # array at the root (or says nothing); an object schema picks one of them instead.
         self._collect = ("array" in accepted and "object" not in accepted) or (
@@ -191,18 +199,25 @@ class Pipeline(Generic[T]):
         )
         # Whether the reply text itself may be the value: first when the schema only takes
         # scalars, last when it names string among other types, never when unconstrained.
-        self._text_root: Literal["first", "last", "never"] = (
+        # When it wants a list of scalars, a reply holding no JSON at all is its one item
+        # ("words": the words, read as a scalar, wrapped in a list).
+        self._text_root: Literal["first", "last", "words", "never"] = (
             "never"
             if accepted == ALL_TYPES
             else "first"
             if not accepted & {"object", "array"}
             else "last"
             if "string" in accepted
+            else "words"
+            if _lists_scalars(self.compiled, accepted)
             else "never"
         )
         self._at = {
             point: [p for p in self.processors if p.at == point] for point in PROCESSOR_POINTS
         }
+        self._try_fast = not self.options.shadow and not self.processors
+        self._level = self.options.level
+        self._max_chars = self.options.max_chars
 
     @property
     def schema_hash(self) -> str:
@@ -229,7 +244,7 @@ class Pipeline(Generic[T]):
                 return ParseResult(
                     value=cast(T, text), text=text, level=self.options.level, _data=text
                 )
-            if not self.options.shadow and not self.processors:
+            if self._try_fast:
                 fast = self._fast_verbatim(text) if self._verbatim else self._fast(text)
                 if fast is not None:
                     if record and (tally := _trace.tally) is not None:
@@ -291,6 +306,12 @@ class Pipeline(Generic[T]):
             data = orjson.loads(text)
         except orjson.JSONDecodeError:
             return None
+        complete = self._fast_complete
+        if complete is not None and complete.is_valid(data):
+            # Positional: this call is a tenth of the fast path's own cost for a small reply.
+            return ParseResult(
+                data, text, (), (), self.compiled.hash, self._level, False, None, None, None, data
+            )
         if not self._fast_validator.is_valid(data):
             return None
         changes: list[Change] = []
@@ -408,7 +429,9 @@ class Pipeline(Generic[T]):
         order += [(tier, c) for tier in tiers for c in pieces]
         # Prose read by a tolerant decoder is a last resort: the pieces above were found first.
         order += [(tier, whole) for tier in tiers if tier and whole not in leading]
-        if self._text_root == "last":
+        if self._text_root == "last" or (
+            self._text_root == "words" and len(candidates) == 1 and whole.root == "other"
+        ):
             order.append((-1, as_text))
         if extraction.unmatched > _MAX_UNMATCHED_FOR_REPAIR:
             # json-repair's cost grows with the square of such breakage: past this bound the
@@ -558,10 +581,12 @@ class Pipeline(Generic[T]):
                 value = unwrapped
         value = self._process_value("after_decode", value, run)
         deadline.enter("coerce")
+        blocked: list[tuple[str, str]] = []
         if "coerce" in options.stages and not self.compiled.is_valid(value):
             run.emit("output.coercion.attempt", "semantic")
             coercion = self._coercer.coerce(value, deadline)
             value = coercion.value
+            blocked = coercion.blocked
             run.changes.extend(coercion.changes)
             for path, branch in coercion.branches:
                 run.emit("output.coercion.success", "semantic", branch_index=branch, path=path)
@@ -569,7 +594,7 @@ class Pipeline(Generic[T]):
         deadline.enter("validate")
         if self._defaults is not None and self.compiled.is_valid(value):
             value = self._fill_defaults(self._defaults, value, run.changes, deadline)
-        found = violations(self.compiled, value, deadline)
+        found = allowlist.explain(violations(self.compiled, value, deadline), blocked)
         typed = None
         if not found and self.adapter is not None:
             try:
@@ -589,7 +614,11 @@ class Pipeline(Generic[T]):
         last = len(candidate.transforms) - 1
         for index, transform in enumerate(candidate.transforms):
             # What a region read alone leaves out is lost by its extraction, the last step.
-            run.change("", "extract", transform, None, after, lost=lost if index == last else 0)
+            final = index == last
+            detail = candidate.detail if final else ""
+            run.change(
+                "", "extract", transform, None, after, detail=detail, lost=lost if final else 0
+            )
         run.emit("output.coercion.success", "extract", transforms=candidate.transforms)
 
     # -- processors -----------------------------------------------------------------------
@@ -705,6 +734,8 @@ class Pipeline(Generic[T]):
     # -- guards ---------------------------------------------------------------------------
 
     def _guard(self, reply: str | bytes) -> str:
+        if type(reply) is str and len(reply) <= self._max_chars and "\x00" not in reply:
+            return reply  # the common case, checked first
         if isinstance(reply, bytes | bytearray | memoryview):
             try:
                 reply = bytes(reply).decode("utf-8")
@@ -769,6 +800,29 @@ class _Regions:
             self._dirty = False
         index = bisect.bisect_left(self._starts, candidate.start)
         return index < len(self._starts) and self._starts[index] < candidate.start + candidate.size
+
+
+def _with_presence(schema: Any, defaults: Defaults) -> Any:
+    """A validator of `schema` that also requires every property that has a default (None when
+    that cannot be written as one schema). `$defs` stay at the root, where `$ref`s find them."""
+    presence = defaults.presence()
+    if presence is None or not isinstance(schema, dict):
+        return None
+    both = schema.get("allOf", [])
+    if not isinstance(both, list):
+        return None
+    return compile_schema({**schema, "allOf": [*both, presence]}).validator
+
+
+def _lists_scalars(compiled: CompiledSchema, accepted: frozenset[str]) -> bool:
+    """Whether the root wants a list (and no object) whose items are scalars only."""
+    if "array" not in accepted or "object" in accepted:
+        return False
+    location, root = compiled.resolve("")
+    if not isinstance(root, dict) or not isinstance(root.get("items"), dict | bool):
+        return False
+    items = accepted_types(compiled, f"{location}/items")
+    return bool(items) and not items & {"object", "array"}
 
 
 def _refuse_surrogates(text: str) -> None:

@@ -41,6 +41,7 @@ EventName = Literal[
     "output.reask.success",
     "output.reask.fail",
     "stream.abort",
+    "output.fallback.text",
     "precheck.pass",
     "precheck.fail",
     "precheck.skipped",
@@ -48,10 +49,13 @@ EventName = Literal[
 ]
 EVENT_NAMES: tuple[EventName, ...] = get_args(EventName)
 
-EventStage = Literal["extract", "syntactic", "tolerant", "semantic", "custom", "validate"]
+EventStage = Literal[
+    "extract", "syntactic", "tolerant", "semantic", "custom", "validate", "fallback", "precheck"
+]
 """Where an intervention happened: finding the JSON (extract), undoing double encoding
 (syntactic), decoding malformed JSON (tolerant), schema-aware coercion (semantic), a user
-processor (custom), and the final validation (validate)."""
+processor (custom), and the final validation (validate); a reply kept as text because it
+ignored the format (fallback), and the check of a plan before a generation (precheck)."""
 EVENT_STAGES: tuple[EventStage, ...] = get_args(EventStage)
 
 RunOutcomeName = Literal["valid", "invalid", "refused", "tool_calls", "error"]
@@ -79,11 +83,12 @@ def bounded(text: str, limit: int = PREVIEW_CHARS) -> str:
 class RunInfo:
     """The call an event belongs to: the same object for every event of one run.
 
-    `step`, `agent` and `tags` are the caller's labels (per call, from a `[trace.profiles]`
-    entry, or from `outform.trace.labels(...)`). `mode` is the plan's mode (`native_schema`,
-    `forced_tool`, `json_object`, `instructions` or `text`) and `mode_reason` why it was
-    chosen. `trace_parent` is the W3C traceparent of the caller's span when the call started,
-    so that exported spans nest under it."""
+    `step`, `agent` and `tags` are the caller's labels (per call, from
+    `outform.trace.labels(...)`, or from the call's profile: its name is the step). `mode`
+    is the plan's mode (`native_schema`, `forced_tool`, `json_object`, `instructions`,
+    `unconstrained` or `text`) and `mode_reason` why it was chosen. `trace_parent` is the
+    W3C traceparent of the caller's span when the call started, so that exported spans nest
+    under it."""
 
     run_id: str
     source: Source = "library"
@@ -292,12 +297,17 @@ class StreamAbort(Detail):
 
 @dataclass(frozen=True, slots=True)
 class Precheck(Detail):
-    """`precheck.pass|fail|skipped`: a check run on a reply before it is used (`check` names
-    it, `detail` says what it found or why it was skipped)."""
+    """`precheck.pass|fail|skipped`: the reasoning precheck before a generation (`check`
+    names the check: checklist, plan, consensus; `detail` says what it found or why it was
+    skipped)."""
 
     KINDS: ClassVar[tuple[str, ...]] = ("precheck.pass", "precheck.fail", "precheck.skipped")
     check: str
     detail: str = ""
+    score: float | None = None
+    """The plan's score (or the agreement of the plan samples)."""
+    tokens: int = 0
+    """The tokens the check spent (plan samples and the validator's call)."""
 
 
 @dataclass(frozen=True, slots=True)

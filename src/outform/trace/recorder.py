@@ -212,8 +212,7 @@ class Recorder:
         tallies = self._tallies
         counted = Counter(starmap(tallies.popleft, repeat((), len(tallies))))
         for block, count in counted.items():
-            given = block.labels if block is not None else Labels()
-            batch.tallies[_resolved(given)] += count
+            batch.tallies[_resolved(block)] += count
         if self._dropped:
             with self._drop_lock:
                 batch.dropped, self._dropped = self._dropped, 0
@@ -246,9 +245,11 @@ def _clean(event: Event) -> Event:
     return Event.from_dict(redact.scrub(event.to_dict()))
 
 
-def _resolved(given: Labels) -> Labels:
+def _resolved(block: caller.Block | None) -> Labels:
+    """The labels of the fast-path counts taken under `block` (its profile's included)."""
+    given, profile = (block.labels, block.profile) if block is not None else (Labels(), None)
     try:
-        return caller.resolve(given)
+        return caller.resolve(given, profile)
     except Exception:  # an unknown profile must not stop the writer; keep what was given
-        log.warning("outform trace: labels %r could not be resolved; kept as given", given)
+        log.warning("outform trace: the labels of profile %r are unknown; kept as given", profile)
         return given

@@ -38,13 +38,11 @@ _SHAPES = (
 _lock = threading.Lock()
 _secrets: set[str] = set()
 _pattern: re.Pattern[str] = re.compile("|".join(_SHAPES))
-_known: re.Pattern[str] | None = None
-"""The registered secrets alone (None until one is)."""
 
 
 def register_secret(value: str | None) -> None:
     """Never let `value` reach a sink (an API key, a password, a DSN)."""
-    global _pattern, _known  # noqa: PLW0603 - rebuilt under the lock, read without it
+    global _pattern  # noqa: PLW0603 - rebuilt under the lock, read without it
     if not value or len(value) < _MIN_SECRET:
         return
     with _lock:
@@ -53,7 +51,6 @@ def register_secret(value: str | None) -> None:
         _secrets.add(value)
         known = sorted(_secrets, key=len, reverse=True)  # the longest first: no partial hit
         _pattern = re.compile("|".join([*map(re.escape, known), *_SHAPES]))
-        _known = re.compile("|".join(map(re.escape, known)))
 
 
 def register_environment(env: Mapping[str, str] = os.environ) -> None:
@@ -69,13 +66,6 @@ def contains_secret(text: str) -> bool:
 
 def scrub_text(text: str) -> str:
     return _pattern.sub(REDACTED, text)
-
-
-def scrub_known(text: str) -> str:
-    """`text` with the registered secrets replaced (not the shapes: for text that may name
-    a key's kind without holding one, such as an error message)."""
-    known = _known
-    return text if known is None else known.sub(REDACTED, text)
 
 
 def scrub(value: Any) -> Any:

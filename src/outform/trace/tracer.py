@@ -103,6 +103,7 @@ class RunTrace:
         *,
         source: Source = "library",
         labels: Labels | Mapping[str, Any] | None = None,
+        profile: str | caller.Active | None = caller.ACTIVE,
         provider: str | None = None,
         model: str | None = None,
         mode: str | None = None,
@@ -115,21 +116,23 @@ class RunTrace:
         start: bool = True,
     ) -> RunTrace:
         """A new run, its labels resolved (`labels`: the call's own, over the current
-        `labels(...)` block, over its profile and the `[trace]` defaults; an unknown profile
-        is a ConfigError, raised here, before any request, unless `strict` is off: then the
-        labels are kept as given). `recorder`: True for the process's recorder (None when
-        recording is off), or the one to use; `observers` None: sinks only. `start`: emit
-        `run.start` now (else `start()` does, when the run really begins)."""
+        `labels(...)` block, over those of `profile` (None: no profile; by default the one
+        active now) and `[defaults]`; an unknown profile is a ConfigError, raised here, before
+        any request, unless `strict` is off: then the labels are kept as given, the profile's
+        name as the step). `recorder`: True for the process's recorder (None when recording is
+        off), or the one to use; `observers` None: sinks only. `start`: emit `run.start` now
+        (else `start()` does, when the run really begins)."""
         chosen = runtime.active() if recorder is True else recorder or None
         observed = observers is not None and bool(observers or global_observers())
         if not strict and chosen is None and not observed:  # nobody listens: nothing to do
             return cls(_UNHEARD, observers=None)
         try:
-            resolved = caller.resolve(labels)
+            resolved = caller.resolve(labels, profile)
         except ConfigError:
             if strict:
                 raise
-            resolved = Labels.of(labels).over(caller.current())
+            named = caller.active_profile() if isinstance(profile, caller.Active) else profile
+            resolved = Labels.of(labels).over(caller.current()).over(Labels(step=named))
         parent = None
         if chosen is not None and chosen.trace_parent:
             from outform.trace.otel import current_parent
