@@ -242,19 +242,9 @@ class _Loop:
             error=error,
         )
 
-    @contextlib.contextmanager
-    def recording(self) -> Iterator[None]:
+    def recording(self) -> contextlib.AbstractContextManager[None]:
         """Around a driver: an exception that did not end the run ends it as an error."""
-        try:
-            yield
-        except BaseException as error:
-            if not self.ended:
-                self._end("error", error=error)
-            raise
-
-    @property
-    def ended(self) -> bool:
-        return self.trace.ended
+        return self.trace.recording(lambda: self.usage)
 
     def start(self) -> None:
         """The run begins: `run.start`, and how the format is enforced."""
@@ -461,10 +451,8 @@ class _Loop:
         checked, self.checked = self.checked, None
         return checked
 
-    def _end(
-        self, outcome: RunOutcomeName, *, changes: int = 0, value: Any = None, **extra: Any
-    ) -> None:
-        self.trace.end(outcome, changes=changes, tokens=self.usage, value=value, **extra)
+    def _end(self, outcome: RunOutcomeName, *, changes: int = 0, value: Any = None) -> None:
+        self.trace.end(outcome, changes=changes, tokens=self.usage, value=value)
 
 
 def _reason(hint: RetryHint | None, aborted_at: int | None) -> str:

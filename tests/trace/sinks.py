@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
 import outform
 from outform.trace import Batch, Event, runtime
+
+if TYPE_CHECKING:  # the otel extra: imported by the tests that use it
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 
 class ListSink:
@@ -37,11 +42,28 @@ class ListSink:
         return self.events
 
 
+def restore_recording(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The process's recording as it is now, back when the test ends (it starts its own)."""
+    for name in ("_recorder", "_decided", "tally"):
+        monkeypatch.setattr(runtime, name, getattr(runtime, name))
+
+
+def memory_spans() -> tuple[TracerProvider, InMemorySpanExporter]:
+    """An OpenTelemetry tracer provider and the in-memory exporter of its finished spans."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider, exporter
+
+
 @pytest.fixture
 def recorded(monkeypatch: pytest.MonkeyPatch) -> Iterator[ListSink]:
     """The process's recorder, writing to a ListSink; recording is as it was afterwards."""
-    for name in ("_recorder", "_decided", "tally"):
-        monkeypatch.setattr(runtime, name, getattr(runtime, name))  # restored at the end
+    restore_recording(monkeypatch)
     sink = ListSink()
     outform.trace.start(sinks=[sink])
     try:

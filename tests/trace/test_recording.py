@@ -23,7 +23,7 @@ from outform.trace.events import FormatChoice, Precheck, ProviderCall, Reask, Ru
 from outform.transport import AsyncTransport, RetryPolicy, Transport
 from tests.providers import openai_wire
 from tests.providers.fake import FakeServer
-from tests.trace.sinks import ListSink
+from tests.trace.sinks import ListSink, memory_spans, restore_recording
 
 MODEL = "openai:gpt-4o-mini"
 
@@ -497,17 +497,10 @@ def test_with_recording_off_the_fast_path_finds_nothing_to_call(
 def test_a_run_nests_under_the_caller_s_span_in_opentelemetry(
     server: FakeServer, transport: Transport, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
     from outform.trace.otel import OtelSink
 
-    for name in ("_recorder", "_decided", "tally"):
-        monkeypatch.setattr(runtime, name, getattr(runtime, name))  # restored at the end
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    restore_recording(monkeypatch)
+    provider, exporter = memory_spans()
     outform.trace.start(sinks=[OtelSink(provider)])
     answer(server, GOOD)
     try:

@@ -16,16 +16,13 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import BaseModel
 
 import outform
 from outform.gateway.scrub import MASK
 from outform.gateway.settings import GatewaySettings
 from outform.gateway.stores import open_store
-from outform.trace import Event, labels, register_secret, runtime
+from outform.trace import Event, labels, register_secret
 from outform.trace.logging_sink import LoggingSink
 from outform.trace.otel import OtelSink
 from outform.trace.sqlite_store import SqliteTraceStore
@@ -34,6 +31,7 @@ from outform.transport import RetryPolicy, Transport
 from tests.gateway.harness import ChatFake, running
 from tests.providers import openai_wire
 from tests.providers.fake import FakeServer
+from tests.trace.sinks import memory_spans, restore_recording
 
 KEY = "fk-" + uuid.uuid4().hex  # the provider key of the library's calls
 BACKEND_KEY = "bk-" + uuid.uuid4().hex  # the key the gateway sends its backend
@@ -145,11 +143,8 @@ def test_no_sink_and_no_gateway_answer_holds_a_secret(
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    for name in ("_recorder", "_decided", "tally"):
-        monkeypatch.setattr(runtime, name, getattr(runtime, name))  # restored at the end
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    restore_recording(monkeypatch)
+    provider, exporter = memory_spans()
     trace_file = tmp_path / "trace.sqlite"
     register_secret(PASSWORD)
     seen: list[Event] = []

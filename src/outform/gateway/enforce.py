@@ -133,7 +133,7 @@ async def enforce(
     `profile_named`) names the parse settings to use; a level it sets explicitly wins over the
     deployment's."""
     run = run or RunTrace(RunInfo("unrecorded"), observers=None)
-    with tracing.recording(run):  # an error that ends the request ends its run
+    with run.recording():  # an error that ends the request ends its run
         return await _enforce(
             backend, chat, fmt, retries=retries, checker=checker, run=run, profile=profile
         )

@@ -310,7 +310,7 @@ class Gateway:
             return StreamReply(200, _relay(backend_stream, call), backend_stream.content_type)
         called = time.perf_counter()
         # a 200 that is not a Chat Completions answer is a 502, not a success
-        with tracing.recording(run):
+        with run.recording():
             reply, completion = await tracing.complete(self.backend, body, run)
         run.end("valid", tokens=tracing.usage_of(completion.get("usage")))
         headers = [_overhead(started, time.perf_counter() - called)]
@@ -421,7 +421,7 @@ async def _relay(backend_stream: ChatStream, call: StreamCall) -> AsyncIterator[
 
 async def _answered(backend: Backend, chat: Mapping[str, Any], run: RunTrace) -> dict[str, Any]:
     """A whole answer for the run, which ends with it."""
-    with tracing.recording(run):
+    with run.recording():
         _, completion = await tracing.complete(backend, chat, run)
     run.end("valid", tokens=tracing.usage_of(completion.get("usage")))
     result: dict[str, Any] = completion

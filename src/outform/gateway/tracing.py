@@ -17,9 +17,8 @@ was answered). Nothing here reads a body's content into an event: usage, status,
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from outform.gateway.backend import Backend, BackendReply, Body
@@ -102,18 +101,6 @@ async def complete(backend: Backend, body: Body, run: RunTrace) -> tuple[Backend
         finish_reason=choice.get("finish_reason"),
     )
     return reply, completion
-
-
-@contextlib.contextmanager
-def recording(run: RunTrace) -> Iterator[None]:
-    """Around a request's handling: an exception that did not end its run ends it as an
-    error."""
-    try:
-        yield
-    except BaseException as error:
-        if not run.ended:
-            run.end("error", error=error)
-        raise
 
 
 class StreamCall:

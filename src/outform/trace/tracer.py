@@ -14,9 +14,10 @@ per-stage summaries `output.coercion.*`, which say again, less precisely, what t
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -278,6 +279,17 @@ class RunTrace:
             sources,
         )
         self.emit("run.end", data=data)
+
+    @contextlib.contextmanager
+    def recording(self, tokens: Callable[[], Usage] | None = None) -> Iterator[None]:
+        """Around the work of a run (a driver, a gateway request): an exception that did not
+        end the run ends it as an error, with the tokens `tokens()` says were spent."""
+        try:
+            yield
+        except BaseException as error:
+            if not self.ended:
+                self.end("error", error=error, tokens=tokens() if tokens is not None else None)
+            raise
 
 
 def record_parse(
