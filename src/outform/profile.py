@@ -89,7 +89,7 @@ class Step:
     def retries(self) -> int:
         return 0 if not self.enabled else int(self.values["retries"])
 
-    @property
+    @functools.cached_property
     def labels(self) -> Labels:
         """The trace labels of the step: `step` is the profile's name (or `[defaults]`'s
         `step`), `agent` the most specific, `tags` those of `[defaults]` and the profile."""

@@ -18,6 +18,7 @@ from outform.trace import Batch, Event
 from outform.trace.events import ProviderCall, Reask, RunEnd
 from outform.trace.sqlite_store import SqliteTraceStore
 from tests.gateway.conftest import Harness, MakeGateway
+from tests.gateway.test_background import poll
 from tests.providers.openai_wire import chat_completion, chat_usage, text_stream
 from tests.trace.runs import RunSpec, run_events
 from tests.trace.sinks import ListSink
@@ -107,6 +108,19 @@ def test_a_streamed_request_records_its_first_content_and_usage(
     assert call.ttft_ms is not None and call.ttft_ms <= call.latency_ms
     assert (call.tokens.input_tokens, call.tokens.output_tokens) == (9, 2)
     assert events[0].run is not None and events[0].run.streaming
+
+
+def test_a_background_response_is_a_run_of_its_job(gw: Harness, recorded: ListSink) -> None:
+    gw.backend.json(chat_completion(content="Hello", usage=chat_usage(7, 2)))
+    queued = gw.client.responses.create(
+        model="m", input="Hi", background=True, extra_headers=LABELS
+    )
+    assert poll(gw.client, queued.id).status == "completed"
+    events = recorded.flushed()
+    assert [e.name for e in events] == ["run.start", "provider.call", "run.end"]
+    assert events[0].run is not None and events[0].run.step == "triage"
+    end = events[-1].data
+    assert isinstance(end, RunEnd) and (end.outcome, end.tokens.input_tokens) == ("valid", 7)
 
 
 def test_a_backend_error_is_a_failed_call_and_a_failed_run(gw: Harness, recorded: ListSink) -> None:

@@ -132,8 +132,7 @@ class Gateway:
         if in_background:
             assert keeper is not None  # background.requested() refuses store: false
             produce = _producer(self, chat, fmt, named, run)
-            queued = await self.worker.submit(keeper, shell, produce)
-            return Reply(200, orjson.dumps(queued))
+            return Reply(200, orjson.dumps(await self.worker.submit(keeper, shell, produce)))
         headers: Headers = []
         waited = 0.0
         if fmt is not None:
