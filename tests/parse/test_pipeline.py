@@ -595,6 +595,27 @@ def test_a_change_serialises_every_field() -> None:
         "detail": "plain",
         "lossy": False,
         "lost": 0,
+        "expected": "integer",
+        "actual": "string",
+        "branch_index": None,
+    }
+
+
+def test_a_change_says_the_types_and_the_union_branch_it_was_made_under() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "v": {"anyOf": [{"type": "boolean"}, {"type": "integer"}]},
+            "w": {"type": "integer"},
+        },
+        "additionalProperties": False,
+    }
+    result = outform.parse('{"v": "7", "w": "8", "x": [1]}', schema, level="full")
+    found = {c.path: (c.transform, c.expected, c.actual, c.branch_index) for c in result.changes}
+    assert found == {
+        "/v": ("string_to_integer", "integer", "string", 1),
+        "/w": ("string_to_integer", "integer", "string", None),
+        "/x": ("drop_unexpected_key", "absent", "array", None),
     }
 
 

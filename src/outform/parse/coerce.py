@@ -13,7 +13,7 @@ index is recorded.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from outform.parse.allowlist import Allowlist, conversion, permits
@@ -37,6 +37,7 @@ from outform.schema.types import choices as enum_choices
 from outform.schema.types import json_type, own_types
 
 _NO: Final = object()
+_BEFORE: Final[Any] = "(the type of before)"
 _SEARCH_LIMIT = 10_000
 """Longest string searched for an enum member mentioned in a sentence (a longer text is no
 sentence naming one choice)."""
@@ -52,8 +53,16 @@ class Coercion:
     blocked: list[tuple[str, str]] = field(default_factory=list)
     """(path, conversion) the allowlist refused."""
 
-    def absorb(self, other: Coercion) -> None:
-        self.changes.extend(other.changes)
+    def absorb(self, other: Coercion, branch: int | None = None) -> None:
+        """Take `other`'s changes; `branch`: the union branch they were made under (a change
+        already made under an inner union keeps that one)."""
+        if branch is None:
+            self.changes.extend(other.changes)
+        else:
+            self.changes += [
+                c if c.branch_index is not None else replace(c, branch_index=branch)
+                for c in other.changes
+            ]
         self.branches.extend(other.branches)
         self.blocked.extend(other.blocked)
 
@@ -283,7 +292,7 @@ class _Walk:
                     break
             if chosen is not None:
                 index, trial, candidate = chosen
-                out.absorb(trial)
+                out.absorb(trial, index)
                 out.branches.append((at.path, index))
                 return candidate
         return value
@@ -304,7 +313,9 @@ class _Walk:
         if choices is not None:
             matched = self.match_choice(value, choices, at.lossy)
             if matched is not _NO:
-                _record(out, at.path, "match_enum", value, matched)
+                _record(
+                    out, at.path, "match_enum", value, matched, expected=_types(allowed, matched)
+                )
                 return matched
         kind = json_type(value)
         if allowed is not None and not _fits(kind, allowed):
@@ -317,7 +328,7 @@ class _Walk:
                 out.blocked.append((at.path, name))
                 return value
             out.absorb(inner)
-            _record(out, at.path, transform, value, converted, lost=lost)
+            _record(out, at.path, transform, value, converted, expected=_types(allowed), lost=lost)
             value = converted
             kind = json_type(value)
             if choices is not None and value not in choices:
@@ -326,13 +337,20 @@ class _Walk:
                 search = at.lossy and transform != "json_to_string"
                 matched = self.match_choice(value, choices, search)
                 if matched is not _NO:
-                    _record(out, at.path, "match_enum", value, matched)
+                    _record(
+                        out,
+                        at.path,
+                        "match_enum",
+                        value,
+                        matched,
+                        expected=_types(allowed, matched),
+                    )
                     return matched
         if kind == "object":
             if plan.one_field is not None and _names_no_field(value, plan.one_field):
                 wrapped = self.wrap_in_object(value, at, out)
                 if wrapped is not _NO:
-                    _record(out, at.path, "wrap_in_object", value, wrapped)
+                    _record(out, at.path, "wrap_in_object", value, wrapped, expected="object")
                     return wrapped
             return self.object(value, at, plan, out)
         if kind == "array":
@@ -357,7 +375,15 @@ class _Walk:
                     dropped = result.pop(key)
                     lost = nonblank(f'"{key}":') + nonblank(encode(dropped))
                     path = pointer.join(at.path, key)
-                    _record(out, path, "drop_unexpected_key", dropped, None, lost=lost)
+                    _record(
+                        out,
+                        path,
+                        "drop_unexpected_key",
+                        dropped,
+                        None,
+                        expected="absent",
+                        lost=lost,
+                    )
                 continue
             result[key] = self.node(result[key], at.child(child_loc, key), out)
         if at.lossy:
@@ -383,7 +409,8 @@ class _Walk:
             names = wanted.get(normalize_key(key))
             if names and len(names) == 1 and names[0] not in result:
                 result[names[0]] = result.pop(key)
-                _record(out, pointer.join(at.path, names[0]), "rename_key", key, names[0])
+                where = pointer.join(at.path, names[0])
+                _record(out, where, "rename_key", key, names[0], expected=None, actual=None)
 
     def fill_missing(self, result: dict[str, Any], loc: str, at: _At, out: Coercion) -> None:
         """A required field the reply left out (its location `loc`), when the schema implies
@@ -407,7 +434,7 @@ class _Walk:
         else:
             return
         result[name] = fill
-        _record(out, at.path, transform, None, fill)
+        _record(out, at.path, transform, None, fill, expected=json_type(fill), actual="absent")
 
     def array(self, value: list[Any], at: _At, plan: _Node, out: Coercion) -> list[Any]:
         prefix, rest = plan.prefix, plan.rest
@@ -532,15 +559,41 @@ class _Walk:
 
 
 def _record(
-    out: Coercion, path: str, transform: str, before: Any, after: Any, *, lost: int = 0
+    out: Coercion,
+    path: str,
+    transform: str,
+    before: Any,
+    after: Any,
+    *,
+    expected: str | None,
+    actual: str | None = _BEFORE,
+    lost: int = 0,
 ) -> None:
-    """Record a change; a transform written `name(detail)` is split into the two fields."""
+    """Record a change; a transform written `name(detail)` is split into the two fields.
+    `expected`: the types the schema allows there; `actual`: the type the reply had (by
+    default, the type of `before`)."""
     name, _, detail = transform.partition("(")
+    had = json_type(before) if actual is _BEFORE else actual
     out.changes.append(
         Change(
-            path, "semantic", name, _snapshot(before), _snapshot(after), detail.rstrip(")"), lost
+            path,
+            "semantic",
+            name,
+            _snapshot(before),
+            _snapshot(after),
+            detail.rstrip(")"),
+            lost,
+            expected,
+            had,
         )
     )
+
+
+def _types(allowed: frozenset[str] | None, value: Any = _NO) -> str | None:
+    """The allowed types as one word (`integer|null`); without them, the type of `value`."""
+    if allowed:
+        return "|".join(sorted(allowed))
+    return None if value is _NO else json_type(value)
 
 
 def _own(schema: dict[str, Any]) -> tuple[frozenset[str] | None, Choices | None]:

@@ -2,9 +2,10 @@
 
 Stages, in order: extract → decode (strict, then tolerant tiers) → unescape → custom
 processors → coerce → validate. A reply that is already valid JSON matching the schema takes a
-fast path (one orjson call and one validator call) and records nothing. Everything else goes
-through the stages, and every change they make is recorded with its JSON path. (The fast path
-records one kind of change: defaults the schema declares for properties the reply left out.)
+fast path (one orjson call and one validator call) and records nothing (the trace store only
+counts it). Everything else goes through the stages, and every change they make is recorded
+with its JSON path. (The fast path records one kind of change: defaults the schema declares
+for properties the reply left out.)
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Generic, Literal, TypeVar, cast, overload
 
 import orjson
@@ -44,7 +46,9 @@ from outform.schema.compiled import CompiledSchema, compile_schema
 from outform.schema.derive import adapter_for
 from outform.schema.types import ALL_TYPES, accepted_types
 from outform.schema.types import choices as enum_choices
+from outform.trace import runtime as _trace
 from outform.trace.events import EventName, Observer, dispatch
+from outform.trace.tracer import record_parse
 
 T = TypeVar("T")
 
@@ -221,11 +225,19 @@ class Pipeline(Generic[T]):
 
     # -- entry point -----------------------------------------------------------------------
 
-    def run(self, reply: str | bytes) -> ParseResult[T]:
+    def run(
+        self, reply: str | bytes, *, record: bool = True, streaming: bool = False
+    ) -> ParseResult[T]:
         """Parse one reply. Raises OutputError (with a RetryHint) when it cannot be made valid,
         InputError when it cannot be parsed at all (binary, not Unicode, over the size, depth or
         time limit). No other exception leaves: a fault of outform's own is an InternalError
-        naming the stage."""
+        naming the stage.
+
+        `record`: give the events to the observers and record the reply as a run of its own
+        in the trace store (a reply valid as sent is only counted); off when the caller does
+        both itself (generate(), stream(), the gateway). Shadow-mode parses are not
+        recorded. `streaming`: the reply was streamed (a `StreamParser`'s): its run is
+        recorded as streamed, with its events even when valid as sent."""
         try:
             text = self._guard(reply)
             if self._text_mode:
@@ -235,12 +247,43 @@ class Pipeline(Generic[T]):
             if self._try_fast:
                 fast = self._fast_verbatim(text) if self._verbatim else self._fast(text)
                 if fast is not None:
+                    if record and (tally := _trace.tally) is not None:
+                        if fast.changes or streaming:  # defaults filled in, or a stream
+                            self._record(lambda: fast, streaming)
+                        else:
+                            tally()
                     return fast
-            return self._slow(text)
+            if not record:
+                return self._slow(text)
+            observed = partial(self._observed, partial(self._slow, text))
+            return observed() if self.options.shadow else self._record(observed, streaming)
         except OutformError:
             raise
         except Exception as exc:
             raise InternalError.wrap(exc, "parse") from exc
+
+    def _observed(self, parse: Callable[[], ParseResult[T]]) -> ParseResult[T]:
+        """`parse()`, its events (a failure's too) given to the observers."""
+        try:
+            result = parse()
+        except OutputError as error:
+            if error.result is not None:
+                dispatch(error.result.events, self.observers)
+            raise
+        dispatch(result.events, self.observers)
+        return result
+
+    def _record(
+        self, parse: Callable[[], ParseResult[T]], streaming: bool = False
+    ) -> ParseResult[T]:
+        """`parse()`, recorded as a run of its own when recording is on."""
+        recorder = _trace.active()
+        if recorder is None:
+            return parse()
+        result: ParseResult[T] = record_parse(
+            parse, recorder, schema_hash=self.compiled.hash, streaming=streaming
+        )
+        return result
 
     # -- fast path ------------------------------------------------------------------------
 
@@ -621,7 +664,6 @@ class Pipeline(Generic[T]):
             schema_hash=self.compiled.hash,
             level=self.options.level,
         )
-        dispatch(result.events, self.observers)
         return result
 
     def _fail(
@@ -646,7 +688,6 @@ class Pipeline(Generic[T]):
             level=self.options.level,
             hint=hint,
         )
-        dispatch(result.events, self.observers)
         if hint.is_syntax:
             what = "no JSON value could be read from the reply"
             fix = "level 'full' also repairs malformed JSON" if self.options.tolerance < 2 else None
@@ -688,7 +729,6 @@ class Pipeline(Generic[T]):
             would_be=would_be,
             would_be_hint=would_fail,
         )
-        dispatch(result.events, self.observers)
         return result
 
     # -- guards ---------------------------------------------------------------------------
