@@ -11,6 +11,7 @@ from benchmarks import (
     bench_gateway,
     bench_gateway_limits,
     bench_health,
+    bench_instructions,
     bench_parse,
     bench_stream,
 )
@@ -21,6 +22,7 @@ def main(argv: list[str]) -> int:
     bench_bounds.main(argv)
     bench_stream.main(argv)
     bench_dialects.main(argv)
+    bench_instructions.main(argv)
     bench_gateway.main(argv)
     bench_gateway_limits.main(argv)
     bench_health.main(argv)

@@ -289,6 +289,11 @@ def start_backend(port: int) -> subprocess.Popen[bytes]:
     return process
 
 
+STORE = "memory"
+"""The gateway's store: `memory`, or `sqlite` (a file in the run's temporary directory, every
+response committed before it is answered); `--store`."""
+
+
 def start_gateway(backend_port: int, port: int, workdir: str) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if k != "OUTFORM_CONFIG"}
     env["PYTHONPATH"] = str(ROOT / "src")
@@ -303,7 +308,7 @@ def start_gateway(backend_port: int, port: int, workdir: str) -> subprocess.Pope
             "--port",
             str(port),
             "--store",
-            "memory",
+            "memory" if STORE == "memory" else f"sqlite:{workdir}/responses.sqlite",
         ],
         cwd=workdir,  # no outform.toml up from here: the defaults
         env=env,
@@ -441,7 +446,7 @@ def markdown(results: Results) -> str:
 Command: `python -m benchmarks.bench_gateway --write` ({machine()}, {os.cpu_count()} CPUs).
 
 A fake Chat Completions backend that answers at once, the gateway (`outform serve --store
-memory`, access log on, one process) in front of it, and a raw asyncio client, all on this
+{STORE}`, access log on, one process) in front of it, and a raw asyncio client, all on this
 machine. Latency: {SEQUENTIAL:,} sequential requests on one keep-alive connection after
 {WARMUP} warm-up requests; *added* is the gateway's latency minus the direct call's. CPU: user
 + system time of the gateway process over those requests, per request. Throughput:
@@ -464,7 +469,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-litellm", action="store_true", help="leave LiteLLM's proxy out of this run"
     )
+    parser.add_argument("--store", choices=("memory", "sqlite"), default="memory")
     args = parser.parse_args(argv)
+    global STORE  # noqa: PLW0603 - the gateway's store for this run
+    STORE = args.store
     if args.fake_backend:
         fake_backend(args.fake_backend)
         return 0

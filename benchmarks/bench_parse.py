@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field
 
 import outform
 from benchmarks.report import machine, table, update_section
-from benchmarks.timing import fmt_seconds, per_call
+from benchmarks.timing import fmt_seconds, paired, per_call
 from outform import OutformError, Pipeline
 
 CASES = Path(__file__).resolve().parents[1] / "tests" / "parse" / "data"
@@ -103,25 +103,30 @@ def valid_rows() -> list[list[str]]:
         typed: Pipeline[Invoice] = Pipeline(Invoice)
         assert pipeline.run(text).ok and not pipeline.run(text).changes
 
-        base = per_call(partial(_floor, validator, text))
-        run = per_call(partial(pipeline.run, text))
-        bare = per_call(partial(bare_pipeline.run, text))
-        conv = per_call(partial(outform.parse, text, SCHEMA))
-        pyd = per_call(partial(Invoice.model_validate_json, text))
-        typ = per_call(partial(typed.run, text))
+        base, (run, bare, conv), (run_r, bare_r, conv_r) = paired(
+            partial(_floor, validator, text),
+            [
+                partial(pipeline.run, text),
+                partial(bare_pipeline.run, text),
+                partial(outform.parse, text, SCHEMA),
+            ],
+        )
+        pyd, (typ,), (typ_r,) = paired(
+            partial(Invoice.model_validate_json, text), [partial(typed.run, text)], rounds=11
+        )
         rows.append(
             [
                 f"{label} ({len(text):,} B)",
                 fmt_seconds(base),
                 fmt_seconds(run),
-                f"{run / base:.2f}×",
+                f"{run_r:.2f}×",
                 fmt_seconds(bare),
-                f"{bare / base:.2f}×",
+                f"{bare_r:.2f}×",
                 fmt_seconds(conv),
-                f"{conv / base:.2f}×",
+                f"{conv_r:.2f}×",
                 fmt_seconds(pyd),
                 fmt_seconds(typ),
-                f"{typ / pyd:.2f}×",
+                f"{typ_r:.2f}×",
             ]
         )
     return rows
@@ -174,12 +179,16 @@ def _all(fn: Callable[[str, Any], Any], cases: list[dict[str, Any]]) -> None:
         fn(case["input"], case["schema"])
 
 
-def malformed_rows() -> list[list[str]]:
-    cases = [
+def _cases() -> list[dict[str, Any]]:
+    return [
         orjson.loads(line)
         for line in (CASES / "schema_aligned_cases.jsonl").read_bytes().splitlines()
         if line.strip()
     ]
+
+
+def malformed_rows() -> list[list[str]]:
+    cases = _cases()
     rows = []
     parsers: list[tuple[str, Callable[[str, Any], Any]]] = [
         ("outform (level full)", _outform),
@@ -234,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         [
             "parser",
             "schema-aligned cases recovered",
-            "time for all 253",
+            f"time for all {len(_cases())}",
             "malformed invoice reply",
             "time per reply",
         ],
@@ -248,16 +257,20 @@ Command: `python -m benchmarks.bench_parse --write` ({machine()}).
 model with nested objects, a pattern, bounds, a literal and an optional field). The floor is
 `orjson.loads` plus a prebuilt jsonschema-rs validator; `Pipeline.run` is outform's fast path
 with a compiled pipeline, which also adds the schema's declared defaults for absent properties
-(a walk planned once per schema; `fill_defaults=False` turns it off); `outform.parse` adds the
-lookup of the cached pipeline. Typed results are compared with Pydantic parsing the same model
-(Pydantic fills the defaults there).
+(checked in the same validator call; `fill_defaults=False` turns it off); `outform.parse` adds
+the lookup of the cached pipeline (one dict lookup and one `==` of the schema dict with its
+copy, so that a dict changed since is never served a stale pipeline). Typed results are
+compared with Pydantic parsing the same model (Pydantic fills the defaults there). Times and
+ratios are medians of 21 rounds, each measuring every side back to back (the machine is
+shared: the ratios are what to read).
 
 {valid}
 
-**Malformed replies.** The 253 schema-aligned cases (`tests/parse/data/`, expected values from
-BAML's parser) and one realistic 9 KB reply: prose, a reasoning block, a fence, comments,
-single quotes, unquoted keys, trailing commas, Python `None`, and fields that need coercion
-(`"yes"`, `"€1,234.50"`, `"3"`, `"$4.25"`, a string where a list is wanted, a lower-case enum).
+**Malformed replies.** The {len(_cases())} schema-aligned cases (`tests/parse/data/`, expected
+values from BAML's parser) and one realistic 9 KB reply: prose, a reasoning block, a fence,
+comments, single quotes, unquoted keys, trailing commas, Python `None`, and fields that need
+coercion (`"yes"`, `"€1,234.50"`, `"3"`, `"$4.25"`, a string where a list is wanted, a
+lower-case enum).
 json_repair gets the same schema (its schema-guided mode).
 
 {malformed}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -28,6 +29,26 @@ def per_call(fn: Callable[[], Any], *, budget: float = 0.5, repeats: int = 7) ->
     finally:
         gc.enable()
     return min(samples)
+
+
+def paired(
+    floor: Callable[[], Any], others: list[Callable[[], Any]], *, rounds: int = 21
+) -> tuple[float, list[float], list[float]]:
+    """The floor's time per call, each other's, and each other's ratio to the floor: medians
+    over many short rounds that measure every side back to back, so that a busy moment of a
+    shared machine disturbs a pair, not the comparison."""
+    times: list[list[float]] = [[] for _ in range(len(others) + 1)]
+    for _ in range(rounds):
+        for index, fn in enumerate([floor, *others]):
+            times[index].append(per_call(fn, budget=0.05, repeats=3))
+    ratios = [
+        statistics.median(t / f for t, f in zip(side, times[0], strict=True)) for side in times[1:]
+    ]
+    return (
+        statistics.median(times[0]),
+        [statistics.median(side) for side in times[1:]],
+        ratios,
+    )
 
 
 def fmt_seconds(seconds: float) -> str:

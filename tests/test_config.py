@@ -194,7 +194,7 @@ def test_an_unknown_section_names_the_file_and_the_sections(project: Path) -> No
     error = error_from(config)
     assert error.what == "unknown section [parsing]"
     assert error.where == str(config)
-    assert error.fix == "use one of: [parse], [gateway], [batch], [trace]"
+    assert error.fix == "use one of: [parse], [gateway], [batch], [trace], [defaults], [profiles]"
 
 
 def test_an_unknown_key_names_the_file_the_key_and_the_keys(project: Path) -> None:

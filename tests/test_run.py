@@ -250,7 +250,7 @@ def test_json_mode_puts_the_schema_and_the_word_json_in_the_instructions(
     sent = server.last.json
     assert sent["output"] == "JsonObject"
     assert sent["messages"][0]["role"] == "system"
-    assert "JSON" in sent["messages"][0]["text"] and '"email"' in sent["messages"][0]["text"]
+    assert "JSON" in sent["messages"][0]["text"] and "email: string" in sent["messages"][0]["text"]
 
 
 def test_free_text_needs_no_schema(server: FakeServer, transport: Transport) -> None:

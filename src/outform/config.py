@@ -114,6 +114,8 @@ _GATEWAY: dict[str, Check] = {
     "enforce_level": _choice("off", "minimal", "full"),
     "enforce_workers": _int(1, 256),
     "enforce_time_limit": _number(0.01, 3_600),
+    "background_max_running": _int(1, 100_000),
+    "background_max_queued": _int(0, 1_000_000),
     "host": Check(_text, "a host name or address to listen on"),
     "port": _int(0, 65_535),
     "shutdown_timeout": _number(0, 86_400),
@@ -122,7 +124,7 @@ _GATEWAY: dict[str, Check] = {
 
 
 _BATCH: dict[str, Check] = {
-    "manifest": Check(_text, "'sqlite:PATH' or a file path", secret=True),
+    "manifest": Check(_text, "a file path, 'sqlite:PATH' or 'postgres:DSN'", secret=True),
     "rounds": _int(0, 10),
     "concurrency": _int(1, 1_024),
     "poll_interval": _number(0.01, 86_400),
@@ -132,23 +134,6 @@ _BATCH: dict[str, Check] = {
     "role_arn": Check(lambda v: _text(v) and v.startswith("arn:"), "an IAM role ARN"),
 }
 
-
-def _label_profiles(value: Any) -> bool:
-    return isinstance(value, dict) and all(
-        _text(name) and isinstance(entry, dict) and _labels(entry) for name, entry in value.items()
-    )
-
-
-def _labels(entry: dict[str, Any]) -> bool:
-    return set(entry) <= {"step", "agent", "tags"} and all(
-        _TAGS.accepts(v) if k == "tags" else _text(v) for k, v in entry.items()
-    )
-
-
-_TAGS = Check(
-    lambda v: isinstance(v, list) and all(_text(item) for item in v),
-    "a list of non-empty strings",
-)
 
 _TRACE: dict[str, Check] = {
     "enabled": _BOOL,
@@ -160,15 +145,66 @@ _TRACE: dict[str, Check] = {
     "queue_size": _int(100, 100_000_000),
     "flush_interval": _number(0.01, 60),
     "otel": _BOOL,
+}
+_MOVED = {
+    "trace.step": "the default step label is [defaults] step",
+    "trace.agent": "the default agent label is [defaults] agent ([profiles.NAME] agent per step)",
+    "trace.tags": "the default tags are [defaults] tags ([profiles.NAME] tags per step)",
+    "trace.profiles": "a profile is one table, [profiles.NAME]: its name is the step label, "
+    "and it takes agent and tags",
+}
+"""Keys that moved, and where to (the error names the new place)."""
+
+_UNIT = _number(0, 1)
+_PRECHECK: dict[str, Check] = {
+    "enabled": _BOOL,
+    "required_context": Check(
+        lambda v: isinstance(v, list) and all(_text(item) for item in v),
+        "a list of context key names",
+    ),
+    "plan": _choice("none", "sample"),
+    "validator_model": Check(
+        lambda v: _text(v) and ":" in v, "a model written provider:name, e.g. 'openai:gpt-5-mini'"
+    ),
+    "max_tokens": _int(1, 8_192),
+    "score_threshold": _UNIT,
+    "consensus_samples": Check(
+        lambda v: isinstance(v, int) and not isinstance(v, bool) and (v == 0 or 2 <= v <= 10),
+        "0 (off) or an integer from 2 to 10",
+    ),
+    "consensus_threshold": _UNIT,
+    "inject_feedback": _choice("prepend", "context_key"),
+    "feedback_prefix": Check(_text, "a non-empty text"),
+    "feedback_key": Check(_text, "a context key name"),
+}
+"""`[defaults.precheck]` and `[profiles.NAME.precheck]`: see docs/agents.md."""
+
+STEP: dict[str, Check] = {
+    "enabled": _BOOL,
+    "mode": _choice("auto", "native", "tool", "json", "prompted", "off"),
+    "level": _choice("off", "minimal", "full"),
+    "tolerant_level": _int(0, 2),
+    "max_unescape_depth": _int(0, 10),
+    "anyof_strategy": _choice("first-pass", "best"),
+    "retries": _int(0, 10),
     "step": Check(_text, "a non-empty string"),
     "agent": Check(_text, "a non-empty string"),
-    "tags": _TAGS,
-    "profiles": Check(
-        _label_profiles,
-        "tables [trace.profiles.NAME] with step, agent (strings) and tags (a list of strings)",
+    "tags": Check(
+        lambda v: isinstance(v, list) and all(_text(item) for item in v),
+        "a list of non-empty strings",
     ),
 }
+"""The keys of `[defaults]` and of each `[profiles.NAME]` (besides the `coercions` and
+`precheck` tables; `step` only in `[defaults]`: a profile's step label is its name): see
+docs/profiles.md."""
 
+_STEP_TABLES = ("coercions", "precheck")
+_SAME_OPTION = {
+    "level": "level",
+    "tolerant_level": "tolerance",
+    "max_unescape_depth": "unescape_depth",
+}
+"""Keys of `[defaults]` and the `[parse]` keys that set the same pipeline option."""
 
 SECTIONS: dict[str, dict[str, Check]] = {
     "parse": {
@@ -182,6 +218,8 @@ SECTIONS: dict[str, dict[str, Check]] = {
     "gateway": _GATEWAY,
     "batch": _BATCH,
     "trace": _TRACE,
+    "defaults": STEP,
+    "profiles": {},
 }
 
 
@@ -200,6 +238,10 @@ class Settings:
     batch: Mapping[str, Any] = field(default_factory=dict)
     """The `[batch]` keys as written (validated); `outform.batch` reads them."""
     trace: TraceSettings = field(default_factory=TraceSettings)
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    """`[defaults]` as written (validated; `coercions` frozen); `outform.profile` reads it."""
+    profiles: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """`[profiles.NAME]` tables, as `defaults`."""
     source: Path | None = None
     """The file the settings came from, or None for built-in defaults."""
 
@@ -261,6 +303,8 @@ def load(path: Path, table: str = "") -> Settings:
     gateway: dict[str, Any] = {}
     batch: dict[str, Any] = {}
     trace: dict[str, Any] = {}
+    defaults: dict[str, Any] = {}
+    profiles: dict[str, dict[str, Any]] = {}
     for section, values in data.items():
         checks = SECTIONS.get(section)
         if checks is None:
@@ -271,21 +315,27 @@ def load(path: Path, table: str = "") -> Settings:
             )
         if not isinstance(values, dict):
             raise ConfigError(f"[{prefix}{section}] must be a table", where=str(path))
-        for key, value in values.items():
-            check = checks.get(key)
-            if check is None:
-                raise ConfigError(
-                    f"unknown key {key!r} in [{prefix}{section}]",
-                    where=str(path),
-                    fix=f"use one of: {', '.join(sorted(checks))}",
-                )
-            if not check.accepts(value):
-                shown = "(not shown: it may be a secret)" if check.secret else repr(value)
-                raise ConfigError(
-                    f"bad value {shown} for {prefix}{section}.{key}",
-                    where=str(path),
-                    fix=f"allowed: {check.allowed}",
-                )
+        if section == "defaults":
+            defaults = _step(values, f"{prefix}defaults", path)
+            continue
+        if section == "profiles":
+            for name, profile in values.items():
+                if not isinstance(profile, dict):
+                    raise ConfigError(
+                        f"[{prefix}profiles.{name}] must be a table",
+                        where=str(path),
+                        fix=f"write it as [{prefix}profiles.{name}] with its keys below",
+                    )
+                if "step" in profile:
+                    raise ConfigError(
+                        f"unknown key 'step' in [{prefix}profiles.{name}]",
+                        where=str(path),
+                        fix=f"a profile's name is its step label ({name!r}): drop the key, "
+                        "or name the profile after the step",
+                    )
+                profiles[name] = _step(profile, f"{prefix}profiles.{name}", path)
+            continue
+        _checked(values, checks, f"{prefix}{section}", path)
         if section == "parse":
             parse = dict(values)
         elif section == "gateway":
@@ -294,14 +344,74 @@ def load(path: Path, table: str = "") -> Settings:
             batch = dict(values)
         elif section == "trace":
             trace = dict(values)
+    for key, option in _SAME_OPTION.items():
+        if key in defaults and option in parse:
+            raise ConfigError(
+                f"{prefix}defaults.{key} and {prefix}parse.{option} set the same option",
+                where=str(path),
+                fix="set it in one place ([defaults] is the newer name)",
+            )
     level = parse.pop("level", "minimal")
     return Settings(
         parse=ParseSettings(level=level, overrides=parse),
         gateway=gateway,
         batch=batch,
         trace=TraceSettings.from_config(trace, source=path),
+        defaults=defaults,
+        profiles=profiles,
         source=path,
     )
+
+
+def _step(values: dict[str, Any], where: str, path: Path) -> dict[str, Any]:
+    """One `[defaults]` or `[profiles.NAME]` table, checked key by key."""
+    from outform.parse.allowlist import freeze
+
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if key == "coercions":
+            if not isinstance(value, dict):
+                raise ConfigError(f"[{where}.coercions] must be a table", where=str(path))
+            try:
+                out[key] = freeze(value, where=f"{where}.coercions")
+            except ConfigError as error:
+                raise ConfigError(
+                    error.what, where=f"{path} ({error.where})", fix=error.fix
+                ) from None
+        elif key == "precheck":
+            if not isinstance(value, dict):
+                raise ConfigError(f"[{where}.precheck] must be a table", where=str(path))
+            out[key] = _checked(value, _PRECHECK, f"{where}.precheck", path)
+        else:
+            out.update(_checked({key: value}, STEP, where, path, tables=_STEP_TABLES))
+    return out
+
+
+def _checked(
+    values: dict[str, Any],
+    checks: dict[str, Check],
+    where: str,
+    path: Path,
+    tables: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """`values`, each key known to `checks` (or one of `tables`) and its value allowed."""
+    for key, value in values.items():
+        check = checks.get(key)
+        if check is None:
+            moved = _MOVED.get(f"{where.removeprefix('tool.outform.')}.{key}")
+            raise ConfigError(
+                f"unknown key {key!r} in [{where}]",
+                where=str(path),
+                fix=moved if moved else f"use one of: {', '.join(sorted([*checks, *tables]))}",
+            )
+        if not check.accepts(value):
+            shown = "(not shown: it may be a secret)" if check.secret else repr(value)
+            raise ConfigError(
+                f"bad value {shown} for {where}.{key}",
+                where=str(path),
+                fix=f"allowed: {check.allowed}",
+            )
+    return dict(values)
 
 
 @functools.lru_cache(maxsize=1)
@@ -319,7 +429,9 @@ def reload() -> Settings:
     """Forget the cached settings (after changing directory or the file) and read them again.
     Compiled pipelines, which carry the old settings, are forgotten too."""
     from outform.parse import clear_cache
+    from outform.profile import step
 
     _discovered.cache_clear()
+    step.cache_clear()
     clear_cache()
     return settings()

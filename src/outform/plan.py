@@ -8,7 +8,8 @@ enforces), the instructions to add to the conversation, and what happened to thi
 Modes: `auto` asks the provider profile for the strongest mode the model supports in this call
 (native schema, then a strict forced tool, then JSON-object mode with the schema in the
 instructions, then instructions alone). `native`, `tool`, `json` and `prompted` force one, and
-fail before any request when the model cannot do it.
+fail before any request when the model cannot do it. `off` sends nothing about the schema (the
+caller's prompt carries it); the reply is still validated.
 
 Strict: the format's `strict` is the caller's. Unset (or True), the plan asks for strict
 decoding wherever the mode has it; `strict=False` asks for none: the strict flag goes out
@@ -49,11 +50,12 @@ from outform.providers.profiles import (
     profile,
 )
 from outform.providers.profiles import Mode as ProfileMode
+from outform.schema import compact
 from outform.schema.dialects import DialectResult, translate
 from outform.schema.ledger import Ledger
 
-Mode = Literal["auto", "native", "tool", "json", "prompted"]
-MODES: tuple[Mode, ...] = ("auto", "native", "tool", "json", "prompted")
+Mode = Literal["auto", "native", "tool", "json", "prompted", "off"]
+MODES: tuple[Mode, ...] = ("auto", "native", "tool", "json", "prompted", "off")
 _PROFILE_MODE: dict[Mode, ProfileMode] = {
     "native": "native_schema",
     "tool": "forced_tool",
@@ -72,7 +74,8 @@ _SAID: dict[ProfileMode, str] = {
 @dataclass(frozen=True)
 class Plan:
     mode: str
-    """native_schema, forced_tool, json_object, instructions, or text."""
+    """native_schema, forced_tool, json_object, instructions, unconstrained (mode='off': the
+    reply is only validated), or text."""
     output: Output
     reason: str
     instructions: str | None = None
@@ -118,6 +121,11 @@ def plan(
         return _plan_json_object(found, caps, model, thinking)
     if not isinstance(fmt, JsonSchemaFormat):
         raise UsageError(f"outform cannot plan a call for response format type {fmt.type!r}")
+    if mode == "off":
+        reason = "mode='off' was asked for: nothing about the schema is sent; outform validates"
+        return Plan(
+            "unconstrained", FreeText(), reason, thinking=thinking, ledger=_checked_ledger(fmt)
+        )
     note = ""
     if mode == "auto":
         options: dict[str, Any] = {
@@ -312,13 +320,23 @@ def _plan_json_object(
 
 def schema_instructions(fmt: JsonSchemaFormat) -> str:
     """The instructions that carry the schema when the wire does not (and the word "JSON",
-    which OpenAI's JSON-object mode requires in the input)."""
-    schema = orjson.dumps(fmt.schema).decode()
+    which OpenAI's JSON-object mode requires in the input).
+
+    The schema is written in the compact shape of `outform.schema.compact` (every constraint
+    kept, the structure around it dropped), or as raw JSON Schema when that is not longer."""
+    raw = orjson.dumps(fmt.schema).decode()
+    shape = compact.render(fmt.schema)
     about = f" ({fmt.description})" if fmt.description else ""
-    return (
-        f"Respond with a single JSON value{about}, with no prose and no Markdown fences, that "
-        f"matches this JSON Schema:\n{schema}"
-    )
+    head = f"Respond with a single JSON value{about}, with no prose and no Markdown fences, "
+    if len(shape) + len(_SHAPE_KEY) < len(raw):
+        return f"{head}{_SHAPE_KEY}\n{shape}"
+    return f"{head}that matches this JSON Schema:\n{raw}"
+
+
+_SHAPE_KEY = (
+    "of this shape (`?` marks an optional field, `// ` a note, `= x` a default, parentheses "
+    "JSON Schema constraints, `type X = ...` a named type):"
+)
 
 
 def thinking_table() -> str:

@@ -9,19 +9,29 @@ both behave identically.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+import time
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field, replace
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Generic, TypeVar, cast, overload
 
 import orjson
 
 from outform.errors import OutformError, OutputError, StreamAbortedError, UsageError
 from outform.format import JsonSchemaFormat, ResponseFormat, TextFormat
 from outform.jsontext import dumps_text
-from outform.parse.hint import RetryHint
+from outform.parse.hint import RetryHint, clip, preview
 from outform.parse.pipeline import Pipeline, Processor
 from outform.parse.result import Change, ParseResult
 from outform.plan import Mode, Plan, plan
+from outform.profile import active, alabelled, labelled, step
 from outform.providers.assemble import Assembler
 from outform.providers.base import (
     Delta,
@@ -49,8 +59,18 @@ from outform.schema import pointer
 from outform.schema.dialects.result import DialectResult
 from outform.schema.ledger import Ledger
 from outform.streaming import Snapshot, StreamParser, typed_builder
-from outform.trace.events import Event, EventName, Observer, dispatch
-from outform.transport import AsyncTransport, Transport
+from outform.trace.caller import Labels
+from outform.trace.events import (
+    Event,
+    FormatChoice,
+    Observer,
+    Reask,
+    RunOutcomeName,
+    StreamAbort,
+    Validation,
+)
+from outform.trace.tracer import RunTrace, elapsed_ms
+from outform.transport import AsyncTransport, CallStats, Transport
 
 T = TypeVar("T")
 
@@ -59,6 +79,7 @@ _MODE_FOR_PLAN: dict[str, Mode] = {
     "forced_tool": "tool",
     "json_object": "json",
     "instructions": "prompted",
+    "unconstrained": "off",
 }
 
 
@@ -74,6 +95,8 @@ class Attempt:
     """For a re-ask of some fields only: the fields asked for."""
     aborted_at: int | None = None
     """For a streamed reply stopped early: the characters received before it was cut."""
+    precheck: Any = None
+    """With a precheck: its outcome before this attempt (`outform.agent.PrecheckOutcome`)."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +119,8 @@ class Generation(Generic[T]):
     ledger: Ledger | None = None
     """Per keyword of the schema: enforced by the provider, or checked by outform (every
     keyword, in a mode where the provider enforces none). None for free text."""
+    profile: str | None = None
+    """The `[profiles.NAME]` the call ran under."""
 
 
 class GenerationError(OutputError):
@@ -145,7 +170,18 @@ class _Loop:
     level: str | None
     parse_options: Mapping[str, Any]
     caller_tools: bool
-    observers: tuple[Observer, ...]
+    trace: RunTrace
+    """The run's events (docs/observability.md): what each step below records."""
+    text_fallback: bool = True
+    """Keep a reply that ignored the format as text, for output types that allow it."""
+    profile: str | None = None
+    given: list[Message] = field(default_factory=list)
+    """The caller's messages, before outform's instructions and the context join them."""
+    context: Mapping[str, Any] | None = None
+    gate: Any = None
+    """The precheck (`outform.agent.precheck.Gate`), when one is on."""
+    checked: Any = None
+    """The precheck outcome of the attempt in flight."""
     attempts: list[Attempt] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     ask: FieldAsk | None = None
@@ -157,6 +193,18 @@ class _Loop:
     def first(self) -> Request:
         return replace(self.template, messages=tuple(self.base))
 
+    def gated(self, request: Request) -> Request:
+        """After the precheck of an attempt: its cost counted, its outcome kept for the
+        attempt, and the attempt's own context (feedback included) in the conversation."""
+        outcome = self.gate.outcomes[-1]
+        self.checked = outcome
+        self.usage = self.usage + outcome.usage
+        context = self.gate.context
+        if not context and not self.context:
+            return request
+        base = with_instructions(self.given, _joined(self.plan.instructions, context))
+        return replace(request, messages=(*base, *request.messages[len(self.base) :]))
+
     @property
     def current_pipeline(self) -> Pipeline[Any]:
         """The pipeline the next reply is parsed with (a field re-ask has its own)."""
@@ -167,20 +215,59 @@ class _Loop:
         """The dialect translation the provider enforces for the next reply."""
         return self.ask_translation if self.ask is not None else self.plan.translation
 
-    def abort(self, response: Response, aborted: StreamAbortedError) -> Request:
+    def abort(self, response: Response, aborted: StreamAbortedError) -> Request | Generation[Any]:
         """A streamed reply stopped early: record it and ask again (or give up)."""
         self.usage = self.usage + response.usage
+        self.trace.emit("stream.abort", data=StreamAbort(aborted.offset, aborted.reason))
         return self._retry(response, aborted.hint, None, aborted_at=aborted.offset)
+
+    def called(
+        self,
+        stats: CallStats,
+        sent: float,
+        response: Response | None = None,
+        *,
+        error: BaseException | None = None,
+        first_text: float | None = None,
+    ) -> None:
+        """Record one exchange with the provider: `sent` when the call began (the transport's
+        `stats` say when its last attempt went out), `first_text` when a stream's first text
+        arrived."""
+        began = stats.sent_at or sent
+        status = stats.status if stats.status is not None else getattr(error, "status", None)
+        self.trace.call(
+            elapsed_ms(began),
+            status=status,
+            retries=stats.retries,
+            ttft_ms=None if first_text is None else elapsed_ms(began, first_text),
+            tokens=response.usage if response is not None else None,
+            finish_reason=response.finish_reason if response is not None else None,
+            error=error,
+        )
+
+    def recording(self) -> contextlib.AbstractContextManager[None]:
+        """Around a driver: an exception that did not end the run ends it as an error."""
+        return self.trace.recording(lambda: self.usage)
+
+    def start(self) -> None:
+        """The run begins: `run.start`, and how the format is enforced."""
+        self.trace.start()
+        _format_event(self.trace, self.plan)
 
     def step(self, response: Response) -> Request | Generation[Any]:
         self.usage = self.usage + response.usage
         blocked = response.finish_reason == "content_filter" and not response.text.strip()
         if (response.refusal or blocked) and not response.text.strip():
-            self.attempts.append(Attempt("", response.finish_reason, response.usage))
+            self.attempts.append(
+                Attempt("", response.finish_reason, response.usage, precheck=self._checked())
+            )
             refusal = response.refusal or "the provider's content filter blocked the reply"
+            self._end("refused")
             raise RefusalError(refusal, attempts=tuple(self.attempts), usage=self.usage)
         if response.tool_calls and self.caller_tools and not response.text.strip():
-            self.attempts.append(Attempt("", response.finish_reason, response.usage))
+            self.attempts.append(
+                Attempt("", response.finish_reason, response.usage, precheck=self._checked())
+            )
             return self._finish(response, None, tool_calls=response.tool_calls)
         try:
             result = self._parse(response)
@@ -197,7 +284,7 @@ class _Loop:
             if self.ask is not None and self.ask_pipeline is not None:
                 ask, earlier = self.ask, self.kept_changes
                 try:
-                    answer = self.ask_pipeline.run(response.text)
+                    answer = self._run(self.ask_pipeline, response.text)
                 except OutputError as error:
                     if error.result is not None and isinstance(error.result.data, dict):
                         # The fields kept stay part of the value a next re-ask starts from.
@@ -205,10 +292,10 @@ class _Loop:
                         error.result = replace(error.result, value=merged, _data=merged)
                     raise
                 earlier += _numbered(answer.changes, number)
-                result = self.pipeline.run(dumps_text(ask.merge(answer.data)))
+                result = self._run(self.pipeline, dumps_text(ask.merge(answer.data)))
             else:
                 earlier = ()
-                result = self.pipeline.run(response.text)
+                result = self._run(self.pipeline, response.text)
         except OutputError as error:
             if error.result is not None:
                 error.result = _with_earlier(error.result, earlier, number)
@@ -219,13 +306,24 @@ class _Loop:
             raise OutputError("the reply was cut off", hint=CUT_OFF, result=result)
         return result
 
+    def _run(self, pipeline: Pipeline[Any], text: str) -> ParseResult[Any]:
+        """Parse with a pipeline of this run; its events go out as this run's."""
+        try:
+            result = pipeline.run(text, record=False)
+        except OutputError as error:
+            if error.result is not None:
+                self.trace.forward(error.result.events)
+            raise
+        self.trace.forward(result.events)
+        return result
+
     def _retry(
         self,
         response: Response,
         hint: RetryHint,
         result: ParseResult[Any] | None,
         aborted_at: int | None = None,
-    ) -> Request:
+    ) -> Request | Generation[Any]:
         self.attempts.append(
             Attempt(
                 response.text,
@@ -234,16 +332,24 @@ class _Loop:
                 hint,
                 self.ask.fields if self.ask else (),
                 aborted_at,
+                self._checked(),
             )
         )
         over_budget = self.token_budget is not None and self.usage.total_tokens >= self.token_budget
+        self.trace.validation_failed(hint.violations)
+        reason = _reason(hint, aborted_at)
         if len(self.attempts) > self.retries or over_budget:
             why = (
                 f"the token budget ({self.token_budget}) is spent"
                 if over_budget
                 else f"{len(self.attempts)} attempt(s) failed"
             )
-            self._emit("output.reask.fail", why)
+            kept = self._text_fallback(response, hint, aborted_at)
+            if kept is not None:
+                return kept
+            asked = self.ask.fields if self.ask else ()
+            self.trace.emit("output.reask.fail", detail=why, data=_reask(reason, asked, hint))
+            self._end("invalid")
             raise GenerationError(
                 f"no valid reply: {why}",
                 hint=hint,
@@ -259,8 +365,41 @@ class _Loop:
         self.kept_changes = (
             _kept(result.changes, self.ask) if self.ask is not None and result is not None else ()
         )
-        self._emit("output.reask.attempt", ", ".join(self.ask.fields) if self.ask else "whole")
+        fields = self.ask.fields if self.ask else ()
+        self.trace.emit("output.reask.attempt", data=_reask(reason, fields, hint))
+        self.trace.attempt = len(self.attempts) + 1
         return request
+
+    def _text_fallback(
+        self, response: Response, hint: RetryHint, aborted_at: int | None
+    ) -> Generation[Any] | None:
+        """The last reply ignored the format (no JSON in it at all) and the output type keeps
+        such a reply as text (`outform_from_text`, as the envelope does): the reply becomes the
+        value, recorded as a change and an event, instead of a GenerationError. A streamed
+        reply cut short is not complete text, and is never kept."""
+        build = getattr(self.fmt, "output_type", None)
+        build = getattr(build, "outform_from_text", None)
+        text = response.text
+        if not self.text_fallback or build is None or aborted_at is not None:
+            return None
+        if not hint.is_syntax or not text.strip() or self.ask is not None:
+            return None
+        value = build(text)
+        data = value.model_dump(mode="json") if hasattr(value, "model_dump") else value
+        detail = f"the reply held no JSON value after {len(self.attempts)} attempt(s)"
+        event = Event("output.fallback.text", "fallback", self.pipeline.schema_hash, detail=detail)
+        change = Change("", "fallback", "text_fallback", clip(text), preview(data), detail)
+        result: ParseResult[Any] = ParseResult(
+            value=value,
+            text=text,
+            changes=(change,),
+            events=(event,),
+            schema_hash=self.pipeline.schema_hash,
+            level=self.pipeline.options.level,
+            _data=data,
+        )
+        self.trace.forward(result.events)
+        return self._finish(response, result, recorded=True)
 
     def _next_request(
         self, text: str, hint: RetryHint, value: Any
@@ -282,7 +421,7 @@ class _Loop:
         )
         messages = reask_messages(self.base, text, hint, ask, sub_plan.instructions)
         request = replace(self.template, messages=tuple(messages), output=sub_plan.output)
-        pipeline = _pipeline(ask.format, sub_plan, self.level, self.parse_options, self.observers)
+        pipeline = _pipeline(ask.format, sub_plan, self.level, self.parse_options)
         return ask, pipeline, sub_plan.translation, request
 
     def _finish(
@@ -290,14 +429,35 @@ class _Loop:
         response: Response,
         result: ParseResult[Any] | None,
         tool_calls: tuple[ToolCall, ...] = (),
+        *,
+        recorded: bool = False,
     ) -> Generation[Any]:
-        if result is not None:
+        if result is not None and not recorded:
             fields = self.ask.fields if self.ask else ()
             self.attempts.append(
-                Attempt(response.text, response.finish_reason, response.usage, fields=fields)
+                Attempt(
+                    response.text,
+                    response.finish_reason,
+                    response.usage,
+                    fields=fields,
+                    precheck=self._checked(),
+                )
             )
+            self.trace.changes(result.changes)
             if len(self.attempts) > 1:
-                self._emit("output.reask.success", f"valid after {len(self.attempts)} attempts")
+                previous = self.attempts[-2]
+                asked = _reask(_reason(previous.hint, previous.aborted_at), fields, None)
+                detail = f"valid after {len(self.attempts)} attempts"
+                self.trace.emit("output.reask.success", detail=detail, data=asked)
+        elif result is not None:  # the text fallback: its attempt is kept as a failed one
+            self.trace.changes(result.changes)
+        if self.gate is not None:
+            self.gate.merge()
+        self._end(
+            "valid" if result is not None else "tool_calls",
+            changes=len(result.changes) if result is not None else 0,
+            value=result.data if result is not None else None,
+        )
         return Generation(
             value=result.value if result is not None else None,
             data=result.data if result is not None else None,
@@ -311,11 +471,50 @@ class _Loop:
             thinking=self.plan.thinking_note,
             parse=result,
             ledger=self.plan.ledger,
+            profile=self.profile,
         )
 
-    def _emit(self, name: EventName, detail: str) -> None:
-        event = Event(name, "validate", self.pipeline.schema_hash, detail=detail)
-        dispatch((event,), self.observers)
+    def _checked(self) -> Any:
+        checked, self.checked = self.checked, None
+        return checked
+
+    def _end(self, outcome: RunOutcomeName, *, changes: int = 0, value: Any = None) -> None:
+        self.trace.end(outcome, changes=changes, tokens=self.usage, value=value)
+
+
+def _reason(hint: RetryHint | None, aborted_at: int | None) -> str:
+    """Why a reply is asked for again: `stream_aborted`, `cut_off`, `syntax` or `schema`."""
+    if aborted_at is not None:
+        return "stream_aborted"
+    if hint is CUT_OFF:
+        return "cut_off"
+    return "syntax" if hint is not None and hint.is_syntax else "schema"
+
+
+def _reask(reason: str, fields: tuple[str, ...], hint: RetryHint | None) -> Reask:
+    """What was asked again: the fields (top-level names) as JSON pointers."""
+    violations = Validation.of(hint.violations).violations if hint is not None else ()
+    return Reask(reason, tuple(pointer.join("", name) for name in fields), violations)
+
+
+def _format_event(trace: RunTrace, call_plan: Plan) -> None:
+    """`format.native` when the provider is asked to hold the reply to the schema (a native
+    schema mode or a forced tool), else `format.skipped` with the reason; nothing for free
+    text, where there is no format to enforce."""
+    if call_plan.mode == "text":
+        return
+    choice = call_plan.choice
+    if call_plan.mode in ("native_schema", "forced_tool"):
+        data = FormatChoice(
+            call_plan.mode,
+            dialect=choice.dialect if choice is not None else None,
+            enforced=call_plan.enforced,
+        )
+        trace.emit("format.native", data=data)
+        return
+    passed = dict(choice.skipped) if choice is not None else {}
+    reason = passed.get("native_schema") or call_plan.reason
+    trace.emit("format.skipped", data=FormatChoice(call_plan.mode, reason=reason))
 
 
 def _numbered(changes: Iterable[Change], attempt: int) -> tuple[Change, ...]:
@@ -342,13 +541,21 @@ def _pipeline(
     call_plan: Plan,
     level: str | None,
     options: Mapping[str, Any],
-    observers: tuple[Observer, ...],
 ) -> Pipeline[Any]:
+    """A pipeline of one call: its events go out through the run (`_Loop._run`)."""
     processors: list[Processor] = []
     translation = call_plan.translation
     if translation is not None:
         processors.append(Processor("after_decode", translation.reverse, "dialect_reverse"))
-    return Pipeline(fmt, level=level, processors=processors, observers=observers, **options)
+    return Pipeline(fmt, level=level, processors=processors, **options)
+
+
+def _joined(instructions: str | None, context: Mapping[str, Any] | None) -> str | None:
+    """outform's instructions and the call's context, as one system text."""
+    if not context:
+        return instructions
+    block = "Context (JSON):\n" + orjson.dumps(dict(context), default=str).decode()
+    return f"{instructions}\n\n{block}" if instructions else block
 
 
 def _loop(
@@ -356,8 +563,8 @@ def _loop(
     messages: Sequence[Message | Mapping[str, Any]] | str,
     output: Any,
     *,
-    mode: Mode,
-    retries: int,
+    mode: Mode | None,
+    retries: int | None,
     token_budget: int | None,
     level: str | None,
     tools: Sequence[Tool],
@@ -369,8 +576,18 @@ def _loop(
     extra: Mapping[str, Any] | None,
     observers: Iterable[Observer],
     parse_options: Mapping[str, Any],
+    labels: Labels | Mapping[str, Any] | None,
+    text_fallback: bool = True,
+    profile: str | None = None,
+    context: Mapping[str, Any] | None = None,
+    precheck: Any = None,
     streaming: bool = False,
 ) -> _Loop:
+    chosen = step(profile)
+    mode = mode if mode is not None else cast(Mode, chosen.mode)
+    retries = retries if retries is not None else chosen.retries
+    level = level or chosen.level
+    parse_options = {**chosen.parse_options(), **parse_options}
     if retries < 0:
         raise UsageError("retries must be 0 or more", where="retries")
     fmt = _as_format(output)
@@ -392,7 +609,7 @@ def _loop(
     ]
     if not base:
         raise UsageError("generate() needs at least one message", where="messages")
-    base = with_instructions(base, call_plan.instructions)
+    given, base = base, with_instructions(base, _joined(call_plan.instructions, context))
     template = Request(
         model=resolved.model,
         messages=(),
@@ -406,20 +623,44 @@ def _loop(
         stream=streaming,
         extra=dict(extra or {}),
     )
-    observer_tuple = tuple(observers)
+    pipeline = _pipeline(fmt, call_plan, level, parse_options)
+    trace = RunTrace.begin(
+        labels=labels,
+        profile=profile,
+        provider=spec.name,
+        model=resolved.model,
+        mode=call_plan.mode,
+        mode_reason=call_plan.reason,
+        streaming=streaming,
+        schema_hash=pipeline.schema_hash,
+        observers=tuple(observers),
+        start=False,
+    )
+    gate = None
+    if chosen.enabled and precheck is not False:
+        from outform.agent.precheck import Gate, resolve
+
+        settings = resolve(precheck, chosen.precheck)
+        if settings is not None:
+            gate = Gate(settings, fmt, context, trace)
     return _Loop(
         fmt=fmt,
         plan=call_plan,
         provider=spec.profile_name,
         base=base,
         template=template,
-        pipeline=_pipeline(fmt, call_plan, level, parse_options, observer_tuple),
+        pipeline=pipeline,
         retries=retries,
         token_budget=token_budget,
         level=level,
         parse_options=parse_options,
         caller_tools=bool(tools),
-        observers=observer_tuple,
+        trace=trace,
+        text_fallback=text_fallback,
+        profile=profile,
+        given=given,
+        context=context,
+        gate=gate,
     )
 
 
@@ -469,8 +710,8 @@ def generate(
     messages: Sequence[Message | Mapping[str, Any]] | str,
     output: Any = None,
     *,
-    mode: Mode = "auto",
-    retries: int = 2,
+    mode: Mode | None = None,
+    retries: int | None = None,
     token_budget: int | None = None,
     level: str | None = None,
     tools: Sequence[Tool] = (),
@@ -484,11 +725,18 @@ def generate(
     api_key: str | None = None,
     transport: Transport | None = None,
     observers: Iterable[Observer] = (),
+    labels: Labels | Mapping[str, Any] | None = None,
+    text_fallback: bool = True,
+    profile: str | None = None,
+    context: Mapping[str, Any] | None = None,
+    precheck: Any = None,
     **parse_options: Any,
 ) -> Generation[Any]:
     """Ask `model` ("provider:name") and return a value of `output` (a type, a JSON Schema
     dict or a ResponseFormat; None for free text), re-asking with a precise hint when the
-    reply does not validate. See docs/generate.md."""
+    reply does not validate. `profile`: a `[profiles.NAME]` of outform.toml, whose settings
+    apply and whose name is the run's `step` (docs/profiles.md); `labels`: the call's own
+    `step`, `agent` and `tags` in the trace (docs/observability.md). See docs/generate.md."""
     resolved = resolve(model, base_url=base_url, api_key=api_key)
     loop = _loop(
         resolved,
@@ -507,15 +755,33 @@ def generate(
         extra=extra,
         observers=observers,
         parse_options=parse_options,
+        labels=labels,
+        text_fallback=text_fallback,
+        profile=profile,
+        context=context,
+        precheck=precheck,
     )
     sender = transport or _shared_transport()
+    ask = _asker(model, base_url, api_key, sender)
     request = loop.first()
-    while True:
-        body = sender.send(resolved.endpoint, resolved.adapter.build(request))
-        outcome = loop.step(resolved.adapter.parse(request, body))
-        if isinstance(outcome, Generation):
-            return outcome
-        request = outcome
+    loop.start()
+    with active(profile), loop.recording():
+        while True:
+            if loop.gate is not None:
+                request = loop.gated(loop.gate.before(request, ask))
+            stats, sent = CallStats(), time.perf_counter()
+            wire = resolved.adapter.build(request)
+            try:
+                body = sender.send(resolved.endpoint, wire, stats=stats)
+                response = resolved.adapter.parse(request, body)
+            except BaseException as error:
+                loop.called(stats, sent, error=error)
+                raise
+            loop.called(stats, sent, response)
+            outcome = loop.step(response)
+            if isinstance(outcome, Generation):
+                return outcome
+            request = outcome
 
 
 async def agenerate(
@@ -523,8 +789,8 @@ async def agenerate(
     messages: Sequence[Message | Mapping[str, Any]] | str,
     output: Any = None,
     *,
-    mode: Mode = "auto",
-    retries: int = 2,
+    mode: Mode | None = None,
+    retries: int | None = None,
     token_budget: int | None = None,
     level: str | None = None,
     tools: Sequence[Tool] = (),
@@ -538,6 +804,11 @@ async def agenerate(
     api_key: str | None = None,
     transport: AsyncTransport | None = None,
     observers: Iterable[Observer] = (),
+    labels: Labels | Mapping[str, Any] | None = None,
+    text_fallback: bool = True,
+    profile: str | None = None,
+    context: Mapping[str, Any] | None = None,
+    precheck: Any = None,
     **parse_options: Any,
 ) -> Generation[Any]:
     """generate(), on asyncio/anyio."""
@@ -559,20 +830,79 @@ async def agenerate(
         extra=extra,
         observers=observers,
         parse_options=parse_options,
+        labels=labels,
+        text_fallback=text_fallback,
+        profile=profile,
+        context=context,
+        precheck=precheck,
     )
     own = transport is None
     sender = transport or AsyncTransport()
     try:
+        ask = _aasker(model, base_url, api_key, sender)
         request = loop.first()
-        while True:
-            body = await sender.send(resolved.endpoint, resolved.adapter.build(request))
-            outcome = loop.step(resolved.adapter.parse(request, body))
-            if isinstance(outcome, Generation):
-                return outcome
-            request = outcome
+        loop.start()
+        with active(profile), loop.recording():
+            while True:
+                if loop.gate is not None:
+                    request = loop.gated(await loop.gate.abefore(request, ask))
+                stats, sent = CallStats(), time.perf_counter()
+                wire = resolved.adapter.build(request)
+                try:
+                    body = await sender.send(resolved.endpoint, wire, stats=stats)
+                    response = resolved.adapter.parse(request, body)
+                except BaseException as error:
+                    loop.called(stats, sent, error=error)
+                    raise
+                loop.called(stats, sent, response)
+                outcome = loop.step(response)
+                if isinstance(outcome, Generation):
+                    return outcome
+                request = outcome
     finally:
         if own:
             await sender.aclose()
+
+
+def _asker(
+    model: str, base_url: str | None, api_key: str | None, transport: Transport
+) -> Callable[[str | None, list[Message], Any, int], Generation[Any]]:
+    """The precheck's short calls: the call's own model (None) or another, one attempt, no
+    precheck of their own. A model of the call's provider goes to the same base URL with the
+    same key."""
+
+    def ask(name: str | None, messages: list[Message], output: Any, tokens: int) -> Generation[Any]:
+        target, options = _short_call(model, name, base_url, api_key, tokens)
+        return generate(target, messages, output, transport=transport, **options)
+
+    return ask
+
+
+def _aasker(
+    model: str, base_url: str | None, api_key: str | None, transport: AsyncTransport
+) -> Callable[[str | None, list[Message], Any, int], Awaitable[Generation[Any]]]:
+    async def ask(
+        name: str | None, messages: list[Message], output: Any, tokens: int
+    ) -> Generation[Any]:
+        target, options = _short_call(model, name, base_url, api_key, tokens)
+        return await agenerate(target, messages, output, transport=transport, **options)
+
+    return ask
+
+
+def _short_call(
+    model: str, name: str | None, base_url: str | None, api_key: str | None, tokens: int
+) -> tuple[str, dict[str, Any]]:
+    own = name is None or name.split(":", 1)[0] == model.split(":", 1)[0]
+    options: dict[str, Any] = {
+        "max_tokens": tokens,
+        "retries": 0,
+        "text_fallback": False,
+        "precheck": False,
+        "base_url": base_url if own else None,
+        "api_key": api_key if own else None,
+    }
+    return name or model, options
 
 
 # -- streaming -----------------------------------------------------------------------------
@@ -596,7 +926,9 @@ class Stream(Generic[T]):
 
 
 def _parser(loop: _Loop, every: int) -> StreamParser[Any]:
-    return StreamParser(pipeline=loop.current_pipeline, wire=loop.current_translation, every=every)
+    return StreamParser(
+        pipeline=loop.current_pipeline, wire=loop.current_translation, every=every, record=False
+    )
 
 
 class _Attempt:
@@ -654,14 +986,52 @@ def _route(
     return snapshots
 
 
+class _Exchange:
+    """One streamed call as the trace sees it: when it was sent, the transport's stats, when
+    the first text arrived."""
+
+    __slots__ = ("first_text", "sent", "stats")
+
+    def __init__(self) -> None:
+        self.stats = CallStats()
+        self.sent = time.perf_counter()
+        self.first_text: float | None = None
+
+    def seen(self, deltas: list[Delta]) -> list[Delta]:
+        if self.first_text is None and any(d.kind == "text" and d.text for d in deltas):
+            self.first_text = time.perf_counter()
+        return deltas
+
+    def record(
+        self, loop: _Loop, response: Response | None = None, error: BaseException | None = None
+    ) -> None:
+        loop.called(self.stats, self.sent, response, error=error, first_text=self.first_text)
+
+    def finished(
+        self, loop: _Loop, parts: Assembler, text: str, model: str
+    ) -> Request | Generation[Any]:
+        """The stream ended: record the call, and take the reply (a result, or a re-ask)."""
+        response = parts.response(text, model=model)
+        self.record(loop, response)
+        return loop.step(response)
+
+    def aborted(
+        self, loop: _Loop, parts: Assembler, aborted: StreamAbortedError
+    ) -> Request | Generation[Any]:
+        """The reply was cut: record the call, and ask again (or give up)."""
+        response = parts.response(aborted.text)
+        self.record(loop, response)
+        return loop.abort(response, aborted)
+
+
 def stream(
     model: str,
     messages: Sequence[Message | Mapping[str, Any]] | str,
     output: Any = None,
     *,
     every: int = 0,
-    mode: Mode = "auto",
-    retries: int = 2,
+    mode: Mode | None = None,
+    retries: int | None = None,
     token_budget: int | None = None,
     level: str | None = None,
     tools: Sequence[Tool] = (),
@@ -675,6 +1045,11 @@ def stream(
     api_key: str | None = None,
     transport: Transport | None = None,
     observers: Iterable[Observer] = (),
+    labels: Labels | Mapping[str, Any] | None = None,
+    text_fallback: bool = True,
+    profile: str | None = None,
+    context: Mapping[str, Any] | None = None,
+    precheck: Any = None,
     **parse_options: Any,
 ) -> Stream[Any]:
     """generate(), streamed: typed snapshots while the reply arrives, the validated value last.
@@ -698,32 +1073,49 @@ def stream(
         extra=extra,
         observers=observers,
         parse_options=parse_options,
+        labels=labels,
+        text_fallback=text_fallback,
+        profile=profile,
+        context=context,
+        precheck=precheck,
         streaming=True,
     )
     sender = transport or _shared_transport()
 
     def drive(owner: Stream[Any]) -> Iterator[Snapshot[Any]]:
         request = loop.first()
-        while True:
-            parser, parts, shown = _parser(loop, every), Assembler(), _Attempt(loop)
-            decoder = resolved.adapter.decoder(request)
-            events = sender.stream(resolved.endpoint, resolved.adapter.build(request))
-            try:
-                with contextlib.closing(events):  # leaving early closes the provider's stream
-                    for event in events:
-                        yield from shown(_route(decoder.feed(event), parser, parts))
-                        if parser.stopped:
-                            break
-                yield from shown(parser.flush())
-                outcome = loop.step(parts.response(parser.text, model=resolved.model))
-            except StreamAbortedError as aborted:
-                outcome = loop.abort(parts.response(aborted.text), aborted)
-            if isinstance(outcome, Generation):
-                yield from shown.final(owner, outcome)
-                return
-            request = outcome
+        ask = _asker(model, base_url, api_key, sender)
+        loop.start()  # when iterated: a stream never read is no run
+        with loop.recording():
+            while True:
+                if loop.gate is not None:
+                    request = loop.gated(loop.gate.before(request, ask))
+                parser, parts, shown = _parser(loop, every), Assembler(), _Attempt(loop)
+                decoder = resolved.adapter.decoder(request)
+                call = _Exchange()
+                wire = resolved.adapter.build(request)
+                events = sender.stream(resolved.endpoint, wire, stats=call.stats)
+                try:
+                    with contextlib.closing(events):  # leaving early closes the provider's stream
+                        for event in events:
+                            deltas = call.seen(decoder.feed(event))
+                            yield from shown(_route(deltas, parser, parts))
+                            if parser.stopped:
+                                break
+                    yield from shown(parser.flush())
+                except StreamAbortedError as aborted:
+                    outcome: Request | Generation[Any] = call.aborted(loop, parts, aborted)
+                except BaseException as error:
+                    call.record(loop, error=error)
+                    raise
+                else:
+                    outcome = call.finished(loop, parts, parser.text, resolved.model)
+                if isinstance(outcome, Generation):
+                    yield from shown.final(owner, outcome)
+                    return
+                request = outcome
 
-    return Stream(drive)
+    return Stream(lambda owner: labelled(drive(owner), profile))
 
 
 def astream(
@@ -732,8 +1124,8 @@ def astream(
     output: Any = None,
     *,
     every: int = 0,
-    mode: Mode = "auto",
-    retries: int = 2,
+    mode: Mode | None = None,
+    retries: int | None = None,
     token_budget: int | None = None,
     level: str | None = None,
     tools: Sequence[Tool] = (),
@@ -747,6 +1139,11 @@ def astream(
     api_key: str | None = None,
     transport: AsyncTransport | None = None,
     observers: Iterable[Observer] = (),
+    labels: Labels | Mapping[str, Any] | None = None,
+    text_fallback: bool = True,
+    profile: str | None = None,
+    context: Mapping[str, Any] | None = None,
+    precheck: Any = None,
     **parse_options: Any,
 ) -> Stream[Any]:
     """stream(), for `async for`."""
@@ -768,6 +1165,11 @@ def astream(
         extra=extra,
         observers=observers,
         parse_options=parse_options,
+        labels=labels,
+        text_fallback=text_fallback,
+        profile=profile,
+        context=context,
+        precheck=precheck,
         streaming=True,
     )
 
@@ -776,32 +1178,44 @@ def astream(
         sender = transport or AsyncTransport()
         try:
             request = loop.first()
-            while True:
-                parser, parts, shown = _parser(loop, every), Assembler(), _Attempt(loop)
-                decoder = resolved.adapter.decoder(request)
-                events = sender.stream(resolved.endpoint, resolved.adapter.build(request))
-                try:
-                    async with contextlib.aclosing(events):
-                        async for event in events:
-                            for snapshot in shown(_route(decoder.feed(event), parser, parts)):
-                                yield snapshot
-                            if parser.stopped:
-                                break
-                    for snapshot in shown(parser.flush()):
-                        yield snapshot
-                    outcome = loop.step(parts.response(parser.text, model=resolved.model))
-                except StreamAbortedError as aborted:
-                    outcome = loop.abort(parts.response(aborted.text), aborted)
-                if isinstance(outcome, Generation):
-                    for snapshot in shown.final(owner, outcome):
-                        yield snapshot
-                    return
-                request = outcome
+            ask = _aasker(model, base_url, api_key, sender)
+            loop.start()  # when iterated: a stream never read is no run
+            with loop.recording():
+                while True:
+                    if loop.gate is not None:
+                        request = loop.gated(await loop.gate.abefore(request, ask))
+                    parser, parts, shown = _parser(loop, every), Assembler(), _Attempt(loop)
+                    decoder = resolved.adapter.decoder(request)
+                    call = _Exchange()
+                    wire = resolved.adapter.build(request)
+                    events = sender.stream(resolved.endpoint, wire, stats=call.stats)
+                    try:
+                        async with contextlib.aclosing(events):
+                            async for event in events:
+                                deltas = call.seen(decoder.feed(event))
+                                for snapshot in shown(_route(deltas, parser, parts)):
+                                    yield snapshot
+                                if parser.stopped:
+                                    break
+                        for snapshot in shown(parser.flush()):
+                            yield snapshot
+                    except StreamAbortedError as aborted:
+                        outcome: Request | Generation[Any] = call.aborted(loop, parts, aborted)
+                    except BaseException as error:
+                        call.record(loop, error=error)
+                        raise
+                    else:
+                        outcome = call.finished(loop, parts, parser.text, resolved.model)
+                    if isinstance(outcome, Generation):
+                        for snapshot in shown.final(owner, outcome):
+                            yield snapshot
+                        return
+                    request = outcome
         finally:
             if own:
                 await sender.aclose()
 
-    return Stream(drive)
+    return Stream(lambda owner: alabelled(drive(owner), profile))
 
 
 # -- agents as tools -----------------------------------------------------------------------

@@ -79,6 +79,8 @@ from outform.schema.compiled import compile_schema
 from outform.schema.derive import adapter_for
 from outform.schema.dialects.result import DialectResult
 from outform.schema.types import accepted_types
+from outform.trace import runtime as _trace
+from outform.trace.tracer import record_abort
 
 T = TypeVar("T")
 
@@ -235,7 +237,8 @@ class StreamParser(Generic[T]):
     and delays snapshots and the early stop by that much). `validate`: check the schema while
     streaming. `abort`: raise StreamAbortedError on a violation (otherwise it is only
     recorded in `violation`). `degeneration`: the limits of the degeneration guard, None to
-    disable it.
+    disable it. `record`: record the reply (its end, or its abort) as a streamed run in the
+    trace store; off when the caller records the run itself (stream()).
     """
 
     @guarded("stream")
@@ -250,11 +253,13 @@ class StreamParser(Generic[T]):
         degeneration: Degeneration | None = DEFAULT_DEGENERATION,
         pipeline: Pipeline[T] | None = None,
         wire: DialectResult | None = None,
+        record: bool = True,
         **options: Any,
     ) -> None:
         self.pipeline: Pipeline[T] = pipeline or _pipelines.get(output, level, options)
         self.every = every
         self.abort = abort
+        self.record = record and not self.pipeline.options.shadow
         opts = self.pipeline.options
         # A reply written under a provider's dialect is checked, while it streams, against the
         # schema the provider enforced; the pipeline maps it back and validates the original.
@@ -356,7 +361,7 @@ class StreamParser(Generic[T]):
         """The final value, validated through the pipeline: equal to `outform.parse` of the
         whole reply with the same output and options. Raises OutputError like it."""
         self.flush()
-        return self.pipeline.run(self.text)
+        return self.pipeline.run(self.text, record=self.record, streaming=True)
 
     @guarded("stream")
     def final(self) -> Snapshot[T]:
@@ -458,10 +463,14 @@ class StreamParser(Generic[T]):
             "syntax": "the reply is not valid JSON",
             "degenerate": "the reply is degenerating into a loop",
         }[reason]
+        offset = self.parser.received + self._pending_size + unread
+        recorder = _trace.active() if self.record else None
+        if recorder is not None:
+            record_abort(recorder, self.pipeline.schema_hash, offset, reason, (violation,))
         raise StreamAbortedError(
             f"stream stopped: {what}",
             hint=RetryHint((violation,)),
-            offset=self.parser.received + self._pending_size + unread,
+            offset=offset,
             text=self.text,
             reason=reason,
         )
@@ -864,6 +873,8 @@ class _Planner:
         return made
 
     def _make(self, tp: Any) -> _Plan:
+        if isinstance(tp, typing.TypeVar):  # a generic left unparametrised: its bound, or Any
+            return self.plan(tp.__bound__) if tp.__bound__ is not None else _VALUE
         origin = typing.get_origin(tp)
         if origin is Annotated:
             return self.plan(typing.get_args(tp)[0])

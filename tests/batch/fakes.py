@@ -9,13 +9,15 @@ submitted is counted, so a test can prove nothing was sent twice.
 
 Fault injection: `stall(match)` makes the first request whose "METHOD path" matches block
 (after its side effect, before its reply, or half-way through a download) until `release()`,
-with `stalled` set meanwhile: the moment to kill -9 a client.
+with `stalled` set meanwhile: the moment to kill -9 a client. `Relay` does the same in front
+of another server (S3, for Bedrock's results).
 """
 
 from __future__ import annotations
 
 import email.message
 import email.parser
+import http.client
 import itertools
 import threading
 import time
@@ -23,7 +25,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import orjson
@@ -40,27 +42,57 @@ class Error:
     message: str = "the server had an error"
 
 
-Model = Callable[[str, Mapping[str, Any]], "str | Error"]
+@dataclass(frozen=True)
+class Expired:
+    """The batch runs out of time before this request: the batch ends expired, and the
+    request has no result (OpenAI: a `batch_expired` line in the error file; Anthropic: an
+    `expired` result; Gemini and Bedrock: no line at all)."""
 
 
-class BatchFake:
-    def __init__(self, api: str, model: Model, *, polls: int = 0, s3: Any = None) -> None:
-        self.api = api
-        self.model = model
-        self.polls = polls
-        self.s3 = s3
-        """A botocore S3 client (Bedrock): where job inputs are read and outputs written."""
-        self.requests: list[Recorded] = []
-        self.submitted: Counter[str] = Counter()
-        self.files: dict[str, bytes] = {}
-        self.batches: dict[str, dict[str, Any]] = {}
-        self.reads: Counter[str] = Counter()
+Model = Callable[[str, Mapping[str, Any]], "str | Error | Expired"]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Every method to `answer`, quietly, over HTTP/1.1."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def body(self) -> bytes | None:
+        length = int(self.headers.get("content-length") or 0)
+        return self.rfile.read(length) if length else None
+
+    def answer(self) -> None:
+        raise NotImplementedError
+
+    def do_GET(self) -> None:
+        self.answer()
+
+    def do_POST(self) -> None:
+        self.answer()
+
+    def do_PUT(self) -> None:
+        self.answer()
+
+    def do_HEAD(self) -> None:
+        self.answer()
+
+
+class _Quiet(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client killed mid-request is what the kill tests do: not worth a traceback."""
+
+
+class Server:
+    """A threaded HTTP server on 127.0.0.1 that can stall one request (see the module)."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
         self.stalled = threading.Event()
         self._release = threading.Event()
         self._stall: str | None = None
-        self._ids = itertools.count(1)
-        self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = _Quiet(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -69,11 +101,10 @@ class BatchFake:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
 
-    def __enter__(self) -> BatchFake:
+    def start(self) -> None:
         self._thread.start()
-        return self
 
-    def __exit__(self, *exc: object) -> None:
+    def stop(self) -> None:
         self._release.set()
         self._server.shutdown()
         self._server.server_close()
@@ -87,24 +118,80 @@ class BatchFake:
         self._stall = None
         self._release.set()
 
-    def _maybe_stall(self, what: str) -> None:
+    def maybe_stall(self, what: str) -> None:
         if self._stall is not None and self._stall in what:
             self._stall = None
             self.stalled.set()
             self._release.wait(30)
+
+
+class Served:
+    """A fake with its own server: its URL, a context manager, the stall controls."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.server = Server(handler)
+        self.stalled = self.server.stalled
+        self.stall, self.release = self.server.stall, self.server.release
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def __enter__(self) -> Self:
+        self.server.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.stop()
+
+
+def send_body(handler: BaseHTTPRequestHandler, server: Server, data: bytes, what: str) -> None:
+    """Write a body half, then (if `what` is the stalled request) stall, then the rest."""
+    half = len(data) // 2
+    handler.wfile.write(data[:half])
+    handler.wfile.flush()
+    server.maybe_stall(what)
+    handler.wfile.write(data[half:])
+
+
+class BatchFake(Served):
+    def __init__(self, api: str, model: Model, *, polls: int = 0, s3: Any = None) -> None:
+        self.api = api
+        self.model = model
+        self.polls = polls
+        self.s3 = s3
+        """A botocore S3 client (Bedrock): where job inputs are read and outputs written."""
+        self.requests: list[Recorded] = []
+        self.submitted: Counter[str] = Counter()
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.reads: Counter[str] = Counter()
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        super().__init__(self._handler())
 
     def _new_id(self, prefix: str) -> str:
         return f"{prefix}{next(self._ids)}"
 
     # -- model replies -------------------------------------------------------------------------
 
-    def _results(self, lines: list[Mapping[str, Any]]) -> bytes:
-        out = []
+    def _results(self, lines: list[Mapping[str, Any]]) -> tuple[bytes, bytes, bool]:
+        """The results file, the error file (OpenAI's expired requests), and whether any
+        request expired."""
+        out: list[bytes] = []
+        errors: list[bytes] = []
+        expired = False
         for item in lines:
             custom_id, body = _request_of(self.api, item)
             answer = self.model(custom_id, body)
+            if isinstance(answer, Expired):
+                expired = True
+                line = _expired(self.api, custom_id)
+                if line is not None:
+                    (errors if self.api == "openai" else out).append(orjson.dumps(line))
+                continue
             out.append(orjson.dumps(_result(self.api, custom_id, body, answer)))
-        return b"\n".join(out) + b"\n"
+        return b"\n".join(out) + b"\n", b"\n".join(errors) + b"\n" if errors else b"", expired
 
     def _create(self, lines: list[Mapping[str, Any]], meta: Mapping[str, Any]) -> dict[str, Any]:
         for item in lines:
@@ -118,8 +205,11 @@ class BatchFake:
         self.reads[batch["id"]] += 1
         if self.reads[batch["id"]] > self.polls and "output" not in batch:
             output_id = self._new_id("files/out" if self.api == "gemini" else "out")
-            self.files[output_id] = self._results(batch["lines"])
+            self.files[output_id], errors, batch["expired"] = self._results(batch["lines"])
             batch["output"] = output_id
+            if errors:
+                batch["errors"] = self._new_id("err")
+                self.files[batch["errors"]] = errors
         return "output" in batch
 
     # -- HTTP ----------------------------------------------------------------------------------
@@ -127,21 +217,9 @@ class BatchFake:
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-            def do_GET(self) -> None:
-                self._answer()
-
-            def do_POST(self) -> None:
-                self._answer()
-
-            def _answer(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                body = self.rfile.read(length) if length else b""
+        class Handler(_Handler):
+            def answer(self) -> None:
+                body = self.body() or b""
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 fake.requests.append(Recorded(self.command, self.path, headers, body))
                 with fake._lock:
@@ -150,7 +228,7 @@ class BatchFake:
                 if isinstance(reply, bytes):
                     self._download(status, reply, what)
                     return
-                fake._maybe_stall(what)
+                fake.server.maybe_stall(what)
                 raw = orjson.dumps(reply)
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
@@ -165,11 +243,46 @@ class BatchFake:
                 self.send_header("content-type", "application/octet-stream")
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
-                half = len(data) // 2
-                self.wfile.write(data[:half])
-                self.wfile.flush()
-                fake._maybe_stall(what)
-                self.wfile.write(data[half:])
+                send_body(self, fake.server, data, what)
+
+        return Handler
+
+
+class Relay(Served):
+    """A pass-through to another HTTP server (moto's S3, for Bedrock jobs) that can stall one
+    download half-way, as BatchFake can: the moment to kill -9 a client reading from S3."""
+
+    def __init__(self, target: str) -> None:
+        self.target = urlsplit(target)
+        super().__init__(self._handler())
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        relay = self
+
+        class Handler(_Handler):
+            def answer(self) -> None:
+                body = self.body()
+                skip = {"host", "connection", "expect"}
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in skip}
+                connection = http.client.HTTPConnection(
+                    relay.target.hostname or "127.0.0.1", relay.target.port, timeout=30
+                )
+                try:
+                    connection.request(self.command, self.path, body=body, headers=headers)
+                    reply = connection.getresponse()
+                    data = reply.read()
+                finally:
+                    connection.close()
+                self.send_response(reply.status)
+                for key, value in reply.getheaders():
+                    if key.lower() not in ("content-length", "transfer-encoding", "connection"):
+                        self.send_header(key, value)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    send_body(
+                        self, relay.server, data, f"{self.command} {urlsplit(self.path).path}"
+                    )
 
         return Handler
 
@@ -255,9 +368,9 @@ def _openai_batch(fake: BatchFake, batch: dict[str, Any], *, finished: bool) -> 
         "endpoint": meta["endpoint"],
         "input_file_id": meta["input_file_id"],
         "completion_window": "24h",
-        "status": "completed" if done else "in_progress",
+        "status": ("expired" if batch["expired"] else "completed") if done else "in_progress",
         "output_file_id": batch.get("output") if done else None,
-        "error_file_id": None,
+        "error_file_id": batch.get("errors") if done else None,
         "created_at": int(batch["created"]),
         "request_counts": {"total": total, "completed": total if done else 0, "failed": 0},
         "metadata": meta.get("metadata"),
@@ -372,7 +485,11 @@ def _gemini_operation(batch: dict[str, Any]) -> dict[str, Any]:
         "name": f"batches/{batch['id']}",
         "model": batch["meta"]["model"],
         "displayName": batch["meta"]["displayName"],
-        "state": "BATCH_STATE_SUCCEEDED" if done else "BATCH_STATE_RUNNING",
+        "state": (
+            ("BATCH_STATE_EXPIRED" if batch["expired"] else "BATCH_STATE_SUCCEEDED")
+            if done
+            else "BATCH_STATE_RUNNING"
+        ),
     }
     operation: dict[str, Any] = {"name": f"batches/{batch['id']}", "metadata": meta}
     if done:
@@ -450,7 +567,7 @@ def _bedrock_job(batch: dict[str, Any]) -> dict[str, Any]:
         "jobName": meta["jobName"],
         "modelId": meta["modelId"],
         "roleArn": meta["roleArn"],
-        "status": "Completed" if done else "InProgress",
+        "status": ("Expired" if batch["expired"] else "Completed") if done else "InProgress",
         "submitTime": "2026-01-01T00:00:00Z",
         "inputDataConfig": meta["inputDataConfig"],
         "outputDataConfig": meta["outputDataConfig"],
@@ -526,6 +643,16 @@ def _result(api: str, custom_id: str, body: Mapping[str, Any], answer: str | Err
             "metrics": {"latencyMs": 100},
         },
     }
+
+
+def _expired(api: str, custom_id: str) -> Any:
+    if api == "openai":
+        error = {"code": "batch_expired", "message": "This request could not be executed"}
+        return {"id": f"batch_req_{custom_id}", "custom_id": custom_id, "response": None,
+                "error": error}  # fmt: skip
+    if api == "anthropic":
+        return {"custom_id": custom_id, "result": {"type": "expired"}}
+    return None  # Gemini, Bedrock: no line
 
 
 def _claude(body: Mapping[str, Any], answer: str) -> dict[str, Any]:

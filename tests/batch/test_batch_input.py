@@ -8,21 +8,13 @@ import pytest
 
 from outform import batch
 from outform.errors import UsageError
-from tests.batch.conftest import SCHEMA, Scripted
+from tests.batch.conftest import Scripted, submit
 from tests.batch.fakes import BatchFake
 
 
 def _submit(fake: BatchFake, rows: Path, tmp_path: Path, **options: object) -> None:
-    batch.submit(
-        rows,
-        str(options.pop("model", "openai:gpt-5-mini")),
-        SCHEMA,
-        base_url=fake.url + "/v1",
-        api_key="k",
-        manifest=tmp_path / "m.sqlite3",
-        poll_interval=0.001,
-        **options,  # type: ignore[arg-type]
-    )
+    model = str(options.pop("model", "openai:gpt-5-mini"))
+    submit(rows, model, tmp_path / "m.sqlite3", fake.url + "/v1", **{"prompt": None, **options})
 
 
 @pytest.mark.parametrize(
@@ -72,16 +64,7 @@ def test_an_unknown_model_or_a_bad_template_is_named(rows: Path, tmp_path: Path)
 
 def test_a_changed_input_file_is_refused_on_resume(rows: Path, tmp_path: Path) -> None:
     with BatchFake("openai", Scripted(), polls=5) as fake:
-        job = batch.submit(
-            rows,
-            "openai:gpt-5-mini",
-            SCHEMA,
-            prompt="{text}",
-            base_url=fake.url + "/v1",
-            api_key="k",
-            manifest=tmp_path / "m.sqlite3",
-            poll_interval=0.001,
-        )
+        job = submit(rows, "openai:gpt-5-mini", tmp_path / "m.sqlite3", fake.url + "/v1")
         rows.write_text(rows.read_text() + '{"text": "one more"}\n')
         with pytest.raises(UsageError, match="input file changed"):
             batch.resume(job.job, manifest=tmp_path / "m.sqlite3", api_key="k")

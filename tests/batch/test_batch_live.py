@@ -37,7 +37,8 @@ def test_a_live_job_gives_the_same_output(rows: Path, tmp_path: Path) -> None:
     assert len(lines) == 30
     assert lines["r3"]["status"] == "provider_error" and "bad request" in lines["r3"]["error"]
     assert lines["r7"]["status"] == "ok" and lines["r7"]["attempts"] == 2
-    assert "expected integer" in lines["r7"]["rounds"][0]["hint"]
+    assert lines["r7"]["rounds"][0]["outcome"] == "invalid"
+    assert "expected integer" in lines["r7"]["rounds"][0]["detail"]
     assert lines["r5"]["status"] == "repaired"
     assert status.counts == {"ok": 23, "repaired": 6, "provider_error": 1}
 

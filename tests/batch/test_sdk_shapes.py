@@ -14,8 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 import orjson
 import pytest
 
-from outform import batch
-from tests.batch.conftest import SCHEMA, Scripted
+from tests.batch.conftest import AWS_ENV, ROLE_ARN, Scripted, s3_client, submit
 from tests.batch.fakes import BatchFake
 from tests.providers.fake import Recorded
 
@@ -57,17 +56,7 @@ def shapes(requests: Iterable[Recorded]) -> set[tuple[Any, ...]]:
 def _job(fake: BatchFake, model: str, prefix: str, tmp_path: Path, **options: Any) -> None:
     rows = tmp_path / "rows.jsonl"
     rows.write_text('{"id": "r1", "text": "a"}\n{"id": "r2", "text": "b"}\n')
-    batch.submit(
-        rows,
-        model,
-        SCHEMA,
-        prompt="{text}",
-        base_url=fake.url + prefix,
-        api_key="k",
-        manifest=tmp_path / "m.sqlite3",
-        poll_interval=0.001,
-        **options,
-    )
+    submit(rows, model, tmp_path / "m.sqlite3", fake.url + prefix, **options)
 
 
 def test_openai_files_and_batches(tmp_path: Path) -> None:
@@ -163,41 +152,13 @@ def test_gemini_upload_and_batch(tmp_path: Path) -> None:
         assert header in start.headers
 
 
-@pytest.fixture(scope="module")
-def moto_s3() -> Any:
-    server_module = pytest.importorskip("moto.server", reason="pip install 'moto[server]'")
-    server = server_module.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
-
-
-def _s3_client(url: str) -> Any:
-    import botocore.session
-
-    return botocore.session.get_session().create_client(
-        "s3",
-        region_name="us-east-1",
-        endpoint_url=url,
-        aws_access_key_id="test",
-        aws_secret_access_key="test",
-    )
-
-
 def test_bedrock_invocation_jobs_through_s3(
-    moto_s3: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    moto_s3: str, bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import botocore.session
 
-    s3 = _s3_client(moto_s3)
-    s3.create_bucket(Bucket="jobs")
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "test",
-        "AWS_SECRET_ACCESS_KEY": "test",
-        "AWS_REGION": "us-east-1",
-        "AWS_ENDPOINT_URL_S3": moto_s3,
-    }.items():
+    s3 = s3_client(moto_s3)
+    for name, value in {**AWS_ENV, "AWS_ENDPOINT_URL_S3": moto_s3}.items():
         monkeypatch.setenv(name, value)
     rows = tmp_path / "rows.jsonl"
     rows.write_text("".join(f'{{"id": "r{i}", "text": "#r{i}"}}\n' for i in range(1, 121)))
@@ -212,17 +173,20 @@ def test_bedrock_invocation_jobs_through_s3(
             aws_secret_access_key="test",
         )
         s3.put_object(
-            Bucket="jobs", Key="sdk/in.jsonl", Body=b'{"recordId": "r1", "modelInput": {}}\n'
+            Bucket=bucket, Key="sdk/in.jsonl", Body=b'{"recordId": "r1", "modelInput": {}}\n'
         )
         arn = client.create_model_invocation_job(
             jobName="outform-sdk-b",
-            roleArn="arn:aws:iam::123456789012:role/batch",
+            roleArn=ROLE_ARN,
             clientRequestToken="outform-sdk-b",
             modelId="anthropic.claude-sonnet-4-5-v1:0",
             inputDataConfig={
-                "s3InputDataConfig": {"s3Uri": "s3://jobs/sdk/in.jsonl", "s3InputFormat": "JSONL"}
+                "s3InputDataConfig": {
+                    "s3Uri": f"s3://{bucket}/sdk/in.jsonl",
+                    "s3InputFormat": "JSONL",
+                }
             },
-            outputDataConfig={"s3OutputDataConfig": {"s3Uri": "s3://jobs/sdk/out/"}},
+            outputDataConfig={"s3OutputDataConfig": {"s3Uri": f"s3://{bucket}/sdk/out/"}},
             modelInvocationType="Converse",
         )["jobArn"]
         client.get_model_invocation_job(jobIdentifier=arn)
@@ -230,17 +194,15 @@ def test_bedrock_invocation_jobs_through_s3(
         sdk = shapes(fake.requests)
         fake.requests.clear()
         out = tmp_path / "out.jsonl"
-        batch.submit(
+        submit(
             rows,
             "bedrock:anthropic.claude-sonnet-4-5-v1:0",
-            SCHEMA,
-            prompt="{text}",
+            tmp_path / "m.sqlite3",
             output=out,
-            manifest=tmp_path / "m.sqlite3",
-            poll_interval=0.001,
+            api_key=None,
             rounds=2,
-            s3_uri="s3://jobs/outform/",
-            role_arn="arn:aws:iam::123456789012:role/batch",
+            s3_uri=f"s3://{bucket}/outform/",
+            role_arn=ROLE_ARN,
             max_requests=100,
         )
         ours = shapes(r for r in fake.requests if not r.path.endswith("/converse"))
@@ -251,6 +213,10 @@ def test_bedrock_invocation_jobs_through_s3(
     assert body["modelInvocationType"] == "Converse"
     lines = [orjson.loads(line) for line in out.read_bytes().splitlines()]
     assert len(lines) == 120 and {line["status"] for line in lines} <= {"ok", "repaired"}
+    r7 = next(line for line in lines if line["id"] == "r7")  # invalid in the job, then live
+    assert [(r["round"], r.get("batch"), r["outcome"]) for r in r7["rounds"]] == [
+        (0, "r0b0", "invalid")
+    ]
     # 100 + 20 rows: the 20 are fewer than a Bedrock job takes and went live (Converse)
     assert len([r for r in fake.requests if r.path == "/model-invocation-job"]) == 1
     # round 0: 100 rows in a job, the last 20 live; round 1: the 14 invalid of the job, live

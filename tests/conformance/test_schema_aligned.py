@@ -48,8 +48,8 @@ def test_agreement_at_full_level() -> None:
         f"schema-aligned cases at level full: {rate:.1%} of {len(cases)}; "
         f"excluding the peer's heuristics: {rate_plain:.1%} of {len(plain)}"
     )
-    assert rate >= 0.84
-    assert rate_plain >= 0.94
+    assert rate >= 0.86
+    assert rate_plain >= 0.95
 
 
 def test_every_disagreement_is_explained() -> None:

@@ -39,7 +39,7 @@ from outform.errors import (
 )
 from outform.gateway import chain
 from outform.gateway import translate as gateway_translate
-from outform.gateway.checks import Verdict, check_reply
+from outform.gateway.checks import CheckSettings, Verdict, check_reply
 from outform.gateway.enforce import checkable
 from outform.gateway.handlers import _json_object
 from outform.gateway.replies import GatewayError
@@ -438,7 +438,7 @@ def _gateway(body: bytes, reply: str, level: str) -> str:
     if fmt is None:
         return "forwarded"
     try:
-        verdict: Verdict = check_reply(reply, fmt, level, 5.0, False)
+        verdict: Verdict = check_reply(reply, fmt, CheckSettings(level, 5.0), False)
     except Exception as exc:
         raise BrokenPromiseError(
             "enforcement's check of a reply fails: a 500", (body, reply), exc

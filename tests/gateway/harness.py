@@ -3,7 +3,8 @@ Completions backend, and clients whose every exchange is checked against OpenAI'
 
 * `ChatFake` is `tests.providers.fake.FakeServer` (scripted replies, recorded requests, error
   statuses, delays, connections dropped mid-stream) plus streams that stop at a gate until the
-  test opens it (for shutdown and idle-timeout tests).
+  test opens it (for shutdown and idle-timeout tests), and whole answers held at a gate that
+  notice when the gateway hangs up (for cancellation tests).
 * `running(settings)` serves `create_app(settings, store=...)` with uvicorn in a thread.
 * `Recorder` is an httpx transport that keeps every request and response body a client sees;
   `check_exchange` validates each against the OpenAPI document (`Response`,
@@ -13,6 +14,7 @@ Completions backend, and clients whose every exchange is checked against OpenAI'
 
 from __future__ import annotations
 
+import select
 import socket
 import threading
 import time
@@ -47,6 +49,21 @@ class GatedReply(Reply):
     """Set when the gateway had closed the connection by the time the rest was sent."""
 
 
+@dataclass
+class HeldReply(Reply):
+    """A whole answer held back until `gate` opens; `abandoned` is set if the gateway hung
+    up while it waited (it stopped calling the backend)."""
+
+    gate: threading.Event = field(default_factory=threading.Event)
+    reached: threading.Event = field(default_factory=threading.Event)
+    abandoned: threading.Event = field(default_factory=threading.Event)
+
+
+def _hung_up(conn: socket.socket) -> bool:
+    readable, _, _ = select.select([conn], [], [], 0)
+    return bool(readable) and conn.recv(1, socket.MSG_PEEK) == b""
+
+
 class ChatFake(FakeServer):
     """A Chat Completions backend at `url + "/v1"`."""
 
@@ -61,6 +78,16 @@ class ChatFake(FakeServer):
         base: Any = super()._handler()
 
         class Handler(base):  # type: ignore[misc]
+            def _body(self, reply: Reply) -> None:
+                if isinstance(reply, HeldReply):
+                    reply.reached.set()
+                    while not reply.gate.wait(0.02):
+                        if _hung_up(self.connection):
+                            reply.abandoned.set()
+                            self.close_connection = True
+                            return
+                super()._body(reply)
+
             def _stream(self, reply: Reply) -> None:
                 if not isinstance(reply, GatedReply):
                     super()._stream(reply)
@@ -159,12 +186,18 @@ class RecordingStore(MemoryStore):
         await super().save(record)
         self.saves.setdefault(record.id, []).append(str(record.response.get("status")))
 
+    async def update(self, record: StoredResponse) -> bool:
+        replaced = await super().update(record)
+        if replaced:
+            self.saves.setdefault(record.id, []).append(str(record.response.get("status")))
+        return replaced
+
     def final(self, response_id: str) -> str | None:
         """The status of the last save of `response_id` (None if never saved)."""
         statuses = self.saves.get(response_id)
         return statuses[-1] if statuses else None
 
-    def unfinished(self) -> dict[str, str]:
+    def left_unfinished(self) -> dict[str, str]:
         """Stored responses whose last saved state is not final."""
         return {i: s[-1] for i, s in self.saves.items() if s[-1] not in self.FINAL}
 
@@ -353,6 +386,7 @@ __all__ = [
     "ChatFake",
     "Exchange",
     "GatedReply",
+    "HeldReply",
     "Recorder",
     "RecordingStore",
     "Running",

@@ -6,6 +6,7 @@ Off by default, where the same bad reply passes through untouched; on per reques
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -13,6 +14,7 @@ import orjson
 import pytest
 from pydantic import BaseModel
 
+import outform.config
 from tests.gateway.conftest import Harness, MakeGateway
 from tests.gateway.harness import response_events
 from tests.providers.openai_wire import chat_completion, chat_usage
@@ -232,3 +234,32 @@ def _chunks(body: bytes) -> list[Any]:
         for line in body.split(b"\n")
         if line.startswith(b"data: ") and line != b"data: [DONE]"
     ]
+
+
+def test_the_profile_header_picks_the_parse_settings_of_a_profile(
+    gw: Harness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "outform.toml").write_text('[profiles.exact]\nlevel = "off"\n', encoding="utf-8")
+    monkeypatch.delenv("OUTFORM_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    outform.config.reload()
+    try:
+        gw.backend.json(chat_completion(content=IGNORED))
+        gw.backend.json(chat_completion(content=ADA))
+        raw = gw.client.responses.with_raw_response.parse(
+            model="m",
+            input="Ada, 36",
+            text_format=Person,
+            extra_headers={**ON, "x-outform-profile": "exact"},
+        )
+        assert raw.headers["x-outform-attempts"] == "2"  # level off: asked again, not repaired
+        with pytest.raises(openai.BadRequestError, match="unknown profile 'loose'"):
+            gw.client.responses.create(
+                model="m",
+                input="Ada",
+                text={"format": _person_format()},
+                extra_headers={**ON, "x-outform-profile": "loose"},
+            )
+    finally:
+        monkeypatch.undo()
+        outform.config.reload()

@@ -81,7 +81,7 @@ def test_each_fault_gets_a_truthful_answer(
     gateway: tuple[Running, RecordingStore], fault: str, stream: bool, api: str
 ) -> None:
     assert verdict(gateway, api, fault, stream) == []
-    assert gateway[1].unfinished() == {}
+    assert gateway[1].left_unfinished() == {}
 
 
 def test_a_truncated_stream_says_it_was_cut_off_and_is_stored_failed(
@@ -131,7 +131,7 @@ def test_faults_under_concurrency_leave_nothing_hung_or_unfinished(
     with ThreadPoolExecutor(16) as pool:
         verdicts = dict(zip(cases, pool.map(lambda c: verdict(gateway, *c), cases), strict=True))
     assert {case: v for case, v in verdicts.items() if v} == {}
-    assert gateway[1].unfinished() == {}
+    assert gateway[1].left_unfinished() == {}
 
 
 def test_a_native_providers_stream_cut_before_its_stop_reason_fails() -> None:

@@ -67,7 +67,9 @@ def test_the_document_is_valid_openapi_and_names_every_body(
     for path, methods in paths.items():
         for method, operation in methods.items():
             assert "422" not in operation["responses"], (path, method)
-            if method in ("post",):
+            if method == "post" and path.endswith("/cancel"):
+                assert "requestBody" not in operation, path  # cancelling takes no body
+            elif method == "post":
                 body = operation["requestBody"]["content"]["application/json"]["schema"]
                 assert body != {"type": "object"}, path
     schemas = document["components"]["schemas"]

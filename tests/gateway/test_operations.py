@@ -87,10 +87,13 @@ def test_malformed_requests_get_400_in_the_api_shape(gw: Harness) -> None:
         (b"{not json", None),
         ({"input": "x"}, "model"),
         ({"model": "m", "input": 42}, "input"),
-        ({"model": "m", "input": [{"type": "item_reference", "id": "x"}]}, "input[0].type"),
+        ({"model": "m", "input": [{"type": "item_reference", "id": 7}]}, "input[0].id"),
         ({"model": "m", "input": "x", "tools": [{"type": "web_search"}]}, "tools[0].type"),
         ({"model": "m", "input": "x", "tool_choice": {"type": "file_search"}}, "tool_choice"),
-        ({"model": "m", "input": "x", "background": True}, "background"),
+        ({"model": "m", "input": "x", "background": "yes"}, "background"),
+        ({"model": "m", "input": "x", "background": True, "store": False}, "store"),
+        ({"model": "m", "input": "x", "background": True, "stream": True}, "stream"),
+        ({"model": "m", "input": "x", "conversation": "conv_1"}, "conversation"),
     ]
     for body, param in cases:
         content = body if isinstance(body, bytes) else orjson.dumps(body)
@@ -230,15 +233,38 @@ def test_a_backend_ignoring_stream_true_is_still_streamed(gw: Harness) -> None:
 
 class _BrokenStore(MemoryStore):
     async def save(self, record: StoredResponse) -> None:
+        raise StoreError(
+            "PostgreSQL response store at alice@db.internal:6543/prod: saving failed",
+            where="[gateway] store",
+        )
+
+
+class _FailsAtTheEnd(MemoryStore):
+    async def update(self, record: StoredResponse) -> bool:
         raise StoreError("database is locked", where="[gateway] store")
 
 
 def test_a_store_that_fails_gives_503_or_a_failed_stream(make_gateway: MakeGateway) -> None:
+    """Nothing is acknowledged that was not stored; the client is not told the database's
+    user, host, port or name (the log is)."""
     gw = make_gateway(store=_BrokenStore())
-    gw.backend.json(chat_completion(content="lost"))
-    answer = gw.http.post(gw.url + "/v1/responses", json={"model": "m", "input": "x"})
-    assert answer.status_code == 503
-    assert answer.json()["error"]["code"] == "store_error"
+    for stream in (False, True):
+        if stream:
+            gw.backend.stream(text_stream("lost"))
+        else:
+            gw.backend.json(chat_completion(content="lost"))
+        answer = gw.http.post(
+            gw.url + "/v1/responses", json={"model": "m", "input": "x", "stream": stream}
+        )
+        assert answer.status_code == 503
+        assert answer.json()["error"]["code"] == "store_error"
+        for detail in ("alice", "db.internal", "6543", "prod"):
+            assert detail not in answer.text
+    gw.backend.json(chat_completion(content="kept nowhere, as asked"))
+    kept = gw.http.post(gw.url + "/v1/responses", json={"model": "m", "input": "x", "store": False})
+    assert kept.status_code == 200
+
+    gw = make_gateway(store=_FailsAtTheEnd())
     gw.backend.stream(text_stream("lost"))
     streamed = gw.http.post(
         gw.url + "/v1/responses", json={"model": "m", "input": "x", "stream": True}
@@ -251,9 +277,6 @@ def test_a_store_that_fails_gives_503_or_a_failed_stream(make_gateway: MakeGatew
         gw.url + "/v1/responses", json={"model": "m", "input": "x", "stream": True}
     )
     assert response_events(streamed.content)[-1]["type"] == "response.failed"  # no gap
-    gw.backend.json(chat_completion(content="kept nowhere, as asked"))
-    kept = gw.http.post(gw.url + "/v1/responses", json={"model": "m", "input": "x", "store": False})
-    assert kept.status_code == 200
 
 
 # -- shutdown and the access log -----------------------------------------------------------
@@ -389,12 +412,13 @@ def test_the_openapi_document_lists_every_endpoint(gw: Harness) -> None:
         "/v1/responses",
         "/v1/responses/{response_id}",
         "/v1/responses/{response_id}/input_items",
+        "/v1/responses/{response_id}/cancel",
         "/v1/chat/completions",
         "/v1/models",
         "/healthz",
     }
     assert set(document["paths"]["/v1/responses/{response_id}"]) == {"get", "delete"}
-    unknown = gw.http.post(gw.url + "/v1/responses/resp_1/cancel")
+    unknown = gw.http.post(gw.url + "/v1/responses/resp_1/compact")
     assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "not_found"
 
 

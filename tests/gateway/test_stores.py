@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import socket
 import sqlite3
 import subprocess
@@ -13,15 +14,17 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import orjson
 import pytest
 
 from outform.errors import ConfigError, StoreError, UsageError
 from outform.gateway.sqlite_store import SqliteStore
-from outform.gateway.store import MemoryStore, ResponseStore, StoredResponse
+from outform.gateway.store import ABANDONED, MemoryStore, ResponseStore, StoredResponse
 from outform.gateway.stores import DEFAULT_SQLITE_PATH, open_store, redact_dsn
 
 if TYPE_CHECKING:
-    from tests.gateway.postgres import Backend, PostgresServer
+    from tests.gateway.postgres import Backend
+    from tests.postgres import PostgresServer
 
 pytest_plugins = ["tests.gateway.postgres"]
 persistent_only = pytest.mark.parametrize("backend", ("sqlite", "postgres"), indirect=True)
@@ -79,9 +82,8 @@ def record(
 
 
 async def flush(store: ResponseStore) -> None:
-    """Commit a write-behind store's pending records (what other processes then see)."""
-    if isinstance(store, SqliteStore):
-        await store.flush()
+    """Saves are committed when they return: flushing has nothing left to wait for."""
+    await store.flush()
 
 
 # -- the shared behaviour ------------------------------------------------------------------
@@ -361,7 +363,127 @@ def test_a_closed_store_refuses_work(backend: Backend) -> None:
     run(main)
 
 
-# -- SQLite: write-behind, several processes ----------------------------------------------
+def unfinished(
+    response_id: str, *, tenant: str = "", worker: str | None = "wrk_a"
+) -> StoredResponse:
+    """A response still running (a stream's first row, a background job)."""
+    done = record(response_id)
+    response = {**done.response, "status": "in_progress", "output": []}
+    return StoredResponse(
+        response_id, done.created_at, response, done.input_items, tenant=tenant, worker=worker
+    )
+
+
+def test_records_belong_to_their_tenant(backend: Backend) -> None:
+    """Another tenant's record is exactly as absent as an unknown one."""
+
+    async def main() -> None:
+        store = backend.open()
+        try:
+            mine = dataclasses.replace(record("resp_a"), tenant="tenant-a")
+            await store.save(mine)
+            assert await store.load("resp_a", "tenant-a") == mine
+            assert await store.load("resp_a", "tenant-b") is None
+            assert await store.load("resp_a") is None  # no keys: tenant ""
+            assert await store.find_item("msg_out_resp_a", "tenant-a") is not None
+            assert await store.find_item("msg_out_resp_a", "tenant-b") is None
+            intruder = dataclasses.replace(unfinished("resp_a"), tenant="tenant-b")
+            assert await store.update(intruder) is False
+            assert await store.delete("resp_a", "tenant-b") is False
+            assert await store.load("resp_a", "tenant-a") == mine
+            assert await store.delete("resp_a", "tenant-a") is True
+        finally:
+            await store.close()
+
+    run(main)
+
+
+def test_update_replaces_only_an_unfinished_record(backend: Backend) -> None:
+    """The rule behind cancellation: the first final state to commit stays."""
+
+    async def main() -> None:
+        store = backend.open()
+        try:
+            await store.heartbeat("wrk_a")
+            await store.save(unfinished("resp_1"))
+            assert await store.unfinished(["resp_1", "resp_missing"]) == {"resp_1"}
+            loaded = await store.load("resp_1")
+            assert loaded is not None and loaded.status == "in_progress"
+            assert loaded.worker == "wrk_a" and not loaded.conversation
+            assert await store.update(record("resp_1", "first")) is True
+            assert await store.update(record("resp_1", "late")) is False  # finished: stays
+            assert await store.load("resp_1") == record("resp_1", "first")
+            assert await store.unfinished(["resp_1"]) == set()
+            assert await store.update(record("resp_never")) is False  # nothing to update
+            assert await store.load("resp_never") is None
+        finally:
+            await store.close()
+
+    run(main)
+
+
+def test_an_unfinished_record_of_a_process_that_stopped_reads_as_failed(
+    backend: Backend,
+) -> None:
+    async def main() -> None:
+        store = backend.open()
+        try:
+            await store.heartbeat("wrk_alive")
+            await store.save(unfinished("resp_alive", worker="wrk_alive"))
+            await store.save(unfinished("resp_orphan", worker="wrk_never_beat"))
+            alive = await store.load("resp_alive")
+            assert alive is not None and alive.status == "in_progress"
+            orphan = await store.load("resp_orphan")
+            assert orphan is not None and orphan.status == "failed"
+            assert orphan.response["error"] == {"code": "server_error", "message": ABANDONED}
+            await store.retire("wrk_alive")  # its process stopped
+            gone = await store.load("resp_alive")
+            assert gone is not None and gone.status == "failed"
+        finally:
+            await store.close()
+
+    run(main)
+
+
+def test_items_are_found_by_id(backend: Backend) -> None:
+    async def main() -> None:
+        store = backend.open()
+        try:
+            await store.save(record("resp_1", "one"))
+            await store.save(record("resp_2", "two"))
+            found = await store.find_item("msg_out_resp_2")
+            assert found == record("resp_2", "two").conversation[1]
+            assert await store.find_item("msg_in_resp_1") == record("resp_1", "one").input_items[0]
+            assert await store.find_item("msg_nowhere") is None
+            assert await store.delete("resp_2") is True
+            assert await store.find_item("msg_out_resp_2") is None
+        finally:
+            await store.close()
+
+    run(main)
+
+
+def test_the_tenant_salt_is_random_and_kept(backend: Backend) -> None:
+    async def main() -> tuple[bytes, bytes]:
+        store = backend.open()
+        try:
+            await store.check()
+            salt = await store.tenant_salt()
+            assert len(salt) == 32 and salt == await store.tenant_salt()
+        finally:
+            await store.close()
+        again = backend.open()
+        try:
+            return salt, await again.tenant_salt()
+        finally:
+            await again.close()
+
+    first, second = run(main)
+    if backend.persistent:
+        assert first == second  # every gateway process of the store hashes keys alike
+
+
+# -- SQLite: group commit, back-pressure, several processes -----------------------------
 
 
 def rows(path: Path) -> int:
@@ -385,94 +507,161 @@ def hold_the_worker(store: SqliteStore) -> threading.Event:
     return gate
 
 
-def test_sqlite_saves_are_written_behind_and_read_before_they_reach_disk(
-    tmp_path: Path,
-) -> None:
+def test_sqlite_save_returns_only_once_committed(tmp_path: Path) -> None:
     path = tmp_path / "r.sqlite"
 
     async def main() -> None:
         store = SqliteStore(path)
-        await store.flush()  # the table exists
+        await store.check()  # the tables exist
         gate = hold_the_worker(store)
-        try:
-            for n in range(20):
-                await store.save(record(f"resp_{n}"))  # returns with the worker blocked
-            assert rows(path) == 0  # nothing committed yet ...
-            assert await_pending(store) == 20
-            assert store._writer.pending["resp_3"][0] == record("resp_3")
-            other = SqliteStore(path)  # ... yet this process reads its own writes
-            assert other._writer is store._writer
-            closing = asyncio.ensure_future(store.close())
-            await asyncio.sleep(0)
-            assert not closing.done()
-        finally:
-            gate.set()
-        await closing
-        assert rows(path) == 20
-        assert await other.load("resp_3") == record("resp_3")
-        await other.close()
-
-    asyncio.run(main())
-
-
-def await_pending(store: SqliteStore) -> int:
-    with store._writer.lock:
-        return len(store._writer.pending)
-
-
-def test_sqlite_load_sees_pending_record_and_delete_reaches_disk(tmp_path: Path) -> None:
-    path = tmp_path / "r.sqlite"
-
-    async def main() -> None:
-        store = SqliteStore(path)
-        await store.save(record("resp_old"))
-        await store.flush()
-        gate = hold_the_worker(store)
-        await store.save(record("resp_old", "newer"))
-        await store.save(record("resp_new"))
-        assert await_pending(store) == 2
-        loaded_new = asyncio.ensure_future(store.load("resp_new"))
-        deleting = asyncio.ensure_future(store.delete("resp_old"))
-        await asyncio.sleep(0)
-        assert loaded_new.done()  # from memory, without waiting for the blocked worker
-        assert loaded_new.result() == record("resp_new")
+        saving = asyncio.ensure_future(store.save(record("resp_1")))
+        await asyncio.sleep(0.05)
+        assert not saving.done()  # the worker is busy: not committed, not acknowledged
+        assert rows(path) == 0
         gate.set()
-        assert await deleting is True
+        await saving
+        assert rows(path) == 1  # committed by the time save returned: no flush needed
         await store.close()
-        assert rows(path) == 1
-        reopened = SqliteStore(path)
-        assert await reopened.load("resp_old") is None
-        assert await reopened.load("resp_new") == record("resp_new")
-        await reopened.close()
 
     asyncio.run(main())
 
 
-def test_sqlite_failed_commit_keeps_records_until_it_works(tmp_path: Path) -> None:
-    """Another process holds the write lock past busy_timeout: nothing is lost meanwhile."""
+def commits(path: Path) -> int:
+    """How many transactions other connections committed since `data_version` began."""
+    return int(_observer(path).execute("PRAGMA data_version").fetchone()[0])
+
+
+_OBSERVERS: dict[Path, sqlite3.Connection] = {}
+
+
+def _observer(path: Path) -> sqlite3.Connection:
+    if path not in _OBSERVERS:
+        _OBSERVERS[path] = sqlite3.connect(path, check_same_thread=False)
+    return _OBSERVERS[path]
+
+
+def test_sqlite_saves_that_arrive_together_share_one_commit(tmp_path: Path) -> None:
+    path = tmp_path / "r.sqlite"
+
+    async def main() -> None:
+        store = SqliteStore(path)
+        await store.check()
+        before = commits(path)
+        gate = hold_the_worker(store)
+        saving = [asyncio.ensure_future(store.save(record(f"resp_{n}"))) for n in range(50)]
+        await asyncio.sleep(0.05)
+        gate.set()
+        await asyncio.gather(*saving)
+        assert commits(path) == before + 1  # one transaction for the 50
+        assert rows(path) == 50
+        await store.close()
+
+    try:
+        asyncio.run(main())
+    finally:
+        _OBSERVERS.pop(path).close()
+
+
+def test_sqlite_bounds_what_waits_for_the_disk(tmp_path: Path) -> None:
+    """Back-pressure: beyond max_pending_bytes a save waits before it is even queued."""
+    path = tmp_path / "r.sqlite"
+    one = len(orjson.dumps(record("resp_0").response)) * 3
+
+    async def main() -> None:
+        store = SqliteStore(path, max_pending_bytes=one)
+        await store.check()
+        gate = hold_the_worker(store)
+        first = asyncio.ensure_future(store.save(record("resp_1", "x" * 500)))
+        second = asyncio.ensure_future(store.save(record("resp_2", "y" * 500)))
+        await asyncio.sleep(0.05)
+        with store._writer.lock:
+            queued = len(store._writer.queue)
+        assert queued == 1  # the second waits outside the queue
+        assert not first.done() and not second.done()
+        gate.set()
+        await asyncio.gather(first, second)
+        assert rows(path) == 2
+        await store.close()
+
+    asyncio.run(main())
+
+
+def test_sqlite_failed_commit_is_never_acknowledged(tmp_path: Path) -> None:
+    """Another process holds the write lock past busy_timeout: the save fails (the gateway
+    answers 503), nothing is kept half-way, and the next save works once the lock is gone."""
     path = tmp_path / "r.sqlite"
 
     async def main() -> None:
         store = SqliteStore(path, busy_timeout=0.05)
-        await store.flush()  # the table exists
+        await store.check()
         other = sqlite3.connect(path, isolation_level=None)
         other.execute("BEGIN IMMEDIATE")  # the other process's long write transaction
         try:
-            await store.save(record("resp_1"))
             with pytest.raises(StoreError, match="locked") as caught:
-                await store.flush()
+                await store.save(record("resp_1"))
             assert "raise busy_timeout" in str(caught.value)
-            assert await store.load("resp_1") == record("resp_1")  # still served from memory
-            with pytest.raises(StoreError, match="locked"):
-                await store.close()  # refuses to lose it, and stays open
-            await store.save(record("resp_2"))
         finally:
             other.execute("ROLLBACK")
             other.close()
+        assert await store.load("resp_1") is None
+        await store.save(record("resp_2"))
         await store.close()
-        assert rows(path) == 2
+        assert rows(path) == 1
 
     asyncio.run(main())
+
+
+def test_sqlite_check_reports_an_unusable_path(tmp_path: Path) -> None:
+    async def main() -> None:
+        store = SqliteStore("/proc/outform-responses.sqlite")  # exists, never writable
+        with pytest.raises(StoreError, match=r"/proc/outform-responses\.sqlite") as caught:
+            await store.check()
+        assert "writable" in str(caught.value)
+        await store.close()
+
+    asyncio.run(main())
+
+
+def test_sqlite_schema_1_files_are_upgraded(tmp_path: Path) -> None:
+    """A file of the previous outform: its responses stay readable (and referable), and
+    belong to the keyless tenant."""
+    path = tmp_path / "old.sqlite"
+    old = record("resp_old")
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            """CREATE TABLE outform_responses (
+                id TEXT PRIMARY KEY, created_at INTEGER NOT NULL, previous_response_id TEXT,
+                response TEXT NOT NULL, input_items TEXT NOT NULL, conversation TEXT NOT NULL,
+                stored_at REAL NOT NULL DEFAULT 0)"""
+        )
+        failed = {**old.response, "status": "failed"}
+        conn.execute(
+            "INSERT INTO outform_responses (id, created_at, previous_response_id, response,"
+            " input_items, conversation) VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                old.id,
+                old.created_at,
+                None,
+                orjson.dumps(failed).decode(),
+                orjson.dumps(old.input_items).decode(),
+                orjson.dumps(old.conversation).decode(),
+            ),
+        )
+        conn.execute("PRAGMA user_version = 1")
+    conn.close()
+
+    async def main() -> None:
+        store = SqliteStore(path)
+        loaded = await store.load("resp_old")
+        assert loaded is not None and loaded.response == failed and loaded.tenant == ""
+        assert await store.find_item("msg_out_resp_old") == old.conversation[1]
+        await store.close()
+
+    asyncio.run(main())
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone() == (2,)
+        assert conn.execute("SELECT status FROM outform_responses").fetchone() == ("failed",)
+    conn.close()
 
 
 CHILD = """
@@ -543,7 +732,7 @@ def test_sqlite_file_that_is_not_a_database(tmp_path: Path) -> None:
     asyncio.run(main())
 
 
-def test_sqlite_uses_wal_and_one_table(tmp_path: Path) -> None:
+def test_sqlite_uses_wal_and_its_tables(tmp_path: Path) -> None:
     path = tmp_path / "r.sqlite"
 
     async def main() -> None:
@@ -554,15 +743,17 @@ def test_sqlite_uses_wal_and_one_table(tmp_path: Path) -> None:
     asyncio.run(main())
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-        assert conn.execute("PRAGMA user_version").fetchone() == (1,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (2,)
         row = conn.execute(
             "SELECT id, created_at, previous_response_id, json_extract(response, '$.model')"
             " FROM outform_responses"
         ).fetchone()
         indexes = {r[1] for r in conn.execute("PRAGMA index_list(outform_responses)")}
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     conn.close()
     assert row == ("resp_1", 1_700_000_000, "resp_0", "test-model")
     assert {"outform_responses_created_at", "outform_responses_previous"} <= indexes
+    assert tables == {"outform_responses", "outform_items", "outform_workers", "outform_meta"}
 
 
 # -- PostgreSQL -----------------------------------------------------------------------------
@@ -613,7 +804,7 @@ def test_postgres_user_without_create_rights(postgres_server: PostgresServer) ->
 
     async def main() -> None:
         app = PostgresStore(app_dsn)
-        with pytest.raises(StoreError, match="creating the table outform_responses") as caught:
+        with pytest.raises(StoreError, match="creating the tables outform_responses") as caught:
             await app.load("resp_1")
         assert "grant the user CREATE on the schema" in str(caught.value)
         await app.close()
@@ -621,8 +812,12 @@ def test_postgres_user_without_create_rights(postgres_server: PostgresServer) ->
         await owner.save(record("resp_1"))
         await owner.close()
         with psycopg.connect(owner_dsn, autocommit=True) as conn:
-            conn.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON outform_responses TO {role}")
+            conn.execute(
+                "GRANT SELECT, INSERT, UPDATE, DELETE ON outform_responses, outform_items,"
+                f" outform_workers, outform_meta TO {role}"
+            )
         app = PostgresStore(app_dsn)
+        await app.check()
         assert await app.load("resp_1") == record("resp_1")
         await app.save(record("resp_2"))
         assert await app.delete("resp_1") is True
@@ -635,6 +830,53 @@ def test_postgres_user_without_create_rights(postgres_server: PostgresServer) ->
         with psycopg.connect(postgres_server.dsn, autocommit=True) as conn:
             conn.execute(f"DROP OWNED BY {role}")
             conn.execute(f"DROP ROLE {role}")
+
+
+def test_postgres_schema_1_tables_are_upgraded(postgres_server: PostgresServer) -> None:
+    import psycopg
+
+    from outform.gateway.postgres_store import PostgresStore
+
+    schema, dsn = postgres_server.schema()
+    old = record("resp_old")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(
+            """CREATE TABLE outform_responses (
+                id text PRIMARY KEY, created_at bigint NOT NULL, previous_response_id text,
+                response json NOT NULL, input_items json NOT NULL, conversation json NOT NULL,
+                stored_at timestamptz NOT NULL DEFAULT now())"""
+        )
+        conn.execute(
+            "INSERT INTO outform_responses (id, created_at, response, input_items, conversation)"
+            " VALUES (%s, %s, %s, %s, %s)",
+            (
+                old.id,
+                old.created_at,
+                orjson.dumps({**old.response, "status": "incomplete"}).decode(),
+                orjson.dumps(old.input_items).decode(),
+                orjson.dumps(old.conversation).decode(),
+            ),
+        )
+
+    async def main() -> None:
+        store = PostgresStore(dsn)
+        try:
+            loaded = await store.load("resp_old")
+            assert loaded is not None and loaded.status == "incomplete"
+            assert await store.find_item("msg_in_resp_old") == old.input_items[0]
+            assert await store.unfinished(["resp_old"]) == set()
+        finally:
+            await store.close()
+
+    try:
+        asyncio.run(main())
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            version = conn.execute(
+                "SELECT value FROM outform_meta WHERE name = 'schema_version'"
+            ).fetchone()
+        assert version == ("2",)
+    finally:
+        postgres_server.drop(schema)
 
 
 def free_port() -> int:
@@ -703,9 +945,14 @@ def test_open_store_forms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert opened("sqlite:///rel.db").path == "rel.db"
     assert opened("c.sqlite3", base_dir=tmp_path / "conf").path == str(tmp_path / "conf/c.sqlite3")
     assert opened("sqlite:d.sqlite", base_dir=tmp_path).path == str(tmp_path / "d.sqlite")
+    synced = opened(f"sqlite:{tmp_path}/e.sqlite?synchronous=full")
+    assert synced.path == f"{tmp_path}/e.sqlite" and synced._writer.synchronous == "FULL"
+    with pytest.raises(ConfigError, match="unknown SQLite store option journal"):
+        open_store(f"sqlite:{tmp_path}/f.sqlite?journal=off")
 
     async def close_all() -> None:
         for store in stores:
+            await store.check()  # creates the file
             await store.close()
 
     asyncio.run(close_all())

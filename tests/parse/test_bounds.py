@@ -54,8 +54,9 @@ def fenced_items(count: int, last_price: str = "$1.50") -> str:
 @pytest.mark.parametrize("level", ["minimal", "full"])
 def test_a_40000_item_reply_comes_back_whole_at_every_level(level: str) -> None:
     """There is no hidden cap on the work of coercion: the last item is coerced like the
-    first (before, item 39,999 was reported as the model's mistake)."""
-    result = outform.parse(fenced_items(40_000), ITEMS, level=level)
+    first (before, item 39,999 was reported as the model's mistake). The time limit is
+    raised so that a busy machine cannot fail it: speed is measured in benchmarks/."""
+    result = outform.parse(fenced_items(40_000), ITEMS, level=level, time_limit=300)
     items = result.value["items"]
     assert len(items) == 40_000
     assert items[-1] == {"name": "item39999", "price": 1.5, "tags": ["x"]}

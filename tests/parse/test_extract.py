@@ -234,6 +234,26 @@ def test_a_reply_that_starts_with_json_and_continues_as_json_is_one_document() -
     assert not candidates('{"a": 1} and that is all', OBJECTS, collect=False).document
 
 
+def test_values_one_after_another_are_candidates_of_their_own_for_a_single_root() -> None:
+    """`{...}\n{...}` for a root that takes one value: never read together by a tolerant
+    decoder (json-repair keeps the last); when collecting, it is gathered as before."""
+    extraction = candidates('{"a": 1}\n{"a": 2}', OBJECTS, collect=False)
+    assert not extraction.document
+    assert [c.text for c in extraction.candidates[1:]] == ['{"a": 1}', '{"a": 2}']
+    assert [c.detail for c in extraction.candidates[1:]] == [
+        "value 1 of 2 in the reply",
+        "value 2 of 2 in the reply",
+    ]
+    assert candidates('{"a": 1}\n{"a": 2}', ARRAYS, collect=True).document
+
+
+def test_a_reply_cut_inside_a_string_keeps_its_final_line_breaks() -> None:
+    found = candidates('Log: {"a": "line\n\n', OBJECTS, collect=False).candidates
+    assert [c.text for c in found] == ['Log: {"a": "line\n\n', '{"a": "line\n\n']
+    closed = candidates('{"a": "line"}\n\n', OBJECTS, collect=False).candidates
+    assert closed[0].text == '{"a": "line"}'
+
+
 def test_an_object_in_prose_is_extracted_and_recorded() -> None:
     result = outform.parse('The answer is {"a": 1}. Hope that helps!', OBJECT)
     assert result.value == {"a": 1}

@@ -19,6 +19,7 @@ from typing_extensions import TypedDict
 import outform
 from outform import Event, Pipeline, Processor, ResponseFormat
 from outform.schema import pointer
+from outform.schema.compiled import compile_schema
 from outform.trace import events as trace_events
 from tests.parse.strategies import json_values, prose
 
@@ -132,6 +133,37 @@ def test_a_schema_dict_changed_between_calls_is_not_served_a_stale_pipeline() ->
     assert outform.parse('{"a": "1"}', schema).value == {"a": "1"}
 
 
+def test_a_compiled_schema_keeps_its_own_copy_of_the_callers_dict() -> None:
+    """Compiled schemas are shared by every equal schema: a caller changing its dict later
+    must not change what another caller's equal schema compiles to."""
+    first: dict[str, Any] = {"type": "object", "properties": {"q": {"enum": ["m", "n"]}}}
+    compile_schema(first)
+    first["properties"]["q"]["enum"][0] = "changed"
+    again = compile_schema({"type": "object", "properties": {"q": {"enum": ["m", "n"]}}})
+    assert again.root["properties"]["q"]["enum"] == ["m", "n"]
+
+
+@pytest.mark.parametrize("options", [{}, {"level": "full"}, {"fill_defaults": False}])
+def test_a_schema_changed_deep_inside_is_never_served_a_stale_pipeline(
+    options: dict[str, Any],
+) -> None:
+    """A cache hit is found by identity, so every change must be seen: a nested keyword, a
+    list item, a default (the fast path folds defaults into its validator)."""
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {"a": {"enum": ["x", "y"]}, "b": {"type": "integer", "default": 1}},
+        "required": ["a"],
+    }
+    assert outform.parse('{"a": "x"}', schema, **options).data["a"] == "x"
+    schema["properties"]["a"]["enum"][0] = "z"
+    with pytest.raises(outform.OutputError):
+        outform.parse('{"a": "x"}', schema, **options)
+    schema["properties"]["a"]["enum"][0] = "x"
+    schema["properties"]["b"]["default"] = 2
+    expected = {"a": "x", "b": 2} if options.get("fill_defaults", True) else {"a": "x"}
+    assert outform.parse('{"a": "x"}', schema, **options).data == expected
+
+
 # -- formats --------------------------------------------------------------------------------
 
 
@@ -160,6 +192,37 @@ def test_a_string_schema_takes_the_reply_as_written() -> None:
 def test_a_scalar_schema_reads_the_reply_text_as_that_scalar() -> None:
     assert outform.parse("42", {"type": "integer"}).value == 42
     assert outform.parse("yes", {"type": "boolean"}).value is True
+
+
+COUNTS = {"type": "array", "items": {"enum": ["ONE", "TWO", "THREE"]}}
+
+
+@pytest.mark.parametrize(
+    ("reply", "schema", "expected"),
+    [
+        ("TWO", COUNTS, ["TWO"]),
+        ("three", COUNTS, ["THREE"]),
+        ("The answer is One", COUNTS, ["ONE"]),
+        ("**one** is the answer", COUNTS, ["ONE"]),
+        ("The answer is true", {"type": "array", "items": {"type": "boolean"}}, [True]),
+        ("hello world", {"type": "array", "items": {"type": "string"}}, ["hello world"]),
+    ],
+)
+def test_a_list_of_scalars_takes_a_reply_without_json_as_its_one_item(
+    reply: str, schema: dict[str, Any], expected: list[Any]
+) -> None:
+    result = outform.parse(reply, schema, level="full")
+    assert result.value == expected
+    assert transforms(result)[0] == "wrap_in_array"
+
+
+def test_a_list_of_scalars_never_takes_broken_json_or_two_members_as_one_item() -> None:
+    with pytest.raises(outform.OutputError):
+        outform.parse('["a", "b"', {"type": "array", "items": {"type": "string"}})
+    with pytest.raises(outform.OutputError):
+        outform.parse("ONE and THREE", COUNTS, level="full")  # no guessing among members
+    with pytest.raises(outform.OutputError):
+        outform.parse("none", {"type": "array", "items": {"type": "object"}}, level="full")
 
 
 # -- shadow mode ----------------------------------------------------------------------------
@@ -533,6 +596,27 @@ def test_a_change_serialises_every_field() -> None:
         "lossy": False,
         "lost": 0,
         "attempt": 1,
+        "expected": "integer",
+        "actual": "string",
+        "branch_index": None,
+    }
+
+
+def test_a_change_says_the_types_and_the_union_branch_it_was_made_under() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "v": {"anyOf": [{"type": "boolean"}, {"type": "integer"}]},
+            "w": {"type": "integer"},
+        },
+        "additionalProperties": False,
+    }
+    result = outform.parse('{"v": "7", "w": "8", "x": [1]}', schema, level="full")
+    found = {c.path: (c.transform, c.expected, c.actual, c.branch_index) for c in result.changes}
+    assert found == {
+        "/v": ("string_to_integer", "integer", "string", 1),
+        "/w": ("string_to_integer", "integer", "string", None),
+        "/x": ("drop_unexpected_key", "absent", "array", None),
     }
 
 

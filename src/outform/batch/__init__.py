@@ -21,10 +21,11 @@ from typing import Any
 import orjson
 
 from outform.batch.job import JobSpec
-from outform.batch.manifest import SqliteManifest
+from outform.batch.manifest import JobBusyError, Manifest
+from outform.batch.manifest_sqlite import open_sqlite
 from outform.batch.outcome import STATUSES, Status
 from outform.batch.progress import Progress, Silent
-from outform.batch.runner import JobStatus, Runner, start, write_output
+from outform.batch.runner import JobStatus, Runner, start, status_of, write_output
 from outform.errors import UsageError
 from outform.format import ResponseFormat
 from outform.plan import Mode
@@ -34,26 +35,42 @@ DEFAULT_MANIFEST = Path(".outform") / "batch.sqlite3"
 ENV_MANIFEST = "OUTFORM_BATCH_MANIFEST"
 
 
-def manifest_path(manifest: str | Path | None = None) -> Path:
+def manifest_location(manifest: str | Path | None = None) -> str:
     """The manifest named, else $OUTFORM_BATCH_MANIFEST, else `[batch] manifest` in the
-    config, else .outform/batch.sqlite3 under the working directory."""
+    config, else .outform/batch.sqlite3 under the working directory: a SQLite file (a path
+    or `sqlite:PATH`) or a PostgreSQL DSN (`postgres:DSN`, a `postgresql://` URL, or
+    `postgres:$VARIABLE` to read the DSN, password and all, from the environment)."""
     from outform.config import settings
 
     chosen = manifest or os.environ.get(ENV_MANIFEST) or settings().batch.get("manifest")
-    if chosen is None:
-        return DEFAULT_MANIFEST
-    text = str(chosen)
-    if text.startswith(("postgres:", "postgresql:")):
-        raise UsageError(
-            "a PostgreSQL batch manifest is not supported yet",
-            where="manifest",
-            fix="use a SQLite file (sqlite:PATH or a path)",
-        )
-    return Path(text.removeprefix("sqlite:"))
+    return str(DEFAULT_MANIFEST if chosen is None else chosen)
 
 
-def open_manifest(manifest: str | Path | None = None) -> SqliteManifest:
-    return SqliteManifest(manifest_path(manifest))
+def open_manifest(manifest: str | Path | None = None) -> Manifest:
+    location = manifest_location(manifest)
+    if location.startswith(("postgres://", "postgresql://")):
+        location = "postgres:" + location
+    kind, sep, target = location.partition(":")
+    if sep and kind in ("postgres", "postgresql"):
+        try:
+            from outform.batch.manifest_postgres import open_postgres
+        except ImportError:
+            raise UsageError(
+                "a PostgreSQL batch manifest needs psycopg",
+                where="manifest",
+                fix="pip install 'outform[postgres]'",
+            ) from None
+        if target.startswith("$"):
+            name = target[1:]
+            target = os.environ.get(name, "")
+            if not target:
+                raise UsageError(
+                    f"the manifest variable {name} is not set",
+                    where="manifest",
+                    fix=f"export {name}=postgresql://USER:PASSWORD@HOST/DATABASE",
+                )
+        return open_postgres(target)
+    return open_sqlite(location.removeprefix("sqlite:"))
 
 
 def _format(output: Any) -> ResponseFormat:
@@ -155,15 +172,29 @@ def status(
     refresh: bool = True,
 ) -> JobStatus:
     """Where the job stands. With `refresh`, first ask the provider (and read the results of
-    batches that have ended, submitting any follow-up round) without waiting."""
+    batches that have ended, submitting any follow-up round) without waiting; unless another
+    process drives the job, then as that process last recorded it."""
     store = open_manifest(manifest)
     try:
-        if not refresh:
-            from outform.batch.runner import status_of
+        if refresh:
+            try:
+                return Runner(store, job, transport=transport, api_key=api_key).run(wait=False)
+            except JobBusyError:
+                pass  # another process drives the job: what it has recorded so far
+        record = store.job(job)
+        return status_of(store, job, record.state, JobSpec.from_json(record.spec).output)
+    finally:
+        store.close()
 
-            record = store.job(job)
-            return status_of(store, job, record.state, JobSpec.from_json(record.spec).output)
-        return Runner(store, job, transport=transport, api_key=api_key).run(wait=False)
+
+def jobs(*, manifest: str | Path | None = None) -> list[dict[str, Any]]:
+    """The jobs in the manifest, newest first: job id, state, rows, round, created (Unix)."""
+    store = open_manifest(manifest)
+    try:
+        return [
+            {"job": j.id, "state": j.state, "rows": j.rows, "round": j.round, "created": j.created}
+            for j in store.jobs()
+        ]
     finally:
         store.close()
 
@@ -251,8 +282,10 @@ async def aresults(job: str, *, wait: bool = True, **kwargs: Any) -> AsyncIterat
 __all__ = [
     "DEFAULT_MANIFEST",
     "STATUSES",
+    "JobBusyError",
     "JobSpec",
     "JobStatus",
+    "Manifest",
     "Progress",
     "Silent",
     "Status",
@@ -260,7 +293,8 @@ __all__ = [
     "aresume",
     "astatus",
     "asubmit",
-    "manifest_path",
+    "jobs",
+    "manifest_location",
     "open_manifest",
     "results",
     "resume",

@@ -7,13 +7,13 @@ decides what a reply means; the runner does, and the manifest records it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
 from outform.batch.anthropic_batch import AnthropicBatch
-from outform.batch.api import BatchApi, BatchState, batch_label
+from outform.batch.api import BatchApi, BatchState, Found, batch_label
 from outform.batch.bedrock_batch import OUTPUT_SUFFIX, BedrockBatch
 from outform.batch.gemini_batch import GeminiBatch
 from outform.batch.manifest import BatchRecord
@@ -54,9 +54,48 @@ def _relative(url: str) -> str:
     return parts.path + (f"?{parts.query}" if parts.query else "")
 
 
-class OpenAICarrier:
+class _Polled(Protocol):
+    def retrieve(self, provider_id: str) -> WireRequest: ...
+
+    def state(self, body: Mapping[str, Any]) -> BatchState: ...
+
+
+Page = tuple[list[Found], str | None]
+
+
+class _Carrier:
+    """What the carriers share: the transport, the endpoint, the pure API module."""
+
+    api: _Polled
+
+    def __init__(self, transport: Transport, endpoint: Endpoint) -> None:
+        self.transport, self.endpoint = transport, endpoint
+
+    def state(self, provider_id: str) -> BatchState:
+        return self.api.state(self.transport.send(self.endpoint, self.api.retrieve(provider_id)))
+
+    def _found(
+        self, waiting: Sequence[BatchRecord], page: Callable[[str | None], Page]
+    ) -> dict[str, str]:
+        """key -> provider id of the `waiting` batches among those listed (their label
+        carries the job and the key), page after page until all are found."""
+        keys = {b.key for b in waiting}
+        found: dict[str, str] = {}
+        after: str | None = None
+        for _ in range(_MAX_PAGES):
+            listed, after = page(after)
+            found.update({f.key: f.provider_id for f in listed if f.key in keys})
+            if after is None or keys <= found.keys():
+                break
+        return found
+
+
+class OpenAICarrier(_Carrier):
+    api: OpenAIBatch
+
     def __init__(self, transport: Transport, endpoint: Endpoint, api: OpenAIBatch) -> None:
-        self.transport, self.endpoint, self.api = transport, endpoint, api
+        super().__init__(transport, endpoint)
+        self.api = api
 
     def submit(self, job: str, key: str, chunk: Path, first: WireRequest) -> str:
         upload = Upload(
@@ -71,28 +110,22 @@ class OpenAICarrier:
         return self.api.created_id(self.transport.send(self.endpoint, create))
 
     def find(self, job: str, waiting: Sequence[BatchRecord], known: set[str]) -> dict[str, str]:
-        keys = {b.key for b in waiting}
-        found: dict[str, str] = {}
-        after: str | None = None
-        for _ in range(_MAX_PAGES):
-            body = self.transport.send(self.endpoint, self.api.listing(after))
-            page, after = self.api.found(body, job)
-            found.update({f.key: f.provider_id for f in page if f.key in keys})
-            if after is None or keys <= found.keys():
-                break
-        return found
+        def page(after: str | None) -> Page:
+            return self.api.found(self.transport.send(self.endpoint, self.api.listing(after)), job)
 
-    def state(self, provider_id: str) -> BatchState:
-        return self.api.state(self.transport.send(self.endpoint, self.api.retrieve(provider_id)))
+        return self._found(waiting, page)
 
     def results(self, state: BatchState) -> Iterator[bytes]:
         for output in state.outputs:
             yield from self.transport.lines(self.endpoint, self.api.download(output))
 
 
-class AnthropicCarrier:
+class AnthropicCarrier(_Carrier):
+    api: AnthropicBatch
+
     def __init__(self, transport: Transport, endpoint: Endpoint, api: AnthropicBatch) -> None:
-        self.transport, self.endpoint, self.api = transport, endpoint, api
+        super().__init__(transport, endpoint)
+        self.api = api
 
     def submit(self, job: str, key: str, chunk: Path, first: WireRequest) -> str:
         upload = Upload(chunk.read_bytes(), media_type="application/json")
@@ -121,9 +154,6 @@ class AnthropicCarrier:
                     break
         return found
 
-    def state(self, provider_id: str) -> BatchState:
-        return self.api.state(self.transport.send(self.endpoint, self.api.retrieve(provider_id)))
-
     def results(self, state: BatchState) -> Iterator[bytes]:
         # results_url's path is absolute (it carries the version): fetch it from the origin
         origin = _origin(self.endpoint)
@@ -131,9 +161,12 @@ class AnthropicCarrier:
             yield from self.transport.lines(origin, self.api.download(output))
 
 
-class GeminiCarrier:
+class GeminiCarrier(_Carrier):
+    api: GeminiBatch
+
     def __init__(self, transport: Transport, endpoint: Endpoint, api: GeminiBatch) -> None:
-        self.transport, self.endpoint, self.api = transport, _origin(endpoint), api
+        super().__init__(transport, _origin(endpoint))
+        self.api = api
 
     def submit(self, job: str, key: str, chunk: Path, first: WireRequest) -> str:
         content = chunk.read_bytes()
@@ -153,19 +186,10 @@ class GeminiCarrier:
         return self.api.created_id(self.transport.send(self.endpoint, create))
 
     def find(self, job: str, waiting: Sequence[BatchRecord], known: set[str]) -> dict[str, str]:
-        keys = {b.key for b in waiting}
-        found: dict[str, str] = {}
-        after: str | None = None
-        for _ in range(_MAX_PAGES):
-            body = self.transport.send(self.endpoint, self.api.listing(after))
-            page, after = self.api.found(body, job)
-            found.update({f.key: f.provider_id for f in page if f.key in keys})
-            if after is None or keys <= found.keys():
-                break
-        return found
+        def page(after: str | None) -> Page:
+            return self.api.found(self.transport.send(self.endpoint, self.api.listing(after)), job)
 
-    def state(self, provider_id: str) -> BatchState:
-        return self.api.state(self.transport.send(self.endpoint, self.api.retrieve(provider_id)))
+        return self._found(waiting, page)
 
     def results(self, state: BatchState) -> Iterator[bytes]:
         for output in state.outputs:
@@ -192,9 +216,23 @@ class S3Place:
         return f"s3://{self.bucket}/{key}"
 
 
-class BedrockCarrier:
+def bedrock_place(s3_uri: str | None, role_arn: str | None) -> S3Place:
+    """Where a Bedrock job's files go; a UsageError unless both settings are given."""
+    place = S3Place.parse(s3_uri)
+    if not role_arn:
+        raise UsageError(
+            "Bedrock batch inference needs a service role for the job",
+            where="role_arn",
+            fix="pass --role-arn arn:aws:iam::ACCOUNT:role/NAME, or --live",
+        )
+    return place
+
+
+class BedrockCarrier(_Carrier):
     """S3 through botocore's client (endpoint from AWS_ENDPOINT_URL_S3 when set, as botocore
     reads it), the control plane through transport, signed with SigV4."""
+
+    api: BedrockBatch
 
     def __init__(
         self,
@@ -207,18 +245,11 @@ class BedrockCarrier:
         role_arn: str | None,
         env: Mapping[str, str],
     ) -> None:
-        if not role_arn:
-            raise UsageError(
-                "Bedrock batch inference needs a service role for the job",
-                where="role_arn",
-                fix="pass --role-arn arn:aws:iam::ACCOUNT:role/NAME, or --live",
-            )
-        self.place = S3Place.parse(s3_uri)
-        self.role_arn, self.model, self.api = role_arn, model, api
+        self.place = bedrock_place(s3_uri, role_arn)
+        self.role_arn, self.model, self.api = str(role_arn), model, api
         region = endpoint.aws_region or "us-east-1"
         url = env.get("AWS_ENDPOINT_URL_BEDROCK") or f"https://bedrock.{region}.amazonaws.com"
-        self.transport = transport
-        self.endpoint = dataclasses.replace(endpoint, base_url=url)
+        super().__init__(transport, dataclasses.replace(endpoint, base_url=url))
         self._s3: Any = None
         self._region = region
 
@@ -246,19 +277,11 @@ class BedrockCarrier:
         return self.api.created_id(self.transport.send(self.endpoint, create))
 
     def find(self, job: str, waiting: Sequence[BatchRecord], known: set[str]) -> dict[str, str]:
-        keys = {b.key for b in waiting}
-        found: dict[str, str] = {}
-        after: str | None = None
-        for _ in range(_MAX_PAGES):
-            body = self.transport.send(self.endpoint, self.api.listing(job, after))
-            page, after = self.api.found(body, job)
-            found.update({f.key: f.provider_id for f in page if f.key in keys})
-            if after is None or keys <= found.keys():
-                break
-        return found
+        def page(after: str | None) -> Page:
+            listing = self.api.listing(job, after)
+            return self.api.found(self.transport.send(self.endpoint, listing), job)
 
-    def state(self, provider_id: str) -> BatchState:
-        return self.api.state(self.transport.send(self.endpoint, self.api.retrieve(provider_id)))
+        return self._found(waiting, page)
 
     def results(self, state: BatchState) -> Iterator[bytes]:
         for output in state.outputs:
@@ -297,4 +320,4 @@ def carrier_for(
     raise UsageError(f"no carrier for batch API {api.name!r}")
 
 
-__all__ = ["Carrier", "carrier_for", "quote"]
+__all__ = ["Carrier", "S3Place", "bedrock_place", "carrier_for"]

@@ -17,9 +17,9 @@ from typing import Any
 import orjson
 
 from outform.batch.job import Prepared, hint_from_dict
-from outform.batch.manifest import PendingRow, RowUpdate, SqliteManifest
+from outform.batch.manifest import Manifest, PendingRow, RowUpdate
 from outform.batch.outcome import Verdict, judge, output_line
-from outform.batch.progress import Progress
+from outform.batch.progress import Counts
 from outform.batch.ratelimit import RateGate
 from outform.batch.rows import Row, rows_at
 from outform.errors import OutformError, ProviderError
@@ -30,12 +30,12 @@ _GROUP = 200
 
 def run_live(
     prepared: Prepared,
-    manifest: SqliteManifest,
+    manifest: Manifest,
     job: str,
     pending: Iterator[Sequence[PendingRow]],
     *,
     transport: Transport,
-    progress: Progress,
+    progress: Counts,
     gate: RateGate | None = None,
 ) -> None:
     gate = gate or RateGate()
@@ -57,19 +57,18 @@ def run_live(
                 if len(updates) >= _GROUP:
                     manifest.record(job, updates)
                     updates = []
-                    progress.counts(manifest.status_counts(job))
         for future in concurrent.futures.as_completed(running):
             updates.append(future.result())
             progress.advance("parsing")
     manifest.record(job, updates)
-    progress.counts(manifest.status_counts(job))
+    progress.flush()
 
 
 def _row(
     prepared: Prepared, stored: PendingRow, row: Row, transport: Transport, gate: RateGate
 ) -> RowUpdate:
     rounds = prepared.spec.rounds
-    history: list[dict[str, Any]] = []
+    history: list[dict[str, Any]] = orjson.loads(stored.history) if stored.history else []
     if stored.last_text is not None and stored.last_hint:
         hint = hint_from_dict(orjson.loads(stored.last_hint))
         request = prepared.reask(row.messages, stored.last_text, hint)
@@ -98,7 +97,10 @@ def _row(
         attempt += 1
         if verdict.status != "reask" or verdict.hint is None:
             return _final(row, verdict, attempt, history)
-        history.append({"attempt": attempt, "outcome": "invalid", "hint": verdict.hint.message()})
+        # the same entries as a batch job's rounds (without a provider batch)
+        history.append(
+            {"round": attempt - 1, "outcome": "invalid", "detail": verdict.hint.message()}
+        )
         request = prepared.reask(row.messages, verdict.text, verdict.hint)
 
 

@@ -1,4 +1,4 @@
-"""The job manifest: jobs, rows, provider batches, rounds, in SQLite.
+"""The job manifest: jobs, rows, provider batches, rounds; in SQLite or PostgreSQL.
 
 Every state change that matters for exactly-once is one transaction, committed before the
 next provider call: a batch is recorded as `submitting` (with its rows) before it is sent
@@ -8,77 +8,104 @@ knows which rows are done, which are in which provider batch, and which batches 
 not exist at the provider (those still `submitting`: the runner asks the provider).
 
 Row states: `pending` (to send in its round), `sent` (in batch `batch`), `done` (final
-status and output line stored). Memory stays flat: rows are read with cursors.
+status and output line stored). Memory stays flat: rows are read a page at a time, by key.
+
+The schema and every query are written once, here; a `Database` (manifest_sqlite,
+manifest_postgres) only connects, runs them in transactions and holds the job locks. One
+process drives a job at a time (`claim`): a second one, such as `status` refreshing while
+`run` submits in another terminal, would release or submit the same rows again.
 """
 
 from __future__ import annotations
 
 import contextlib
-import sqlite3
+import hashlib
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-import orjson
-
-from outform.errors import StoreError, UsageError
+from outform.errors import UsageError
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS jobs (
+CREATE TABLE IF NOT EXISTS outform_batch_jobs (
     id TEXT PRIMARY KEY,
-    spec BLOB NOT NULL,
+    spec {bytes} NOT NULL,
     state TEXT NOT NULL,
     round INTEGER NOT NULL DEFAULT 0,
     rows INTEGER NOT NULL DEFAULT 0,
-    created REAL NOT NULL,
-    updated REAL NOT NULL,
+    created {float} NOT NULL,
+    updated {float} NOT NULL,
     message TEXT NOT NULL DEFAULT ''
 );
-CREATE TABLE IF NOT EXISTS rows (
+CREATE TABLE IF NOT EXISTS outform_batch_rows (
     job TEXT NOT NULL,
     idx INTEGER NOT NULL,
     row_id TEXT NOT NULL,
     line INTEGER NOT NULL,
-    offset INTEGER NOT NULL,
+    byte_offset BIGINT NOT NULL,
     state TEXT NOT NULL DEFAULT 'pending',
     round INTEGER NOT NULL DEFAULT 0,
     batch TEXT,
     attempts INTEGER NOT NULL DEFAULT 0,
     status TEXT,
-    result BLOB,
+    result {bytes},
     last_text TEXT,
-    last_hint BLOB,
-    history BLOB,
+    last_hint {bytes},
+    history {bytes},
     PRIMARY KEY (job, idx),
     UNIQUE (job, row_id)
 );
-CREATE INDEX IF NOT EXISTS rows_state ON rows (job, state, round, idx);
-CREATE INDEX IF NOT EXISTS rows_batch ON rows (job, batch, state);
-CREATE TABLE IF NOT EXISTS batches (
+CREATE INDEX IF NOT EXISTS outform_batch_rows_state
+    ON outform_batch_rows (job, state, round, idx);
+CREATE INDEX IF NOT EXISTS outform_batch_rows_batch ON outform_batch_rows (job, batch, state);
+CREATE TABLE IF NOT EXISTS outform_batch_batches (
     job TEXT NOT NULL,
     key TEXT NOT NULL,
     round INTEGER NOT NULL,
     state TEXT NOT NULL,
     provider_id TEXT,
     size INTEGER NOT NULL,
-    started REAL NOT NULL,
-    submitted REAL,
-    ended REAL,
+    started {float} NOT NULL,
+    submitted {float},
+    ended {float},
     message TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (job, key)
 );
-CREATE TABLE IF NOT EXISTS rounds (
+CREATE TABLE IF NOT EXISTS outform_batch_rounds (
     job TEXT NOT NULL,
     round INTEGER NOT NULL,
-    started REAL NOT NULL,
-    ended REAL,
+    started {float} NOT NULL,
+    ended {float},
     sent INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (job, round)
 );
 """
+TABLES = (
+    "outform_batch_jobs",
+    "outform_batch_rows",
+    "outform_batch_batches",
+    "outform_batch_rounds",
+)
+
+_JOB = "SELECT id, spec, state, round, rows, created, updated, message FROM outform_batch_jobs"
+_BATCH = (
+    "SELECT key, round, state, provider_id, size, started, submitted, message "
+    "FROM outform_batch_batches WHERE job = ?"
+)
+_WAITING = (
+    "SELECT row_id, idx, round, attempts, line, history FROM outform_batch_rows "
+    "WHERE job = ? AND batch = ? AND state = 'sent'"
+)
+_PAGE = 5000
+
+
+def schema(*, bytes_type: str, float_type: str) -> list[str]:
+    """The manifest's tables and indexes, as statements, in a database's type names."""
+    text = _SCHEMA.format(bytes=bytes_type, float=float_type)
+    return [s.strip() for s in text.split(";") if s.strip()]
 
 
 @dataclass(frozen=True)
@@ -114,11 +141,26 @@ class PendingRow:
     attempts: int
     last_text: str | None
     last_hint: bytes | None
+    history: bytes | None
+    """The row's rounds so far (JSON), for its output line."""
+
+
+@dataclass(frozen=True)
+class WaitingRow:
+    """A row waiting in a provider batch for its result."""
+
+    row_id: str
+    idx: int
+    round: int
+    attempts: int
+    line: int
+    history: bytes | None
 
 
 @dataclass(frozen=True)
 class RowUpdate:
-    """A row's outcome: final (`status` and `result` set) or re-asked in `next_round`."""
+    """A row's outcome: final (`status` and `result` set) or sent again in `next_round`
+    (with the reply to re-ask about, or, without `text`, as it was last sent)."""
 
     idx: int
     status: str | None = None
@@ -129,40 +171,95 @@ class RowUpdate:
     history: bytes | None = None
 
 
-class SqliteManifest:
-    """The manifest in one SQLite file (WAL, synchronous=FULL)."""
+class JobBusyError(UsageError):
+    """Another process drives the job (its lock is held)."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(
-                self.path, isolation_level=None, check_same_thread=False, timeout=30.0
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.executescript(_SCHEMA)
-        except (OSError, sqlite3.Error) as exc:
-            raise StoreError(
-                f"cannot open the batch manifest: {exc}",
-                where=str(self.path),
-                fix="check the path and its permissions (--manifest, or [batch] manifest)",
-            ) from None
+
+class Transaction(Protocol):
+    def execute(self, sql: str, args: Sequence[Any] = ()) -> int:
+        """Run one statement; the number of rows it changed."""
+        ...
+
+    def executemany(self, sql: str, args: Sequence[Sequence[Any]]) -> int: ...
+
+    def fetch(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+
+class Database(Protocol):
+    """What the manifest needs of a database: statements are written with `?` parameters."""
+
+    where: str
+    """The database as errors name it (a path, or user@host:port/db without a password)."""
+
+    def transaction(self) -> contextlib.AbstractContextManager[Transaction]: ...
+
+    def fetch(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Rows of one query, outside any transaction (a consistent snapshot)."""
+        ...
+
+    def analyze(self) -> None:
+        """Refresh the planner's statistics after many rows arrived (PostgreSQL would walk a
+        whole job's rows for every row updated without them)."""
+        ...
+
+    def try_lock(self, key: int) -> bool:
+        """Take the lock `key` for this process, or False when another process holds it. The
+        lock goes with the process (or its connection) when it dies."""
+        ...
+
+    def unlock(self, key: int) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class Manifest:
+    """The job manifest over one database (see the module's docstring)."""
+
+    def __init__(self, database: Database) -> None:
+        self.db = database
         self._lock = threading.RLock()
+        self._claims: Counter[str] = Counter()
+
+    @property
+    def where(self) -> str:
+        return self.db.where
 
     def close(self) -> None:
-        self._db.close()
+        self.db.close()
+
+    def _fetch(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self.db.fetch(sql, args)
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
+    def _transaction(self) -> Iterator[Transaction]:
+        with self._lock, self.db.transaction() as tx:
+            yield tx
+
+    # -- one process per job -------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def claim(self, job: str) -> Iterator[None]:
+        """Drive `job` from this process only, for the `with` block: JobBusyError if another
+        process (or another manifest object in this one) drives it now."""
+        key = lock_key(job)
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+            if not self._claims[job] and not self.db.try_lock(key):
+                raise JobBusyError(
+                    f"batch job {job} is being run by another process",
+                    where=self.where,
+                    fix="wait for that process (`outform batch status JOB` shows where the job "
+                    "stands), or stop it and resume here",
+                )
+            self._claims[job] += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._claims[job] -= 1
+                if not self._claims[job]:
+                    del self._claims[job]
+                    self.db.unlock(key)
 
     # -- jobs ----------------------------------------------------------------------------------
 
@@ -171,172 +268,246 @@ class SqliteManifest:
         raises, and nothing of the job is kept). Returns the number of rows."""
         now = time.time()
         count = 0
-        with self.transaction() as db:
-            db.execute(
-                "INSERT INTO jobs (id, spec, state, created, updated) VALUES (?, ?, 'new', ?, ?)",
+        with self._transaction() as tx:
+            tx.execute(
+                "INSERT INTO outform_batch_jobs (id, spec, state, created, updated) "
+                "VALUES (?, ?, 'new', ?, ?)",
                 (job, spec, now, now),
             )
-            insert = "INSERT INTO rows (job, idx, row_id, line, offset) VALUES (?, ?, ?, ?, ?)"
             chunk: list[tuple[str, int, str, int, int]] = []
             for idx, row_id, line, offset in rows:
                 chunk.append((job, idx, row_id, line, offset))
-                if len(chunk) >= 5000:
-                    count += self._insert_rows(db, insert, chunk)
+                if len(chunk) >= _PAGE:
+                    count += self._insert_rows(tx, chunk)
                     chunk = []
-            count += self._insert_rows(db, insert, chunk)
-            db.execute("UPDATE jobs SET rows = ? WHERE id = ?", (count, job))
+            count += self._insert_rows(tx, chunk)
+            tx.execute("UPDATE outform_batch_jobs SET rows = ? WHERE id = ?", (count, job))
+        with self._lock:
+            self.db.analyze()
         return count
 
-    def _insert_rows(
-        self, db: sqlite3.Connection, insert: str, chunk: list[tuple[str, int, str, int, int]]
-    ) -> int:
-        try:
-            db.executemany(insert, chunk)
-        except sqlite3.IntegrityError:
-            for job, _, row_id, _line, _ in chunk:  # find which one, to name both lines
-                first = db.execute(
-                    "SELECT line FROM rows WHERE job = ? AND row_id = ?", (job, row_id)
-                ).fetchone()
-                later = [c for c in chunk if c[2] == row_id]
-                if first is not None or len(later) > 1:
-                    lines = sorted({*(c[3] for c in later), *([first[0]] if first else [])})
-                    raise UsageError(
-                        f"the row id {row_id!r} appears more than once",
-                        where=f"lines {', '.join(map(str, lines))}",
-                        fix="give every row its own id (it is the provider's custom id)",
-                    ) from None
-            raise
-        return len(chunk)
+    def _insert_rows(self, tx: Transaction, chunk: list[tuple[str, int, str, int, int]]) -> int:
+        """Insert a chunk of rows; a repeated row id is a UsageError naming both lines."""
+        if not chunk:
+            return 0
+        inserted = tx.executemany(
+            "INSERT INTO outform_batch_rows (job, idx, row_id, line, byte_offset) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            chunk,
+        )
+        if inserted == len(chunk):
+            return inserted
+        job = chunk[0][0]
+        lines: dict[str, list[int]] = {}
+        for _, _, row_id, line, _ in chunk:
+            lines.setdefault(row_id, []).append(line)
+        ids = list(lines)
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            for row_id, line in tx.fetch(
+                "SELECT row_id, line FROM outform_batch_rows "
+                f"WHERE job = ? AND row_id IN ({_marks(len(part))})",
+                (job, *part),
+            ):
+                lines[row_id].append(line)
+        # an id met on two lines, in this chunk or an earlier one
+        repeated = next(row_id for row_id, seen in lines.items() if len(set(seen)) > 1)
+        raise UsageError(
+            f"the row id {repeated!r} appears more than once",
+            where=f"lines {', '.join(map(str, sorted(set(lines[repeated]))))}",
+            fix="give every row its own id (it is the provider's custom id)",
+        )
+
+    def delete_job(self, job: str) -> None:
+        with self._transaction() as tx:
+            for table in ("outform_batch_rows", "outform_batch_batches", "outform_batch_rounds"):
+                tx.execute(f"DELETE FROM {table} WHERE job = ?", (job,))
+            tx.execute("DELETE FROM outform_batch_jobs WHERE id = ?", (job,))
 
     def job(self, job: str) -> JobRecord:
-        row = self._db.execute(
-            "SELECT id, spec, state, round, rows, created, updated, message FROM jobs WHERE id = ?",
-            (job,),
-        ).fetchone()
-        if row is None:
+        rows = self._fetch(_JOB + " WHERE id = ?", job)
+        if not rows:
             raise UsageError(
                 f"no batch job {job!r} in the manifest",
-                where=str(self.path),
+                where=self.where,
                 fix="check the job id (`outform batch status` lists the jobs) and --manifest",
             )
-        return JobRecord(*row)
+        return _job_record(rows[0])
 
     def jobs(self) -> list[JobRecord]:
-        rows = self._db.execute(
-            "SELECT id, spec, state, round, rows, created, updated, message FROM jobs "
-            "ORDER BY created DESC"
-        ).fetchall()
-        return [JobRecord(*r) for r in rows]
+        return [_job_record(r) for r in self._fetch(_JOB + " ORDER BY created DESC")]
 
     def set_job(
         self, job: str, *, state: str | None = None, round: int | None = None, message: str = ""
     ) -> None:
-        with self.transaction() as db:
+        now = time.time()
+        with self._transaction() as tx:
             if state is not None:
-                db.execute(
-                    "UPDATE jobs SET state = ?, message = ?, updated = ? WHERE id = ?",
-                    (state, message, time.time(), job),
+                tx.execute(
+                    "UPDATE outform_batch_jobs SET state = ?, message = ?, updated = ? "
+                    "WHERE id = ?",
+                    (state, message, now, job),
                 )
             if round is not None:
-                db.execute(
-                    "UPDATE jobs SET round = ?, updated = ? WHERE id = ?", (round, time.time(), job)
+                tx.execute(
+                    "UPDATE outform_batch_jobs SET round = ?, updated = ? WHERE id = ?",
+                    (round, now, job),
                 )
-                db.execute(
-                    "INSERT OR IGNORE INTO rounds (job, round, started) VALUES (?, ?, ?)",
-                    (job, round, time.time()),
+                tx.execute(
+                    "INSERT INTO outform_batch_rounds (job, round, started) VALUES (?, ?, ?) "
+                    "ON CONFLICT DO NOTHING",
+                    (job, round, now),
                 )
 
     # -- rows ----------------------------------------------------------------------------------
 
-    def pending(self, job: str, round: int, after: int = -1, limit: int = 5000) -> list[PendingRow]:
-        rows = self._db.execute(
-            "SELECT idx, row_id, line, offset, attempts, last_text, last_hint FROM rows "
-            "WHERE job = ? AND state = 'pending' AND round = ? AND idx > ? ORDER BY idx LIMIT ?",
-            (job, round, after, limit),
-        ).fetchall()
-        return [PendingRow(*r) for r in rows]
+    def pending(
+        self, job: str, round: int, after: int = -1, limit: int = _PAGE
+    ) -> list[PendingRow]:
+        rows = self._fetch(
+            "SELECT idx, row_id, line, byte_offset, attempts, last_text, last_hint, history "
+            "FROM outform_batch_rows WHERE job = ? AND state = 'pending' AND round = ? "
+            "AND idx > ? ORDER BY idx LIMIT ?",
+            job,
+            round,
+            after,
+            limit,
+        )
+        return [_pending(r) for r in rows]
 
-    def count(self, job: str, where: str, *args: Any) -> int:
-        (n,) = self._db.execute(
-            f"SELECT COUNT(*) FROM rows WHERE job = ? AND {where}", (job, *args)
-        ).fetchone()
+    def pending_pages(self, job: str, round: int) -> Iterator[list[PendingRow]]:
+        """The rows pending in `round`, a page at a time, in input order."""
+        after = -1
+        while page := self.pending(job, round, after):
+            yield page
+            after = page[-1].idx
+
+    def count_pending(self, job: str, round: int | None = None) -> int:
+        if round is None:
+            return self._count("state = 'pending'", job)
+        return self._count("state = 'pending' AND round = ?", job, round)
+
+    def count_open(self, job: str, round: int) -> int:
+        """Rows of `round` not done: pending, or waiting in a batch."""
+        return self._count("state IN ('pending', 'sent') AND round = ?", job, round)
+
+    def count_waiting(self, job: str, key: str) -> int:
+        """Rows still waiting in batch `key` for their result."""
+        return self._count("batch = ? AND state = 'sent'", job, key)
+
+    def _count(self, where: str, job: str, *args: Any) -> int:
+        ((n,),) = self._fetch(
+            f"SELECT COUNT(*) FROM outform_batch_rows WHERE job = ? AND {where}", job, *args
+        )
         return int(n)
 
     def status_counts(self, job: str) -> dict[str, int]:
         counts: dict[str, int] = {}
-        for state, status, n in self._db.execute(
-            "SELECT state, status, COUNT(*) FROM rows WHERE job = ? GROUP BY state, status", (job,)
+        for state, status, n in self._fetch(
+            "SELECT state, status, COUNT(*) FROM outform_batch_rows WHERE job = ? "
+            "GROUP BY state, status",
+            job,
         ):
             name = status if state == "done" else state
             counts[name] = counts.get(name, 0) + int(n)
         return counts
 
-    def sent_rows(self, job: str, key: str) -> dict[str, tuple[int, int, int, int]]:
-        """custom id -> (idx, round, attempts, line) of the rows still waiting in a batch."""
-        return {
-            row_id: (idx, rnd, attempts, line)
-            for row_id, idx, rnd, attempts, line in self._db.execute(
-                "SELECT row_id, idx, round, attempts, line FROM rows "
-                "WHERE job = ? AND batch = ? AND state = 'sent'",
-                (job, key),
-            )
-        }
+    def waiting(self, job: str, key: str, row_ids: Sequence[str]) -> dict[str, WaitingRow]:
+        """Of `row_ids`, the rows still waiting in batch `key` (not done since). Looked up
+        by id (the unique index), the batch and state checked here: the planner would
+        otherwise walk the whole batch through its index for every group."""
+        found: dict[str, WaitingRow] = {}
+        for start in range(0, len(row_ids), 500):
+            part = row_ids[start : start + 500]
+            for r in self._fetch(
+                "SELECT row_id, idx, round, attempts, line, history, batch, state "
+                f"FROM outform_batch_rows WHERE job = ? AND row_id IN ({_marks(len(part))})",
+                job,
+                *part,
+            ):
+                if r[6] == key and r[7] == "sent":
+                    found[r[0]] = _waiting(r)
+        return found
 
-    def history(self, job: str, idx: int) -> bytes | None:
-        row = self._db.execute(
-            "SELECT history FROM rows WHERE job = ? AND idx = ?", (job, idx)
-        ).fetchone()
-        return None if row is None else row[0]
+    def left_in_batch(self, job: str, key: str) -> Iterator[list[WaitingRow]]:
+        """The rows of batch `key` still waiting, a page at a time (those the provider's
+        results did not mention)."""
+        after = -1
+        while True:
+            rows = self._fetch(
+                _WAITING + " AND idx > ? ORDER BY idx LIMIT ?", job, key, after, _PAGE
+            )
+            if not rows:
+                return
+            yield [_waiting(r) for r in rows]
+            after = rows[-1][1]
 
     def record(self, job: str, updates: Sequence[RowUpdate]) -> None:
         """Outcomes of rows, in one transaction. A row already done is left as it is (a
-        result read twice after a restart changes nothing)."""
+        result read twice after a restart changes nothing). A row sent again without a new
+        reply keeps the reply and hint it was last re-asked with."""
         if not updates:
             return
-        with self.transaction() as db:
-            final = [
-                (u.status, u.result, u.history, job, u.idx) for u in updates if u.next_round is None
-            ]
-            again = [
-                (u.next_round, u.text, u.hint, u.history, job, u.idx)
-                for u in updates
-                if u.next_round is not None
-            ]
-            db.executemany(
-                "UPDATE rows SET state = 'done', status = ?, result = ?, history = ?, "
-                "attempts = attempts + 1, last_text = NULL, last_hint = NULL "
-                "WHERE job = ? AND idx = ? AND state != 'done'",
-                final,
-            )
-            db.executemany(
-                "UPDATE rows SET state = 'pending', round = ?, batch = NULL, last_text = ?, "
-                "last_hint = ?, history = ?, attempts = attempts + 1 "
-                "WHERE job = ? AND idx = ? AND state != 'done'",
-                again,
-            )
+        final = [
+            (u.status, u.result, u.history, job, u.idx) for u in updates if u.next_round is None
+        ]
+        again = [
+            (u.next_round, u.text, u.hint, u.history, job, u.idx)
+            for u in updates
+            if u.next_round is not None
+        ]
+        with self._transaction() as tx:
+            if final:
+                tx.executemany(
+                    "UPDATE outform_batch_rows SET state = 'done', status = ?, result = ?, "
+                    "history = ?, attempts = attempts + 1, last_text = NULL, last_hint = NULL "
+                    "WHERE job = ? AND idx = ? AND state != 'done'",
+                    final,
+                )
+            if again:
+                tx.executemany(
+                    "UPDATE outform_batch_rows SET state = 'pending', round = ?, batch = NULL, "
+                    "last_text = COALESCE(?, last_text), last_hint = COALESCE(?, last_hint), "
+                    "history = ?, attempts = attempts + 1 "
+                    "WHERE job = ? AND idx = ? AND state != 'done'",
+                    again,
+                )
 
     def results(self, job: str) -> Iterator[tuple[int, bytes | None]]:
-        """(idx, output line) of every row in input order; None for rows not done yet."""
-        cursor = self._db.execute("SELECT idx, result FROM rows WHERE job = ? ORDER BY idx", (job,))
-        yield from cursor
+        """(idx, output line) of every row in input order, a page at a time; None for rows
+        not done yet."""
+        after = -1
+        while True:
+            rows = self._fetch(
+                "SELECT idx, result FROM outform_batch_rows WHERE job = ? AND idx > ? "
+                "ORDER BY idx LIMIT ?",
+                job,
+                after,
+                _PAGE,
+            )
+            if not rows:
+                return
+            for idx, result in rows:
+                yield idx, _bytes(result)
+            after = rows[-1][0]
 
     # -- batches -------------------------------------------------------------------------------
 
     def start_batch(self, job: str, key: str, round: int, idxs: Sequence[int]) -> None:
         """Before the provider call: the batch as `submitting`, its rows as `sent` in it."""
-        with self.transaction() as db:
-            db.execute(
-                "INSERT INTO batches (job, key, round, state, size, started) "
+        with self._transaction() as tx:
+            tx.execute(
+                "INSERT INTO outform_batch_batches (job, key, round, state, size, started) "
                 "VALUES (?, ?, ?, 'submitting', ?, ?)",
                 (job, key, round, len(idxs), time.time()),
             )
-            db.executemany(
-                "UPDATE rows SET state = 'sent', batch = ? "
+            tx.executemany(
+                "UPDATE outform_batch_rows SET state = 'sent', batch = ? "
                 "WHERE job = ? AND idx = ? AND state = 'pending'",
                 [(key, job, idx) for idx in idxs],
             )
-            db.execute(
-                "UPDATE rounds SET sent = sent + ? WHERE job = ? AND round = ?",
+            tx.execute(
+                "UPDATE outform_batch_rounds SET sent = sent + ? WHERE job = ? AND round = ?",
                 (len(idxs), job, round),
             )
 
@@ -349,64 +520,83 @@ class SqliteManifest:
         provider_id: str | None = None,
         message: str = "",
     ) -> None:
-        with self.transaction() as db:
-            now = time.time()
+        now = time.time()
+        with self._transaction() as tx:
             if provider_id is not None:
-                db.execute(
-                    "UPDATE batches SET state = ?, provider_id = ?, submitted = ?, message = ? "
-                    "WHERE job = ? AND key = ?",
+                tx.execute(
+                    "UPDATE outform_batch_batches SET state = ?, provider_id = ?, submitted = ?, "
+                    "message = ? WHERE job = ? AND key = ?",
                     (state, provider_id, now, message, job, key),
                 )
             else:
-                db.execute(
-                    "UPDATE batches SET state = ?, message = ?, ended = CASE WHEN ? IN "
-                    "('done', 'failed') THEN ? ELSE ended END WHERE job = ? AND key = ?",
-                    (state, message, state, now, job, key),
+                ended = now if state in ("done", "failed") else None
+                tx.execute(
+                    "UPDATE outform_batch_batches SET state = ?, message = ?, "
+                    "ended = COALESCE(?, ended) WHERE job = ? AND key = ?",
+                    (state, message, ended, job, key),
                 )
 
     def release_batch(self, job: str, key: str) -> None:
         """A batch that never reached the provider: its rows go back to pending, and it is
         forgotten (it will be sent again under a new key)."""
-        with self.transaction() as db:
-            db.execute(
-                "UPDATE rows SET state = 'pending', batch = NULL "
+        with self._transaction() as tx:
+            tx.execute(
+                "UPDATE outform_batch_rows SET state = 'pending', batch = NULL "
                 "WHERE job = ? AND batch = ? AND state = 'sent'",
                 (job, key),
             )
-            db.execute("DELETE FROM batches WHERE job = ? AND key = ?", (job, key))
+            tx.execute("DELETE FROM outform_batch_batches WHERE job = ? AND key = ?", (job, key))
 
     def batches(self, job: str, states: Sequence[str] | None = None) -> list[BatchRecord]:
-        query = (
-            "SELECT key, round, state, provider_id, size, started, submitted, message "
-            "FROM batches WHERE job = ?"
-        )
-        args: list[Any] = [job]
+        query, args = _BATCH, [job]
         if states:
-            query += f" AND state IN ({', '.join('?' for _ in states)})"
+            query += f" AND state IN ({_marks(len(states))})"
             args += list(states)
-        return [BatchRecord(*r) for r in self._db.execute(query + " ORDER BY started", args)]
+        return [BatchRecord(*r) for r in self._fetch(query + " ORDER BY started", *args)]
 
     def next_batch_number(self, job: str) -> int:
-        (n,) = self._db.execute("SELECT COUNT(*) FROM batches WHERE job = ?", (job,)).fetchone()
+        ((n,),) = self._fetch("SELECT COUNT(*) FROM outform_batch_batches WHERE job = ?", job)
         return int(n)
 
     def rounds(self, job: str) -> list[Mapping[str, Any]]:
-        rows = self._db.execute(
-            "SELECT round, started, ended, sent FROM rounds WHERE job = ? ORDER BY round", (job,)
-        ).fetchall()
+        rows = self._fetch(
+            "SELECT round, started, ended, sent FROM outform_batch_rounds WHERE job = ? "
+            "ORDER BY round",
+            job,
+        )
         return [{"round": r, "started": s, "ended": e, "sent": n} for r, s, e, n in rows]
 
     def end_round(self, job: str, round: int) -> None:
-        with self.transaction() as db:
-            db.execute(
-                "UPDATE rounds SET ended = ? WHERE job = ? AND round = ? AND ended IS NULL",
+        with self._transaction() as tx:
+            tx.execute(
+                "UPDATE outform_batch_rounds SET ended = ? "
+                "WHERE job = ? AND round = ? AND ended IS NULL",
                 (time.time(), job, round),
             )
 
 
-def dumps(value: Any) -> bytes:
-    return orjson.dumps(value)
+def lock_key(job: str) -> int:
+    """A job's lock as a 62-bit number: a PostgreSQL advisory lock key, a byte offset."""
+    digest = hashlib.blake2b(f"outform-batch:{job}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 2
 
 
-def loads_map(data: bytes | None) -> Mapping[str, Any]:
-    return orjson.loads(data) if data else {}
+def _marks(n: int) -> str:
+    return ", ".join("?" * n)
+
+
+def _bytes(value: Any) -> bytes | None:
+    """A bytes column as bytes (PostgreSQL may hand back a memoryview)."""
+    return None if value is None else bytes(value)
+
+
+def _pending(r: tuple[Any, ...]) -> PendingRow:
+    return PendingRow(r[0], r[1], r[2], r[3], r[4], r[5], _bytes(r[6]), _bytes(r[7]))
+
+
+def _waiting(r: tuple[Any, ...]) -> WaitingRow:
+    return WaitingRow(r[0], r[1], r[2], r[3], r[4], _bytes(r[5]))
+
+
+def _job_record(row: tuple[Any, ...]) -> JobRecord:
+    return JobRecord(row[0], bytes(row[1]), *row[2:])

@@ -14,26 +14,26 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
-from outform.batch.api import BatchApi, BatchState, Limits, Outcome
-from outform.batch.carriers import Carrier, carrier_for
+from outform.batch.api import BatchApi, BatchState, Framing, Limits, Outcome, OutcomeKind
+from outform.batch.carriers import Carrier, bedrock_place, carrier_for
 from outform.batch.job import JobSpec, Prepared, batch_api, hint_from_dict, new_job_id, prepare
 from outform.batch.live import run_live
-from outform.batch.manifest import BatchRecord, PendingRow, RowUpdate, SqliteManifest
+from outform.batch.manifest import BatchRecord, Manifest, PendingRow, RowUpdate, WaitingRow
 from outform.batch.outcome import Verdict, judge, output_line
-from outform.batch.progress import Progress, Silent
+from outform.batch.progress import Counts, Progress, Silent
 from outform.batch.rows import rows_at, scan
 from outform.errors import OutformError, UsageError
+from outform.providers.base import WireRequest
 from outform.transport import Transport
 
 _GROUP = 1000
-_PAGE = 5000
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class JobStatus:
 
 
 def check_and_record(
-    manifest: SqliteManifest, spec: JobSpec, prepared: Prepared, progress: Progress
+    manifest: Manifest, spec: JobSpec, prepared: Prepared, progress: Progress
 ) -> tuple[str, int]:
     """Read every row (a bad one raises, naming its line, and nothing is recorded), then
     record the job and its rows in one transaction. Nothing is sent before this returns."""
@@ -97,8 +97,7 @@ def check_and_record(
 
     count = manifest.create_job(job, spec.to_json(), rows())
     if count == 0:
-        with manifest.transaction() as db:
-            db.execute("DELETE FROM jobs WHERE id = ?", (job,))
+        manifest.delete_job(job)
         raise UsageError(
             "the input file has no rows", where=str(path), fix="give one JSON object a line"
         )
@@ -117,7 +116,7 @@ class Runner:
 
     def __init__(
         self,
-        manifest: SqliteManifest,
+        manifest: Manifest,
         job: str,
         *,
         transport: Transport | None = None,
@@ -134,6 +133,7 @@ class Runner:
         self.prepared = prepare(self.spec, api_key=api_key, env=self.env)
         self.transport = transport or Transport()
         self.progress = progress or Silent()
+        self.counts = Counts(self.progress, lambda: self.manifest.status_counts(job))
         self.sleep = sleep
         self._api: BatchApi | None = None
         self._carrier: Carrier | None = None
@@ -158,35 +158,34 @@ class Runner:
 
     def run(self, *, wait: bool = True) -> JobStatus:
         """Advance the job as far as it goes: to the end with `wait`, else one pass (submit
-        what is pending, read what has ended)."""
-        self._check_input()
-        while True:
-            record = self.manifest.job(self.job)
-            if record.state == "done":
-                return self.status()
-            round_ = record.round
-            if self._carrier is None:
-                self._live(round_)
-            else:
-                self._recover()
-                self._submit(round_)
-                self._collect()
-            if self._round_open(round_):
-                if not wait:
+        what is pending, read what has ended). JobBusyError if another process drives it."""
+        with self.manifest.claim(self.job):
+            self._check_input()
+            while True:
+                record = self.manifest.job(self.job)
+                if record.state == "done":
                     return self.status()
-                self.sleep(self.spec.poll_interval)
-                continue
-            self.manifest.end_round(self.job, round_)
-            if self.manifest.count(self.job, "state = 'pending' AND round = ?", round_ + 1):
-                self.manifest.set_job(self.job, round=round_ + 1)
-                self.progress.note(f"round {round_ + 1}: re-asking the rows that failed validation")
-                continue
-            self._finish()
-
-    def _round_open(self, round_: int) -> bool:
-        return bool(
-            self.manifest.count(self.job, "state IN ('pending', 'sent') AND round = ?", round_)
-        )
+                round_ = record.round
+                if self._carrier is None:
+                    self._live(round_)
+                else:
+                    self._recover()
+                    self._submit(round_)
+                    self._collect()
+                if self.manifest.count_open(self.job, round_):
+                    if not wait:
+                        return self.status()
+                    self.sleep(self.spec.poll_interval)
+                    continue
+                self.manifest.end_round(self.job, round_)
+                if self.manifest.count_pending(self.job, round_ + 1):
+                    self.manifest.set_job(self.job, round=round_ + 1)
+                    self.progress.note(
+                        f"round {round_ + 1}: sending again the rows that failed validation "
+                        "or expired"
+                    )
+                    continue
+                self._finish()
 
     def _check_input(self) -> None:
         path = self.prepared.input
@@ -207,25 +206,15 @@ class Runner:
 
     # -- live ----------------------------------------------------------------------------------
 
-    def _pages(self, round_: int) -> Iterator[list[PendingRow]]:
-        after = -1
-        while True:
-            page = self.manifest.pending(self.job, round_, after, _PAGE)
-            if not page:
-                return
-            yield page
-            after = page[-1].idx
-
-    def _live(self, round_: int, rows: Iterator[Sequence[PendingRow]] | None = None) -> None:
-        total = self.manifest.count(self.job, "state = 'pending'")
-        self.progress.start("parsing", total)
+    def _live(self, round_: int) -> None:
+        self.progress.start("parsing", self.manifest.count_pending(self.job))
         run_live(
             self.prepared,
             self.manifest,
             self.job,
-            rows if rows is not None else self._pages(round_),
+            self.manifest.pending_pages(self.job, round_),
             transport=self.transport,
-            progress=self.progress,
+            progress=self.counts,
         )
 
     # -- submitting ----------------------------------------------------------------------------
@@ -258,8 +247,10 @@ class Runner:
                 self.manifest.release_batch(self.job, batch.key)
 
     def _submit(self, round_: int) -> None:
+        """Write the round's pending requests into chunks of the API's limits, each sent as
+        one provider batch as soon as it is full; a tail too small for a batch goes live."""
         assert self._api is not None
-        total = self.manifest.count(self.job, "state = 'pending' AND round = ?", round_)
+        total = self.manifest.count_pending(self.job, round_)
         if not total:
             return
         limits = self.limits
@@ -270,48 +261,23 @@ class Runner:
             self._live(round_)
             return
         self.progress.start("submitting", total)
-        framing = self._api.framing
         with tempfile.TemporaryDirectory(prefix="outform-batch-") as folder:
-            chunk = Path(folder) / "chunk"
-            idxs: list[int] = []
-            first = None
-            size = len(framing.head) + len(framing.tail)
-            handle = chunk.open("wb")
+            chunk = Chunk(Path(folder) / "chunk", self._api.framing, limits)
             try:
-                for page in self._pages(round_):
-                    for stored, line in self._lines(page):
-                        grow = len(line) + (len(framing.separator) if idxs else 0)
-                        if idxs and (
-                            len(idxs) >= limits.max_requests or size + grow > limits.max_bytes
-                        ):
-                            handle.write(framing.tail)
-                            handle.close()
-                            self._send(round_, chunk, idxs, first)
-                            handle, idxs, size = (
-                                chunk.open("wb"),
-                                [],
-                                len(framing.head) + len(framing.tail),
-                            )
-                            grow = len(line)
-                        if not idxs:
-                            handle.write(framing.head)
-                            first = line
-                        else:
-                            handle.write(framing.separator)
-                        handle.write(line)
-                        idxs.append(stored.idx)
-                        size += grow
-                handle.write(framing.tail)
-                handle.close()
-                if len(idxs) >= limits.min_requests:
-                    self._send(round_, chunk, idxs, first)
+                for page in self.manifest.pending_pages(self.job, round_):
+                    for stored, wire, line in self._lines(page):
+                        if not chunk.fits(line):
+                            self._send(round_, chunk)
+                        chunk.add(stored.idx, wire, line)
+                if len(chunk.idxs) >= limits.min_requests:
+                    self._send(round_, chunk)
             finally:
-                handle.close()
-        if idxs and len(idxs) < limits.min_requests:  # a tail too small for a batch: live
-            self.progress.note(f"{len(idxs)} row(s) are fewer than a batch takes: sent live")
+                chunk.close()
+        if chunk.idxs:  # a tail too small for a batch: live
+            self.progress.note(f"{len(chunk.idxs)} row(s) are fewer than a batch takes: sent live")
             self._live(round_)
 
-    def _lines(self, page: Sequence[PendingRow]) -> Iterator[tuple[PendingRow, bytes]]:
+    def _lines(self, page: Sequence[PendingRow]) -> Iterable[tuple[PendingRow, WireRequest, bytes]]:
         assert self._api is not None
         places = [(p.idx, p.line, p.offset) for p in page]
         rows = rows_at(self.prepared.input, places, self.prepared.prompt, self.spec.id_field)
@@ -322,14 +288,14 @@ class Runner:
             else:
                 request = self.prepared.request(row.messages)
             wire = self.prepared.wire(request)
-            self._first_wire = wire
-            yield stored, self._api.line(stored.row_id, wire)
+            yield stored, wire, self._api.line(stored.row_id, wire)
 
-    def _send(self, round_: int, chunk: Path, idxs: list[int], first: bytes | None) -> None:
-        assert self._carrier is not None
+    def _send(self, round_: int, chunk: Chunk) -> None:
+        assert self._carrier is not None and chunk.first is not None
+        path, idxs, first = chunk.finish()
         key = f"r{round_}b{self.manifest.next_batch_number(self.job)}"
         self.manifest.start_batch(self.job, key, round_, idxs)  # recorded before the call
-        provider_id = self._carrier.submit(self.job, key, chunk, self._first_wire)
+        provider_id = self._carrier.submit(self.job, key, path, first)
         self.manifest.set_batch(self.job, key, "submitted", provider_id=provider_id)
         self.progress.advance("submitting", len(idxs))
 
@@ -350,76 +316,79 @@ class Runner:
             self.progress.advance("waiting")
 
     def _download(self, batch: BatchRecord, state: BatchState) -> None:
+        """Read a batch's results as they stream in, a group at a time: the group's rows
+        still waiting are looked up in one query, judged, and recorded in one transaction.
+        Rows the results did not mention are settled last (expired, or no answer)."""
         assert self._carrier is not None and self._api is not None
-        waiting = self.manifest.sent_rows(self.job, batch.key)
-        self.progress.start("parsing", len(waiting))
-        updates: list[RowUpdate] = []
+        self.progress.start("parsing", self.manifest.count_waiting(self.job, batch.key))
+        group: dict[str, Outcome] = {}
         for line in self._carrier.results(state):
             try:
                 outcome = self._api.outcome(line)
             except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
                 continue  # not a result line (a provider's summary line)
-            stored = waiting.pop(outcome.custom_id, None)
-            if stored is None:
-                continue  # not this batch's, or already done before a restart
-            updates.append(self._update(batch, outcome, stored))
-            if len(updates) >= _GROUP:
-                self.manifest.record(self.job, updates)
-                self.progress.advance("parsing", len(updates))
-                self.progress.counts(self.manifest.status_counts(self.job))
-                updates = []
-        for row_id, stored in waiting.items():  # rows the provider returned nothing for
-            status = "expired" if state.phase == "expired" else "provider_error"
-            error = state.message or "the provider returned no result for this request"
-            outcome = Outcome(row_id, "expired" if status == "expired" else "error", error=error)
-            updates.append(self._update(batch, outcome, stored))
-        self.manifest.record(self.job, updates)
-        self.progress.advance("parsing", len(updates))
-        self.progress.counts(self.manifest.status_counts(self.job))
+            group.setdefault(outcome.custom_id, outcome)  # a repeated line changes nothing
+            if len(group) >= _GROUP:
+                self._settle(batch, group)
+                group = {}
+        self._settle(batch, group)
+        kind: OutcomeKind = "expired" if state.phase == "expired" else "error"
+        error = state.message or "the provider returned no result for this request"
+        for page in self.manifest.left_in_batch(self.job, batch.key):
+            missing = [(Outcome(r.row_id, kind, error=error), r) for r in page]
+            self._record([self._update(batch, outcome, row) for outcome, row in missing])
         final = "done" if state.phase == "ended" else "failed"
         self.manifest.set_batch(self.job, batch.key, final, message=state.message)
+        self.counts.flush()
 
-    def _update(
-        self,
-        batch: BatchRecord,
-        outcome: Outcome,
-        stored: tuple[int, int, int, int],
-    ) -> RowUpdate:
-        idx, round_, attempts, line_number = stored
-        can_reask = round_ < self.spec.rounds
+    def _settle(self, batch: BatchRecord, group: Mapping[str, Outcome]) -> None:
+        waiting = self.manifest.waiting(self.job, batch.key, list(group))
+        # rows not waiting: not this batch's, or already done before a restart
+        self._record([self._update(batch, group[i], row) for i, row in waiting.items()])
+
+    def _record(self, updates: Sequence[RowUpdate]) -> None:
+        self.manifest.record(self.job, updates)
+        self.counts.advance("parsing", len(updates))
+
+    def _update(self, batch: BatchRecord, outcome: Outcome, stored: WaitingRow) -> RowUpdate:
+        can_retry = stored.round < self.spec.rounds
         if outcome.kind == "reply" and outcome.body is not None:
             try:
                 response = self.prepared.resolved.adapter.parse(self._parse_request, outcome.body)
-                verdict = judge(response, self.prepared.pipeline, can_reask=can_reask)
+                verdict = judge(response, self.prepared.pipeline, can_reask=can_retry)
             except (OutformError, KeyError, TypeError, ValueError, AttributeError) as exc:
                 verdict = Verdict("provider_error", error=f"unreadable reply: {exc}")
         elif outcome.kind == "expired":
-            verdict = Verdict("expired", error=outcome.error)
-        elif outcome.retryable and can_reask:
+            verdict = Verdict("reask" if can_retry else "expired", error=outcome.error)
+        elif outcome.retryable and can_retry:
             verdict = Verdict("reask", error=outcome.error)
         else:
             verdict = Verdict("provider_error", error=outcome.error)
-        history = (
-            list(orjson.loads(self.manifest.history(self.job, idx) or b"[]")) if attempts else []
-        )
-        entry: dict[str, Any] = {"round": round_, "batch": batch.key}
+        history = list(orjson.loads(stored.history)) if stored.history else []
+        entry: dict[str, Any] = {"round": stored.round, "batch": batch.key}
         if verdict.status == "reask":
-            entry["outcome"] = "invalid" if verdict.hint is not None else "provider_error"
-            entry["detail"] = verdict.hint.message() if verdict.hint is not None else verdict.error
+            if verdict.hint is not None:
+                entry.update(outcome="invalid", detail=verdict.hint.message())
+            else:
+                kind = "expired" if outcome.kind == "expired" else "provider_error"
+                entry.update(outcome=kind, detail=verdict.error)
             history.append(entry)
             return RowUpdate(
-                idx,
-                next_round=round_ + 1,
+                stored.idx,
+                next_round=stored.round + 1,
                 text=verdict.text if verdict.hint is not None else None,
                 hint=orjson.dumps(verdict.hint.to_dict()) if verdict.hint is not None else None,
                 history=orjson.dumps(history),
             )
-        row_id = outcome.custom_id
         result = output_line(
-            row_id, line_number, verdict, attempts=attempts + 1, rounds=history or None
+            stored.row_id,
+            stored.line,
+            verdict,
+            attempts=stored.attempts + 1,
+            rounds=history or None,
         )
         return RowUpdate(
-            idx,
+            stored.idx,
             status=verdict.status,
             result=result,
             history=orjson.dumps(history) if history else None,
@@ -433,7 +402,52 @@ class Runner:
         self.manifest.set_job(self.job, state="done")
 
 
-def write_output(manifest: SqliteManifest, job: str, path: Path) -> int:
+class Chunk:
+    """The request file of one provider batch, written as requests come and sent when full:
+    never more than one batch's requests on disk, and none in memory."""
+
+    def __init__(self, path: Path, framing: Framing, limits: Limits) -> None:
+        self.path, self.framing, self.limits = path, framing, limits
+        self.idxs: list[int] = []
+        self.first: WireRequest | None = None
+        self._handle: BinaryIO | None = None
+        self._size = 0
+
+    def fits(self, line: bytes) -> bool:
+        grow = len(line) + len(self.framing.separator)
+        return not self.idxs or (
+            len(self.idxs) < self.limits.max_requests and self._size + grow <= self.limits.max_bytes
+        )
+
+    def add(self, idx: int, wire: WireRequest, line: bytes) -> None:
+        if self._handle is None:
+            self._handle = self.path.open("wb")
+            self._handle.write(self.framing.head)
+            self._size = len(self.framing.head) + len(self.framing.tail)
+            self.first = wire
+        else:
+            self._handle.write(self.framing.separator)
+            self._size += len(self.framing.separator)
+        self._handle.write(line)
+        self._size += len(line)
+        self.idxs.append(idx)
+
+    def finish(self) -> tuple[Path, list[int], WireRequest]:
+        """The finished file, its rows and its first request; the chunk starts again empty."""
+        assert self._handle is not None and self.first is not None
+        self._handle.write(self.framing.tail)
+        self.close()
+        done = (self.path, self.idxs, self.first)
+        self.idxs, self.first = [], None
+        return done
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+
+def write_output(manifest: Manifest, job: str, path: Path) -> int:
     """OUT.jsonl, one line per input row in input order, written whole or not at all (a
     temporary file renamed into place)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -456,7 +470,7 @@ def write_output(manifest: SqliteManifest, job: str, path: Path) -> int:
     return count
 
 
-def status_of(manifest: SqliteManifest, job: str, state: str, output: str | None) -> JobStatus:
+def status_of(manifest: Manifest, job: str, state: str, output: str | None) -> JobStatus:
     record = manifest.job(job)
     batches = [
         {
@@ -483,7 +497,7 @@ def status_of(manifest: SqliteManifest, job: str, state: str, output: str | None
 
 
 def start(
-    manifest: SqliteManifest,
+    manifest: Manifest,
     spec: JobSpec,
     *,
     progress: Progress | None = None,
@@ -492,15 +506,7 @@ def start(
     """Check the input and record the job; its id. Nothing is submitted yet."""
     prepared = prepare(spec, api_key=api_key)
     if prepared.api == "bedrock":
-        from outform.batch.carriers import S3Place
-
-        S3Place.parse(spec.s3_uri)
-        if not spec.role_arn:
-            raise UsageError(
-                "Bedrock batch inference needs a service role for the job",
-                where="role_arn",
-                fix="pass --role-arn arn:aws:iam::ACCOUNT:role/NAME, or --live",
-            )
+        bedrock_place(spec.s3_uri, spec.role_arn)  # before the rows are read
     job, _ = check_and_record(manifest, spec, prepared, progress or Silent())
     return job
 

@@ -14,6 +14,7 @@ import sys
 
 from outform.cli import (
     batch_cmd,
+    config_cmd,
     dashboard_cmd,
     generate_cmd,
     health_cmd,
@@ -50,6 +51,7 @@ __all__ = [
 
 _COMMANDS = (
     batch_cmd,
+    config_cmd,
     dashboard_cmd,
     generate_cmd,
     health_cmd,

@@ -3,7 +3,8 @@
 Reads the options, draws progress on standard error, prints the summary; the work is
 outform.batch's. Exit codes: 0 the job finished and every row is ok or repaired, 1 it finished
 with rows failed, provider_error or expired (see OUT.jsonl), 2 wrong usage or bad input (no
-batch was submitted), 4 the job is still running (--no-wait, or `status`).
+batch was submitted), 4 the job is still running (--no-wait, `status`, or another process
+drives it).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from rich.progress import (
 from rich.table import Table
 
 from outform.cli.app import EXIT_INVALID, EXIT_RUNNING, app, stderr
-from outform.cli.io import import_type, load_schema, print_json
+from outform.cli.io import import_type, load_schema, print_error, print_json
 from outform.errors import UsageError
 
 batch_app = typer.Typer(
@@ -36,7 +37,9 @@ app.add_typer(batch_app, name="batch")
 Manifest = Annotated[
     str | None,
     typer.Option(
-        "--manifest", help="The job manifest (SQLite file); default .outform/batch.sqlite3."
+        "--manifest",
+        help="The job manifest: a SQLite file (default .outform/batch.sqlite3) or "
+        "postgres:DSN (postgres:$VAR reads the DSN from the environment).",
     ),
 ]
 Json = Annotated[
@@ -228,6 +231,16 @@ def resume_command(
 
 
 def _drive(first: Any, manifest: str | None, as_json: bool, wait: bool) -> None:
+    from outform.batch.manifest import JobBusyError
+
+    try:
+        _advance(first, manifest, as_json, wait)
+    except JobBusyError as error:
+        print_error(error)
+        raise typer.Exit(EXIT_RUNNING) from None
+
+
+def _advance(first: Any, manifest: str | None, as_json: bool, wait: bool) -> None:
     from outform import batch
     from outform.batch.progress import Silent
 
@@ -277,13 +290,7 @@ def _summary(status: Any) -> None:
 def _list(manifest: str | None, as_json: bool) -> None:
     from outform import batch
 
-    store = batch.open_manifest(manifest)
-    try:
-        jobs = [
-            {"job": j.id, "state": j.state, "rows": j.rows, "round": j.round} for j in store.jobs()
-        ]
-    finally:
-        store.close()
+    jobs = batch.jobs(manifest=manifest)
     if as_json:
         print_json(jobs)
         return

@@ -14,13 +14,18 @@ before reading when there is one), each taking its bytes from the budget of
 `max_buffered_bytes` shared by every request in flight (503 with Retry-After beyond it,
 `gateway.limits`) until its answer is sent. A streamed reply is pumped while a watcher waits
 for the client to go away; if it does, the backend's stream is closed at once.
+
+Authentication names the caller's tenant (`gateway.tenancy`), which every handler of stored
+responses receives; error bodies, streams and log records pass the secrets scrubber
+(`gateway.scrub`) on their way out. At start-up the store is checked (reachable, writable)
+before anything is served, and this process starts beating its heartbeat and running
+background responses (`gateway.background`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import logging
 import os
 import time
@@ -31,18 +36,24 @@ from urllib.parse import parse_qsl
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.openapi.utils import get_openapi
+from starlette.applications import Starlette
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from outform import __version__
-from outform.errors import StoreError
+from outform.errors import OutformError, StoreError
 from outform.gateway import chain, schemas
 from outform.gateway.backend import Backend, HttpChatBackend
+from outform.gateway.background import Worker
 from outform.gateway.handlers import Gateway
 from outform.gateway.limits import BodyBudget, Lease
 from outform.gateway.replies import GatewayError, PassthroughError, Reply, StreamReply
-from outform.gateway.settings import ENFORCE_HEADER, GatewaySettings
-from outform.gateway.store import ResponseStore
+from outform.gateway.scrub import Scrubber, check_client_keys, configured_secrets, log_scrubbing
+from outform.gateway.settings import ENFORCE_HEADER, PROFILE_HEADER, GatewaySettings
+from outform.gateway.store import NO_TENANT, ResponseStore
+from outform.gateway.tenancy import Tenancy, open_warning
+from outform.gateway.tracing import labels_of
+from outform.trace.redact import register_secret
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -54,7 +65,11 @@ access_logger = logging.getLogger("outform.gateway.access")
 logger = logging.getLogger("outform.gateway")
 
 _ENFORCE = ENFORCE_HEADER.encode()
+_PROFILE = PROFILE_HEADER.encode()
 _OPEN_PATHS = frozenset({"/healthz"})
+_TENANT = "outform.tenant"
+STORE_UNAVAILABLE = "The response store is unavailable; try again later."
+DASHBOARD = "/dashboard"
 
 
 def create_app(
@@ -94,11 +109,21 @@ class GatewayApp:
     ) -> None:
         self.settings = settings
         self._env = env
-        self._keys = tuple(key.encode() for key in settings.client_keys(env))
+        self._keys = settings.client_keys(env)
+        check_client_keys(self._keys, settings.api_keys)
+        secrets = configured_secrets(settings, env)
+        self.scrubber = Scrubber(secrets)
+        """The gateway's boundaries: error bodies, streams, stored rows, log records."""
+        for secret in secrets:
+            register_secret(secret)  # and the trace sinks (outform.trace.redact)
+        self._tenancy: Tenancy | None = None
         self._given_store = store
         self._given_backend = backend
         self._owned: list[Callable[[], Awaitable[None]]] = []
+        self._stop_scrubbing: Callable[[], None] | None = None
         self.gateway: Gateway | None = None
+        self.dashboard: Starlette | None = None
+        """`/dashboard` over the trace store, when `[trace]` has one (behind the same keys)."""
         self.budget = BodyBudget(settings.max_buffered_bytes)
         self.fastapi = _fastapi(self)
         self._fast: dict[tuple[str, str], Handler] = {
@@ -109,6 +134,10 @@ class GatewayApp:
     # -- lifecycle -------------------------------------------------------------------------------
 
     async def startup(self) -> None:
+        self._stop_scrubbing = log_scrubbing(self.scrubber)
+        warning = open_warning(self.settings.host, bool(self._keys))
+        if warning:
+            logger.warning(warning)
         store = self._given_store
         if store is None:
             from outform.gateway.stores import open_store
@@ -117,20 +146,59 @@ class GatewayApp:
                 self.settings.store_spec(self._env), base_dir=self.settings.store_base_dir
             )
             self._owned.append(store.close)
+        await store.check()  # reachable and writable, or no start
+        self._tenancy = Tenancy(self._keys, await store.tenant_salt())
         backend = self._given_backend
         if backend is None:
             backend = make_backend(self.settings, self._env)
             self._owned.append(backend.aclose)
-        self.gateway = Gateway(self.settings, backend, store)
+        worker = Worker(
+            store,
+            max_running=self.settings.background_max_running,
+            max_queued=self.settings.background_max_queued,
+            grace=self.settings.shutdown_timeout,
+        )
+        await worker.start()
+        self._owned.insert(0, worker.stop)  # first: its last writes need the store
+        self.gateway = Gateway(self.settings, backend, store, worker, self.scrubber)
         self._owned.append(self.gateway.checker.aclose)
+        self.dashboard = self._dashboard()
+
+    def _dashboard(self) -> Starlette | None:
+        """The dashboard over the store this process records into (`[trace]`,
+        `OUTFORM_TRACE`); None when recording is off, or when the store cannot be opened: the
+        gateway serves on, and says why in its log."""
+        from outform.config import settings
+        from outform.gateway.dashboard import mounted
+        from outform.trace.runtime import open_store as open_trace_store
+
+        configured = settings().trace
+        try:
+            spec = configured.store_spec()
+            store = open_trace_store(spec, base_dir=configured.store_base_dir) if spec else None
+        except OutformError as exc:
+            logger.warning("the dashboard is off: the trace store cannot be opened: %s", exc.what)
+            return None
+        if store is None:
+            return None
+
+        async def close() -> None:
+            store.close()
+
+        self._owned.append(close)
+        return mounted(store, keys=self._keys)
 
     async def shutdown(self) -> None:
+        self.gateway = None
         owned, self._owned = self._owned, []
         for close in owned:
             try:
                 await close()
             except Exception:
                 logger.exception("closing the gateway's store or backend failed")
+        if self._stop_scrubbing is not None:
+            self._stop_scrubbing()
+            self._stop_scrubbing = None
 
     # -- ASGI ------------------------------------------------------------------------------------
 
@@ -151,8 +219,12 @@ class GatewayApp:
 
         path: str = scope["path"]
         try:
+            if self.dashboard is not None and _under(path, DASHBOARD):
+                # The page asks for the key itself: its data routes check it (the same keys).
+                await self.dashboard(scope, receive, send_logged)
+                return
             if self._keys and path not in _OPEN_PATHS and not self._authorized(scope):
-                await _send_reply(_unauthorized(scope), send_logged)
+                await _send_reply(self._scrubbed(_unauthorized(scope)), send_logged)
                 return
             handler = self._fast.get((scope["method"], path))
             if handler is not None:
@@ -168,11 +240,15 @@ class GatewayApp:
                 self._log(scope, status, started, log)
 
     def _authorized(self, scope: Scope) -> bool:
+        """A configured key was presented: its tenant goes in the scope."""
         value = _header(scope, b"authorization")
-        if value is None or value[:7].lower() != b"bearer ":
+        if value is None or value[:7].lower() != b"bearer " or self._tenancy is None:
             return False
-        token = value[7:].strip()
-        return any(hmac.compare_digest(token, key) for key in self._keys)
+        tenant = self._tenancy.tenant(value[7:].strip())
+        if tenant is None:
+            return False
+        scope[_TENANT] = tenant
+        return True
 
     def _log(self, scope: Scope, status: int, started: float, log: dict[str, Any]) -> None:
         client = scope.get("client")
@@ -208,13 +284,10 @@ class GatewayApp:
             reply = exc.reply()
         except chain.ChainError as exc:
             reply = Reply(exc.status, orjson.dumps(exc.body()))
-        except StoreError as exc:
+        except StoreError as exc:  # the details name the database: the log only
             logger.error("the response store failed: %s", exc.what)
             reply = GatewayError(
-                503,
-                f"The response store failed: {exc.what}",
-                type="server_error",
-                code="store_error",
+                503, STORE_UNAVAILABLE, type="server_error", code="store_error"
             ).reply()
         except _ClientGone:
             return
@@ -224,22 +297,39 @@ class GatewayApp:
                 500, "Internal error in the gateway (see its log).", type="server_error"
             ).reply()
         if isinstance(reply, StreamReply):
+            if self.scrubber:
+                reply.chunks = self.scrubber.stream(reply.chunks)
             await _send_stream(reply, receive, send)
         else:
-            await _send_reply(reply, send)
+            await _send_reply(self._scrubbed(reply), send)
+
+    def _scrubbed(self, reply: Reply) -> Reply:
+        """Error bodies (the backend's included) never carry a configured secret."""
+        if reply.status >= 400 and self.scrubber:
+            reply.body = self.scrubber.data(reply.body)
+        return reply
 
     async def _create_response(self, scope: Scope, receive: Receive) -> Reply | StreamReply:
         body = await self._body(scope, receive)
         assert self.gateway is not None
         return await self.gateway.create_response(
-            body, _header(scope, _ENFORCE), scope.setdefault("outform.log", {})
+            body,
+            _header(scope, _ENFORCE),
+            scope.setdefault("outform.log", {}),
+            labels=labels_of(scope["headers"]),
+            tenant=tenant(scope),
+            profile=_header(scope, _PROFILE),
         )
 
     async def _chat_completions(self, scope: Scope, receive: Receive) -> Reply | StreamReply:
         body = await self._body(scope, receive)
         assert self.gateway is not None
         return await self.gateway.chat_completions(
-            body, _header(scope, _ENFORCE), scope.setdefault("outform.log", {})
+            body,
+            _header(scope, _ENFORCE),
+            scope.setdefault("outform.log", {}),
+            labels=labels_of(scope["headers"]),
+            profile=_header(scope, _PROFILE),
         )
 
     async def _body(self, scope: Scope, receive: Receive) -> bytes:
@@ -267,6 +357,12 @@ class GatewayApp:
                 return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
+def tenant(scope: Scope) -> str:
+    """The caller's tenant, as authentication found it (`""` without client keys)."""
+    found: str = scope.get(_TENANT, NO_TENANT)
+    return found
+
+
 class _ClientGone(Exception):  # noqa: N818 - the client hung up; nothing to answer
     pass
 
@@ -287,6 +383,10 @@ def _unauthorized(scope: Scope) -> Reply:
         else "Incorrect API key provided."
     )
     return GatewayError(401, message, code="invalid_api_key").reply()
+
+
+def _under(path: str, mount: str) -> bool:
+    return path == mount or path.startswith(mount + "/")
 
 
 def _header(scope: Scope, name: bytes) -> bytes | None:
@@ -424,7 +524,7 @@ def _fastapi(app: GatewayApp) -> FastAPI:
     )
     async def retrieve_response(response_id: str) -> Response:
         """A stored response, as it was served."""
-        return _Delegate(app, lambda scope, receive: gateway().retrieve(response_id))
+        return _Delegate(app, lambda scope, _: gateway().retrieve(response_id, tenant(scope)))
 
     @api.delete(
         "/v1/responses/{response_id}",
@@ -433,7 +533,16 @@ def _fastapi(app: GatewayApp) -> FastAPI:
     )
     async def delete_response(response_id: str) -> Response:
         """Delete a stored response."""
-        return _Delegate(app, lambda scope, receive: gateway().delete(response_id))
+        return _Delegate(app, lambda scope, _: gateway().delete(response_id, tenant(scope)))
+
+    @api.post(
+        "/v1/responses/{response_id}/cancel",
+        responses=schemas.answers("Response"),
+        tags=["responses"],
+    )
+    async def cancel_response(response_id: str) -> Response:
+        """Cancel a background response (`background: true`) that has not finished."""
+        return _Delegate(app, lambda scope, _: gateway().cancel(response_id, tenant(scope)))
 
     @api.get(
         "/v1/responses/{response_id}/input_items",
@@ -452,7 +561,9 @@ def _fastapi(app: GatewayApp) -> FastAPI:
         """The input items of a stored response: `limit` (1-100, default 20), `order`
         (`desc`, the default, or `asc`), `after` / `before` (item ids)."""
         query = dict(parse_qsl(request.url.query))
-        return _Delegate(app, lambda scope, receive: gateway().input_items(response_id, query))
+        return _Delegate(
+            app, lambda scope, _: gateway().input_items(response_id, query, tenant(scope))
+        )
 
     @api.post(
         "/v1/chat/completions",

@@ -3,11 +3,14 @@
 The app calls them in this order for `POST /v1/responses`:
 
     items = input_items(request["input"])              # ids assigned, shapes normalised
-    previous = await load_previous(store, request.get("previous_response_id"))
+    previous = await load_previous(store, request.get("previous_response_id"), tenant)
     context = conversation_for(previous, items)        # what the model sees, + instructions
     ... run the model, stream or not, until the final Response object ...
     if request.get("store", True):
-        await store.save(record_for(response, items, previous))
+        await store.save(record_for(response, items, previous, tenant=tenant))
+
+(`gateway.keeper` does the saving, with the in-progress states of streams and background
+responses.)
 
 and `page(record.input_items, ...)` for `GET /v1/responses/{id}/input_items`.
 
@@ -18,12 +21,13 @@ the current request's own `instructions` are added by the app, outside these ite
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from outform.errors import UsageError
-from outform.gateway.store import ResponseStore, StoredResponse
+from outform.gateway.store import NO_TENANT, ResponseStore, StoredResponse
 
 Item = dict[str, Any]
 
@@ -118,13 +122,14 @@ def _message(out: Item) -> None:
 
 
 async def load_previous(
-    store: ResponseStore, previous_response_id: str | None
+    store: ResponseStore, previous_response_id: str | None, tenant: str = NO_TENANT
 ) -> StoredResponse | None:
-    """The stored response a request continues from (None without `previous_response_id`),
-    or a ChainError (404 `previous_response_not_found`, the API's own error)."""
+    """The caller's stored response a request continues from (None without
+    `previous_response_id`), or a ChainError: 404 `previous_response_not_found` (the API's
+    own error) for an unknown id or another tenant's, 400 for one still running."""
     if not previous_response_id:
         return None
-    previous = await store.load(previous_response_id)
+    previous = await store.load(previous_response_id, tenant)
     if previous is None:
         raise ChainError(
             f"Previous response with id '{previous_response_id}' not found.",
@@ -133,6 +138,14 @@ async def load_previous(
             code="previous_response_not_found",
             fix="it was created with store: false, deleted, or never existed; send the "
             "whole conversation as input instead",
+        )
+    if not previous.finished:
+        raise ChainError(
+            f"Previous response with id '{previous_response_id}' is still {previous.status}.",
+            status=400,
+            param="previous_response_id",
+            code="previous_response_in_progress",
+            fix="wait until it has finished (poll GET /v1/responses/{id}), or cancel it",
         )
     return previous
 
@@ -151,20 +164,30 @@ def record_for(
     response: Mapping[str, Any],
     items: Sequence[Mapping[str, Any]],
     previous: StoredResponse | None,
+    *,
+    tenant: str = NO_TENANT,
+    worker: str | None = None,
 ) -> StoredResponse:
-    """What to store for a finished response (for a stream: the Response object of the
-    final `response.completed` / `.incomplete` / `.failed` event). Its conversation is the
-    previous one, this input and this output, so the next turn needs one read."""
+    """What to store for a response (for a stream: the Response object of the final
+    `response.completed` / `.incomplete` / `.failed` event). Its conversation is the
+    previous one, this input and this output, so the next turn needs one read. An unfinished
+    response (`in_progress`, `queued`) has no conversation yet: nothing may continue from it.
+    `worker` names the gateway process running an unfinished one."""
     output = response.get("output") or ()
     linked = previous.id if previous is not None else response.get("previous_response_id")
-    return StoredResponse(
+    record = StoredResponse(
         id=str(response["id"]),
         created_at=int(response["created_at"]),
         response=response,
         input_items=[dict(item) for item in items],
-        conversation=[*conversation_for(previous, items), *(dict(item) for item in output)],
         previous_response_id=linked,
+        tenant=tenant,
+        worker=worker,
     )
+    if not record.finished:
+        return record
+    conversation = [*conversation_for(previous, items), *(dict(item) for item in output)]
+    return dataclasses.replace(record, conversation=conversation, worker=None)
 
 
 # -- GET /v1/responses/{id}/input_items ----------------------------------------------------

@@ -3,21 +3,33 @@
 `POST /v1/responses` (the hot path): parse the body with orjson, check it by hand, continue
 the stored chain, translate to a Chat request, call the backend, translate back, store, answer.
 No pydantic model, no deep copy, one JSON parse and one JSON dump per body.
+
+Every handler that touches stored responses takes the caller's `tenant` (`gateway.tenancy`);
+stored responses are written through a `Keeper`, which commits them before they are
+acknowledged (`gateway.keeper`); `background: true` runs on the `Worker`
+(`gateway.background`).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
 from typing import Any
 
 import orjson
 
-from outform.errors import StoreError
-from outform.gateway import chain, translate
+from outform.gateway import background, chain, references, tracing, translate
 from outform.gateway.backend import Backend, Body, ChatStream
-from outform.gateway.enforce import Checker, checkable, enforce, wanted
+from outform.gateway.enforce import (
+    Checker,
+    Enforced,
+    checkable,
+    enforce,
+    profile_named,
+    wanted,
+)
 from outform.gateway.events import DONE, data_frame
+from outform.gateway.keeper import Keeper
 from outform.gateway.output import Shell, response_from_completion
 from outform.gateway.replies import (
     GatewayError,
@@ -27,33 +39,60 @@ from outform.gateway.replies import (
     bad_request,
     not_found,
 )
+from outform.gateway.scrub import Scrubber
 from outform.gateway.settings import GatewaySettings
-from outform.gateway.store import ResponseStore, StoredResponse
+from outform.gateway.store import NO_TENANT, ResponseStore, StoredResponse
 from outform.gateway.stream import (
     StreamTranslator,
     chat_error,
     completion_chunks,
     failure_message,
 )
+from outform.gateway.tracing import StreamCall
+from outform.trace.caller import Labels
+from outform.trace.tracer import RunTrace
 
 Log = dict[str, Any]
 
 
 class Gateway:
-    def __init__(self, settings: GatewaySettings, backend: Backend, store: ResponseStore) -> None:
+    def __init__(
+        self,
+        settings: GatewaySettings,
+        backend: Backend,
+        store: ResponseStore,
+        worker: background.Worker,
+        scrubber: Scrubber | None = None,
+    ) -> None:
         self.settings = settings
         self.backend = backend
         self.store = store
+        self.worker = worker
+        self.scrubber = scrubber or Scrubber()
         self.model_map = dict(settings.model_map)
         self.checker = Checker(settings)
+        self.provider = settings.backend if settings.native else None
+        """The provider runs are recorded under (None for a Chat Completions URL backend)."""
 
     # -- POST /v1/responses ----------------------------------------------------------------------
 
     async def create_response(
-        self, raw: bytes, enforce_header: bytes | None, log: Log
+        self,
+        raw: bytes,
+        enforce_header: bytes | None,
+        log: Log,
+        *,
+        labels: Labels | None = None,
+        tenant: str = NO_TENANT,
+        profile: bytes | None = None,
     ) -> Reply | StreamReply:
+        """`labels` and `profile`: what the request's `x-outform-*` headers say of it (its
+        run's labels; the profile's parse settings and step)."""
         started = time.perf_counter()
         req = _json_object(raw)
+        named = profile_named(profile)
+        in_background = background.requested(req)
+        await references.resolve(self.store, req, tenant)
         translate.check_request(req)
         model = req["model"]
         stream = req.get("stream") is True
@@ -66,99 +105,142 @@ class Gateway:
         value = req.get("input")
         items = chain.input_items(value if value is not None else [])
         try:
-            previous = await chain.load_previous(self.store, req.get("previous_response_id"))
+            previous = await chain.load_previous(
+                self.store, req.get("previous_response_id"), tenant
+            )
         except chain.ChainError as exc:
             raise _chain_error(exc) from None
+        target = self.model_map.get(model, model)
         chat = translate.chat_request(
-            req,
-            self.model_map.get(model, model),
-            chain.conversation_for(previous, items),
-            stream=stream and fmt is None,
+            req, target, chain.conversation_for(previous, items), stream=stream and fmt is None
         )
         shell = Shell(req, chain.new_id("resp"), int(time.time()))
         log["response_id"] = shell.id
-        store = req.get("store") is not False
+        keeper = None
+        if req.get("store") is not False:
+            keeper = Keeper(
+                self.store,
+                self.scrubber,
+                tenant=tenant,
+                worker=self.worker.id,
+                items=items,
+                previous=previous,
+            )
+        run = self._run(
+            target, stream, fmt, enforce_header, labels=labels, profile=named, now=not in_background
+        )
+        if in_background:
+            assert keeper is not None  # background.requested() refuses store: false
+            produce = _producer(self, chat, fmt, named, run)
+            return Reply(200, orjson.dumps(await self.worker.submit(keeper, shell, produce)))
         headers: Headers = []
         waited = 0.0
         if fmt is not None:
             called = time.perf_counter()
-            enforced = await enforce(
-                self.backend,
-                chat,
-                fmt,
-                retries=self.settings.enforce_retries,
-                checker=self.checker,
-            )
+            enforced = await self._enforce(chat, fmt, named, run)
             waited = time.perf_counter() - called
             log["enforce"] = enforced.attempts
             completion = enforced.completion
             headers = enforced.headers()
             if stream:
+                if keeper is not None:
+                    await keeper.begin(shell.build("in_progress", []))
                 chunks = _replay(completion_chunks(completion))
-                events = self._events(shell, chunks, None, items, previous, store=store)
-                return StreamReply(200, events, headers=headers)
+                return StreamReply(200, self._events(shell, chunks, None, keeper), headers=headers)
         elif stream:
-            backend_stream = await self.backend.stream(chat)
-            events = self._events(shell, None, backend_stream, items, previous, store=store)
+            call = StreamCall(run)
+            backend_stream = await _opened(self.backend.stream(chat), call)
+            if keeper is not None:
+                try:  # committed before response.created names the id
+                    await keeper.begin(shell.build("in_progress", []))
+                except BaseException as error:
+                    call.end(error)
+                    await backend_stream.aclose()
+                    raise
+            events = self._events(shell, None, backend_stream, keeper, call)
             return StreamReply(200, events)
         else:
             called = time.perf_counter()
-            completion = (await self.backend.complete(chat)).json()
+            completion = await _answered(self.backend, chat, run)
             waited = time.perf_counter() - called
         response = response_from_completion(shell, completion)
-        if store:
-            await self.store.save(chain.record_for(response, items, previous))
+        if keeper is not None:
+            await keeper.save(response)  # committed before the answer leaves
         body = orjson.dumps(response)
         headers.append(_overhead(started, waited))
         return Reply(200, body, headers=headers)
+
+    async def _enforce(
+        self, chat: dict[str, Any], fmt: Any, profile: str | None, run: RunTrace
+    ) -> Enforced:
+        return await enforce(
+            self.backend,
+            chat,
+            fmt,
+            retries=self.settings.enforce_retries,
+            checker=self.checker,
+            run=run,
+            profile=profile,
+        )
 
     async def _events(
         self,
         shell: Shell,
         chunks: AsyncIterator[dict[str, Any]] | None,
         backend_stream: ChatStream | None,
-        items: list[chain.Item],
-        previous: StoredResponse | None,
-        *,
-        store: bool,
+        keeper: Keeper | None,
+        call: StreamCall | None = None,
     ) -> AsyncIterator[bytes]:
         translator = StreamTranslator(shell)
         source = chunks if chunks is not None else backend_stream.chunks()  # type: ignore[union-attr]
+        failure: BaseException | str | None = "the client went away"
         try:
             yield translator.start()
             closing = b""
             try:
                 async for chunk in source:
+                    if call is not None:
+                        call.chunk(chunk)
                     out = translator.feed(chunk)
                     if out:
                         yield out
                 closing = translator.finish()
+                failure = None
             except Exception as exc:  # whatever broke, the stream ends with response.failed
+                failure = exc
                 translator.abort(failure_message(exc))
-            if store and translator.response is not None:
-                try:
-                    await self.store.save(chain.record_for(translator.response, items, previous))
-                except StoreError as exc:  # too late for a 503: the stream says it failed
-                    translator.abort(f"the response could not be stored: {exc.what}")
+            if keeper is not None:  # committed before the terminal event, or the stream fails
+                await keeper.end_stream(translator)
             yield closing + translator.terminal()
         finally:
+            if call is not None:
+                call.end(failure)
+            if keeper is not None:  # a stream cut short is stored as failed
+                await keeper.abandon(translator)
             if backend_stream is not None:
                 await backend_stream.aclose()
 
     # -- GET / DELETE /v1/responses/{id} -----------------------------------------------------------
 
-    async def retrieve(self, response_id: str) -> Reply:
-        record = await self._load(response_id)
+    async def retrieve(self, response_id: str, tenant: str = NO_TENANT) -> Reply:
+        record = await self._load(response_id, tenant)
         return Reply(200, orjson.dumps(record.response))
 
-    async def delete(self, response_id: str) -> Reply:
-        if not await self.store.delete(response_id):
+    async def delete(self, response_id: str, tenant: str = NO_TENANT) -> Reply:
+        if not await self.store.delete(response_id, tenant):
             raise _missing(response_id)
+        self.worker.cancel_local(response_id)  # a background job of it stops here
         body = {"id": response_id, "object": "response", "deleted": True}
         return Reply(200, orjson.dumps(body))
 
-    async def input_items(self, response_id: str, query: Mapping[str, str]) -> Reply:
-        record = await self._load(response_id)
+    async def cancel(self, response_id: str, tenant: str = NO_TENANT) -> Reply:
+        response = await background.cancel(self.store, self.worker, response_id, tenant)
+        return Reply(200, orjson.dumps(response))
+
+    async def input_items(
+        self, response_id: str, query: Mapping[str, str], tenant: str = NO_TENANT
+    ) -> Reply:
+        record = await self._load(response_id, tenant)
         raw_limit = query.get("limit", "20")
         try:
             limit = int(raw_limit)
@@ -178,8 +260,8 @@ class Gateway:
             raise _chain_error(exc) from None
         return Reply(200, orjson.dumps(page))
 
-    async def _load(self, response_id: str) -> StoredResponse:
-        record = await self.store.load(response_id)
+    async def _load(self, response_id: str, tenant: str) -> StoredResponse:
+        record = await self.store.load(response_id, tenant)
         if record is None:
             raise _missing(response_id)
         return record
@@ -187,12 +269,19 @@ class Gateway:
     # -- POST /v1/chat/completions -----------------------------------------------------------------
 
     async def chat_completions(
-        self, raw: bytes, enforce_header: bytes | None, log: Log
+        self,
+        raw: bytes,
+        enforce_header: bytes | None,
+        log: Log,
+        *,
+        labels: Labels | None = None,
+        profile: bytes | None = None,
     ) -> Reply | StreamReply:
         """Pass-through: the body goes to the backend as received (its model renamed when the
         model map says so), and the answer comes back as the backend sent it."""
         started = time.perf_counter()
         req = _json_object(raw)
+        named = profile_named(profile)
         model = req.get("model")
         if not isinstance(model, str) or not model:
             raise bad_request("Missing required parameter: 'model'.", "model", "missing_required")
@@ -204,15 +293,10 @@ class Gateway:
         fmt = None
         if wanted(self.settings.enforce, enforce_header):
             fmt = checkable(req.get("response_format"), "response_format")
+        run = self._run(target, stream, fmt, enforce_header, labels=labels, profile=named)
         if fmt is not None:
             called = time.perf_counter()
-            enforced = await enforce(
-                self.backend,
-                {**req, "model": target},
-                fmt,
-                retries=self.settings.enforce_retries,
-                checker=self.checker,
-            )
+            enforced = await self._enforce({**req, "model": target}, fmt, named, run)
             log["enforce"] = enforced.attempts
             if stream:
                 frames = [data_frame(c) for c in completion_chunks(enforced.completion)]
@@ -220,13 +304,42 @@ class Gateway:
             headers = [*enforced.headers(), _overhead(started, time.perf_counter() - called)]
             return Reply(200, orjson.dumps(enforced.completion), headers=headers)
         if stream:
-            backend_stream = await self.backend.stream(body)
-            return StreamReply(200, _relay(backend_stream), backend_stream.content_type)
+            call = StreamCall(run)
+            backend_stream = await _opened(self.backend.stream(body), call)
+            return StreamReply(200, _relay(backend_stream, call), backend_stream.content_type)
         called = time.perf_counter()
-        reply = await self.backend.complete(body)
-        reply.json()  # a 200 that is not a Chat Completions answer is a 502, not a success
+        # a 200 that is not a Chat Completions answer is a 502, not a success
+        with run.recording():
+            reply, completion = await tracing.complete(self.backend, body, run)
+        run.end("valid", tokens=tracing.usage_of(completion.get("usage")))
         headers = [_overhead(started, time.perf_counter() - called)]
         return Reply(reply.status, reply.body, reply.content_type, headers)
+
+    def _run(
+        self,
+        model: str,
+        stream: bool,
+        fmt: Any,
+        enforce_header: bytes | None,
+        *,
+        labels: Labels | None,
+        profile: str | None,
+        now: bool = True,
+    ) -> RunTrace:
+        """The run of one request (docs/observability.md); `now`: it starts at once (a
+        background job's starts when the job does)."""
+        why = None
+        if fmt is not None:
+            why = "x-outform-enforce" if enforce_header is not None else "[gateway] enforce"
+        return tracing.begin(
+            labels,
+            model,
+            profile=profile,
+            provider=self.provider,
+            streaming=stream,
+            enforced=why,
+            start=now,
+        )
 
     # -- GET /v1/models ----------------------------------------------------------------------------
 
@@ -268,21 +381,59 @@ def _chain_error(exc: chain.ChainError) -> GatewayError:
     return GatewayError(exc.status, exc.what, param=exc.param, code=exc.code)
 
 
+def _producer(
+    gateway: Gateway, chat: dict[str, Any], fmt: Any, profile: str | None, run: RunTrace
+) -> background.Produce:
+    """What a background job runs: the backend call (enforced when asked), whole; the
+    request's run starts and ends with it (a job cancelled while it waited is no run)."""
+
+    async def produce() -> dict[str, Any]:
+        run.start()
+        if fmt is not None:
+            return (await gateway._enforce(chat, fmt, profile, run)).completion
+        return await _answered(gateway.backend, chat, run)
+
+    return produce
+
+
 async def _replay(items: Iterable[Any]) -> AsyncIterator[Any]:
     for item in items:
         yield item
 
 
-async def _relay(backend_stream: ChatStream) -> AsyncIterator[bytes]:
+async def _relay(backend_stream: ChatStream, call: StreamCall) -> AsyncIterator[bytes]:
     """The backend's SSE bytes as they come; a break becomes an `error` event, which the
     OpenAI SDK raises as an APIError (the status line was sent long ago)."""
+    failure: BaseException | str | None = "the client went away"
     try:
         async for chunk in backend_stream.raw():
+            call.data()
             yield chunk
+        failure = None
     except Exception as exc:
+        failure = exc
         yield data_frame(chat_error(exc))
     finally:
+        call.end(failure)
         await backend_stream.aclose()
+
+
+async def _answered(backend: Backend, chat: Mapping[str, Any], run: RunTrace) -> dict[str, Any]:
+    """A whole answer for the run, which ends with it."""
+    with run.recording():
+        _, completion = await tracing.complete(backend, chat, run)
+    run.end("valid", tokens=tracing.usage_of(completion.get("usage")))
+    result: dict[str, Any] = completion
+    return result
+
+
+async def _opened(opening: Awaitable[ChatStream], call: StreamCall) -> ChatStream:
+    """The backend's stream, or its refusal recorded as the call's (and the run's) end."""
+    try:
+        return await opening
+    except BaseException as error:
+        call.end(error)
+        raise
 
 
 __all__ = ["Gateway"]

@@ -30,12 +30,13 @@ _DEFAULT_REASONING = {"effort": None, "summary": None}
 class Shell:
     """The parts of one Response that do not depend on its output: id, timestamps, echoes."""
 
-    __slots__ = ("created_at", "echo", "id", "model")
+    __slots__ = ("background", "created_at", "echo", "id", "model")
 
     def __init__(self, req: Mapping[str, Any], response_id: str, created_at: int) -> None:
         self.id = response_id
         self.created_at = created_at
         self.model = req["model"]
+        self.background = req.get("background") is True
         tools = req.get("tools") or []
         echo_tail: dict[str, Any] = {
             "parallel_tool_calls": _default(req, "parallel_tool_calls", True),
@@ -74,7 +75,7 @@ class Shell:
             "object": "response",
             "created_at": self.created_at,
             "status": status,
-            "background": False,
+            "background": self.background,
             "completed_at": int(time.time()) if status == "completed" else None,
             "error": error,
             "incomplete_details": {"reason": incomplete} if incomplete else None,

@@ -25,6 +25,7 @@ from outform.errors import ConfigError
 from outform.gateway.app import GatewayApp, create_app
 from outform.gateway.limits import release_memory
 from outform.gateway.settings import GatewaySettings
+from outform.gateway.stores import check_store
 
 
 def uvicorn_config(app: GatewayApp, settings: GatewaySettings, **extra: Any) -> Any:
@@ -60,6 +61,18 @@ def configure_access_log() -> None:
         access.addHandler(handler)
         access.setLevel(logging.INFO)
         access.propagate = False
+
+
+def configure_warnings() -> None:
+    """The gateway's warnings and errors on standard error. The `outform` logger is quiet by
+    default (a library must not print); `outform serve` is an application, and its operator
+    must see, say, that it listens beyond the loopback without client keys."""
+    gateway = logging.getLogger("outform.gateway")
+    if not gateway.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s: %(name)s: %(message)s"))
+        gateway.addHandler(handler)
+        gateway.setLevel(logging.WARNING)
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -104,6 +117,8 @@ def serve(settings: GatewaySettings, *, announce: Callable[[str], None] = print)
 
     release_memory()
     app = create_app(settings)
+    check_store(settings.store_spec(), base_dir=settings.store_base_dir)  # before listening
+    configure_warnings()
     if settings.access_log:
         configure_access_log()
     sock = listen(settings.host, settings.port)
@@ -114,4 +129,11 @@ def serve(settings: GatewaySettings, *, announce: Callable[[str], None] = print)
         sock.close()
 
 
-__all__ = ["configure_access_log", "listen", "serve", "url_of", "uvicorn_config"]
+__all__ = [
+    "configure_access_log",
+    "configure_warnings",
+    "listen",
+    "serve",
+    "url_of",
+    "uvicorn_config",
+]

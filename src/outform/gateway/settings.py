@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from outform.errors import ConfigError
+from outform.storespec import expand
 
 DEFAULT_BACKEND = "http://127.0.0.1:8000/v1"
 ENFORCE_HEADER = "x-outform-enforce"
@@ -37,6 +38,9 @@ class Timeouts:
 
 
 DEFAULT_TIMEOUTS = Timeouts()
+
+PROFILE_HEADER = "x-outform-profile"
+"""Names the `[profiles.NAME]` of outform.toml whose parse settings enforcement uses."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,10 @@ class GatewaySettings:
     enforce_time_limit: float = 5.0
     """Seconds the pipeline may spend on one reply (its `time_limit`); a worker still busy
     at twice this is stopped and replaced."""
+    background_max_running: int = 64
+    """`background: true` responses run at once per process; more wait (`queued`)."""
+    background_max_queued: int = 1024
+    """Background responses waiting per process, at most; beyond, a 429."""
     host: str = "127.0.0.1"
     port: int = 8080
     shutdown_timeout: float = 30.0
@@ -167,18 +175,7 @@ class GatewaySettings:
 
     def store_spec(self, env: Mapping[str, str] = os.environ) -> str:
         """`store` with a `$VAR` target read from the environment (a DSN with a password)."""
-        kind, sep, target = self.store.partition(":")
-        if sep and target.startswith("$"):
-            name = target[1:]
-            value = env.get(name, "")
-            if not value:
-                raise ConfigError(
-                    f"the store variable {name} is not set",
-                    where="[gateway] store",
-                    fix=f"export {name}=..., or write the store without $",
-                )
-            return f"{kind}:{value}"
-        return self.store
+        return expand(self.store, env, what="store", where="[gateway] store")
 
 
 def parse_model_map(pairs: list[str]) -> dict[str, str]:

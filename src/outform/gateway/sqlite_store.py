@@ -1,28 +1,24 @@
-"""The default response store: one SQLite file, written behind, read your own writes.
+"""The default response store: one SQLite file, committed before the gateway answers.
 
 The gateway is async and SQLite is not, so every database call runs on one worker thread
-per database file per process (a single-thread executor that owns the connection). `save`
-does not wait for the disk: it encodes the record, puts it in a pending map that `load`
-consults first, queues a flush, and returns. The worker commits whatever is pending in one
-transaction (group commit: under load one commit carries many records).
+per database file per process (a single-thread executor that owns the connection). Writes
+are *group-committed*: `save` encodes the record on the caller's loop, queues it and waits;
+the worker takes everything queued, writes it in one transaction, commits, and only then
+wakes the waiting saves. Under load one commit carries many records, and no save returns
+before its record is committed.
 
 Durability, precisely (see docs/stores.md):
 
-* when `save` returns, `load` on any SqliteStore of that file in this process returns the
-  record (read-your-writes, before it reaches the disk);
-* the worker commits it next: after the jobs already queued (other flushes, reads), waiting
-  at most `busy_timeout` for another process's write lock. From then on other processes see
-  it and it survives a crash of this process (it is in the WAL file);
+* when `save` (or `update`, `delete`) returns, the change is committed: every process sees
+  it, and it survives a crash of this process (it is in the WAL file);
 * with `synchronous=NORMAL` (the default) a commit survives an OS crash or power loss once
-  the WAL is checkpointed; `synchronous="FULL"` makes every commit survive them, at an fsync
-  per flush;
-* `await flush()` returns when everything saved before the call is committed; `close()`
-  flushes first (no record is lost on graceful shutdown) and raises, keeping the store open,
-  when that fails. Records still pending at a normal interpreter exit are committed by the
-  executor's exit hook; a SIGKILL loses only records saved since the last commit.
+  the WAL is synced, at the next checkpoint; `synchronous="FULL"` syncs the WAL at every
+  commit, so every acknowledged response survives them, at an fsync per group commit;
+* a failed commit (disk full, a lock held past `busy_timeout`) fails every save of that
+  transaction with a StoreError: the gateway answers 503, never 200, for them;
+* the bytes of records waiting for the worker are bounded (`max_pending_bytes`): beyond it,
+  `save` waits before queueing (back-pressure, never an unbounded backlog).
 
-A failed commit (disk full, lock held past `busy_timeout`) keeps the records pending and
-readable here; the next save, `flush()` or `close()` retries, and the latter two raise.
 Several processes may share the file: SQLite's locks serialise writers, writes take the lock
 up front (`BEGIN IMMEDIATE`) and wait up to `busy_timeout` for it.
 """
@@ -30,24 +26,40 @@ up front (`BEGIN IMMEDIATE`) and wait up to `busy_timeout` for it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import secrets
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
-from outform.errors import OutformError, StoreError, UsageError
-from outform.gateway.store import StoredResponse
-from outform.gateway.stores import Row, decode_record, encode_record
+import orjson
+
+from outform.errors import StoreError, UsageError
+from outform.gateway.store import (
+    NO_TENANT,
+    STALE_AFTER,
+    UNFINISHED,
+    StoredResponse,
+    settle,
+)
+from outform.gateway.stores import Budget, Row, decode_record, encode_record, row_bytes
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 TABLE = "outform_responses"
+ITEMS = "outform_items"
+WORKERS = "outform_workers"
+META = "outform_meta"
+_NOW = "((julianday('now') - 2440587.5) * 86400.0)"
 SCHEMA = (
     f"""CREATE TABLE IF NOT EXISTS {TABLE} (
         id TEXT PRIMARY KEY,
@@ -56,26 +68,75 @@ SCHEMA = (
         response TEXT NOT NULL,
         input_items TEXT NOT NULL,
         conversation TEXT NOT NULL,
-        stored_at REAL NOT NULL DEFAULT ((julianday('now') - 2440587.5) * 86400.0)
+        stored_at REAL NOT NULL DEFAULT {_NOW},
+        status TEXT NOT NULL DEFAULT 'completed',
+        tenant TEXT NOT NULL DEFAULT '',
+        worker TEXT
     )""",
     f"CREATE INDEX IF NOT EXISTS {TABLE}_created_at ON {TABLE} (created_at)",
     f"CREATE INDEX IF NOT EXISTS {TABLE}_previous ON {TABLE} (previous_response_id)"
     " WHERE previous_response_id IS NOT NULL",
+    f"""CREATE TABLE IF NOT EXISTS {ITEMS} (
+        tenant TEXT NOT NULL,
+        id TEXT NOT NULL,
+        response_id TEXT NOT NULL,
+        PRIMARY KEY (tenant, id)
+    ) WITHOUT ROWID""",
+    f"CREATE INDEX IF NOT EXISTS {ITEMS}_response ON {ITEMS} (response_id)",
+    f"""CREATE TABLE IF NOT EXISTS {WORKERS} (
+        id TEXT PRIMARY KEY,
+        heartbeat_at REAL NOT NULL,
+        place TEXT NOT NULL DEFAULT '',
+        pid INTEGER NOT NULL DEFAULT 0
+    )""",
+    f"CREATE TABLE IF NOT EXISTS {META} (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+)
+UPGRADE_FROM_1 = (
+    f"ALTER TABLE {TABLE} ADD COLUMN status TEXT NOT NULL DEFAULT 'completed'",
+    f"ALTER TABLE {TABLE} ADD COLUMN tenant TEXT NOT NULL DEFAULT ''",
+    f"ALTER TABLE {TABLE} ADD COLUMN worker TEXT",
+    f"UPDATE {TABLE} SET status = coalesce(json_extract(response, '$.status'), 'completed')",
+)
+_INDEX_OLD_ITEMS = (  # after UPGRADE_FROM_1: the items of existing responses, for item_reference
+    f"INSERT OR IGNORE INTO {ITEMS} (tenant, id, response_id)"
+    f" SELECT r.tenant, json_extract(j.value, '$.id'), r.id FROM {TABLE} r, json_each({field}) j"
+    " WHERE json_extract(j.value, '$.id') IS NOT NULL"
+    for field in ("r.input_items", "json_extract(r.response, '$.output')")
 )
 _UPSERT = (
     f"INSERT INTO {TABLE} (id, created_at, previous_response_id, response, input_items,"
-    " conversation) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
+    " conversation, status, tenant, worker) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (id) DO UPDATE SET"
     " created_at = excluded.created_at, previous_response_id = excluded.previous_response_id,"
     " response = excluded.response, input_items = excluded.input_items,"
-    " conversation = excluded.conversation, stored_at = excluded.stored_at"
+    " conversation = excluded.conversation, stored_at = excluded.stored_at,"
+    " status = excluded.status, tenant = excluded.tenant, worker = excluded.worker"
+)
+_UPDATE = (
+    f"UPDATE {TABLE} SET created_at = ?, previous_response_id = ?, response = ?,"
+    f" input_items = ?, conversation = ?, status = ?, worker = ?, stored_at = {_NOW}"
+    f" WHERE id = ? AND tenant = ? AND status IN {tuple(sorted(UNFINISHED))}"
+)
+_INDEX_ITEM = (
+    f"INSERT INTO {ITEMS} (tenant, id, response_id) VALUES (?, ?, ?)"
+    " ON CONFLICT (tenant, id) DO UPDATE SET response_id = excluded.response_id"
 )
 _SELECT = (
-    "SELECT created_at, previous_response_id, response, input_items, conversation"
-    f" FROM {TABLE} WHERE id = ?"
+    "SELECT r.created_at, r.previous_response_id, r.response, r.input_items, r.conversation,"
+    f" r.tenant, r.worker, w.heartbeat_at FROM {TABLE} r"
+    f" LEFT JOIN {WORKERS} w ON w.id = r.worker WHERE r.id = ? AND r.tenant = ?"
+)
+_SELECT_ITEM = (
+    f"SELECT r.id, r.response, r.input_items FROM {ITEMS} i JOIN {TABLE} r"
+    " ON r.id = i.response_id AND r.tenant = i.tenant WHERE i.tenant = ? AND i.id = ?"
+)
+_HEARTBEAT = (
+    f"INSERT INTO {WORKERS} (id, heartbeat_at, place, pid) VALUES (?, ?, ?, ?)"
+    " ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at"
 )
 
 T = TypeVar("T")
-_Entry = tuple[StoredResponse, Row]
+Job = Callable[[sqlite3.Connection], Any]
 
 
 class SqliteStore:
@@ -87,11 +148,12 @@ class SqliteStore:
         *,
         busy_timeout: float = 5.0,
         synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
-        max_pending: int = 10_000,
+        max_pending_bytes: int = 64 * 1024 * 1024,
     ) -> None:
-        """`busy_timeout`: seconds to wait for another process's lock. `max_pending`: when
-        this many records wait for the disk, `save` waits for a flush (back-pressure).
-        Stores of one file in one process share its writer, and the first one's settings."""
+        """`busy_timeout`: seconds to wait for another process's lock. `synchronous`: FULL
+        makes every commit survive power loss (an fsync each). `max_pending_bytes`: records
+        waiting to be written, at most (beyond it `save` waits). Stores of one file in one
+        process share its writer, and the first one's `busy_timeout` and `synchronous`."""
         self.path = str(path)
         if self.path != ":memory:":
             parent = Path(self.path).expanduser().absolute().parent
@@ -104,46 +166,107 @@ class SqliteStore:
                 )
         if synchronous not in ("NORMAL", "FULL"):
             raise UsageError(f"synchronous must be 'NORMAL' or 'FULL', not {synchronous!r}")
-        self._max_pending = max_pending
+        self._budget = Budget(max_pending_bytes)
         self._writer = _acquire(self.path, busy_timeout, synchronous)
         self._closed = False  # no more work accepted
         self._released = False  # the writer is no longer ours
 
     # -- the protocol ------------------------------------------------------------------------
 
+    async def check(self) -> None:
+        """Open (creating or upgrading the tables) and commit a write: the file is usable."""
+        stamp = str(time.time())
+        await self._write(
+            lambda conn: conn.execute(
+                f"INSERT OR REPLACE INTO {META} (name, value) VALUES ('checked_at', ?)", (stamp,)
+            )
+        )
+
+    async def tenant_salt(self) -> bytes:
+        def read(conn: sqlite3.Connection) -> str:
+            row = conn.execute(f"SELECT value FROM {META} WHERE name = 'tenant_salt'").fetchone()
+            return str(row[0])
+
+        return bytes.fromhex(await self._read(read, "reading"))
+
     async def save(self, record: StoredResponse) -> None:
-        self._check_open()
-        entry = (record, encode_record(record))
-        writer = self._writer
-        with writer.lock:
-            writer.pending[record.id] = entry
-            queue = not writer.flush_queued
-            writer.flush_queued = True
-            backlog = len(writer.pending)
-        if queue:
-            writer.executor.submit(writer.flush_job)
-        if backlog >= self._max_pending:
-            await self.flush()
+        row = encode_record(record)
+        ids = record.item_ids()
+        await self._write(lambda conn: _upsert(conn, row, ids), size=row_bytes(row))
 
-    async def load(self, response_id: str) -> StoredResponse | None:
-        self._check_open()
-        with self._writer.lock:
-            entry = self._writer.pending.get(response_id)
-        if entry is not None:
-            return entry[0]
-        return await self._run(self._writer.load_job, response_id)
+    async def update(self, record: StoredResponse) -> bool:
+        row = encode_record(record)
+        ids = record.item_ids()
+        done: bool = await self._write(lambda conn: _update(conn, row, ids), size=row_bytes(row))
+        return done
 
-    async def delete(self, response_id: str) -> bool:
-        self._check_open()
-        with self._writer.lock:
-            pending = self._writer.pending.pop(response_id, None) is not None
-        # Queued behind any flush that already took the record: that commit is undone here.
-        deleted = await self._run(self._writer.delete_job, response_id)
-        return pending or deleted
+    async def load(self, response_id: str, tenant: str = NO_TENANT) -> StoredResponse | None:
+        def read(conn: sqlite3.Connection) -> StoredResponse | None:
+            row = conn.execute(_SELECT, (response_id, tenant)).fetchone()
+            if row is None:
+                return None
+            record = decode_record(response_id, row[:7])
+            return settle(record, row[7] is not None and row[7] > time.time() - STALE_AFTER)
+
+        return await self._read(read, "reading")
+
+    async def delete(self, response_id: str, tenant: str = NO_TENANT) -> bool:
+        def delete(conn: sqlite3.Connection) -> bool:
+            cursor = conn.execute(
+                f"DELETE FROM {TABLE} WHERE id = ? AND tenant = ?", (response_id, tenant)
+            )
+            if cursor.rowcount > 0:
+                conn.execute(f"DELETE FROM {ITEMS} WHERE response_id = ?", (response_id,))
+            return cursor.rowcount > 0
+
+        deleted: bool = await self._write(delete)
+        return deleted
+
+    async def find_item(self, item_id: str, tenant: str = NO_TENANT) -> dict[str, Any] | None:
+        def read(conn: sqlite3.Connection) -> dict[str, Any] | None:
+            row = conn.execute(_SELECT_ITEM, (tenant, item_id)).fetchone()
+            if row is None:
+                return None
+            owner = StoredResponse(row[0], 0, orjson.loads(row[1]), orjson.loads(row[2]))
+            return owner.find_item(item_id)
+
+        return await self._read(read, "reading")
+
+    async def heartbeat(self, worker: str, place: str = "", pid: int = 0) -> None:
+        now = time.time()
+        await self._write(lambda conn: conn.execute(_HEARTBEAT, (worker, now, place, pid)))
+
+    async def workers(self, place: str) -> list[tuple[str, int]]:
+        def read(conn: sqlite3.Connection) -> list[tuple[str, int]]:
+            rows = conn.execute(f"SELECT id, pid FROM {WORKERS} WHERE place = ?", (place,))
+            return [(str(row[0]), int(row[1])) for row in rows]
+
+        return await self._read(read, "reading")
+
+    async def retire(self, worker: str) -> None:
+        await self._write(
+            lambda conn: conn.execute(f"DELETE FROM {WORKERS} WHERE id = ?", (worker,))
+        )
+
+    async def unfinished(self, ids: Iterable[str]) -> set[str]:
+        wanted = list(ids)
+        if not wanted:
+            return set()
+
+        def read(conn: sqlite3.Connection) -> set[str]:
+            marks = ", ".join("?" * len(wanted))
+            rows = conn.execute(
+                f"SELECT id FROM {TABLE} WHERE id IN ({marks})"
+                f" AND status IN {tuple(sorted(UNFINISHED))}",
+                wanted,
+            ).fetchall()
+            return {str(row[0]) for row in rows}
+
+        return await self._read(read, "reading")
 
     async def close(self) -> None:
-        """Commit everything pending, then release the file (the last store of it closes
-        the connection). Raises, and stays open, when the final commit fails."""
+        """Wait for the writes in flight, then release the file (the last store of it closes
+        the connection)."""
         if self._closed:
             return
         self._closed = True  # no saves from here on
@@ -160,17 +283,30 @@ class SqliteStore:
     # -- beyond the protocol -----------------------------------------------------------------
 
     async def flush(self) -> None:
-        """Return when every record saved before this call is committed (or raise why not)."""
+        """Return when every write queued before this call is done. Saves are committed
+        before they return (each raises its own failure); this waits for those in flight."""
         if self._released:
-            return  # close() flushed everything
+            return  # close() waited for everything
         self._check_open(closing=True)
-        await asyncio.wrap_future(self._writer.executor.submit(self._writer.flush_job))
+        await self._submit(None, size=0)
 
     async def purge(self, before: int) -> int:
         """Delete the responses created before `before` (Unix seconds); how many went."""
-        self._check_open()
-        await self.flush()
-        return await self._run(self._writer.purge_job, before)
+
+        def purge(conn: sqlite3.Connection) -> int:
+            conn.execute(
+                f"DELETE FROM {ITEMS} WHERE response_id IN"
+                f" (SELECT id FROM {TABLE} WHERE created_at < ?)",
+                (before,),
+            )
+            cursor = conn.execute(f"DELETE FROM {TABLE} WHERE created_at < ?", (before,))
+            conn.execute(f"DELETE FROM {WORKERS} WHERE heartbeat_at < ?", (time.time() - 86_400,))
+            return cursor.rowcount
+
+        purged: int = await self._write(purge)
+        return purged
+
+    # -- running jobs on the worker ------------------------------------------------------------
 
     def _check_open(self, *, closing: bool = False) -> None:
         if self._closed and not closing:
@@ -181,14 +317,55 @@ class SqliteStore:
                 fix="open the store in each worker process (e.g. in the app's startup)",
             )
 
-    async def _run(self, job: Callable[..., T], *args: object) -> T:
+    async def _write(self, job: Job, *, size: int = 256) -> Any:
+        self._check_open()
+        return await self._submit(job, size=size)
+
+    async def _submit(self, job: Job | None, *, size: int) -> Any:
+        held = await self._budget.acquire(size) if size else 0
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._writer.executor, job, *args)
+        op = _Op(job, loop, loop.create_future(), self._budget, held)
+        self._writer.submit(op)
+        return await op.future
+
+    async def _read(self, job: Callable[[sqlite3.Connection], T], action: str) -> T:
+        self._check_open()
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._writer.executor, self._writer.read_job, job, action)
+
+
+@dataclass(slots=True)
+class _Op:
+    """A write waiting for the next group commit, and whom to tell when it is done (no job:
+    a barrier, done when the writes queued before it are)."""
+
+    job: Job | None
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[Any]
+    budget: Budget
+    held: int
+
+
+def _upsert(conn: sqlite3.Connection, row: Row, item_ids: list[str]) -> None:
+    conn.execute(_UPSERT, row)
+    conn.executemany(_INDEX_ITEM, [(row[7], item_id, row[0]) for item_id in item_ids])
+
+
+def _update(conn: sqlite3.Connection, row: Row, item_ids: list[str]) -> bool:
+    (id_, created_at, previous, response, input_items, conversation, status, tenant, worker) = row
+    cursor = conn.execute(
+        _UPDATE,
+        (created_at, previous, response, input_items, conversation, status, worker, id_, tenant),
+    )
+    if cursor.rowcount == 0:
+        return False
+    conn.executemany(_INDEX_ITEM, [(tenant, item_id, id_) for item_id in item_ids])
+    return True
 
 
 class _Writer:
-    """One per file per process: the worker thread, its connection and the pending records.
-    `pending` and `flush_queued` are guarded by `lock`; `conn` is touched by the worker only."""
+    """One per file per process: the worker thread, its connection and the queued writes.
+    `queue` and `flush_queued` are guarded by `lock`; `conn` is touched by the worker only."""
 
     def __init__(self, path: str, busy_timeout: float, synchronous: str) -> None:
         self.path = path
@@ -197,53 +374,69 @@ class _Writer:
         self.pid = os.getpid()
         self.refs = 0
         self.lock = threading.Lock()
-        self.pending: dict[str, _Entry] = {}
+        self.queue: list[_Op] = []
         self.flush_queued = False
         self.conn: sqlite3.Connection | None = None
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="outform-sqlite")
-        self.executor.submit(self.connection)  # open early; a failure is reported on first use
 
     def connection(self) -> sqlite3.Connection:
         if self.conn is None:
             self.conn = _connect(self.path, self.busy_timeout, self.synchronous)
         return self.conn
 
-    def flush_job(self) -> None:
+    def submit(self, op: _Op) -> None:
+        with self.lock:
+            self.queue.append(op)
+            queue = not self.flush_queued
+            self.flush_queued = True
+        if queue:
+            self.executor.submit(self.commit_job)
+
+    def commit_job(self) -> None:
+        """Everything queued, in one transaction; then wake each waiting save."""
         with self.lock:
             self.flush_queued = False
-            batch = list(self.pending.values())
+            batch, self.queue = self.queue, []
         if not batch:
             return
+        results: list[Any] = [None] * len(batch)
+        error: BaseException | None = None
+        writes = [(index, op.job) for index, op in enumerate(batch) if op.job is not None]
         try:
-            with _errors(self.path, "writing"), _immediate(self.connection()) as conn:
-                conn.executemany(_UPSERT, [row for _, row in batch])
-        except OutformError as error:
-            log.warning("%s (%d responses kept in memory until it works)", error, len(batch))
-            raise
-        with self.lock:
-            for entry in batch:
-                if self.pending.get(entry[0].id) is entry:
-                    del self.pending[entry[0].id]
+            if writes:
+                with _errors(self.path, "writing"), _immediate(self.connection()) as conn:
+                    for index, job in writes:
+                        results[index] = job(conn)
+        except BaseException as exc:  # each waiting caller raises it (a bug too: the worker lives)
+            error = exc
+        woken: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], Any, bool]]] = {}
+        for index, op in enumerate(batch):
+            op.budget.release(op.held)
+            failed = error is not None and op.job is not None
+            outcome = error if failed else results[index]
+            woken.setdefault(op.loop, []).append((op.future, outcome, failed))
+        for loop, settled in woken.items():  # one wake-up per loop, not one per save
+            with contextlib.suppress(RuntimeError):  # the caller's loop closed: nobody waits
+                loop.call_soon_threadsafe(_settle_futures, settled)
 
-    def load_job(self, response_id: str) -> StoredResponse | None:
-        with _errors(self.path, "reading"):
-            row = self.connection().execute(_SELECT, (response_id,)).fetchone()
-        return None if row is None else decode_record(response_id, row)
-
-    def delete_job(self, response_id: str) -> bool:
-        with _errors(self.path, "deleting"), _immediate(self.connection()) as conn:
-            cursor = conn.execute(f"DELETE FROM {TABLE} WHERE id = ?", (response_id,))
-        return cursor.rowcount > 0
-
-    def purge_job(self, before: int) -> int:
-        with _errors(self.path, "purging"), _immediate(self.connection()) as conn:
-            cursor = conn.execute(f"DELETE FROM {TABLE} WHERE created_at < ?", (before,))
-        return cursor.rowcount
+    def read_job(self, job: Callable[[sqlite3.Connection], T], action: str) -> T:
+        with _errors(self.path, action):
+            return job(self.connection())
 
     def close_job(self) -> None:
         if self.conn is not None:
             self.conn.close()
             self.conn = None
+
+
+def _settle_futures(settled: list[tuple[asyncio.Future[Any], Any, bool]]) -> None:
+    for future, outcome, failed in settled:
+        if future.done():  # the waiting task was cancelled; the write happened all the same
+            continue
+        if failed:
+            future.set_exception(outcome)
+        else:
+            future.set_result(outcome)
 
 
 # -- one writer per file per process -------------------------------------------------------
@@ -296,21 +489,37 @@ def _connect(path: str, busy_timeout: float, synchronous: str) -> sqlite3.Connec
                 log.warning("SQLite store %s: journal_mode is %s, not wal", path, mode)
             conn.execute(f"PRAGMA synchronous = {synchronous}")
             with _immediate(conn):
-                (version,) = conn.execute("PRAGMA user_version").fetchone()
-                if version > SCHEMA_VERSION:
-                    raise StoreError(
-                        f"the SQLite response store {path} has schema version {version}; "
-                        f"this outform knows version {SCHEMA_VERSION}",
-                        where="[gateway] store",
-                        fix="upgrade outform, or point the store at another file",
-                    )
-                for statement in SCHEMA:
-                    conn.execute(statement)
-                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                _create_or_upgrade(conn, path)
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def _create_or_upgrade(conn: sqlite3.Connection, path: str) -> None:
+    (version,) = conn.execute("PRAGMA user_version").fetchone()
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"the SQLite response store {path} has schema version {version}; "
+            f"this outform knows version {SCHEMA_VERSION}",
+            where="[gateway] store",
+            fix="upgrade outform, or point the store at another file",
+        )
+    if version == SCHEMA_VERSION:
+        return
+    if version == 1:
+        for statement in UPGRADE_FROM_1:
+            conn.execute(statement)
+    for statement in SCHEMA:
+        conn.execute(statement)
+    if version == 1:
+        for statement in _INDEX_OLD_ITEMS:
+            conn.execute(statement)
+    conn.execute(
+        f"INSERT OR IGNORE INTO {META} (name, value) VALUES ('tenant_salt', ?)",
+        (secrets.token_hex(32),),
+    )
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
 @contextmanager
@@ -320,11 +529,11 @@ def _immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield conn
+        conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
-    conn.execute("COMMIT")
 
 
 @contextmanager

@@ -5,6 +5,18 @@ One record per response: the Response object as served, the input items of its r
 output (what the next turn continues from), so that following a chain of any length is one
 read. `instructions` are never part of the conversation: the spec says they do not carry over.
 
+The rules every store keeps (docs/stores.md):
+
+* **Acknowledged means committed.** `save` and `update` return once the row is committed;
+  the gateway answers only after that, so a crash never loses an answered response.
+* **A record belongs to a tenant** (a keyed hash of the client's API key, `""` without keys).
+  `load`, `delete` and `find_item` see only the caller's tenant's rows: another tenant's
+  record is indistinguishable from a missing one.
+* **Unfinished records have a live owner.** A record written before its end (a stream's
+  `in_progress` row, a background job) names the gateway process (`worker`) running it;
+  each process beats a heartbeat. A record whose worker stopped beating is read as `failed`,
+  so that no response stays `in_progress` forever after a crash.
+
 Implementations: `MemoryStore` (tests, single process), SQLite (`gateway/sqlite_store.py`,
 the default) and PostgreSQL (`gateway/postgres_store.py`, for several gateway processes).
 """
@@ -12,9 +24,29 @@ the default) and PostgreSQL (`gateway/postgres_store.py`, for several gateway pr
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+import dataclasses
+import secrets
+import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+NO_TENANT = ""
+"""The tenant of every record of a gateway without client keys (single-tenant)."""
+
+UNFINISHED = frozenset({"queued", "in_progress"})
+"""Statuses of a response that is still running; every other status is final."""
+
+HEARTBEAT_EVERY = 5.0
+"""Seconds between two heartbeats of a gateway process (`Store.heartbeat`)."""
+
+STALE_AFTER = 30.0
+"""Seconds without a heartbeat after which a process's unfinished records read as failed."""
+
+ABANDONED = (
+    "The gateway process that was running this response stopped before it finished "
+    "(crashed or was killed); the response was not completed."
+)
 
 
 @dataclass(frozen=True)
@@ -30,15 +62,104 @@ class StoredResponse:
     Responses item shape (messages, function_call, function_call_output), without
     instructions."""
     previous_response_id: str | None = None
+    tenant: str = NO_TENANT
+    """Whose record this is: a keyed hash of the client's API key (`gateway.tenancy`)."""
+    worker: str | None = None
+    """The gateway process running the response, while it is unfinished."""
+
+    @property
+    def status(self) -> str:
+        return str(self.response.get("status") or "completed")
+
+    @property
+    def finished(self) -> bool:
+        return self.status not in UNFINISHED
+
+    def items(self) -> list[Mapping[str, Any]]:
+        """The items an `item_reference` may name: the input items, then the output items."""
+        output = self.response.get("output")
+        found = [*self.input_items, *(output if isinstance(output, list) else ())]
+        return [item for item in found if isinstance(item, Mapping)]
+
+    def item_ids(self) -> list[str]:
+        """Their ids, each once."""
+        return list(dict.fromkeys(str(item["id"]) for item in self.items() if item.get("id")))
+
+    def find_item(self, item_id: str) -> dict[str, Any] | None:
+        """The input or output item with this id (the latest one when an id repeats)."""
+        for item in reversed(self.items()):
+            if item.get("id") == item_id:
+                return dict(item)
+        return None
+
+
+def settle(record: StoredResponse, worker_alive: bool) -> StoredResponse:
+    """The record as a reader should see it: an unfinished record whose worker stopped
+    beating is `failed` (its process died; nobody will finish it)."""
+    if record.finished or worker_alive:
+        return record
+    response = {
+        **record.response,
+        "status": "failed",
+        "error": {"code": "server_error", "message": ABANDONED},
+    }
+    return dataclasses.replace(record, response=response, worker=None)
+
+
+def new_worker_id() -> str:
+    """An id for one gateway process's lifetime (not its pid: pids repeat, hosts differ)."""
+    return f"wrk_{secrets.token_hex(12)}"
 
 
 class ResponseStore(Protocol):
-    async def save(self, record: StoredResponse) -> None: ...
+    async def check(self) -> None:
+        """Connect, create or upgrade the tables, and prove the store is writable; a
+        StoreError (or ConfigError) says why not. The gateway calls it before serving."""
+        ...
 
-    async def load(self, response_id: str) -> StoredResponse | None: ...
+    async def tenant_salt(self) -> bytes:
+        """The store's random salt for tenant hashes (created with the store, kept in it)."""
+        ...
 
-    async def delete(self, response_id: str) -> bool:
-        """True when a record was deleted, False when there was none."""
+    async def save(self, record: StoredResponse) -> None:
+        """Insert or replace the record; returns once it is committed."""
+        ...
+
+    async def update(self, record: StoredResponse) -> bool:
+        """Replace an unfinished record of the same id and tenant (with its next state, or
+        its final one), committed on return. False, and nothing written, when that record is
+        already finished (cancelled, possibly by another process) or gone (deleted)."""
+        ...
+
+    async def load(self, response_id: str, tenant: str = NO_TENANT) -> StoredResponse | None:
+        """The tenant's record (settled: see `settle`), or None."""
+        ...
+
+    async def delete(self, response_id: str, tenant: str = NO_TENANT) -> bool:
+        """True when the tenant's record was deleted, False when there was none."""
+        ...
+
+    async def find_item(self, item_id: str, tenant: str = NO_TENANT) -> dict[str, Any] | None:
+        """The input or output item with this id of one of the tenant's records."""
+        ...
+
+    async def heartbeat(self, worker: str, place: str = "", pid: int = 0) -> None:
+        """Record that this gateway process is alive (its unfinished records stay so);
+        `place` and `pid` say where it runs (`background.place`)."""
+        ...
+
+    async def workers(self, place: str) -> list[tuple[str, int]]:
+        """The (worker, pid) recorded at `place`: a process restarting there retires those
+        whose pid is gone, so their unfinished records read as failed at once."""
+        ...
+
+    async def retire(self, worker: str) -> None:
+        """This gateway process stops: forget its heartbeat."""
+        ...
+
+    async def unfinished(self, ids: Iterable[str]) -> set[str]:
+        """Which of these records exist and are still unfinished (the others were
+        cancelled or deleted, possibly by another gateway process)."""
         ...
 
     async def purge(self, before: int) -> int:
@@ -59,18 +180,70 @@ class MemoryStore:
 
     def __init__(self) -> None:
         self._records: dict[str, StoredResponse] = {}
+        self._items: dict[tuple[str, str], str] = {}
+        self._beats: dict[str, tuple[float, str, int]] = {}
+        self._salt = secrets.token_bytes(32)
         self._lock = asyncio.Lock()
+
+    async def check(self) -> None:
+        return None
+
+    async def tenant_salt(self) -> bytes:
+        return self._salt
 
     async def save(self, record: StoredResponse) -> None:
         async with self._lock:
-            self._records[record.id] = record
+            self._put(record)
 
-    async def load(self, response_id: str) -> StoredResponse | None:
-        return self._records.get(response_id)
-
-    async def delete(self, response_id: str) -> bool:
+    async def update(self, record: StoredResponse) -> bool:
         async with self._lock:
-            return self._records.pop(response_id, None) is not None
+            current = self._records.get(record.id)
+            if current is None or current.tenant != record.tenant or current.finished:
+                return False
+            self._put(record)
+            return True
+
+    def _put(self, record: StoredResponse) -> None:
+        self._records[record.id] = record
+        for item_id in record.item_ids():
+            self._items[(record.tenant, item_id)] = record.id
+
+    async def load(self, response_id: str, tenant: str = NO_TENANT) -> StoredResponse | None:
+        record = self._records.get(response_id)
+        if record is None or record.tenant != tenant:
+            return None
+        return settle(record, self._alive(record.worker))
+
+    def _alive(self, worker: str | None) -> bool:
+        beat = self._beats.get(worker or "")
+        return beat is not None and time.monotonic() - beat[0] < STALE_AFTER
+
+    async def delete(self, response_id: str, tenant: str = NO_TENANT) -> bool:
+        async with self._lock:
+            record = self._records.get(response_id)
+            if record is None or record.tenant != tenant:
+                return False
+            del self._records[response_id]
+            return True
+
+    async def find_item(self, item_id: str, tenant: str = NO_TENANT) -> dict[str, Any] | None:
+        response_id = self._items.get((tenant, item_id))
+        record = self._records.get(response_id or "")
+        if record is None or record.tenant != tenant:
+            return None
+        return record.find_item(item_id)
+
+    async def heartbeat(self, worker: str, place: str = "", pid: int = 0) -> None:
+        self._beats[worker] = (time.monotonic(), place, pid)
+
+    async def workers(self, place: str) -> list[tuple[str, int]]:
+        return [(worker, pid) for worker, (_, at, pid) in self._beats.items() if at == place]
+
+    async def retire(self, worker: str) -> None:
+        self._beats.pop(worker, None)
+
+    async def unfinished(self, ids: Iterable[str]) -> set[str]:
+        return {i for i in ids if (r := self._records.get(i)) is not None and not r.finished}
 
     async def purge(self, before: int) -> int:
         async with self._lock:
@@ -84,3 +257,4 @@ class MemoryStore:
 
     async def close(self) -> None:
         self._records.clear()
+        self._items.clear()

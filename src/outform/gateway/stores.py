@@ -5,6 +5,7 @@
     memory                      MemoryStore: one process, lost on restart (tests)
     sqlite                      SqliteStore on ./outform-responses.sqlite (the default)
     sqlite:PATH                 SqliteStore on PATH (also sqlite:///relative, sqlite:////absolute)
+    sqlite:PATH?synchronous=full   the same, every commit synced (survives power loss)
     PATH.sqlite / .sqlite3 / .db   the same, spelled as a bare path
     postgres:DSN, postgresql:DSN   PostgresStore; DSN is a libpq URL or "host=... dbname=..."
     postgres://..., postgresql://...
@@ -13,15 +14,22 @@ The store modules are imported only when chosen: psycopg is an optional dependen
 (`pip install 'outform[postgres]'`).
 
 Records are stored as JSON text written by orjson (one encoder for SQLite and PostgreSQL), and
-a DSN is only ever shown with its password replaced by `***`.
+a DSN is only ever shown with its password replaced by `***`. `Budget` bounds the bytes of
+records on their way to a database (back-pressure instead of an unbounded backlog), and
+`check_store` is what `outform serve` runs before it listens.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
+import threading
+from collections import deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+from urllib.parse import parse_qsl
 
 import orjson
 
@@ -36,8 +44,9 @@ FORMS = (
 )
 _SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
 
-Row = tuple[str, int, str | None, str, str, str]
-"""id, created_at, previous_response_id, response, input_items, conversation (JSON text)."""
+Row = tuple[str, int, str | None, str, str, str, str, str, str | None]
+"""id, created_at, previous_response_id, response, input_items, conversation (JSON text),
+status, tenant, worker."""
 
 
 def open_store(spec: str, *, base_dir: str | Path | None = None) -> ResponseStore:
@@ -48,7 +57,8 @@ def open_store(spec: str, *, base_dir: str | Path | None = None) -> ResponseStor
     if lowered == "memory":
         return MemoryStore()
     if lowered == "sqlite" or lowered.startswith("sqlite:"):
-        return _sqlite(_sqlite_path(text[len("sqlite:") :] or DEFAULT_SQLITE_PATH), base_dir)
+        path, options = _sqlite_options(text[len("sqlite:") :] or DEFAULT_SQLITE_PATH)
+        return _sqlite(_sqlite_path(path), base_dir, **options)
     if lowered.startswith(("postgres://", "postgresql://")):
         return _postgres(text)
     for scheme in ("postgresql:", "postgres:"):
@@ -63,20 +73,54 @@ def open_store(spec: str, *, base_dir: str | Path | None = None) -> ResponseStor
     )
 
 
+def check_store(spec: str, *, base_dir: str | Path | None = None) -> None:
+    """Open the store `spec` names, prove it usable (reachable, tables in place, a write
+    committed) and close it: `outform serve` calls this before anything listens, so a bad
+    or unreachable store is one configuration error (exit 2), not a failure per request."""
+
+    async def probe() -> None:
+        store = open_store(spec, base_dir=base_dir)
+        try:
+            await store.check()
+        finally:
+            await store.close()
+
+    asyncio.run(probe())
+
+
 def _sqlite_path(rest: str) -> str:
     # sqlite:///relative.db and sqlite:////absolute.db, as SQLAlchemy spells them.
     return rest[3:] if rest.startswith("///") else rest
 
 
-def _sqlite(path: str, base_dir: str | Path | None) -> ResponseStore:
+def _sqlite_options(text: str) -> tuple[str, dict[str, Any]]:
+    """`PATH?synchronous=full`: the one option a SQLite store takes from its string."""
+    path, _, query = text.partition("?")
+    options: dict[str, Any] = {}
+    for key, value in parse_qsl(query, keep_blank_values=True):
+        if key != "synchronous" or value.upper() not in ("NORMAL", "FULL"):
+            raise ConfigError(
+                f"unknown SQLite store option {key}={value!r}",
+                where="[gateway] store",
+                fix="the only option is ?synchronous=normal (the default) or ?synchronous=full",
+            )
+        options["synchronous"] = _synchronous(value)
+    return path, options
+
+
+def _synchronous(value: str) -> Literal["NORMAL", "FULL"]:
+    return "FULL" if value.upper() == "FULL" else "NORMAL"
+
+
+def _sqlite(path: str, base_dir: str | Path | None, **options: Any) -> ResponseStore:
     from outform.gateway.sqlite_store import SqliteStore
 
     if path == ":memory:":
-        return SqliteStore(path)
+        return SqliteStore(path, **options)
     resolved = Path(path).expanduser()
     if not resolved.is_absolute() and base_dir is not None:
         resolved = Path(base_dir) / resolved
-    return SqliteStore(resolved)
+    return SqliteStore(resolved, **options)
 
 
 def _postgres(dsn: str) -> ResponseStore:
@@ -128,7 +172,8 @@ def encode_json(value: Any, *, record_id: str, field: str) -> str:
 
 
 def encode_record(record: StoredResponse) -> Row:
-    """The record as one row of JSON text, or a UsageError naming the field that is not JSON."""
+    """The record as one row of JSON text, or a UsageError naming the field that is not JSON.
+    A finished record has no worker: nobody runs it any more."""
     return (
         record.id,
         int(record.created_at),
@@ -136,12 +181,21 @@ def encode_record(record: StoredResponse) -> Row:
         encode_json(record.response, record_id=record.id, field="response"),
         encode_json(record.input_items, record_id=record.id, field="input_items"),
         encode_json(record.conversation, record_id=record.id, field="conversation"),
+        record.status,
+        record.tenant,
+        None if record.finished else record.worker,
     )
 
 
+def row_bytes(row: Row) -> int:
+    """Roughly what a row weighs in memory until it is written (its JSON texts)."""
+    return len(row[3]) + len(row[4]) + len(row[5]) + 256
+
+
 def decode_record(response_id: str, row: Sequence[Any]) -> StoredResponse:
-    """A record from its row: created_at, previous_response_id, then the three JSON texts."""
-    created_at, previous_response_id, response, input_items, conversation = row
+    """A record from its row: created_at, previous_response_id, the three JSON texts, tenant
+    and worker."""
+    created_at, previous_response_id, response, input_items, conversation, tenant, worker = row
     return StoredResponse(
         id=response_id,
         created_at=int(created_at),
@@ -149,4 +203,49 @@ def decode_record(response_id: str, row: Sequence[Any]) -> StoredResponse:
         input_items=orjson.loads(input_items),
         conversation=orjson.loads(conversation),
         previous_response_id=previous_response_id,
+        tenant=tenant,
+        worker=worker,
     )
+
+
+# -- back-pressure ---------------------------------------------------------------------------
+
+
+class Budget:
+    """Bytes of records on their way to the database. A save that would go over `limit`
+    waits until earlier ones are written: a bounded queue, so a slow disk slows clients down
+    instead of growing a backlog in memory. A record larger than the whole budget goes alone.
+    Released from any thread (the SQLite worker), awaited from event loops."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+        self._lock = threading.Lock()
+        self._waiters: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = deque()
+
+    async def acquire(self, size: int) -> int:
+        """Wait for room for `size` bytes; returns what to `release` later."""
+        size = min(size, self.limit)
+        loop = asyncio.get_running_loop()
+        while True:
+            with self._lock:
+                if self.used == 0 or self.used + size <= self.limit:
+                    self.used += size
+                    return size
+                waiter: asyncio.Future[None] = loop.create_future()
+                self._waiters.append((loop, waiter))
+            await waiter
+
+    def release(self, size: int) -> None:
+        with self._lock:
+            self.used -= size
+            waiters = list(self._waiters)
+            self._waiters.clear()
+        for loop, waiter in waiters:
+            with contextlib.suppress(RuntimeError):  # that loop closed: nobody waits there
+                loop.call_soon_threadsafe(_wake, waiter)
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)

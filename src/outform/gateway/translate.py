@@ -46,7 +46,6 @@ _ROLES = frozenset({"user", "assistant", "system", "developer"})
 _ITEM_TYPES = frozenset({"message", "function_call", "function_call_output", "reasoning"})
 _CHOICE_MODES = frozenset({"none", "auto", "required"})
 _UNSUPPORTED = {
-    "background": "background responses",
     "conversation": "conversations (use previous_response_id)",
     "prompt": "stored prompts",
     "context_management": "context management (compaction)",

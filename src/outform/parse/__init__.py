@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from outform.config import settings
 from outform.errors import InternalError, OutformError, UsageError
 from outform.format import ResponseFormat
 from outform.parse.cache import shared as _cache
@@ -12,6 +13,7 @@ from outform.parse.context import LEVELS, STAGES, Level, Options
 from outform.parse.hint import RetryHint, Violation
 from outform.parse.pipeline import PROCESSOR_POINTS, Pipeline, Processor
 from outform.parse.result import Change, ParseResult
+from outform.profile import active, step
 from outform.trace.events import Observer
 
 
@@ -23,6 +25,7 @@ def parse(
     level: str | None = None,
     processors: Iterable[Processor] = (),
     observers: Iterable[Observer] = (),
+    profile: str | None = None,
     **options: Any,
 ) -> ParseResult[Any]:
     """Turn a model's reply into a value matching `schema` (a JSON Schema dict or a
@@ -31,6 +34,9 @@ def parse(
     Returns a ParseResult: `.value` (typed when `type` was given), `.changes` (what was changed,
     per JSON path) and `.events`. Raises OutputError, carrying a RetryHint, when the reply cannot
     be made valid; InputError for replies that cannot be parsed at all.
+
+    `profile` names a `[profiles.NAME]` of outform.toml; its settings (over `[defaults]`)
+    apply where the call does not set its own (see docs/profiles.md).
     """
     if schema is not None and type is not None:
         raise UsageError(
@@ -38,20 +44,42 @@ def parse(
             fix="type= derives the schema from the type; drop schema=",
         )
     output = type if type is not None else schema
-    processors = tuple(processors)
-    observers = tuple(observers)
     try:
-        if processors or observers:
-            pipeline: Pipeline[Any] = Pipeline(
-                output, level=level, processors=processors, observers=observers, **options
-            )
-        else:
-            pipeline = _cache.get(output, level, options)
-        return pipeline.run(text)
+        pipeline = pipeline_for(
+            output, level=level, processors=processors, observers=observers, profile=profile,
+            **options,
+        )  # fmt: skip
+        if profile is None:
+            return pipeline.run(text)
+        with active(profile):
+            return pipeline.run(text)
     except OutformError:
         raise
     except Exception as exc:  # only outform's errors leave (see errors.InternalError)
         raise InternalError.wrap(exc, "parse") from exc
+
+
+def pipeline_for(
+    output: Any,
+    *,
+    level: str | None = None,
+    processors: Iterable[Processor] = (),
+    observers: Iterable[Observer] = (),
+    profile: str | None = None,
+    **options: Any,
+) -> Pipeline[Any]:
+    """The pipeline `parse()` runs: the profile's settings (over `[defaults]`) where the call
+    sets none, compiled once per schema and settings unless it has processors or observers."""
+    if profile is not None or settings().defaults:
+        chosen = step(profile)
+        level = level or chosen.level
+        options = {**chosen.parse_options(), **options}
+    if processors or observers:  # the defaults, () and (), are the common case
+        processors = tuple(processors)
+        observers = tuple(observers)
+    if processors or observers:
+        return Pipeline(output, level=level, processors=processors, observers=observers, **options)
+    return _cache.get(output, level, options)
 
 
 def clear_cache() -> None:
@@ -73,4 +101,5 @@ __all__ = [
     "Violation",
     "clear_cache",
     "parse",
+    "pipeline_for",
 ]

@@ -4,6 +4,12 @@ Compiling a pipeline (schema check, validators, plans) costs far more than parsi
 reply, so `parse()` keeps the last few hundred. A schema dict is found first by identity (the
 same dict passed again, still equal to the copy taken when it was first seen, so a mutated
 dict is never served a stale pipeline), then by its canonical JSON.
+
+The identity check is the whole cost of a cache hit, so it is kept to one dict lookup and one
+comparison in C (`==` of the dict and its deep copy, which stops at the first difference and
+skips every leaf the copy shares). A call with the default level and no options (the common
+one) skips building the settings key too. No cheaper check is correct: a dict can be changed
+anywhere inside without any object that holds it changing identity or size.
 """
 
 from __future__ import annotations
@@ -27,8 +33,14 @@ class PipelineCache:
         self._lock = threading.Lock()
         self._by_key: OrderedDict[Any, Pipeline[Any]] = OrderedDict()
         self._by_id: dict[tuple[int, Any], tuple[Mapping[str, Any], Any, Pipeline[Any]]] = {}
+        self._plain: dict[int, tuple[Mapping[str, Any], Any, Pipeline[Any]]] = {}
+        """The identity entries of calls with the default level and no options."""
 
     def get(self, output: Any, level: str | None, options: dict[str, Any]) -> Pipeline[Any]:
+        if level is None and not options:
+            seen = self._plain.get(id(output))
+            if seen is not None and seen[0] is output and seen[1] == output:
+                return seen[2]
         try:
             settings = (level, tuple(sorted(options.items())))
             hash(settings)
@@ -54,16 +66,21 @@ class PipelineCache:
                 if len(self._by_key) > self.size:
                     self._by_key.popitem(last=False)
         if isinstance(output, Mapping):
+            entry = (output, copy.deepcopy(output), pipeline)
             with self._lock:
                 if len(self._by_id) >= self.size:
                     self._by_id.clear()
-                self._by_id[(id(output), settings)] = (output, copy.deepcopy(output), pipeline)
+                    self._plain.clear()
+                self._by_id[(id(output), settings)] = entry
+                if level is None and not options:
+                    self._plain[id(output)] = entry
         return pipeline
 
     def clear(self) -> None:
         with self._lock:
             self._by_key.clear()
             self._by_id.clear()
+            self._plain.clear()
 
 
 shared = PipelineCache()

@@ -14,9 +14,10 @@ index is recorded.
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
+from outform.parse.allowlist import Allowlist, conversion, permits
 from outform.parse.choices import Choices
 from outform.parse.context import Deadline
 from outform.parse.decode import MAX_REPAIR_CHARS, Decoded, decode
@@ -37,6 +38,7 @@ from outform.schema.types import choices as enum_choices
 from outform.schema.types import json_type, own_types
 
 _NO: Final = object()
+_BEFORE: Final[Any] = "(the type of before)"
 _SEARCH_LIMIT = 10_000
 """Longest string searched for an enum member mentioned in a sentence (a longer text is no
 sentence naming one choice)."""
@@ -49,10 +51,21 @@ class Coercion:
     value: Any
     changes: list[Change] = field(default_factory=list)
     branches: list[tuple[str, int]] = field(default_factory=list)
+    blocked: list[tuple[str, str]] = field(default_factory=list)
+    """(path, conversion) the allowlist refused."""
 
-    def absorb(self, other: Coercion) -> None:
-        self.changes.extend(other.changes)
+    def absorb(self, other: Coercion, branch: int | None = None) -> None:
+        """Take `other`'s changes; `branch`: the union branch they were made under (a change
+        already made under an inner union keeps that one)."""
+        if branch is None:
+            self.changes.extend(other.changes)
+        else:
+            self.changes += [
+                c if c.branch_index is not None else replace(c, branch_index=branch)
+                for c in other.changes
+            ]
         self.branches.extend(other.branches)
+        self.blocked.extend(other.blocked)
 
 
 class _At:
@@ -111,6 +124,8 @@ class Coercer:
         max_depth: int,
         tolerance: int = 0,
         max_repair_chars: int = MAX_REPAIR_CHARS,
+        anyof_strategy: str = "first-pass",
+        allowlist: Allowlist | None = None,
     ) -> None:
         self.compiled = compiled
         self.lenient = lenient
@@ -120,6 +135,11 @@ class Coercer:
         self.max_repair_chars = max_repair_chars
         self.plans: dict[str, _Node] = {}
         """The plan of each schema location the walks visited (derived from the schema only)."""
+        self.best = anyof_strategy == "best"
+        """Union branches: the one needing the fewest changes (ties to the first), rather
+        than the first that fits."""
+        self.allowlist = allowlist
+        """The type conversions allowed, per target type (None: all)."""
 
     def coerce(self, value: Any, deadline: Deadline | None = None) -> Coercion:
         """Coerce `value`; the work is bounded by the deadline (an InputError naming
@@ -205,6 +225,8 @@ class _Walk:
 
     __slots__ = (
         "active",
+        "allowlist",
+        "best",
         "compiled",
         "deadline",
         "failed",
@@ -228,6 +250,8 @@ class _Walk:
         self.failed: dict[tuple[int, str, bool], Any] = {}
         """Trials that did not validate, keyed by the value's id (the value is kept, so that
         the id stays its own)."""
+        self.best = coercer.best
+        self.allowlist = coercer.allowlist
 
     def valid(self, loc: str, value: Any) -> bool:
         """Whether `value` fits the schema at `loc` (a resolved location)."""
@@ -275,32 +299,43 @@ class _Walk:
 
     def union(self, value: Any, at: _At, keyword: str, count: int, out: Coercion) -> Any:
         for lossy in (False, True) if at.lossy else (False,):
+            chosen: tuple[int, Coercion, Any] | None = None
             for index in range(count):
                 branch = at.schema(f"{at.loc}/{keyword}/{index}", lossy=lossy)
                 # The whole node must validate: for oneOf that also means no other branch does.
-                candidate = self.trial(value, branch, at.loc, out)
-                if candidate is not _NO:
-                    out.branches.append((at.path, index))
-                    return candidate
+                candidate, trial = self.trial(value, branch, at.loc)
+                if candidate is _NO:
+                    continue
+                if chosen is None or len(trial.changes) < len(chosen[1].changes):
+                    chosen = (index, trial, candidate)
+                if not self.best or not trial.changes:
+                    break
+            if chosen is not None:
+                index, trial, candidate = chosen
+                out.absorb(trial, index)
+                out.branches.append((at.path, index))
+                return candidate
         return value
 
     def attempt(self, value: Any, at: _At, out: Coercion) -> Any:
         """Coerce `value` against the node at `at`; keep the changes only if it then fits."""
-        return self.trial(value, at.schema(at.loc), at.loc, out)
+        result, trial = self.trial(value, at.schema(at.loc), at.loc)
+        if result is not _NO:
+            out.absorb(trial)
+        return result
 
-    def trial(self, value: Any, at: _At, whole: str, out: Coercion) -> Any:
-        """Coerce `value` as `at` says; keep the outcome (and its changes) only if it then
-        fits the node at `whole`, else _NO. A failed trial is remembered (see the class)."""
+    def trial(self, value: Any, at: _At, whole: str) -> tuple[Any, Coercion]:
+        """Coerce `value` as `at` says: the outcome and its changes if it then fits the node
+        at `whole`, else _NO. A failed trial is remembered (see the class)."""
+        trial = Coercion(value)
         key = (id(value), at.loc, at.lossy)
         if key in self.failed:
-            return _NO
-        trial = Coercion(value)
+            return _NO, trial
         result = self.node(value, at, trial)
         if not self.valid(whole, result):
             self.failed[key] = value
-            return _NO
-        out.absorb(trial)
-        return result
+            return _NO, trial
+        return result, trial
 
     # -- the node's own keywords ----------------------------------------------------------
 
@@ -309,14 +344,22 @@ class _Walk:
         if choices is not None:
             matched = self.match_choice(value, choices, at.lossy)
             if matched is not _NO:
-                _record(out, at.path, "match_enum", value, matched)
+                _record(
+                    out, at.path, "match_enum", value, matched, expected=_types(allowed, matched)
+                )
                 return matched
         kind = json_type(value)
         if allowed is not None and not _fits(kind, allowed):
-            converted, transform, lost = self.convert(value, kind, allowed, at, out)
+            inner = Coercion(value)  # kept only if the conversion itself is allowed
+            converted, transform, lost = self.convert(value, kind, allowed, at, inner)
             if converted is _NO:
                 return value
-            _record(out, at.path, transform, value, converted, lost=lost)
+            target, name = conversion(value, converted, allowed)
+            if not permits(self.allowlist, target, name):
+                out.blocked.append((at.path, name))
+                return value
+            out.absorb(inner)
+            _record(out, at.path, transform, value, converted, expected=_types(allowed), lost=lost)
             value = converted
             kind = json_type(value)
             if choices is not None and value not in choices:
@@ -325,13 +368,20 @@ class _Walk:
                 search = at.lossy and transform != "json_to_string"
                 matched = self.match_choice(value, choices, search)
                 if matched is not _NO:
-                    _record(out, at.path, "match_enum", value, matched)
+                    _record(
+                        out,
+                        at.path,
+                        "match_enum",
+                        value,
+                        matched,
+                        expected=_types(allowed, matched),
+                    )
                     return matched
         if kind == "object":
             if plan.one_field is not None and _names_no_field(value, plan.one_field):
                 wrapped = self.wrap_in_object(value, at, out)
                 if wrapped is not _NO:
-                    _record(out, at.path, "wrap_in_object", value, wrapped)
+                    _record(out, at.path, "wrap_in_object", value, wrapped, expected="object")
                     return wrapped
             return self.object(value, at, plan, out)
         if kind == "array":
@@ -356,7 +406,15 @@ class _Walk:
                     dropped = result.pop(key)
                     lost = nonblank(f'"{key}":') + nonblank(encode(dropped))
                     path = pointer.join(at.path, key)
-                    _record(out, path, "drop_unexpected_key", dropped, None, lost=lost)
+                    _record(
+                        out,
+                        path,
+                        "drop_unexpected_key",
+                        dropped,
+                        None,
+                        expected="absent",
+                        lost=lost,
+                    )
                 continue
             result[key] = self.node(result[key], at.child(child_loc, key), out)
         if at.lossy:
@@ -387,7 +445,8 @@ class _Walk:
             names = wanted.get(normalize_key(key))
             if names and len(names) == 1 and names[0] not in result:
                 result[names[0]] = result.pop(key)
-                _record(out, pointer.join(at.path, names[0]), "rename_key", key, names[0])
+                where = pointer.join(at.path, names[0])
+                _record(out, where, "rename_key", key, names[0], expected=None, actual=None)
 
     def fill_missing(self, result: dict[str, Any], loc: str, at: _At, out: Coercion) -> None:
         """A required field the reply left out (its location `loc`), when the schema implies
@@ -411,7 +470,7 @@ class _Walk:
         else:
             return
         result[name] = fill
-        _record(out, at.path, transform, None, fill)
+        _record(out, at.path, transform, None, fill, expected=json_type(fill), actual="absent")
 
     def array(self, value: list[Any], at: _At, plan: _Node, out: Coercion) -> list[Any]:
         prefix, rest = plan.prefix, plan.rest
@@ -536,15 +595,41 @@ class _Walk:
 
 
 def _record(
-    out: Coercion, path: str, transform: str, before: Any, after: Any, *, lost: int = 0
+    out: Coercion,
+    path: str,
+    transform: str,
+    before: Any,
+    after: Any,
+    *,
+    expected: str | None,
+    actual: str | None = _BEFORE,
+    lost: int = 0,
 ) -> None:
-    """Record a change; a transform written `name(detail)` is split into the two fields."""
+    """Record a change; a transform written `name(detail)` is split into the two fields.
+    `expected`: the types the schema allows there; `actual`: the type the reply had (by
+    default, the type of `before`)."""
     name, _, detail = transform.partition("(")
+    had = json_type(before) if actual is _BEFORE else actual
     out.changes.append(
         Change(
-            path, "semantic", name, _snapshot(before), _snapshot(after), detail.rstrip(")"), lost
+            path,
+            "semantic",
+            name,
+            _snapshot(before),
+            _snapshot(after),
+            detail.rstrip(")"),
+            lost,
+            expected,
+            had,
         )
     )
+
+
+def _types(allowed: frozenset[str] | None, value: Any = _NO) -> str | None:
+    """The allowed types as one word (`integer|null`); without them, the type of `value`."""
+    if allowed:
+        return "|".join(sorted(allowed))
+    return None if value is _NO else json_type(value)
 
 
 def _own(schema: dict[str, Any]) -> tuple[frozenset[str] | None, Choices | None]:

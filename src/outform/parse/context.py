@@ -8,11 +8,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from outform.errors import ConfigError, InputError
+from outform.parse.allowlist import Allowlist, freeze
 from outform.parse.result import Change
 from outform.trace.events import Event, EventName, EventStage
 
 Level = Literal["off", "minimal", "full"]
 LEVELS: tuple[Level, ...] = ("off", "minimal", "full")
+ANYOF_STRATEGIES = ("first-pass", "best")
 STAGES = ("extract", "unescape", "decode", "coerce")
 """Stages that can be switched off; validation always runs."""
 
@@ -84,6 +86,11 @@ class Options:
     """Largest region handed to json-repair (tier 2). json-repair cannot be interrupted, so its
     input is bounded instead; a larger region skips the tier, and the skip is recorded."""
     shadow: bool = False
+    anyof_strategy: str = "first-pass"
+    """Union branches: `first-pass` takes the first that fits, `best` the one needing the
+    fewest changes (ties to the first)."""
+    coercions: Allowlist | None = None
+    """The type conversions allowed per target type (see `allowlist`); None allows all."""
 
     @classmethod
     def for_level(cls, level: str, **overrides: Any) -> Options:
@@ -126,6 +133,14 @@ class Options:
                     f"{name} must be {bound.allowed}, got {changes[name]!r}",
                     where=name,
                 )
+        if "anyof_strategy" in changes and changes["anyof_strategy"] not in ANYOF_STRATEGIES:
+            raise ConfigError(
+                f"unknown anyof_strategy {changes['anyof_strategy']!r}",
+                where="anyof_strategy",
+                fix=f"use one of: {', '.join(ANYOF_STRATEGIES)}",
+            )
+        if "coercions" in changes:
+            changes["coercions"] = freeze(changes["coercions"])
         if "tolerance" in changes and changes["tolerance"] not in (0, 1, 2):
             raise ConfigError(
                 f"tolerance must be 0, 1 or 2, got {changes['tolerance']!r}",

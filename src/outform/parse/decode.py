@@ -19,8 +19,8 @@ import orjson
 import pyjson5
 
 from outform.parse import loss, values
+from outform.parse.delimit import delimit
 from outform.parse.hint import preview
-from outform.parse.literals import rewrite_literals
 
 if TYPE_CHECKING:
     from outform.parse.context import Deadline
@@ -150,12 +150,19 @@ def _json5(text: str) -> Decoded | None:
 
 
 def _repair(text: str, deadline: Deadline | None) -> Decoded | None:
-    rewritten = rewrite_literals(text, deadline)
-    if rewritten is not None:
-        decoded = _repair_text(rewritten)
+    delimited = delimit(text, deadline)
+    if delimited is not None:
+        # Its strings delimited (and the brackets a cut reply left open closed), the text is
+        # often JSON or JSON5 again: read exactly, without json-repair's own guesses.
+        closed = decode(delimited.closed, 1)
+        if isinstance(closed, Decoded):
+            notes = [delimited.detail]
+            if delimited.closers:
+                notes.append(f"closed {len(delimited.closers)} bracket(s) left open at the end")
+            return Decoded(closed.value, 2, "; ".join(notes))
+        decoded = _repair_text(delimited.text)
         if decoded is not None:
-            note = "rewrote triple-quoted, backtick or fenced strings as JSON strings"
-            return Decoded(decoded.value, 2, f"{note}; {decoded.detail}")
+            return Decoded(decoded.value, 2, f"{delimited.detail}; {decoded.detail}")
     return _repair_text(text)
 
 

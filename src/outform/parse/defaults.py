@@ -21,6 +21,7 @@ from outform.parse.context import Deadline
 from outform.parse.result import Change
 from outform.schema import pointer
 from outform.schema.compiled import CompiledSchema
+from outform.schema.types import json_type
 
 _CHILD_KEYWORDS = ("items", "additionalProperties")
 _CONTAINERS = (dict, list)
@@ -96,8 +97,14 @@ class Defaults:
         """A validator (jsonschema-rs) that accepts exactly the values in which no property
         with a default is missing, so the common case costs one call in Rust instead of a walk
         in Python; False when the plan cannot be written that way (unions, recursion)."""
-        schema = self._presence("", frozenset())
+        schema = self.presence()
         return jsonschema_rs.validator_for(schema) if schema is not None else False
+
+    def presence(self) -> dict[str, Any] | None:
+        """The schema of the values in which no property with a default is missing (None
+        when the plan cannot be written as a schema). The pipeline's fast path folds it into
+        its validator: a valid, complete reply then costs one call."""
+        return self._presence("", frozenset())
 
     def _presence(self, loc: str, seen: frozenset[str]) -> dict[str, Any] | None:
         plan = self._plan(loc)
@@ -202,7 +209,10 @@ class Defaults:
                 result = result if result is not None else dict(value)
                 result[name] = copy.deepcopy(default)
                 where = pointer.from_parts((*path, name))
-                changes.append(Change(where, "semantic", "fill_default", None, default))
+                kind = json_type(default)
+                changes.append(
+                    Change(where, "semantic", "fill_default", None, default, "", 0, kind, "absent")
+                )
         return result if result is not None else value
 
 

@@ -51,6 +51,8 @@ class Candidate:
     transforms: tuple[str, ...] = ()
     depth: int = 0
     start: int = 0
+    detail: str = ""
+    """Said with the extraction's change (which of several values this is)."""
 
     @property
     def size(self) -> int:
@@ -163,6 +165,8 @@ class Scan:
     unmatched: int
     """Closers that matched no opener, or closed an outer one: a measure of how broken the
     bracket structure is (a tolerant decoder's cost can grow with it)."""
+    open_string: bool = False
+    """The text ends inside a string of the region left open (a reply cut mid-string)."""
 
 
 def scan_spans(text: str) -> tuple[list[Span], int]:
@@ -196,6 +200,7 @@ def scan(text: str, deadline: Deadline | None = None) -> Scan:
     pos = 0
     length = len(text)
     steps = 0
+    open_string = False
     while pos < length:
         # Inside JSON, strings and escapes are skipped in the same match that finds the next
         # bracket; in prose, only brackets are structure.
@@ -204,6 +209,7 @@ def scan(text: str, deadline: Deadline | None = None) -> Scan:
             assert match is not None  # the pattern matches the empty string
             ch = match.group(1)
             if ch is None or ch in '"\\':
+                open_string = ch is not None
                 break  # the end, or a string (or escape) left open that runs to the end
             index = match.start(1)
         else:
@@ -272,7 +278,7 @@ def scan(text: str, deadline: Deadline | None = None) -> Scan:
             start = opened[prose]
             depth = max(peaks[prose:]) - prose
             spans.append(Span(start, length, _root(text[start]), depth, False))
-    return Scan(spans, deepest, unmatched)
+    return Scan(spans, deepest, unmatched, open_string)
 
 
 _VALUE_START = frozenset("{[\"'-+.0123456789/]")
@@ -348,6 +354,17 @@ class Extraction:
 _CONTINUATION = frozenset(',:{}[]"')
 
 
+def _keep(text: str) -> str:
+    return text
+
+
+def _numbering(starts: list[int], noun: str) -> dict[int, str]:
+    """`value 2 of 3 in the reply` for each start, when there are several."""
+    if len(starts) < 2:
+        return {}
+    return {start: f"{noun} {k} of {len(starts)} in the reply" for k, start in enumerate(starts, 1)}
+
+
 def candidates(
     text: str,
     wanted: frozenset[RootKind],
@@ -367,21 +384,32 @@ def candidates(
     """
     body, removed = strip_reasoning(text)
     base: tuple[str, ...] = ("strip_reasoning",) if removed else ()
-    whole = body.strip()
+    scanned = scan(body, deadline)
+    spans, deepest = scanned.spans, scanned.deepest
+    # A reply cut inside a string keeps what ends it: the spaces and line breaks are the
+    # string's own.
+    ending = _keep if scanned.open_string else str.rstrip
+    whole = ending(body.lstrip())
     lead = len(body) - len(body.lstrip())
     found: list[Candidate] = [Candidate(whole, "whole", root_of(whole), base, 0, lead)]
     seen = {whole}
-    scanned = scan(body, deadline)
-    spans, deepest = scanned.spans, scanned.deepest
     document = False
     if spans and spans[0].start == lead:
         rest = body[spans[0].end :].strip()
         document = not spans[0].closed or not rest or rest[0] in _CONTINUATION
+        if document and not collect and spans[0].closed and rest[:1] in ("{", "["):
+            # Several values, one after another (`{...}\n{...}`), for a root that takes one:
+            # each is a candidate of its own, in order, never read together by a tolerant
+            # decoder (which would keep the last, or merge them).
+            document = False
 
     closed = [s for s in spans if s.closed]
     # A "fence" that starts inside a bracketed region is text inside a JSON string.
     starts = [s.start for s in spans]
     fences = [f for f in find_fences(body, deadline) if not _inside_span(f.start, spans, starts)]
+    # Of several blocks or values, the first that validates is the reply's: each change says
+    # which one it took.
+    fenced = _numbering([f.start for f in fences], "block")
     fences.sort(key=lambda f: (f.lang not in _JSON_LANGS and f.lang != "", not f.closed))
     for fence in fences:
         content = fence.content.strip()
@@ -389,34 +417,38 @@ def candidates(
             seen.add(content)
             transform = "strip_fence" if fence.closed else "strip_unclosed_fence"
             found.append(
-                Candidate(content, "fence", root_of(content), (*base, transform), 0, fence.start)
+                Candidate(
+                    content,
+                    "fence",
+                    root_of(content),
+                    (*base, transform),
+                    0,
+                    fence.start,
+                    fenced.get(fence.start, ""),
+                )
             )
 
+    numbered = _numbering(starts, "value")
     closed.sort(key=lambda s: (s.root not in wanted, s.start))
-    for span in closed:
+    for span in [*closed, *(s for s in spans if not s.closed)]:
         piece = body[span.start : span.end]
+        kind: CandidateKind = "span"
+        transform = "extract_from_prose"
+        if not span.closed:
+            piece, kind, transform = ending(piece), "unclosed", "extract_truncated"
         if piece not in seen:
             seen.add(piece)
             found.append(
                 Candidate(
-                    piece, "span", span.root, (*base, "extract_from_prose"), span.depth, span.start
+                    piece,
+                    kind,
+                    span.root,
+                    (*base, transform),
+                    span.depth,
+                    span.start,
+                    numbered.get(span.start, ""),
                 )
             )
-    for span in spans:
-        if not span.closed:
-            piece = body[span.start : span.end].rstrip()
-            if piece not in seen:
-                seen.add(piece)
-                found.append(
-                    Candidate(
-                        piece,
-                        "unclosed",
-                        span.root,
-                        (*base, "extract_truncated"),
-                        span.depth,
-                        span.start,
-                    )
-                )
     if collect:
         # The model's own markers first: several fenced blocks are gathered; without fences,
         # several bracketed regions of the reply are.

@@ -369,6 +369,9 @@ class _Frame:
         self.slot: Any = None
 
 
+_NOTHING_SHOWN: Final = PartialStr("")
+
+
 class _LiveString:
     """A string value open when a chunk ended: decoded incrementally, shown as it grows."""
 
@@ -383,7 +386,7 @@ class _LiveString:
         self.parts: list[str] = []
         self.length = 0
         self.head = ""
-        self.shown = PartialStr("")
+        self.shown = _NOTHING_SHOWN
 
     def add(self, text: str) -> None:
         if text:
@@ -936,6 +939,12 @@ class PartialParser:
         """At the end of a chunk: make every open container live and read its new members;
         then the member being written in the innermost one."""
         stack = self._stack
+        if stack and stack[-1].live:  # the common case: no container opened in this chunk
+            self._remainder(stack[-1])
+            live = self._live
+            if live is not None and self._instr:
+                self._grow(live)
+            return
         listener = self.listener
         first = len(stack)
         while first > 0 and not stack[first - 1].live:

@@ -2,9 +2,10 @@
 
 Stages, in order: extract → decode (strict, then tolerant tiers) → unescape → custom
 processors → coerce → validate. A reply that is already valid JSON matching the schema takes a
-fast path (one orjson call and one validator call) and records nothing. Everything else goes
-through the stages, and every change they make is recorded with its JSON path. (The fast path
-records one kind of change: defaults the schema declares for properties the reply left out.)
+fast path (one orjson call and one validator call) and records nothing (the trace store only
+counts it). Everything else goes through the stages, and every change they make is recorded
+with its JSON path. (The fast path records one kind of change: defaults the schema declares
+for properties the reply left out.)
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Generic, Literal, TypeVar, cast, overload
 
 import orjson
@@ -32,8 +34,8 @@ from outform.format import (
     ResponseFormat,
     TextFormat,
 )
+from outform.parse import allowlist, extract, loss, unescape, values
 from outform.parse import decode as decoding
-from outform.parse import extract, loss, unescape, values
 from outform.parse.coerce import Coercer
 from outform.parse.context import Deadline, Options, Run, too_deep, too_long
 from outform.parse.defaults import Defaults
@@ -44,7 +46,9 @@ from outform.schema.compiled import CompiledSchema, compile_schema
 from outform.schema.derive import adapter_for
 from outform.schema.types import ALL_TYPES, accepted_types
 from outform.schema.types import choices as enum_choices
+from outform.trace import runtime as _trace
 from outform.trace.events import EventName, Observer, dispatch
+from outform.trace.tracer import record_parse
 
 T = TypeVar("T")
 
@@ -163,6 +167,8 @@ class Pipeline(Generic[T]):
             max_depth=self.options.max_depth,
             tolerance=self.options.tolerance,
             max_repair_chars=self.options.max_repair_chars,
+            anyof_strategy=self.options.anyof_strategy,
+            allowlist=self.options.coercions,
         )
         accepted = accepted_types(self.compiled)
         self._wanted = frozenset(
@@ -181,6 +187,12 @@ class Pipeline(Generic[T]):
         defaults = Defaults(self.compiled, self.options.max_depth)
         wanted = self.options.fill_defaults and self.adapter is None
         self._defaults = defaults if wanted and defaults.any else None
+        # A reply valid as sent that leaves no default to fill, checked in one call.
+        self._fast_complete = (
+            _with_presence(bounded if bounded is not None else self.compiled.root, defaults)
+            if self._defaults is not None
+            else None
+        )
         # Several JSON values in one reply are gathered into an array when the schema wants an
         # array at the root (or says nothing); an object schema picks one of them instead.
         self._collect = ("array" in accepted and "object" not in accepted) or (
@@ -188,18 +200,25 @@ class Pipeline(Generic[T]):
         )
         # Whether the reply text itself may be the value: first when the schema only takes
         # scalars, last when it names string among other types, never when unconstrained.
-        self._text_root: Literal["first", "last", "never"] = (
+        # When it wants a list of scalars, a reply holding no JSON at all is its one item
+        # ("words": the words, read as a scalar, wrapped in a list).
+        self._text_root: Literal["first", "last", "words", "never"] = (
             "never"
             if accepted == ALL_TYPES
             else "first"
             if not accepted & {"object", "array"}
             else "last"
             if "string" in accepted
+            else "words"
+            if _lists_scalars(self.compiled, accepted)
             else "never"
         )
         self._at = {
             point: [p for p in self.processors if p.at == point] for point in PROCESSOR_POINTS
         }
+        self._try_fast = not self.options.shadow and not self.processors
+        self._level = self.options.level
+        self._max_chars = self.options.max_chars
 
     @property
     def schema_hash(self) -> str:
@@ -216,26 +235,65 @@ class Pipeline(Generic[T]):
 
     # -- entry point -----------------------------------------------------------------------
 
-    def run(self, reply: str | bytes) -> ParseResult[T]:
+    def run(
+        self, reply: str | bytes, *, record: bool = True, streaming: bool = False
+    ) -> ParseResult[T]:
         """Parse one reply. Raises OutputError (with a RetryHint) when it cannot be made valid,
         InputError when it cannot be parsed at all (binary, not Unicode, over the size, depth or
         time limit). No other exception leaves: a fault of outform's own is an InternalError
-        naming the stage."""
+        naming the stage.
+
+        `record`: give the events to the observers and record the reply as a run of its own
+        in the trace store (a reply valid as sent is only counted); off when the caller does
+        both itself (generate(), stream(), the gateway). Shadow-mode parses are not
+        recorded. `streaming`: the reply was streamed (a `StreamParser`'s): its run is
+        recorded as streamed, with its events even when valid as sent."""
         try:
             text = self._guard(reply)
             if self._text_mode:
                 return ParseResult(
                     value=cast(T, text), text=text, level=self.options.level, _data=text
                 )
-            if not self.options.shadow and not self.processors:
+            if self._try_fast:
                 fast = self._fast_verbatim(text) if self._verbatim else self._fast(text)
                 if fast is not None:
+                    if record and (tally := _trace.tally) is not None:
+                        if fast.changes or streaming:  # defaults filled in, or a stream
+                            self._record(lambda: fast, streaming)
+                        else:
+                            tally()
                     return fast
-            return self._slow(text)
+            if not record:
+                return self._slow(text)
+            observed = partial(self._observed, partial(self._slow, text))
+            return observed() if self.options.shadow else self._record(observed, streaming)
         except OutformError:
             raise
         except Exception as exc:
             raise InternalError.wrap(exc, "parse") from exc
+
+    def _observed(self, parse: Callable[[], ParseResult[T]]) -> ParseResult[T]:
+        """`parse()`, its events (a failure's too) given to the observers."""
+        try:
+            result = parse()
+        except OutputError as error:
+            if error.result is not None:
+                dispatch(error.result.events, self.observers)
+            raise
+        dispatch(result.events, self.observers)
+        return result
+
+    def _record(
+        self, parse: Callable[[], ParseResult[T]], streaming: bool = False
+    ) -> ParseResult[T]:
+        """`parse()`, recorded as a run of its own when recording is on."""
+        recorder = _trace.active()
+        if recorder is None:
+            return parse()
+        result: ParseResult[T] = record_parse(
+            parse, recorder, schema_hash=self.compiled.hash, streaming=streaming
+        )
+        return result
 
     # -- fast path ------------------------------------------------------------------------
 
@@ -265,9 +323,15 @@ class Pipeline(Generic[T]):
             return None
         if self._exact_numbers and values.may_be_inexact(text):
             return None  # the slow path reads it exactly
-        if not self._fast_validator.is_valid(data) or not values.within_depth(
-            text, max_depth, data
-        ):
+        if not values.within_depth(text, max_depth, data):
+            return None
+        complete = self._fast_complete
+        if complete is not None and complete.is_valid(data):
+            # Positional: this call is a tenth of the fast path's own cost for a small reply.
+            return ParseResult(
+                data, text, (), (), self.compiled.hash, self._level, False, None, None, None, data
+            )
+        if not self._fast_validator.is_valid(data):
             return None
         changes: list[Change] = []
         if self._defaults is not None:
@@ -387,7 +451,9 @@ class Pipeline(Generic[T]):
         order += [(tier, c) for tier in tiers for c in pieces]
         # Prose read by a tolerant decoder is a last resort: the pieces above were found first.
         order += [(tier, whole) for tier in tiers if tier and whole not in leading]
-        if self._text_root == "last":
+        if self._text_root == "last" or (
+            self._text_root == "words" and len(candidates) == 1 and whole.root == "other"
+        ):
             order.append((-1, as_text))
         if extraction.unmatched > _MAX_UNMATCHED_FOR_REPAIR:
             # json-repair's cost grows with the square of such breakage: past this bound the
@@ -533,10 +599,12 @@ class Pipeline(Generic[T]):
                 value = unwrapped
         value = self._process_value("after_decode", value, run)
         deadline.enter("coerce")
+        blocked: list[tuple[str, str]] = []
         if "coerce" in options.stages and not self.compiled.is_valid(value):
             run.emit("output.coercion.attempt", "semantic")
             coercion = self._coercer.coerce(value, deadline)
             value = coercion.value
+            blocked = coercion.blocked
             run.changes.extend(coercion.changes)
             for path, branch in coercion.branches:
                 run.emit("output.coercion.success", "semantic", branch_index=branch, path=path)
@@ -544,7 +612,7 @@ class Pipeline(Generic[T]):
         deadline.enter("validate")
         if self._defaults is not None and self.compiled.is_valid(value):
             value = self._fill_defaults(self._defaults, value, run.changes, deadline)
-        found = violations(self.compiled, value, deadline)
+        found = allowlist.explain(violations(self.compiled, value, deadline), blocked)
         typed = None
         if not found and self.adapter is not None:
             try:
@@ -564,7 +632,11 @@ class Pipeline(Generic[T]):
         last = len(candidate.transforms) - 1
         for index, transform in enumerate(candidate.transforms):
             # What a region read alone leaves out is lost by its extraction, the last step.
-            run.change("", "extract", transform, None, after, lost=lost if index == last else 0)
+            final = index == last
+            detail = candidate.detail if final else ""
+            run.change(
+                "", "extract", transform, None, after, detail=detail, lost=lost if final else 0
+            )
         run.emit("output.coercion.success", "extract", transforms=candidate.transforms)
 
     # -- processors -----------------------------------------------------------------------
@@ -610,7 +682,6 @@ class Pipeline(Generic[T]):
             schema_hash=self.compiled.hash,
             level=self.options.level,
         )
-        dispatch(result.events, self.observers)
         return result
 
     def _fail(
@@ -635,7 +706,6 @@ class Pipeline(Generic[T]):
             level=self.options.level,
             hint=hint,
         )
-        dispatch(result.events, self.observers)
         if hint.is_syntax:
             what = "no JSON value could be read from the reply"
             fix = "level 'full' also repairs malformed JSON" if self.options.tolerance < 2 else None
@@ -677,12 +747,13 @@ class Pipeline(Generic[T]):
             would_be=would_be,
             would_be_hint=would_fail,
         )
-        dispatch(result.events, self.observers)
         return result
 
     # -- guards ---------------------------------------------------------------------------
 
     def _guard(self, reply: str | bytes) -> str:
+        if type(reply) is str and len(reply) <= self._max_chars and "\x00" not in reply:
+            return reply  # the common case, checked first
         if isinstance(reply, bytes | bytearray | memoryview):
             try:
                 reply = bytes(reply).decode("utf-8")
@@ -743,6 +814,29 @@ class _Regions:
             self._dirty = False
         index = bisect.bisect_left(self._starts, candidate.start)
         return index < len(self._starts) and self._starts[index] < candidate.start + candidate.size
+
+
+def _with_presence(schema: Any, defaults: Defaults) -> Any:
+    """A validator of `schema` that also requires every property that has a default (None when
+    that cannot be written as one schema). `$defs` stay at the root, where `$ref`s find them."""
+    presence = defaults.presence()
+    if presence is None or not isinstance(schema, dict):
+        return None
+    both = schema.get("allOf", [])
+    if not isinstance(both, list):
+        return None
+    return compile_schema({**schema, "allOf": [*both, presence]}).validator
+
+
+def _lists_scalars(compiled: CompiledSchema, accepted: frozenset[str]) -> bool:
+    """Whether the root wants a list (and no object) whose items are scalars only."""
+    if "array" not in accepted or "object" in accepted:
+        return False
+    location, root = compiled.resolve("")
+    if not isinstance(root, dict) or not isinstance(root.get("items"), dict | bool):
+        return False
+    items = accepted_types(compiled, f"{location}/items")
+    return bool(items) and not items & {"object", "array"}
 
 
 def _refuse_surrogates(text: str) -> None:

@@ -7,6 +7,7 @@ validators resolve `$ref`s against the whole document through a registry, never 
 
 from __future__ import annotations
 
+import copy
 import threading
 import urllib.parse
 from collections import OrderedDict
@@ -34,7 +35,9 @@ class CompiledSchema:
 
     def __init__(self, schema: Mapping[str, Any], *, where: str = "schema") -> None:
         check_schema(schema, where=where)
-        self.root: dict[str, Any] = dict(schema)
+        # A copy all the way down: compiled schemas are shared by every schema with the same
+        # canonical JSON, so one must not change when a caller later changes its own dict.
+        self.root: dict[str, Any] = copy.deepcopy(dict(schema))
         self.hash = schema_hash(self.root)
         try:
             self.validator = jsonschema_rs.validator_for(self.root, retriever=_refuse_remote)
@@ -155,7 +158,8 @@ _CACHE_SIZE = 256
 @guarded("schema")
 def compile_schema(schema: Mapping[str, Any]) -> CompiledSchema:
     """Compile a schema, reusing the result for schemas with the same canonical JSON. The
-    compiled schema keeps the caller's dict (and so its key order), not the canonical form."""
+    compiled schema keeps a copy of the caller's dict (and so its key order), not the
+    canonical form."""
     if not isinstance(schema, Mapping):
         check_schema(schema)  # raises with a clear message
     try:

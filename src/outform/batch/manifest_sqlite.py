@@ -1,0 +1,118 @@
+"""The manifest in one SQLite file (WAL, synchronous=FULL): the default, for one machine.
+
+A job's lock is a byte-range lock (`lockf`) at the job's own offset of a lock file beside the
+manifest, held by the process and dropped by the OS when it dies. POSIX locks belong to the
+process and vanish when any of its descriptors of the file is closed, so each lock file is
+opened once per process and kept open; claims within the process are counted by `Manifest`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from outform.batch.manifest import Manifest, schema
+from outform.errors import StoreError
+
+try:
+    import fcntl
+except ImportError:  # Windows: claims are checked within the process only
+    fcntl = None  # type: ignore[assignment]
+
+_LOCK_FILES: dict[str, int] = {}
+_LOCK_FILES_LOCK = threading.Lock()
+_HELD: set[tuple[str, int]] = set()
+"""(lock file, key) held by this process: POSIX locks do not stop the process itself."""
+
+
+class _Transaction:
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def execute(self, sql: str, args: Sequence[Any] = ()) -> int:
+        return self.db.execute(sql, args).rowcount
+
+    def executemany(self, sql: str, args: Sequence[Sequence[Any]]) -> int:
+        return self.db.executemany(sql, args).rowcount
+
+    def fetch(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self.db.execute(sql, args).fetchall()
+
+
+class SqliteDatabase:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.where = str(self.path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=30.0
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            with self.transaction() as tx:
+                for statement in schema(bytes_type="BLOB", float_type="REAL"):
+                    tx.execute(statement)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(
+                f"cannot open the batch manifest: {exc}",
+                where=str(self.path),
+                fix="check the path and its permissions (--manifest, or [batch] manifest)",
+            ) from None
+
+    def close(self) -> None:
+        self._db.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[_Transaction]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield _Transaction(self._db)
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def fetch(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._db.execute(sql, args).fetchall()
+
+    def analyze(self) -> None:
+        self._db.execute("PRAGMA optimize")
+
+    # -- job locks -----------------------------------------------------------------------------
+
+    def _lock_file(self) -> tuple[str, int]:
+        name = str(self.path.resolve()) + ".lock"
+        with _LOCK_FILES_LOCK:
+            if name not in _LOCK_FILES:
+                _LOCK_FILES[name] = os.open(name, os.O_RDWR | os.O_CREAT, 0o644)
+            return name, _LOCK_FILES[name]
+
+    def try_lock(self, key: int) -> bool:
+        name, fd = self._lock_file()
+        with _LOCK_FILES_LOCK:
+            if (name, key) in _HELD:
+                return False
+            if fcntl is not None:
+                try:
+                    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, key)
+                except OSError:
+                    return False
+            _HELD.add((name, key))
+        return True
+
+    def unlock(self, key: int) -> None:
+        name, fd = self._lock_file()
+        with _LOCK_FILES_LOCK:
+            if fcntl is not None:
+                fcntl.lockf(fd, fcntl.LOCK_UN, 1, key)
+            _HELD.discard((name, key))
+
+
+def open_sqlite(path: str | Path) -> Manifest:
+    return Manifest(SqliteDatabase(path))

@@ -1,0 +1,225 @@
+"""Where the string values of broken JSON begin and end (parse/delimit.py), before json-repair."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pyjson5
+import pytest
+
+import outform
+from outform.parse.delimit import delimit
+
+CODE = {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}
+TEXTS = {"type": "array", "items": {"type": "string"}}
+NOTE = {
+    "type": "object",
+    "properties": {"title": {"type": "string"}, "count": {"type": "integer"}},
+    "required": ["title", "count"],
+}
+
+
+def _read(text: str) -> Any:
+    delimited = delimit(text)
+    assert delimited is not None
+    return pyjson5.decode(delimited.closed)
+
+
+# -- foreign literals -------------------------------------------------------------------------
+
+
+def test_a_triple_quoted_value_becomes_a_dedented_json_string() -> None:
+    assert _read('{"code": """\n    def f():\n        pass\n"""}') == {"code": "def f():\n    pass"}
+
+
+def test_a_backtick_value_keeps_its_inner_quotes() -> None:
+    assert _read('{"code": `say "hi"`}') == {"code": 'say "hi"'}
+
+
+def test_a_fenced_value_loses_its_info_string() -> None:
+    assert _read('{"code": ```python\nprint(1)\n```}') == {"code": "print(1)"}
+
+
+def test_fenced_values_as_array_items() -> None:
+    assert _read("[```py\nx = 1\n```, ```py\ny = 2\n```]") == ["x = 1", "y = 2"]
+
+
+def test_text_that_no_rule_changes_gives_none() -> None:
+    assert delimit('{"a": "plain", "b": [1, 2]}') is None
+    assert delimit('{"a": "has ` and \\" inside"}') is None
+
+
+def test_a_literal_that_is_never_closed_is_left_to_the_decoder() -> None:
+    assert delimit('{"code": `unclosed}') is None
+
+
+def test_a_literal_where_no_value_may_start_is_left_alone() -> None:
+    assert delimit("{`key`: 1}") is None
+
+
+# -- quotes inside a string -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('["alpha", "it"s broken", "omega"]', ["alpha", 'it"s broken', "omega"]),
+        ('["one", "two"three"]', ["one", 'two"three']),
+        ("['it's', 'fine']", ["it's", "fine"]),
+        ("{'title': 'Don't panic', 'count': 1}", {"title": "Don't panic", "count": 1}),
+    ],
+)
+def test_a_quote_inside_a_word_does_not_end_the_string(text: str, expected: Any) -> None:
+    assert _read(text) == expected
+
+
+def test_unquoted_keys_keep_their_role() -> None:
+    delimited = delimit("{title: 'O'Neil', count: 1}")
+    assert delimited is not None
+    assert delimited.text == '{title: "O\'Neil", count: 1}'
+
+
+def test_the_string_ends_at_the_first_quote_that_can_end_it() -> None:
+    # `s"` is followed by `, then` (no key): not the end; `e"` is followed by `,` and a key.
+    assert _read('{"title": "it"s, then more", "count": 1}') == {
+        "title": 'it"s, then more',
+        "count": 1,
+    }
+
+
+def test_a_quote_between_a_space_and_a_word_is_left_to_the_decoder() -> None:
+    # `"value1" value2"` may be two items with a quote missing: json-repair's reading stands.
+    assert delimit('["value1" value2", "value3"]') is None
+    assert delimit('{"key": ""value"}') is None
+
+
+def test_a_string_cut_after_a_quote_inside_a_word_runs_to_the_end() -> None:
+    assert _read('{"a": "it"s') == {"a": 'it"s'}
+
+
+def test_a_string_whose_end_no_quote_can_be_is_left_to_the_decoder() -> None:
+    # `x"y` is inside a word, but no later quote is followed by what ends a value in an object.
+    assert delimit('{"a": "x"y", "b" "z" w}') is None
+
+
+# -- Markdown values --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            '{"body": **First, second**\n\nA paragraph.\n}',
+            {"body": "**First, second**\n\nA paragraph."},
+        ),
+        ('{"body": *a note, nothing more*, "n": 1}', {"body": "*a note, nothing more*", "n": 1}),
+        ('{"body": - milk\n- bread\n}', {"body": "- milk\n- bread"}),
+        ("{body: **bold**, then plain, n: 2}", {"body": "**bold**, then plain", "n": 2}),
+        ('{"body": # Title\ntext}', {"body": "# Title\ntext"}),
+        ("[**a**, _b_]", ["**a**", "_b_"]),
+    ],
+)
+def test_a_markdown_value_is_kept_whole_with_its_markers(text: str, expected: Any) -> None:
+    delimited = delimit(text)
+    assert delimited is not None
+    assert "Markdown" in delimited.detail
+    assert pyjson5.decode(delimited.closed) == expected
+
+
+def test_a_negative_number_is_no_markdown_list() -> None:
+    assert delimit('{"n": -1}') is None
+    assert _read('{"n": -1, "m": - 2}') == {"n": -1, "m": "- 2"}  # a bullet: a string
+
+
+# -- the end of a cut reply -------------------------------------------------------------------
+
+
+def test_a_string_cut_at_the_end_keeps_its_line_breaks() -> None:
+    assert _read('{"a": "first line\n') == {"a": "first line\n"}
+    assert _read('["a", "b\n\n') == ["a", "b\n\n"]
+
+
+def test_a_cut_string_with_structure_inside_is_left_to_the_decoder() -> None:
+    assert delimit('{"a": "hello}') is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name": "Ana", "nick":',
+        '{"name": "Ana", "nick": ',
+        '{"name": "Ana", "nick"',
+        '{"name": "Ana", "ni',
+    ],
+)
+def test_a_key_left_without_a_value_at_the_end_is_dropped(text: str) -> None:
+    delimited = delimit(text)
+    assert delimited is not None
+    assert orjson.loads(delimited.closed) == {"name": "Ana"}
+    assert "without a value" in delimited.detail
+
+
+def test_a_nested_key_left_without_a_value_is_dropped_from_its_object() -> None:
+    assert _read('{"user": {"name": "Ana", "age":') == {"user": {"name": "Ana"}}
+
+
+def test_the_first_key_left_alone_leaves_an_empty_object() -> None:
+    assert _read('{"name":') == {}
+
+
+# -- comments ---------------------------------------------------------------------------------
+
+
+def test_quotes_inside_comments_are_not_strings() -> None:
+    assert delimit('{\n  "a": 1, // don\'t\n  "b": 2\n}') is None
+
+
+# -- through the pipeline ---------------------------------------------------------------------
+
+
+def test_the_pipeline_reads_a_triple_quoted_value_at_level_full() -> None:
+    result = outform.parse('{"code": """\n    x = "y"\n"""}', CODE, level="full")
+    assert result.value == {"code": 'x = "y"'}
+    assert "rewrote" in result.changes[-1].detail
+
+
+def test_the_pipeline_reads_a_backtick_value_at_level_full() -> None:
+    result = outform.parse('{"code": `a "q" b`}', CODE, level="full")
+    assert result.value == {"code": 'a "q" b'}
+
+
+def test_the_pipeline_records_what_it_delimited() -> None:
+    result = outform.parse('["alpha", "it"s broken", "omega"]', TEXTS, level="full")
+    assert result.data == ["alpha", 'it"s broken', "omega"]
+    (change,) = result.changes
+    assert change.stage == "tolerant"
+    assert "quotes inside a string" in change.detail
+    assert not result.lossy
+
+
+def test_a_cut_reply_keeps_the_end_of_its_string_through_the_pipeline() -> None:
+    schema = {"type": "object", "properties": {"log": {"type": "string"}}}
+    result = outform.parse('{"log": "line 1\nline 2\n', schema, level="full")
+    assert result.data == {"log": "line 1\nline 2\n"}
+    assert "closed 1 bracket" in result.changes[-1].detail
+
+
+def test_a_key_without_a_value_is_absent_so_a_required_field_is_reported() -> None:
+    with pytest.raises(outform.OutputError) as caught:
+        outform.parse('{"title": "T", "count":', NOTE, level="full")
+    assert "count" in str(caught.value)
+
+
+def test_a_key_without_a_value_gets_its_declared_default() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "nick": {"type": ["string", "null"]}},
+        "required": ["name"],
+    }
+    result = outform.parse('{"name": "Ana", "nick":', schema, level="full")
+    assert result.data == {"name": "Ana"}
+    schema["properties"]["nick"]["default"] = None  # type: ignore[index]
+    result = outform.parse('{"name": "Ana", "nick":', schema, level="full")
+    assert result.data == {"name": "Ana", "nick": None}
+    assert [c.transform for c in result.changes] == ["json_repair", "fill_default"]

@@ -1,0 +1,82 @@
+"""Several top-level values for a root that takes one: the first that validates is the value,
+in order of appearance (valid as written before repaired), in parse at every level, in the
+stream's final result and in the gateway's enforcement verdict."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+import outform
+from outform.errors import StreamAbortedError
+from outform.gateway.checks import CheckSettings, check_reply
+from outform.streaming import StreamParser
+
+PAIR = {
+    "type": "object",
+    "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+    "required": ["a", "b"],
+}
+FIRST = {"a": 1, "b": "x"}
+SECOND = {"a": 2, "b": "y"}
+BOTH_VALID = [
+    '{"a": 1, "b": "x"}\n{"a": 2, "b": "y"}',
+    '{"a": 1, "b": "x"}{"a": 2, "b": "y"}',
+    'Draft: {"a": 1, "b": "x"}\nFinal: {"a": 2, "b": "y"}',
+    '```json\n{"a": 1, "b": "x"}\n```\n```json\n{"a": 2, "b": "y"}\n```',
+    '{"a": 1, "b": "x"}\n{"a": 2, "b": "y"',
+]
+
+
+def _stream(reply: str, level: str, *, abort: bool = True) -> Any:
+    parser: StreamParser[Any] = StreamParser(PAIR, level=level, abort=abort)
+    for start in range(0, len(reply), 5):
+        parser.feed(reply[start : start + 5])
+    return parser.finish().data
+
+
+@pytest.mark.parametrize("reply", BOTH_VALID)
+@pytest.mark.parametrize("level", ["minimal", "full"])
+def test_of_two_valid_objects_the_first_is_the_value(reply: str, level: str) -> None:
+    result = outform.parse(reply, PAIR, level=level)
+    assert result.data == FIRST
+    assert " 1 of 2 in the reply" in result.changes[-1].detail
+    assert _stream(reply, level) == FIRST
+
+
+@pytest.mark.parametrize("level", ["minimal", "full"])
+def test_an_invalid_first_object_gives_way_to_the_next_that_validates(level: str) -> None:
+    reply = '{"a": "one", "b": "x"}\n{"a": 2, "b": "y"}'
+    result = outform.parse(reply, PAIR, level=level)
+    assert result.data == SECOND
+    assert result.changes[-1].detail == "value 2 of 2 in the reply"
+    assert _stream(reply, level, abort=False) == SECOND
+
+
+def test_a_stream_is_stopped_on_its_first_value_when_that_cannot_validate() -> None:
+    """The early stop bets that the first value is the answer (docs/streaming.md, Limits)."""
+    with pytest.raises(StreamAbortedError):
+        _stream('{"a": "one", "b": "x"}\n{"a": 2, "b": "y"}', "full")
+
+
+def test_a_value_valid_as_written_comes_before_one_that_needs_repair() -> None:
+    reply = "{'a': 1, 'b': 'x'}\n{\"a\": 2, \"b\": \"y\"}"
+    assert outform.parse(reply, PAIR, level="full").data == SECOND
+
+
+@pytest.mark.parametrize("level", ["minimal", "full"])
+def test_the_gateway_enforces_the_same_choice(level: str) -> None:
+    verdict = check_reply(BOTH_VALID[0], _format(), CheckSettings(level, 5.0), False)
+    assert verdict.kind == "repaired"
+    assert orjson.loads(verdict.text) == FIRST
+
+
+def test_a_list_root_still_gathers_every_value() -> None:
+    reply = BOTH_VALID[0]
+    assert outform.parse(reply, {"type": "array", "items": PAIR}).data == [FIRST, SECOND]
+
+
+def _format() -> dict[str, Any]:
+    return {"type": "json_schema", "name": "pair", "schema": PAIR, "strict": False}
