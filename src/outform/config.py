@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from outform.errors import ConfigError
+from outform.parse.context import BOUNDS
 from outform.trace.settings import TraceSettings
 
 CONFIG_FILE = "outform.toml"
@@ -211,11 +212,7 @@ SECTIONS: dict[str, dict[str, Check]] = {
         "tolerance": _int(0, 2),
         "lenient": _BOOL,
         "fill_defaults": _BOOL,
-        "unescape_depth": _int(0, 10),
-        "max_chars": _int(1, 2_000_000_000),
-        "max_depth": _int(1, 10_000),
-        "time_limit": _number(0.001, 3600),
-        "max_repair_chars": _int(0, 2_000_000_000),
+        **{name: Check(bound.accepts, bound.allowed) for name, bound in BOUNDS.items()},
         "stages": _subset("extract", "unescape", "decode", "coerce"),
     },
     "gateway": _GATEWAY,

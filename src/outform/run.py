@@ -26,6 +26,7 @@ import orjson
 
 from outform.errors import OutformError, OutputError, StreamAbortedError, UsageError
 from outform.format import JsonSchemaFormat, ResponseFormat, TextFormat
+from outform.jsontext import dumps_text
 from outform.parse.hint import RetryHint, clip, preview
 from outform.parse.pipeline import Pipeline, Processor
 from outform.parse.result import Change, ParseResult
@@ -186,6 +187,8 @@ class _Loop:
     ask: FieldAsk | None = None
     ask_pipeline: Pipeline[Any] | None = None
     ask_translation: DialectResult | None = None
+    kept_changes: tuple[Change, ...] = ()
+    """During a field re-ask: the changes of earlier replies behind the fields it keeps."""
 
     def first(self) -> Request:
         return replace(self.template, messages=tuple(self.base))
@@ -273,12 +276,33 @@ class _Loop:
         return self._finish(response, result)
 
     def _parse(self, response: Response) -> ParseResult[Any]:
-        text = response.text
-        if self.ask is not None and self.ask_pipeline is not None:
-            answer = self._run(self.ask_pipeline, text)
-            text = orjson.dumps(self.ask.merge(answer.data)).decode()
-        result = self._run(self.pipeline, text)
-        if response.finish_reason == "length" and repaired_after_cut(result.changes):
+        """The reply's value, with every change that contributed to it: for a field re-ask,
+        those behind the fields kept from earlier replies, then the answer's, each numbered
+        with its attempt (an OutputError's result carries them too)."""
+        number = len(self.attempts) + 1
+        try:
+            if self.ask is not None and self.ask_pipeline is not None:
+                ask, earlier = self.ask, self.kept_changes
+                try:
+                    answer = self._run(self.ask_pipeline, response.text)
+                except OutputError as error:
+                    if error.result is not None and isinstance(error.result.data, dict):
+                        # The fields kept stay part of the value a next re-ask starts from.
+                        merged = ask.merge(error.result.data)
+                        error.result = replace(error.result, value=merged, _data=merged)
+                    raise
+                earlier += _numbered(answer.changes, number)
+                result = self._run(self.pipeline, dumps_text(ask.merge(answer.data)))
+            else:
+                earlier = ()
+                result = self._run(self.pipeline, response.text)
+        except OutputError as error:
+            if error.result is not None:
+                error.result = _with_earlier(error.result, earlier, number)
+            raise
+        result = _with_earlier(result, earlier, number)
+        own = [c for c in result.changes if c.attempt == number]  # this reply's
+        if response.finish_reason == "length" and repaired_after_cut(own):
             raise OutputError("the reply was cut off", hint=CUT_OFF, result=result)
         return result
 
@@ -337,6 +361,9 @@ class _Loop:
         value = result.data if result is not None else None
         self.ask, self.ask_pipeline, self.ask_translation, request = self._next_request(
             response.text, hint, value
+        )
+        self.kept_changes = (
+            _kept(result.changes, self.ask) if self.ask is not None and result is not None else ()
         )
         fields = self.ask.fields if self.ask else ()
         self.trace.emit("output.reask.attempt", data=_reask(reason, fields, hint))
@@ -488,6 +515,25 @@ def _format_event(trace: RunTrace, call_plan: Plan) -> None:
     passed = dict(choice.skipped) if choice is not None else {}
     reason = passed.get("native_schema") or call_plan.reason
     trace.emit("format.skipped", data=FormatChoice(call_plan.mode, reason=reason))
+
+
+def _numbered(changes: Iterable[Change], attempt: int) -> tuple[Change, ...]:
+    return tuple(c if c.attempt == attempt else replace(c, attempt=attempt) for c in changes)
+
+
+def _with_earlier(
+    result: ParseResult[Any], earlier: tuple[Change, ...], attempt: int
+) -> ParseResult[Any]:
+    """`result` of attempt `attempt`, its changes after those of earlier replies."""
+    if attempt == 1 and not earlier:
+        return result
+    return replace(result, changes=earlier + _numbered(result.changes, attempt))
+
+
+def _kept(changes: Iterable[Change], ask: FieldAsk) -> tuple[Change, ...]:
+    """The changes behind the fields a field re-ask keeps: those inside a kept field, and
+    those made to the whole reply the kept fields were read from (extraction, repair)."""
+    return tuple(c for c in changes if not c.path or pointer.parts(c.path)[0] in ask.kept)
 
 
 def _pipeline(

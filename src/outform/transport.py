@@ -28,6 +28,7 @@ from outform.errors import (
     ServerError,
     StreamInterruptedError,
 )
+from outform.jsontext import dumps
 from outform.providers.base import Auth, StreamFormat, WireRequest
 from outform.providers.credentials import TokenSource
 
@@ -391,7 +392,7 @@ def _build(
     upload: Upload | None = None,
 ) -> Any:
     headers = {"content-type": "application/json", "accept": _accept(wire.stream)}
-    body = b"" if wire.method in ("GET", "DELETE") else orjson.dumps(wire.body)
+    body = b"" if wire.method in ("GET", "DELETE") else dumps(wire.body)
     files: Any = None
     if upload is not None and upload.field is not None:
         # multipart: httpx writes the boundary; the JSON body's fields become form fields

@@ -37,6 +37,7 @@ from outform.gateway.replies import GatewayError, bad_request
 from outform.gateway.settings import GatewaySettings
 from outform.gateway.translate import flat_format
 from outform.gateway.workers import WorkerPool, WorkerTimeoutError
+from outform.schema.compiled import compile_schema
 from outform.trace.events import Reask, RunInfo, RunOutcomeName, Validation
 from outform.trace.tracer import RunTrace
 
@@ -69,7 +70,9 @@ def wanted(setting: bool, header: bytes | None) -> bool:
 
 def checkable(fmt: Any, where: str = "text.format") -> dict[str, Any] | None:
     """The flat format dict enforcement can check (`json_schema`, `json_object`, in either
-    shape), else None; a 400 when it is not a valid format."""
+    shape), else None; a 400 when it is not a valid format, its schema included: a schema
+    the pipeline cannot compile is refused before the backend is called, not found out by
+    the check of its reply."""
     fmt = flat_format(fmt, where)
     if not isinstance(fmt, Mapping) or fmt.get("type") not in ("json_schema", "json_object"):
         return None
@@ -77,6 +80,14 @@ def checkable(fmt: Any, where: str = "text.format") -> dict[str, Any] | None:
         parsed = ResponseFormat.from_dict(fmt)
     except SchemaError as exc:
         raise bad_request(exc.what, where) from None
+    if isinstance(parsed, JsonSchemaFormat):
+        try:
+            compile_schema(parsed.schema)
+        except SchemaError as exc:
+            place = f" ({exc.where})" if exc.where else ""
+            raise bad_request(
+                f"Invalid schema in '{where}.schema': {exc.what}{place}.", f"{where}.schema"
+            ) from None
     return dict(fmt) if isinstance(parsed, JsonSchemaFormat | JsonObjectFormat) else None
 
 

@@ -13,6 +13,7 @@ index is recorded.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
@@ -216,11 +217,19 @@ class _Node:
 
 
 class _Walk:
+    """One coercion walk. Two rules keep it polynomial on recursive schemas: a value is never
+    coerced against a schema location it is already being coerced against further up (wrapping
+    `x` in `[x]` for items of the same schema would otherwise repeat to `max_depth`), and a
+    trial that failed (an `attempt`, a union branch) is not tried again for the same value,
+    location and lossiness (otherwise each nested level doubles the work)."""
+
     __slots__ = (
+        "active",
         "allowlist",
         "best",
         "compiled",
         "deadline",
+        "failed",
         "lenient",
         "max_depth",
         "max_repair_chars",
@@ -236,6 +245,11 @@ class _Walk:
         self.max_repair_chars = coercer.max_repair_chars
         self.plans = coercer.plans
         self.deadline = deadline
+        self.active: set[tuple[int, str]] = set()
+        """(value, location) pairs being coerced on the current path."""
+        self.failed: dict[tuple[int, str, bool], Any] = {}
+        """Trials that did not validate, keyed by the value's id (the value is kept, so that
+        the id stays its own)."""
         self.best = coercer.best
         self.allowlist = coercer.allowlist
 
@@ -268,23 +282,29 @@ class _Walk:
             at = at.moved(loc)
         if not plan.usable or self.valid(loc, value):
             return value
-        for target in plan.chained:
-            value = self.node(value, at.schema(target), out)
-        value = self.own(value, at, plan, out)
-        for keyword, count in plan.unions:
-            if not self.valid(loc, value):
-                value = self.union(value, at, keyword, count, out)
+        here = (id(value), loc)
+        if here in self.active:
+            return value  # the same question further up: asking it again cannot help
+        self.active.add(here)
+        try:
+            for target in plan.chained:
+                value = self.node(value, at.schema(target), out)
+            value = self.own(value, at, plan, out)
+            for keyword, count in plan.unions:
+                if not self.valid(loc, value):
+                    value = self.union(value, at, keyword, count, out)
+        finally:
+            self.active.discard(here)
         return value
 
     def union(self, value: Any, at: _At, keyword: str, count: int, out: Coercion) -> Any:
         for lossy in (False, True) if at.lossy else (False,):
             chosen: tuple[int, Coercion, Any] | None = None
             for index in range(count):
-                trial = Coercion(value)
                 branch = at.schema(f"{at.loc}/{keyword}/{index}", lossy=lossy)
-                candidate = self.node(value, branch, trial)
                 # The whole node must validate: for oneOf that also means no other branch does.
-                if not self.valid(at.loc, candidate):
+                candidate, trial = self.trial(value, branch, at.loc)
+                if candidate is _NO:
                     continue
                 if chosen is None or len(trial.changes) < len(chosen[1].changes):
                     chosen = (index, trial, candidate)
@@ -299,12 +319,23 @@ class _Walk:
 
     def attempt(self, value: Any, at: _At, out: Coercion) -> Any:
         """Coerce `value` against the node at `at`; keep the changes only if it then fits."""
-        trial = Coercion(value)
-        result = self.node(value, at.schema(at.loc), trial)
-        if not self.valid(at.loc, result):
-            return _NO
-        out.absorb(trial)
+        result, trial = self.trial(value, at.schema(at.loc), at.loc)
+        if result is not _NO:
+            out.absorb(trial)
         return result
+
+    def trial(self, value: Any, at: _At, whole: str) -> tuple[Any, Coercion]:
+        """Coerce `value` as `at` says: the outcome and its changes if it then fits the node
+        at `whole`, else _NO. A failed trial is remembered (see the class)."""
+        trial = Coercion(value)
+        key = (id(value), at.loc, at.lossy)
+        if key in self.failed:
+            return _NO, trial
+        result = self.node(value, at, trial)
+        if not self.valid(whole, result):
+            self.failed[key] = value
+            return _NO, trial
+        return result, trial
 
     # -- the node's own keywords ----------------------------------------------------------
 
@@ -390,7 +421,12 @@ class _Walk:
             for name in plan.required:
                 if name not in result and name in properties:
                     self.fill_missing(result, properties[name], at.child(at.loc, name), out)
-        return result
+        # An object left as it was stays the same object: the walk knows a value it met
+        # before by its identity (see the class).
+        unchanged = len(result) == len(value) and all(
+            result.get(key, _NO) is item for key, item in value.items()
+        )
+        return value if unchanged else result
 
     def rename_keys(
         self, result: dict[str, Any], properties: dict[str, Any], at: _At, out: Coercion
@@ -447,7 +483,7 @@ class _Walk:
             else:
                 break
             result[index] = self.node(item, at.child(child_loc, index), out)
-        return result
+        return value if all(map(operator.is_, result, value)) else result
 
     # -- conversions ----------------------------------------------------------------------
 

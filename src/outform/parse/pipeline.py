@@ -37,7 +37,7 @@ from outform.format import (
 from outform.parse import allowlist, extract, loss, unescape, values
 from outform.parse import decode as decoding
 from outform.parse.coerce import Coercer
-from outform.parse.context import Deadline, Options, Run
+from outform.parse.context import Deadline, Options, Run, too_deep, too_long
 from outform.parse.defaults import Defaults
 from outform.parse.hint import RetryHint, Violation, clip, preview
 from outform.parse.result import FROM_TEXT, Change, ParseResult
@@ -157,6 +157,7 @@ class Pipeline(Generic[T]):
         self._fast_validator = (
             compile_schema(bounded).validator if bounded is not None else self.compiled.validator
         )
+        self._exact_numbers = values.holds_long_integers(self.compiled.root)
         self.adapter: TypeAdapter[Any] | None = (
             adapter_for(output_type) if output_type is not None else None
         )
@@ -223,6 +224,15 @@ class Pipeline(Generic[T]):
     def schema_hash(self) -> str:
         return self.compiled.hash
 
+    def reads_text(self, starts_with_bracket: bool) -> bool:
+        """Whether the reply's own text may be the value (see `_attempts`): when the schema
+        takes a string at the root, and for a scalar root when the reply (less its reasoning)
+        does not start with a bracket. No reading of the reply's JSON can then doom it (what
+        the stream parser needs to know before it stops a stream)."""
+        if self._verbatim or self._text_root == "last":
+            return True
+        return self._text_root == "first" and not starts_with_bracket
+
     # -- entry point -----------------------------------------------------------------------
 
     def run(
@@ -288,12 +298,17 @@ class Pipeline(Generic[T]):
     # -- fast path ------------------------------------------------------------------------
 
     def _fast(self, text: str) -> ParseResult[T] | None:
+        # `max_depth` holds here too: a reply nested deeper takes the slow path, which refuses
+        # it (checked only for a reply long and bracketed enough to nest that deep).
+        max_depth = self.options.max_depth
         if self.adapter is not None:
             # Typed: Pydantic parses and validates in one pass; strict, so that nothing is
             # converted without being recorded (anything else goes the slow way).
             try:
+                if not values.within_depth(text, max_depth):
+                    return None
                 typed = self.adapter.validate_json(text, strict=True)
-            except PydanticValidationError:
+            except (PydanticValidationError, orjson.JSONDecodeError):
                 return None
             return ParseResult(
                 value=typed,
@@ -305,6 +320,10 @@ class Pipeline(Generic[T]):
         try:
             data = orjson.loads(text)
         except orjson.JSONDecodeError:
+            return None
+        if self._exact_numbers and values.may_be_inexact(text):
+            return None  # the slow path reads it exactly
+        if not values.within_depth(text, max_depth, data):
             return None
         complete = self._fast_complete
         if complete is not None and complete.is_valid(data):
@@ -401,7 +420,10 @@ class Pipeline(Generic[T]):
         extraction = self._extract(text, deadline)
         candidates = extraction.candidates
         whole = candidates[0]
-        as_text = extract.Candidate(whole.text, "text", "other", whole.transforms)
+        # The reply's own text, as written (less its reasoning, which is recorded), when it
+        # may be the value itself.
+        reasoning = ("strip_reasoning",) if extraction.reasoning else ()
+        as_text = extract.Candidate(extraction.body, "text", "other", reasoning)
         tiers = range(options.tolerance + 1)
         # A reply that is one (broken) JSON document, and the gathered values of a reply that
         # holds several, are read whole at every tier before any piece of them is tried.
@@ -410,7 +432,7 @@ class Pipeline(Generic[T]):
         order: list[tuple[int, extract.Candidate]] = []
         if self._verbatim and not (self._null_root and whole.text == "null"):
             # A plain string is wanted: the reply as written (minus reasoning) is the value.
-            order.append((-1, extract.Candidate(extraction.body, "text", "other")))
+            order.append((-1, as_text))
         order.append((0, whole))
         if self._text_root == "first" and whole.root == "other":
             # A scalar is wanted: the reply's own words may be it ("**two**"). A reply that
@@ -510,11 +532,7 @@ class Pipeline(Generic[T]):
                 [whole], text, [], scanned.deepest, True, scanned.unmatched
             )
         if extraction.deepest > options.max_depth:
-            raise InputError(
-                f"the reply nests {extraction.deepest} levels deep, over the limit of "
-                f"{options.max_depth}",
-                fix="raise the 'max_depth' option if such nesting is expected",
-            )
+            raise too_deep(options.max_depth, extraction.deepest)
         return extraction
 
     def _decode(
@@ -751,11 +769,7 @@ class Pipeline(Generic[T]):
                 fix="pass the model's reply as str (or UTF-8 bytes)",
             )
         if len(reply) > self.options.max_chars:
-            raise InputError(
-                f"the reply has {len(reply):,} characters, over the limit of "
-                f"{self.options.max_chars:,}",
-                fix="raise the 'max_chars' option if such replies are expected",
-            )
+            raise too_long(len(reply), self.options.max_chars)
         if "\x00" in reply:
             raise InputError(
                 "the reply contains NUL characters (binary data?)",

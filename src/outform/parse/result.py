@@ -21,11 +21,13 @@ class Change:
     `transform`, turning `before` into `after`. Text stages store short previews.
 
     `lost` counts the characters of the reply's content the change discarded (see "Loss" in
-    docs/pipeline.md); a change with `lost > 0` is `lossy`. `expected` and `actual` are JSON
-    types (the ones the schema allows at `path`, the one the reply had there; `absent` for a
-    field left out or dropped), set by the stages that compare with the schema.
-    `branch_index`: the union branch chosen at or above `path` when the change was made
-    under one.
+    docs/pipeline.md); a change with `lost > 0` is `lossy`. `attempt` is the call of a
+    `generate()` whose reply the change was made to (1, then 2 after a re-ask, ...): after a
+    re-ask of some fields, the changes behind the fields kept from an earlier reply stay.
+    `expected` and `actual` are JSON types (the ones the schema allows at `path`, the one the
+    reply had there; `absent` for a field left out or dropped), set by the stages that compare
+    with the schema. `branch_index`: the union branch chosen at or above `path` when the change
+    was made under one.
     """
 
     path: str
@@ -38,6 +40,7 @@ class Change:
     expected: str | None = None
     actual: str | None = None
     branch_index: int | None = None
+    attempt: int = 1
 
     @property
     def lossy(self) -> bool:
@@ -78,6 +81,7 @@ class Change:
             "detail": self.detail,
             "lossy": self.lossy,
             "lost": self.lost,
+            "attempt": self.attempt,
             "expected": self.expected,
             "actual": self.actual,
             "branch_index": self.branch_index,
