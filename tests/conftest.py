@@ -8,4 +8,4 @@ from tests.echo import echo  # noqa: F401
 
 os.environ["OUTFORM_TRACE"] = "off"
 
-pytest_plugins = ["tests.postgres"]  # the PostgreSQL server every PostgreSQL store test uses
+pytest_plugins = ["tests.postgres", "tests.trace.sinks"]  # the PostgreSQL server; `recorded`

@@ -587,6 +587,20 @@ def test_stream_prints_growing_snapshots_then_the_validated_value(
     assert "snapshot(s)" in result.err
 
 
+def test_stream_refuses_a_reply_over_max_chars_at_the_chunk_that_crosses_it(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    """Before, --max-chars was applied by the final parse, after every snapshot was printed."""
+    text = '{"a": "12", "note": "' + "x" * 200 + '"}'
+    args = ("-s", "schema.json", "--stream", "--chunk-size", "8", "--max-chars", "40")
+    result = run(capsys, reply(workdir, text), *args)
+    assert result.code == 4
+    assert "over the limit of 40" in result.err_text
+    assert "max_chars" in result.err_text
+    printed = [line for line in result.out.splitlines() if line.startswith("{")]
+    assert 1 <= len(printed) <= 40 // 8
+
+
 def test_stream_stops_as_soon_as_the_reply_cannot_be_valid(
     capsys: pytest.CaptureFixture[str], workdir: Path
 ) -> None:

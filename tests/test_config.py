@@ -13,7 +13,7 @@ from outform import ConfigError
 from outform.config import find_config, load
 
 # `outform.parse` is the function (it shadows the subpackage), so import from the module.
-from outform.parse import clear_cache
+from outform.parse import Options, clear_cache
 from outform.streaming import StreamParser
 
 
@@ -220,9 +220,11 @@ def test_a_bad_value_names_the_file_the_key_and_the_allowed_values(project: Path
     [
         ("tolerance = 5", "an integer from 0 to 2"),
         ("tolerance = true", "an integer from 0 to 2"),
-        ("max_depth = 0", "an integer from 1 to 10000"),
+        ("max_depth = 0", "an integer from 1 to 250"),
+        ("max_depth = 251", "an integer from 1 to 250"),
+        ("unescape_depth = -1", "an integer ≥ 0"),
         ('lenient = "yes"', "true or false"),
-        ("time_limit = 0", "a number from 0.001 to 3600"),
+        ("time_limit = -1", "a number ≥ 0"),
         ('stages = ["extract", "validate"]', "a list drawn from"),
     ],
 )
@@ -230,6 +232,37 @@ def test_each_key_says_what_it_allows(project: Path, line: str, allowed: str) ->
     error = error_from(write(project / "outform.toml", f"[parse]\n{line}\n"))
     assert error.fix is not None
     assert allowed in error.fix
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("unescape_depth", 50),
+        ("unescape_depth", -1),
+        ("max_depth", 250),
+        ("max_depth", 251),
+        ("max_chars", 0),
+        ("time_limit", 0),
+        ("time_limit", -0.5),
+        ("max_repair_chars", 0),
+    ],
+)
+def test_the_file_and_the_pipeline_take_the_same_values(
+    project: Path, name: str, value: int | float
+) -> None:
+    """One bound per option: a value outform.toml accepts is one `parse()` accepts, and a value
+    one refuses the other refuses, with the same words."""
+    write(project / "outform.toml", f"[parse]\n{name} = {value}\n")
+    try:
+        from_file = outform.config.reload().parse.overrides[name]
+    except ConfigError as error:
+        assert error.fix is not None
+        with pytest.raises(ConfigError) as caught:
+            Options.for_level("minimal", **{name: value})
+        assert error.fix.removeprefix("allowed: ") in caught.value.what
+    else:
+        assert from_file == value
+        assert getattr(Options.for_level("minimal", **{name: value}), name) == value
 
 
 def test_errors_in_pyproject_name_the_full_key(project: Path) -> None:

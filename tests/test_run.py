@@ -133,6 +133,54 @@ def test_an_invalid_reply_is_fixed_by_one_reask_with_the_hint(
     assert set(second["schema"]["properties"]) == {"age"}
 
 
+def changes_of(result: Any) -> list[tuple[str, str, int]]:
+    return [(c.path, c.transform, c.attempt) for c in result.parse.changes]
+
+
+def test_a_field_reask_keeps_the_changes_behind_the_fields_it_keeps(
+    server: FakeServer, transport: Transport
+) -> None:
+    """Every change of every attempt that contributed to the value is in the result, with its
+    attempt: the email coerced in the first reply (kept), the age coerced in the answer."""
+    reply(server, '```json\n{"name": "Ada", "age": -5, "email": 12345}\n```')
+    reply(server, {"age": "36"})
+    result = generate("echo:gpt-5", "Extract", Person, transport=transport)
+    assert result.value == Person(name="Ada", age=36, email="12345")
+    assert [a.fields for a in result.attempts] == [(), ("age",)]
+    assert changes_of(result) == [
+        ("", "strip_fence", 1),
+        ("/email", "number_to_string", 1),
+        ("/age", "string_to_integer", 2),
+    ]
+    assert result.parse is not None and result.parse.data == {
+        "name": "Ada",
+        "age": 36,
+        "email": "12345",
+    }
+
+
+def test_a_failed_field_reask_keeps_the_fields_and_the_changes_for_the_next(
+    server: FakeServer, transport: Transport
+) -> None:
+    reply(server, {"name": "Ada", "age": -5, "email": 12345})
+    reply(server, {"age": "minus five"})
+    reply(server, {"age": 36.0})
+    result = generate("echo:gpt-5", "Extract", Person, transport=transport)
+    assert result.value == Person(name="Ada", age=36, email="12345")
+    assert [a.fields for a in result.attempts] == [(), ("age",), ("age",)]
+    assert [set(r.json["schema"]["properties"]) for r in server.requests[1:]] == [{"age"}] * 2
+    assert changes_of(result) == [("/email", "number_to_string", 1)]
+
+
+def test_a_whole_reask_numbers_the_changes_of_the_reply_it_keeps(
+    server: FakeServer, transport: Transport
+) -> None:
+    reply(server, "no json here")
+    reply(server, '{"name": "Ada", "age": "36", "email": "ada@example.com"}')
+    result = generate("echo:gpt-5", "Extract", Person, transport=transport)
+    assert changes_of(result) == [("/age", "string_to_integer", 2)]
+
+
 def test_the_reask_context_stays_bounded(server: FakeServer, transport: Transport) -> None:
     for _ in range(4):
         reply(server, "no json here")
@@ -350,3 +398,14 @@ def test_free_text_plans_no_constraint() -> None:
 
 def test_deltas_are_plain_data() -> None:
     assert Delta("text", "{").text == "{"
+
+
+def test_a_schema_holding_an_integer_beyond_64_bits_reaches_the_provider(
+    server: FakeServer, transport: Transport
+) -> None:
+    """The request body is written with every digit (orjson alone writes 64 bits at most)."""
+    reply(server, {"n": 1})
+    schema = {"type": "object", "properties": {"n": {"enum": [2**64, 1]}}, "required": ["n"]}
+    result = generate("echo:gpt-5", "Pick", schema, transport=transport)
+    assert result.data == {"n": 1}
+    assert b"18446744073709551616" in server.last.body

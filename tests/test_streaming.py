@@ -23,7 +23,8 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 import outform
-from outform import OutputError
+from outform import InputError, OutputError, streaming
+from outform.parse import context, unescape
 from outform.parse.partial import PartialList, extends, plain
 from outform.streaming import (
     Done,
@@ -39,6 +40,7 @@ from outform.streaming import (
     replay,
     stream_items,
 )
+from tests.parse.test_bounds import Clock
 
 
 def chunks(text: str, size: int = 8) -> Iterator[str]:
@@ -466,6 +468,153 @@ def test_escaped_json_is_left_to_the_pipeline() -> None:
         '{\\"id\\": 1, \\"name\\": \\"pen\\", \\"tags\\": [], \\"price\\": 2, \\"note\\": \\"\\"}'
     )
     assert list(parse_stream(chunks(text), type=Product))[-1].value.name == "pen"
+
+
+@pytest.mark.parametrize(
+    ("text", "schema", "level"),
+    [
+        ('[42, "\\ud800x", "\\udc00x", ', {"type": "string", "format": "date"}, "minimal"),
+        ('```json\n["\\ud800x"]\n```', {"type": "string"}, "off"),
+        ('My answer: ["a", "b"]', {"type": ["string", "number"]}, "minimal"),
+        ("Here: {not json} 42", {"type": "integer"}, "full"),
+        (
+            "{'a': 1} as text",
+            {"anyOf": [{"type": "object", "required": ["b"]}, {"type": "string"}]},
+            "off",
+        ),
+    ],
+)
+def test_a_reply_whose_text_may_be_the_value_is_never_stopped(
+    text: str, schema: dict[str, Any], level: str
+) -> None:
+    """Where the schema takes a string at the root (or a scalar, and the reply does not start
+    with JSON), the pipeline may take the reply's own text as the value: nothing its JSON does
+    can doom it. Found by the fuzzer: such replies were stopped while `parse` accepted them."""
+    expected = outform.parse(text, schema, level=level)
+    for size in (1, 3, 64):
+        last = list(parse_stream(chunks(text, size), schema, level=level))[-1]
+        assert last.final and last.result is not None
+        assert last.result.data == expected.data
+
+
+@pytest.mark.parametrize(
+    ("text", "schema", "level"),
+    [
+        # a fence the parser passes over holds a valid value; the block it follows does not
+        (
+            '~~~text\n{}\n~~~\n{"code": "x = 1"}',
+            {"type": "object", "additionalProperties": {"type": "string", "pattern": "^[a-z]+$"}},
+            "minimal",
+        ),
+        # an object only json-repair reads; the parser follows the object nested in it
+        (
+            '# Result\n{"name": \'3/4\', "more": {"age": "high"}}',
+            {"type": "object", "required": ["name"]},
+            "full",
+        ),
+    ],
+)
+def test_a_value_after_another_region_does_not_decide_the_reply(
+    text: str, schema: dict[str, Any], level: str
+) -> None:
+    """The pipeline tries every region of the reply; the parser follows one. A region before
+    the one it follows (a bracket it passed over) may be the one the pipeline uses, so the
+    followed value's violation no longer stops the stream. Found by the fuzzer."""
+    expected = outform.parse(text, schema, level=level)
+    for size in (1, 7, 64):
+        last = list(parse_stream(chunks(text, size), schema, level=level))[-1]
+        assert last.result is not None and last.result.data == expected.data
+
+
+@pytest.mark.parametrize("text", ["9" * 30, '"a \\"quoted\\" word"', "true", "-0.5"])
+def test_a_scalar_reply_streams_at_level_off(text: str) -> None:
+    """Found by the fuzzer: at level off the parser refused any reply that did not start with
+    a bracket, a JSON scalar included, and stopped the stream."""
+    expected = outform.parse(text, {}, level="off")
+    last = list(parse_stream(chunks(text, 4), {}, level="off"))[-1]
+    assert last.result is not None and last.result.data == expected.data
+
+
+def test_integers_beyond_64_bits_are_read_exactly_while_streaming() -> None:
+    """The checker compared orjson's float reading of 12345678901234567890123 with the enum
+    member and stopped a valid reply."""
+    schema = {"type": "array", "items": {"enum": [12345678901234567890123, "x"]}}
+    text = '[12345678901234567890123, "x"]'
+    snapshots = list(parse_stream(chunks(text, 5), schema))
+    assert snapshots[-1].result is not None
+    assert snapshots[-1].result.data == [12345678901234567890123, "x"]
+    assert 12345678901234567890123 in plain(snapshots[-2].data)
+
+
+def test_a_scalar_root_is_still_stopped_when_the_reply_starts_with_json() -> None:
+    with pytest.raises(StreamAbortedError):
+        list(parse_stream(chunks('{"a": 1, "b": 2, "c": 3}'), {"type": "integer"}))
+
+
+# -- limits, as the reply is fed (loose ends 3 and 4) ------------------------------------------
+
+
+@pytest.mark.parametrize("every", [0, 64])
+def test_max_chars_is_enforced_at_the_chunk_that_crosses_it(every: int) -> None:
+    parser: StreamParser[Any] = StreamParser({"type": "object"}, max_chars=30, every=every)
+    fed = []
+    with pytest.raises(InputError) as caught:
+        for chunk in chunks('{"a": 1, "b": "' + "x" * 100 + '"}', 8):
+            parser.feed(chunk)
+            fed.append(chunk)
+    assert len("".join(fed)) <= 30 < len("".join(fed)) + 8
+    assert "over the limit of 30" in caught.value.what
+    assert caught.value.fix is not None and "max_chars" in caught.value.fix
+
+
+def test_max_depth_is_enforced_as_the_parser_reads() -> None:
+    parser: StreamParser[Any] = StreamParser({}, max_depth=5)
+    parser.feed("[[[")
+    with pytest.raises(InputError) as caught:
+        parser.feed("[[[1")
+    assert "deeper than the limit of 5 levels" in caught.value.what
+    assert caught.value.fix is not None and "max_depth" in caught.value.fix
+    with pytest.raises(InputError):  # the final parse says the same of the whole reply
+        outform.parse("[[[[[[1]]]]]]", {}, max_depth=5)
+
+
+def test_time_limit_counts_the_time_spent_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each chunk's parsing is timed (waiting for the next chunk is not): past the limit, the
+    chunk that crosses it raises, naming the stream."""
+    monkeypatch.setattr(context, "clock", Clock(step=1.0))
+    parser: StreamParser[Any] = StreamParser({"type": "object"}, time_limit=2.5)
+    parser.feed('{"a": ')  # 1 s
+    parser.feed("1, ")  # 2 s
+    with pytest.raises(InputError) as caught:
+        parser.feed('"b": 2}')  # 3 s
+    assert "time limit (2.5 s), in stage 'stream'" in caught.value.what
+
+
+def test_the_checker_gets_the_callers_time_limit() -> None:
+    parser: StreamParser[Any] = StreamParser({"type": "object"}, time_limit=0.25)
+    assert parser.checker is not None and parser.checker.time_limit == 0.25
+
+
+def test_a_syntax_error_the_pipeline_may_unescape_is_judged_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Found by the fuzzer (a stream of 320,000 characters took 3.8 s, twice 176,000 took 1 s):
+    after a syntax error the parser may not stop on, the whole text received was joined again
+    at every chunk to ask the same question."""
+    asked: list[str] = []
+
+    def looks_escaped(text: str) -> bool:
+        asked.append(text)
+        return unescape.looks_escaped(text)
+
+    monkeypatch.setattr(streaming, "looks_escaped", looks_escaped)
+    parser: StreamParser[Any] = StreamParser({"type": "object"})
+    text = '{\\"a\\": \\"' + "x" * 2000 + '\\"}'
+    parser.feed(text[:80])
+    for chunk in chunks(text[80:], 2):
+        parser.feed(chunk)
+    assert len(asked) == 1
+    assert parser.finish().data == {"a": "x" * 2000}
 
 
 def test_abort_off_records_the_violation_and_reads_on() -> None:

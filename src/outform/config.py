@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from outform.errors import ConfigError
+from outform.parse.context import BOUNDS
 from outform.trace.settings import TraceSettings
 
 CONFIG_FILE = "outform.toml"
@@ -134,23 +135,6 @@ _BATCH: dict[str, Check] = {
 }
 
 
-def _label_profiles(value: Any) -> bool:
-    return isinstance(value, dict) and all(
-        _text(name) and isinstance(entry, dict) and _labels(entry) for name, entry in value.items()
-    )
-
-
-def _labels(entry: dict[str, Any]) -> bool:
-    return set(entry) <= {"step", "agent", "tags"} and all(
-        _TAGS.accepts(v) if k == "tags" else _text(v) for k, v in entry.items()
-    )
-
-
-_TAGS = Check(
-    lambda v: isinstance(v, list) and all(_text(item) for item in v),
-    "a list of non-empty strings",
-)
-
 _TRACE: dict[str, Check] = {
     "enabled": _BOOL,
     "store": Check(
@@ -161,14 +145,15 @@ _TRACE: dict[str, Check] = {
     "queue_size": _int(100, 100_000_000),
     "flush_interval": _number(0.01, 60),
     "otel": _BOOL,
-    "step": Check(_text, "a non-empty string"),
-    "agent": Check(_text, "a non-empty string"),
-    "tags": _TAGS,
-    "profiles": Check(
-        _label_profiles,
-        "tables [trace.profiles.NAME] with step, agent (strings) and tags (a list of strings)",
-    ),
 }
+_MOVED = {
+    "trace.step": "the default step label is [defaults] step",
+    "trace.agent": "the default agent label is [defaults] agent ([profiles.NAME] agent per step)",
+    "trace.tags": "the default tags are [defaults] tags ([profiles.NAME] tags per step)",
+    "trace.profiles": "a profile is one table, [profiles.NAME]: its name is the step label, "
+    "and it takes agent and tags",
+}
+"""Keys that moved, and where to (the error names the new place)."""
 
 _UNIT = _number(0, 1)
 _PRECHECK: dict[str, Check] = {
@@ -202,9 +187,16 @@ STEP: dict[str, Check] = {
     "max_unescape_depth": _int(0, 10),
     "anyof_strategy": _choice("first-pass", "best"),
     "retries": _int(0, 10),
+    "step": Check(_text, "a non-empty string"),
+    "agent": Check(_text, "a non-empty string"),
+    "tags": Check(
+        lambda v: isinstance(v, list) and all(_text(item) for item in v),
+        "a list of non-empty strings",
+    ),
 }
 """The keys of `[defaults]` and of each `[profiles.NAME]` (besides the `coercions` and
-`precheck` tables): see docs/profiles.md."""
+`precheck` tables; `step` only in `[defaults]`: a profile's step label is its name): see
+docs/profiles.md."""
 
 _STEP_TABLES = ("coercions", "precheck")
 _SAME_OPTION = {
@@ -220,11 +212,7 @@ SECTIONS: dict[str, dict[str, Check]] = {
         "tolerance": _int(0, 2),
         "lenient": _BOOL,
         "fill_defaults": _BOOL,
-        "unescape_depth": _int(0, 10),
-        "max_chars": _int(1, 2_000_000_000),
-        "max_depth": _int(1, 10_000),
-        "time_limit": _number(0.001, 3600),
-        "max_repair_chars": _int(0, 2_000_000_000),
+        **{name: Check(bound.accepts, bound.allowed) for name, bound in BOUNDS.items()},
         "stages": _subset("extract", "unescape", "decode", "coerce"),
     },
     "gateway": _GATEWAY,
@@ -338,6 +326,13 @@ def load(path: Path, table: str = "") -> Settings:
                         where=str(path),
                         fix=f"write it as [{prefix}profiles.{name}] with its keys below",
                     )
+                if "step" in profile:
+                    raise ConfigError(
+                        f"unknown key 'step' in [{prefix}profiles.{name}]",
+                        where=str(path),
+                        fix=f"a profile's name is its step label ({name!r}): drop the key, "
+                        "or name the profile after the step",
+                    )
                 profiles[name] = _step(profile, f"{prefix}profiles.{name}", path)
             continue
         _checked(values, checks, f"{prefix}{section}", path)
@@ -403,10 +398,11 @@ def _checked(
     for key, value in values.items():
         check = checks.get(key)
         if check is None:
+            moved = _MOVED.get(f"{where.removeprefix('tool.outform.')}.{key}")
             raise ConfigError(
                 f"unknown key {key!r} in [{where}]",
                 where=str(path),
-                fix=f"use one of: {', '.join(sorted([*checks, *tables]))}",
+                fix=moved if moved else f"use one of: {', '.join(sorted([*checks, *tables]))}",
             )
         if not check.accepts(value):
             shown = "(not shown: it may be a secret)" if check.secret else repr(value)

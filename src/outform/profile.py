@@ -3,22 +3,23 @@
 
 A call names its profile (`generate(..., profile="invoice_extract")`, `parse(...,
 profile=...)`, the gateway's `x-outform-profile` header); `[defaults]` applies to every call.
-While a call runs, its profile name is the *active profile* (`active_profile()`), which
-observers read to label the events of that step.
+The profile's name is the `step` label of the call's trace events, and its `agent` and `tags`
+keys label them too (`Step.labels`; the call's own labels win, see `outform.trace.caller`).
+While a call runs, its profile name is the *active profile* (`active_profile()`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from collections.abc import AsyncIterator, Iterator, Mapping
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from outform.config import settings
 from outform.errors import ConfigError
 from outform.parse.allowlist import Allowlist
+from outform.trace.caller import Labels, active_profile
+from outform.trace.caller import profiled as active
 
 T = TypeVar("T")
 
@@ -31,8 +32,12 @@ BUILT_IN: dict[str, Any] = {
     "anyof_strategy": "first-pass",
     "retries": 2,
     "coercions": None,
+    "step": None,
+    "agent": None,
+    "tags": (),
 }
-"""None: the `[parse]` section (or the level's own default) decides."""
+"""None: the `[parse]` section (or the level's own default) decides. `step`, `agent`, `tags`:
+the trace labels (`step` only in `[defaults]`: a profile's step is its name)."""
 
 PRECHECK_BUILT_IN: dict[str, Any] = {
     "enabled": False,
@@ -84,6 +89,13 @@ class Step:
     def retries(self) -> int:
         return 0 if not self.enabled else int(self.values["retries"])
 
+    @functools.cached_property
+    def labels(self) -> Labels:
+        """The trace labels of the step: `step` is the profile's name (or `[defaults]`'s
+        `step`), `agent` the most specific, `tags` those of `[defaults]` and the profile."""
+        step = self.profile if self.profile is not None else self.values["step"]
+        return Labels(step, self.values["agent"], tuple(self.values["tags"]))
+
     @property
     def coercions(self) -> Allowlist | None:
         found: Allowlist | None = self.values["coercions"]
@@ -128,30 +140,16 @@ def step(profile: str | None = None) -> Step:
                 for inner, setting in value.items():
                     precheck[inner] = setting
                     sources[f"precheck.{inner}"] = label
+            elif key == "tags":  # labels add up, as trace labels do everywhere
+                values[key] = tuple(dict.fromkeys((*values[key], *value)))
+                sources[key] = label
             else:
                 values[key] = value
                 sources[key] = label
     return Step(profile, values, precheck, sources)
 
 
-# -- the active profile, for observers ---------------------------------------------------------
-
-_ACTIVE: ContextVar[str | None] = ContextVar("outform_active_profile", default=None)
-
-
-def active_profile() -> str | None:
-    """The profile of the call running now (None outside a call, or a call without one):
-    the `step` label of the events that call emits."""
-    return _ACTIVE.get()
-
-
-@contextlib.contextmanager
-def active(profile: str | None) -> Iterator[None]:
-    token = _ACTIVE.set(profile)
-    try:
-        yield
-    finally:
-        _ACTIVE.reset(token)
+# -- the active profile: `active(profile)` around a call; `active_profile()` inside ---------
 
 
 def labelled(items: Iterator[T], profile: str | None) -> Iterator[T]:

@@ -9,6 +9,7 @@ both behave identically.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -25,6 +26,7 @@ import orjson
 
 from outform.errors import OutformError, OutputError, StreamAbortedError, UsageError
 from outform.format import JsonSchemaFormat, ResponseFormat, TextFormat
+from outform.jsontext import dumps_text
 from outform.parse.hint import RetryHint, clip, preview
 from outform.parse.pipeline import Pipeline, Processor
 from outform.parse.result import Change, ParseResult
@@ -53,11 +55,22 @@ from outform.reask import (
     repaired_after_cut,
     with_instructions,
 )
+from outform.schema import pointer
 from outform.schema.dialects.result import DialectResult
 from outform.schema.ledger import Ledger
 from outform.streaming import Snapshot, StreamParser, typed_builder
-from outform.trace.events import Event, EventName, Observer, dispatch
-from outform.transport import AsyncTransport, Transport
+from outform.trace.caller import Labels
+from outform.trace.events import (
+    Event,
+    FormatChoice,
+    Observer,
+    Reask,
+    RunOutcomeName,
+    StreamAbort,
+    Validation,
+)
+from outform.trace.tracer import RunTrace, elapsed_ms
+from outform.transport import AsyncTransport, CallStats, Transport
 
 T = TypeVar("T")
 
@@ -157,7 +170,8 @@ class _Loop:
     level: str | None
     parse_options: Mapping[str, Any]
     caller_tools: bool
-    observers: tuple[Observer, ...]
+    trace: RunTrace
+    """The run's events (docs/observability.md): what each step below records."""
     text_fallback: bool = True
     """Keep a reply that ignored the format as text, for output types that allow it."""
     profile: str | None = None
@@ -173,6 +187,8 @@ class _Loop:
     ask: FieldAsk | None = None
     ask_pipeline: Pipeline[Any] | None = None
     ask_translation: DialectResult | None = None
+    kept_changes: tuple[Change, ...] = ()
+    """During a field re-ask: the changes of earlier replies behind the fields it keeps."""
 
     def first(self) -> Request:
         return replace(self.template, messages=tuple(self.base))
@@ -202,7 +218,41 @@ class _Loop:
     def abort(self, response: Response, aborted: StreamAbortedError) -> Request | Generation[Any]:
         """A streamed reply stopped early: record it and ask again (or give up)."""
         self.usage = self.usage + response.usage
+        self.trace.emit("stream.abort", data=StreamAbort(aborted.offset, aborted.reason))
         return self._retry(response, aborted.hint, None, aborted_at=aborted.offset)
+
+    def called(
+        self,
+        stats: CallStats,
+        sent: float,
+        response: Response | None = None,
+        *,
+        error: BaseException | None = None,
+        first_text: float | None = None,
+    ) -> None:
+        """Record one exchange with the provider: `sent` when the call began (the transport's
+        `stats` say when its last attempt went out), `first_text` when a stream's first text
+        arrived."""
+        began = stats.sent_at or sent
+        status = stats.status if stats.status is not None else getattr(error, "status", None)
+        self.trace.call(
+            elapsed_ms(began),
+            status=status,
+            retries=stats.retries,
+            ttft_ms=None if first_text is None else elapsed_ms(began, first_text),
+            tokens=response.usage if response is not None else None,
+            finish_reason=response.finish_reason if response is not None else None,
+            error=error,
+        )
+
+    def recording(self) -> contextlib.AbstractContextManager[None]:
+        """Around a driver: an exception that did not end the run ends it as an error."""
+        return self.trace.recording(lambda: self.usage)
+
+    def start(self) -> None:
+        """The run begins: `run.start`, and how the format is enforced."""
+        self.trace.start()
+        _format_event(self.trace, self.plan)
 
     def step(self, response: Response) -> Request | Generation[Any]:
         self.usage = self.usage + response.usage
@@ -212,6 +262,7 @@ class _Loop:
                 Attempt("", response.finish_reason, response.usage, precheck=self._checked())
             )
             refusal = response.refusal or "the provider's content filter blocked the reply"
+            self._end("refused")
             raise RefusalError(refusal, attempts=tuple(self.attempts), usage=self.usage)
         if response.tool_calls and self.caller_tools and not response.text.strip():
             self.attempts.append(
@@ -225,13 +276,45 @@ class _Loop:
         return self._finish(response, result)
 
     def _parse(self, response: Response) -> ParseResult[Any]:
-        text = response.text
-        if self.ask is not None and self.ask_pipeline is not None:
-            answer = self.ask_pipeline.run(text)
-            text = orjson.dumps(self.ask.merge(answer.data)).decode()
-        result = self.pipeline.run(text)
-        if response.finish_reason == "length" and repaired_after_cut(result.changes):
+        """The reply's value, with every change that contributed to it: for a field re-ask,
+        those behind the fields kept from earlier replies, then the answer's, each numbered
+        with its attempt (an OutputError's result carries them too)."""
+        number = len(self.attempts) + 1
+        try:
+            if self.ask is not None and self.ask_pipeline is not None:
+                ask, earlier = self.ask, self.kept_changes
+                try:
+                    answer = self._run(self.ask_pipeline, response.text)
+                except OutputError as error:
+                    if error.result is not None and isinstance(error.result.data, dict):
+                        # The fields kept stay part of the value a next re-ask starts from.
+                        merged = ask.merge(error.result.data)
+                        error.result = replace(error.result, value=merged, _data=merged)
+                    raise
+                earlier += _numbered(answer.changes, number)
+                result = self._run(self.pipeline, dumps_text(ask.merge(answer.data)))
+            else:
+                earlier = ()
+                result = self._run(self.pipeline, response.text)
+        except OutputError as error:
+            if error.result is not None:
+                error.result = _with_earlier(error.result, earlier, number)
+            raise
+        result = _with_earlier(result, earlier, number)
+        own = [c for c in result.changes if c.attempt == number]  # this reply's
+        if response.finish_reason == "length" and repaired_after_cut(own):
             raise OutputError("the reply was cut off", hint=CUT_OFF, result=result)
+        return result
+
+    def _run(self, pipeline: Pipeline[Any], text: str) -> ParseResult[Any]:
+        """Parse with a pipeline of this run; its events go out as this run's."""
+        try:
+            result = pipeline.run(text, record=False)
+        except OutputError as error:
+            if error.result is not None:
+                self.trace.forward(error.result.events)
+            raise
+        self.trace.forward(result.events)
         return result
 
     def _retry(
@@ -253,6 +336,8 @@ class _Loop:
             )
         )
         over_budget = self.token_budget is not None and self.usage.total_tokens >= self.token_budget
+        self.trace.validation_failed(hint.violations)
+        reason = _reason(hint, aborted_at)
         if len(self.attempts) > self.retries or over_budget:
             why = (
                 f"the token budget ({self.token_budget}) is spent"
@@ -262,7 +347,9 @@ class _Loop:
             kept = self._text_fallback(response, hint, aborted_at)
             if kept is not None:
                 return kept
-            self._emit("output.reask.fail", why)
+            asked = self.ask.fields if self.ask else ()
+            self.trace.emit("output.reask.fail", detail=why, data=_reask(reason, asked, hint))
+            self._end("invalid")
             raise GenerationError(
                 f"no valid reply: {why}",
                 hint=hint,
@@ -275,7 +362,12 @@ class _Loop:
         self.ask, self.ask_pipeline, self.ask_translation, request = self._next_request(
             response.text, hint, value
         )
-        self._emit("output.reask.attempt", ", ".join(self.ask.fields) if self.ask else "whole")
+        self.kept_changes = (
+            _kept(result.changes, self.ask) if self.ask is not None and result is not None else ()
+        )
+        fields = self.ask.fields if self.ask else ()
+        self.trace.emit("output.reask.attempt", data=_reask(reason, fields, hint))
+        self.trace.attempt = len(self.attempts) + 1
         return request
 
     def _text_fallback(
@@ -306,7 +398,7 @@ class _Loop:
             level=self.pipeline.options.level,
             _data=data,
         )
-        dispatch(result.events, self.observers)
+        self.trace.forward(result.events)
         return self._finish(response, result, recorded=True)
 
     def _next_request(
@@ -329,7 +421,7 @@ class _Loop:
         )
         messages = reask_messages(self.base, text, hint, ask, sub_plan.instructions)
         request = replace(self.template, messages=tuple(messages), output=sub_plan.output)
-        pipeline = _pipeline(ask.format, sub_plan, self.level, self.parse_options, self.observers)
+        pipeline = _pipeline(ask.format, sub_plan, self.level, self.parse_options)
         return ask, pipeline, sub_plan.translation, request
 
     def _finish(
@@ -351,10 +443,21 @@ class _Loop:
                     precheck=self._checked(),
                 )
             )
+            self.trace.changes(result.changes)
             if len(self.attempts) > 1:
-                self._emit("output.reask.success", f"valid after {len(self.attempts)} attempts")
+                previous = self.attempts[-2]
+                asked = _reask(_reason(previous.hint, previous.aborted_at), fields, None)
+                detail = f"valid after {len(self.attempts)} attempts"
+                self.trace.emit("output.reask.success", detail=detail, data=asked)
+        elif result is not None:  # the text fallback: its attempt is kept as a failed one
+            self.trace.changes(result.changes)
         if self.gate is not None:
             self.gate.merge()
+        self._end(
+            "valid" if result is not None else "tool_calls",
+            changes=len(result.changes) if result is not None else 0,
+            value=result.data if result is not None else None,
+        )
         return Generation(
             value=result.value if result is not None else None,
             data=result.data if result is not None else None,
@@ -375,9 +478,62 @@ class _Loop:
         checked, self.checked = self.checked, None
         return checked
 
-    def _emit(self, name: EventName, detail: str) -> None:
-        event = Event(name, "validate", self.pipeline.schema_hash, detail=detail)
-        dispatch((event,), self.observers)
+    def _end(self, outcome: RunOutcomeName, *, changes: int = 0, value: Any = None) -> None:
+        self.trace.end(outcome, changes=changes, tokens=self.usage, value=value)
+
+
+def _reason(hint: RetryHint | None, aborted_at: int | None) -> str:
+    """Why a reply is asked for again: `stream_aborted`, `cut_off`, `syntax` or `schema`."""
+    if aborted_at is not None:
+        return "stream_aborted"
+    if hint is CUT_OFF:
+        return "cut_off"
+    return "syntax" if hint is not None and hint.is_syntax else "schema"
+
+
+def _reask(reason: str, fields: tuple[str, ...], hint: RetryHint | None) -> Reask:
+    """What was asked again: the fields (top-level names) as JSON pointers."""
+    violations = Validation.of(hint.violations).violations if hint is not None else ()
+    return Reask(reason, tuple(pointer.join("", name) for name in fields), violations)
+
+
+def _format_event(trace: RunTrace, call_plan: Plan) -> None:
+    """`format.native` when the provider is asked to hold the reply to the schema (a native
+    schema mode or a forced tool), else `format.skipped` with the reason; nothing for free
+    text, where there is no format to enforce."""
+    if call_plan.mode == "text":
+        return
+    choice = call_plan.choice
+    if call_plan.mode in ("native_schema", "forced_tool"):
+        data = FormatChoice(
+            call_plan.mode,
+            dialect=choice.dialect if choice is not None else None,
+            enforced=call_plan.enforced,
+        )
+        trace.emit("format.native", data=data)
+        return
+    passed = dict(choice.skipped) if choice is not None else {}
+    reason = passed.get("native_schema") or call_plan.reason
+    trace.emit("format.skipped", data=FormatChoice(call_plan.mode, reason=reason))
+
+
+def _numbered(changes: Iterable[Change], attempt: int) -> tuple[Change, ...]:
+    return tuple(c if c.attempt == attempt else replace(c, attempt=attempt) for c in changes)
+
+
+def _with_earlier(
+    result: ParseResult[Any], earlier: tuple[Change, ...], attempt: int
+) -> ParseResult[Any]:
+    """`result` of attempt `attempt`, its changes after those of earlier replies."""
+    if attempt == 1 and not earlier:
+        return result
+    return replace(result, changes=earlier + _numbered(result.changes, attempt))
+
+
+def _kept(changes: Iterable[Change], ask: FieldAsk) -> tuple[Change, ...]:
+    """The changes behind the fields a field re-ask keeps: those inside a kept field, and
+    those made to the whole reply the kept fields were read from (extraction, repair)."""
+    return tuple(c for c in changes if not c.path or pointer.parts(c.path)[0] in ask.kept)
 
 
 def _pipeline(
@@ -385,13 +541,13 @@ def _pipeline(
     call_plan: Plan,
     level: str | None,
     options: Mapping[str, Any],
-    observers: tuple[Observer, ...],
 ) -> Pipeline[Any]:
+    """A pipeline of one call: its events go out through the run (`_Loop._run`)."""
     processors: list[Processor] = []
     translation = call_plan.translation
     if translation is not None:
         processors.append(Processor("after_decode", translation.reverse, "dialect_reverse"))
-    return Pipeline(fmt, level=level, processors=processors, observers=observers, **options)
+    return Pipeline(fmt, level=level, processors=processors, **options)
 
 
 def _joined(instructions: str | None, context: Mapping[str, Any] | None) -> str | None:
@@ -420,6 +576,7 @@ def _loop(
     extra: Mapping[str, Any] | None,
     observers: Iterable[Observer],
     parse_options: Mapping[str, Any],
+    labels: Labels | Mapping[str, Any] | None,
     text_fallback: bool = True,
     profile: str | None = None,
     context: Mapping[str, Any] | None = None,
@@ -466,15 +623,26 @@ def _loop(
         stream=streaming,
         extra=dict(extra or {}),
     )
-    observer_tuple = tuple(observers)
-    pipeline = _pipeline(fmt, call_plan, level, parse_options, observer_tuple)
+    pipeline = _pipeline(fmt, call_plan, level, parse_options)
+    trace = RunTrace.begin(
+        labels=labels,
+        profile=profile,
+        provider=spec.name,
+        model=resolved.model,
+        mode=call_plan.mode,
+        mode_reason=call_plan.reason,
+        streaming=streaming,
+        schema_hash=pipeline.schema_hash,
+        observers=tuple(observers),
+        start=False,
+    )
     gate = None
     if chosen.enabled and precheck is not False:
         from outform.agent.precheck import Gate, resolve
 
         settings = resolve(precheck, chosen.precheck)
         if settings is not None:
-            gate = Gate(settings, fmt, context, observer_tuple, pipeline.schema_hash)
+            gate = Gate(settings, fmt, context, trace)
     return _Loop(
         fmt=fmt,
         plan=call_plan,
@@ -487,7 +655,7 @@ def _loop(
         level=level,
         parse_options=parse_options,
         caller_tools=bool(tools),
-        observers=observer_tuple,
+        trace=trace,
         text_fallback=text_fallback,
         profile=profile,
         given=given,
@@ -557,6 +725,7 @@ def generate(
     api_key: str | None = None,
     transport: Transport | None = None,
     observers: Iterable[Observer] = (),
+    labels: Labels | Mapping[str, Any] | None = None,
     text_fallback: bool = True,
     profile: str | None = None,
     context: Mapping[str, Any] | None = None,
@@ -565,7 +734,9 @@ def generate(
 ) -> Generation[Any]:
     """Ask `model` ("provider:name") and return a value of `output` (a type, a JSON Schema
     dict or a ResponseFormat; None for free text), re-asking with a precise hint when the
-    reply does not validate. See docs/generate.md."""
+    reply does not validate. `profile`: a `[profiles.NAME]` of outform.toml, whose settings
+    apply and whose name is the run's `step` (docs/profiles.md); `labels`: the call's own
+    `step`, `agent` and `tags` in the trace (docs/observability.md). See docs/generate.md."""
     resolved = resolve(model, base_url=base_url, api_key=api_key)
     loop = _loop(
         resolved,
@@ -584,6 +755,7 @@ def generate(
         extra=extra,
         observers=observers,
         parse_options=parse_options,
+        labels=labels,
         text_fallback=text_fallback,
         profile=profile,
         context=context,
@@ -591,13 +763,22 @@ def generate(
     )
     sender = transport or _shared_transport()
     ask = _asker(model, base_url, api_key, sender)
-    with active(profile):
-        request = loop.first()
+    request = loop.first()
+    loop.start()
+    with active(profile), loop.recording():
         while True:
             if loop.gate is not None:
                 request = loop.gated(loop.gate.before(request, ask))
-            body = sender.send(resolved.endpoint, resolved.adapter.build(request))
-            outcome = loop.step(resolved.adapter.parse(request, body))
+            stats, sent = CallStats(), time.perf_counter()
+            wire = resolved.adapter.build(request)
+            try:
+                body = sender.send(resolved.endpoint, wire, stats=stats)
+                response = resolved.adapter.parse(request, body)
+            except BaseException as error:
+                loop.called(stats, sent, error=error)
+                raise
+            loop.called(stats, sent, response)
+            outcome = loop.step(response)
             if isinstance(outcome, Generation):
                 return outcome
             request = outcome
@@ -623,6 +804,7 @@ async def agenerate(
     api_key: str | None = None,
     transport: AsyncTransport | None = None,
     observers: Iterable[Observer] = (),
+    labels: Labels | Mapping[str, Any] | None = None,
     text_fallback: bool = True,
     profile: str | None = None,
     context: Mapping[str, Any] | None = None,
@@ -648,6 +830,7 @@ async def agenerate(
         extra=extra,
         observers=observers,
         parse_options=parse_options,
+        labels=labels,
         text_fallback=text_fallback,
         profile=profile,
         context=context,
@@ -657,13 +840,22 @@ async def agenerate(
     sender = transport or AsyncTransport()
     try:
         ask = _aasker(model, base_url, api_key, sender)
-        with active(profile):
-            request = loop.first()
+        request = loop.first()
+        loop.start()
+        with active(profile), loop.recording():
             while True:
                 if loop.gate is not None:
                     request = loop.gated(await loop.gate.abefore(request, ask))
-                body = await sender.send(resolved.endpoint, resolved.adapter.build(request))
-                outcome = loop.step(resolved.adapter.parse(request, body))
+                stats, sent = CallStats(), time.perf_counter()
+                wire = resolved.adapter.build(request)
+                try:
+                    body = await sender.send(resolved.endpoint, wire, stats=stats)
+                    response = resolved.adapter.parse(request, body)
+                except BaseException as error:
+                    loop.called(stats, sent, error=error)
+                    raise
+                loop.called(stats, sent, response)
+                outcome = loop.step(response)
                 if isinstance(outcome, Generation):
                     return outcome
                 request = outcome
@@ -734,7 +926,9 @@ class Stream(Generic[T]):
 
 
 def _parser(loop: _Loop, every: int) -> StreamParser[Any]:
-    return StreamParser(pipeline=loop.current_pipeline, wire=loop.current_translation, every=every)
+    return StreamParser(
+        pipeline=loop.current_pipeline, wire=loop.current_translation, every=every, record=False
+    )
 
 
 class _Attempt:
@@ -792,6 +986,44 @@ def _route(
     return snapshots
 
 
+class _Exchange:
+    """One streamed call as the trace sees it: when it was sent, the transport's stats, when
+    the first text arrived."""
+
+    __slots__ = ("first_text", "sent", "stats")
+
+    def __init__(self) -> None:
+        self.stats = CallStats()
+        self.sent = time.perf_counter()
+        self.first_text: float | None = None
+
+    def seen(self, deltas: list[Delta]) -> list[Delta]:
+        if self.first_text is None and any(d.kind == "text" and d.text for d in deltas):
+            self.first_text = time.perf_counter()
+        return deltas
+
+    def record(
+        self, loop: _Loop, response: Response | None = None, error: BaseException | None = None
+    ) -> None:
+        loop.called(self.stats, self.sent, response, error=error, first_text=self.first_text)
+
+    def finished(
+        self, loop: _Loop, parts: Assembler, text: str, model: str
+    ) -> Request | Generation[Any]:
+        """The stream ended: record the call, and take the reply (a result, or a re-ask)."""
+        response = parts.response(text, model=model)
+        self.record(loop, response)
+        return loop.step(response)
+
+    def aborted(
+        self, loop: _Loop, parts: Assembler, aborted: StreamAbortedError
+    ) -> Request | Generation[Any]:
+        """The reply was cut: record the call, and ask again (or give up)."""
+        response = parts.response(aborted.text)
+        self.record(loop, response)
+        return loop.abort(response, aborted)
+
+
 def stream(
     model: str,
     messages: Sequence[Message | Mapping[str, Any]] | str,
@@ -813,6 +1045,7 @@ def stream(
     api_key: str | None = None,
     transport: Transport | None = None,
     observers: Iterable[Observer] = (),
+    labels: Labels | Mapping[str, Any] | None = None,
     text_fallback: bool = True,
     profile: str | None = None,
     context: Mapping[str, Any] | None = None,
@@ -840,6 +1073,7 @@ def stream(
         extra=extra,
         observers=observers,
         parse_options=parse_options,
+        labels=labels,
         text_fallback=text_fallback,
         profile=profile,
         context=context,
@@ -851,26 +1085,35 @@ def stream(
     def drive(owner: Stream[Any]) -> Iterator[Snapshot[Any]]:
         request = loop.first()
         ask = _asker(model, base_url, api_key, sender)
-        while True:
-            if loop.gate is not None:
-                request = loop.gated(loop.gate.before(request, ask))
-            parser, parts, shown = _parser(loop, every), Assembler(), _Attempt(loop)
-            decoder = resolved.adapter.decoder(request)
-            events = sender.stream(resolved.endpoint, resolved.adapter.build(request))
-            try:
-                with contextlib.closing(events):  # leaving early closes the provider's stream
-                    for event in events:
-                        yield from shown(_route(decoder.feed(event), parser, parts))
-                        if parser.stopped:
-                            break
-                yield from shown(parser.flush())
-                outcome = loop.step(parts.response(parser.text, model=resolved.model))
-            except StreamAbortedError as aborted:
-                outcome = loop.abort(parts.response(aborted.text), aborted)
-            if isinstance(outcome, Generation):
-                yield from shown.final(owner, outcome)
-                return
-            request = outcome
+        loop.start()  # when iterated: a stream never read is no run
+        with loop.recording():
+            while True:
+                if loop.gate is not None:
+                    request = loop.gated(loop.gate.before(request, ask))
+                parser, parts, shown = _parser(loop, every), Assembler(), _Attempt(loop)
+                decoder = resolved.adapter.decoder(request)
+                call = _Exchange()
+                wire = resolved.adapter.build(request)
+                events = sender.stream(resolved.endpoint, wire, stats=call.stats)
+                try:
+                    with contextlib.closing(events):  # leaving early closes the provider's stream
+                        for event in events:
+                            deltas = call.seen(decoder.feed(event))
+                            yield from shown(_route(deltas, parser, parts))
+                            if parser.stopped:
+                                break
+                    yield from shown(parser.flush())
+                except StreamAbortedError as aborted:
+                    outcome: Request | Generation[Any] = call.aborted(loop, parts, aborted)
+                except BaseException as error:
+                    call.record(loop, error=error)
+                    raise
+                else:
+                    outcome = call.finished(loop, parts, parser.text, resolved.model)
+                if isinstance(outcome, Generation):
+                    yield from shown.final(owner, outcome)
+                    return
+                request = outcome
 
     return Stream(lambda owner: labelled(drive(owner), profile))
 
@@ -896,6 +1139,7 @@ def astream(
     api_key: str | None = None,
     transport: AsyncTransport | None = None,
     observers: Iterable[Observer] = (),
+    labels: Labels | Mapping[str, Any] | None = None,
     text_fallback: bool = True,
     profile: str | None = None,
     context: Mapping[str, Any] | None = None,
@@ -921,6 +1165,7 @@ def astream(
         extra=extra,
         observers=observers,
         parse_options=parse_options,
+        labels=labels,
         text_fallback=text_fallback,
         profile=profile,
         context=context,
@@ -934,29 +1179,38 @@ def astream(
         try:
             request = loop.first()
             ask = _aasker(model, base_url, api_key, sender)
-            while True:
-                if loop.gate is not None:
-                    request = loop.gated(await loop.gate.abefore(request, ask))
-                parser, parts, shown = _parser(loop, every), Assembler(), _Attempt(loop)
-                decoder = resolved.adapter.decoder(request)
-                events = sender.stream(resolved.endpoint, resolved.adapter.build(request))
-                try:
-                    async with contextlib.aclosing(events):
-                        async for event in events:
-                            for snapshot in shown(_route(decoder.feed(event), parser, parts)):
-                                yield snapshot
-                            if parser.stopped:
-                                break
-                    for snapshot in shown(parser.flush()):
-                        yield snapshot
-                    outcome = loop.step(parts.response(parser.text, model=resolved.model))
-                except StreamAbortedError as aborted:
-                    outcome = loop.abort(parts.response(aborted.text), aborted)
-                if isinstance(outcome, Generation):
-                    for snapshot in shown.final(owner, outcome):
-                        yield snapshot
-                    return
-                request = outcome
+            loop.start()  # when iterated: a stream never read is no run
+            with loop.recording():
+                while True:
+                    if loop.gate is not None:
+                        request = loop.gated(await loop.gate.abefore(request, ask))
+                    parser, parts, shown = _parser(loop, every), Assembler(), _Attempt(loop)
+                    decoder = resolved.adapter.decoder(request)
+                    call = _Exchange()
+                    wire = resolved.adapter.build(request)
+                    events = sender.stream(resolved.endpoint, wire, stats=call.stats)
+                    try:
+                        async with contextlib.aclosing(events):
+                            async for event in events:
+                                deltas = call.seen(decoder.feed(event))
+                                for snapshot in shown(_route(deltas, parser, parts)):
+                                    yield snapshot
+                                if parser.stopped:
+                                    break
+                        for snapshot in shown(parser.flush()):
+                            yield snapshot
+                    except StreamAbortedError as aborted:
+                        outcome: Request | Generation[Any] = call.aborted(loop, parts, aborted)
+                    except BaseException as error:
+                        call.record(loop, error=error)
+                        raise
+                    else:
+                        outcome = call.finished(loop, parts, parser.text, resolved.model)
+                    if isinstance(outcome, Generation):
+                        for snapshot in shown.final(owner, outcome):
+                            yield snapshot
+                        return
+                    request = outcome
         finally:
             if own:
                 await sender.aclose()

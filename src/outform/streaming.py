@@ -51,7 +51,9 @@ from outform.errors import (
     guarded,
 )
 from outform.format import JsonSchemaFormat, ResponseFormat
+from outform.parse import context
 from outform.parse.cache import shared as _pipelines
+from outform.parse.context import too_deep, too_long, too_slow
 from outform.parse.hint import RetryHint, Violation
 from outform.parse.incremental import (
     DEFAULT_DEGENERATION,
@@ -77,6 +79,8 @@ from outform.schema.compiled import compile_schema
 from outform.schema.derive import adapter_for
 from outform.schema.dialects.result import DialectResult
 from outform.schema.types import accepted_types
+from outform.trace import runtime as _trace
+from outform.trace.tracer import record_abort
 
 T = TypeVar("T")
 
@@ -233,7 +237,8 @@ class StreamParser(Generic[T]):
     and delays snapshots and the early stop by that much). `validate`: check the schema while
     streaming. `abort`: raise StreamAbortedError on a violation (otherwise it is only
     recorded in `violation`). `degeneration`: the limits of the degeneration guard, None to
-    disable it.
+    disable it. `record`: record the reply (its end, or its abort) as a streamed run in the
+    trace store; off when the caller records the run itself (stream()).
     """
 
     @guarded("stream")
@@ -248,11 +253,13 @@ class StreamParser(Generic[T]):
         degeneration: Degeneration | None = DEFAULT_DEGENERATION,
         pipeline: Pipeline[T] | None = None,
         wire: DialectResult | None = None,
+        record: bool = True,
         **options: Any,
     ) -> None:
         self.pipeline: Pipeline[T] = pipeline or _pipelines.get(output, level, options)
         self.every = every
         self.abort = abort
+        self.record = record and not self.pipeline.options.shadow
         opts = self.pipeline.options
         # A reply written under a provider's dialect is checked, while it streams, against the
         # schema the provider enforced; the pipeline maps it back and validates the original.
@@ -267,6 +274,7 @@ class StreamParser(Generic[T]):
                 lenient=opts.lenient,
                 tolerance=opts.tolerance,
                 max_depth=opts.max_depth,
+                time_limit=opts.time_limit,
             )
             if validate
             else None
@@ -295,6 +303,12 @@ class StreamParser(Generic[T]):
         self._pending_size = 0
         self._last: Snapshot[T] | None = None
         self._level = opts.level
+        self._decided: bool | None = None
+        self._unescapable = False
+        self._options = opts
+        self._spent = 0.0
+        """Seconds spent parsing so far (waiting for chunks does not count): the stream's share
+        of `time_limit`."""
 
     @property
     def text(self) -> str:
@@ -317,6 +331,9 @@ class StreamParser(Generic[T]):
         try:  # inline, not @guarded: a wrapper call per chunk costs ~5% of a stream
             if not chunk:
                 return []
+            received = self.parser.received + self._pending_size + len(chunk)
+            if received > self._options.max_chars:
+                raise too_long(received, self._options.max_chars, streaming=True)
             chunks = self._chunks
             chunks.append(chunk)
             if not self.every:
@@ -344,7 +361,7 @@ class StreamParser(Generic[T]):
         """The final value, validated through the pipeline: equal to `outform.parse` of the
         whole reply with the same output and options. Raises OutputError like it."""
         self.flush()
-        return self.pipeline.run(self.text)
+        return self.pipeline.run(self.text, record=self.record, streaming=True)
 
     @guarded("stream")
     def final(self) -> Snapshot[T]:
@@ -355,6 +372,16 @@ class StreamParser(Generic[T]):
     # -- internals --------------------------------------------------------------------------
 
     def _parse(self, text: str) -> list[Snapshot[T]]:
+        """Parse newly received text; the limits of the options hold at every chunk:
+        `max_depth` as the parser reads, `time_limit` over the time spent parsing."""
+        started = context.clock()
+        snapshots = self._advance(text)
+        self._spent += context.clock() - started
+        if self._spent > self._options.time_limit:
+            raise too_slow(self._options.time_limit, "stream", self.received)
+        return snapshots
+
+    def _advance(self, text: str) -> list[Snapshot[T]]:
         self._parsed = len(self._chunks)
         parser = self.parser
         if self.guard is not None and self.violation is None:
@@ -365,11 +392,14 @@ class StreamParser(Generic[T]):
                 else:
                     self._stop(degenerate, "degenerate", len(text))
         changed = parser.feed(text)
+        if parser.too_deep:
+            raise too_deep(self._options.max_depth, where=f"character {parser.received}")
         if self.violation is None:
             checker = self.checker
             if checker is not None and checker.violation is not None:
-                self._stop(checker.violation, "schema")
-            elif parser.error is not None and self._syntax_is_final():
+                if self._decides():
+                    self._stop(checker.violation, "schema")
+            elif parser.error is not None and self._decides() and self._syntax_is_final():
                 self._stop(parser.error, "syntax")
         if not changed:
             return []
@@ -382,12 +412,42 @@ class StreamParser(Generic[T]):
         self._last = snapshot
         return [snapshot]
 
+    def _decides(self) -> bool:
+        """Whether the value the parser follows decides the reply, so that its violation may
+        stop the stream: the pipeline may not take the reply's own text as the value (a
+        string root; a scalar root when the reply does not start with a bracket), and no bracket
+        before the value began a region the pipeline would try too (a block only the tolerant
+        decoders read, a fence the parser passed over). Once no, always no; yes is kept once
+        the value's start is certain."""
+        known = self._decided
+        if known is not None:
+            return known
+        parser = self.parser
+        start = parser.start
+        if start is None:
+            decides = not self.pipeline.reads_text(starts_with_bracket=False)
+        else:
+            text = self.text
+            prefix = text[:start]
+            bracket = not prefix.strip() and text[start : start + 1] in ("{", "[")
+            decides = (
+                not self.pipeline.reads_text(bracket) and "{" not in prefix and "[" not in prefix
+            )
+        if not decides or parser.started or parser.broken:
+            self._decided = decides
+        return decides
+
     def _syntax_is_final(self) -> bool:
-        """Whether the pipeline could still read a reply that is not JSON as written."""
-        if self._level == "full":
-            return False  # the tolerant decoders may repair it
+        """Whether the pipeline could still read a reply that is not JSON as written. A no is
+        kept (the error stays, and a stream never stopped is never wrong): asking again after
+        every chunk cost the whole text each time."""
+        if self._level == "full" or self._unescapable:
+            return False  # the tolerant decoders, or unescaping, may read it
         start = self.parser.start
-        return not (start is not None and looks_escaped(self.text[start : start + 64]))
+        if start is not None and looks_escaped(self.text[start : start + 64]):
+            self._unescapable = True
+            return False
+        return True
 
     def _stop(
         self,
@@ -403,10 +463,14 @@ class StreamParser(Generic[T]):
             "syntax": "the reply is not valid JSON",
             "degenerate": "the reply is degenerating into a loop",
         }[reason]
+        offset = self.parser.received + self._pending_size + unread
+        recorder = _trace.active() if self.record else None
+        if recorder is not None:
+            record_abort(recorder, self.pipeline.schema_hash, offset, reason, (violation,))
         raise StreamAbortedError(
             f"stream stopped: {what}",
             hint=RetryHint((violation,)),
-            offset=self.parser.received + self._pending_size + unread,
+            offset=offset,
             text=self.text,
             reason=reason,
         )

@@ -28,6 +28,7 @@ from outform.errors import (
     ServerError,
     StreamInterruptedError,
 )
+from outform.jsontext import dumps
 from outform.providers.base import Auth, StreamFormat, WireRequest
 from outform.providers.credentials import TokenSource
 
@@ -121,6 +122,18 @@ class Upload:
     filename: str = "file"
 
 
+@dataclass
+class CallStats:
+    """What the transport saw of one call, filled in as it goes, for the caller's records
+    (trace events): the HTTP `status` of the last answer (None while none came), the
+    `retries` made before it, and when the last attempt was sent (`time.perf_counter()`), so
+    that latency leaves out the waits between retries. Nothing about the request's body."""
+
+    status: int | None = None
+    retries: int = 0
+    sent_at: float | None = None
+
+
 @dataclass(frozen=True)
 class Reply:
     """A JSON reply with its headers (rate limits, upload URLs, request ids)."""
@@ -153,15 +166,22 @@ class Transport:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def send(self, endpoint: Endpoint, wire: WireRequest) -> Mapping[str, Any]:
-        """POST the request and return the decoded JSON body."""
-        return self.exchange(endpoint, wire).body
+    def send(
+        self, endpoint: Endpoint, wire: WireRequest, *, stats: CallStats | None = None
+    ) -> Mapping[str, Any]:
+        """POST the request and return the decoded JSON body (`stats`: filled in)."""
+        return self.exchange(endpoint, wire, stats=stats).body
 
     def exchange(
-        self, endpoint: Endpoint, wire: WireRequest, upload: Upload | None = None
+        self,
+        endpoint: Endpoint,
+        wire: WireRequest,
+        upload: Upload | None = None,
+        *,
+        stats: CallStats | None = None,
     ) -> Reply:
         """Send the request (or `upload` in place of its body); the JSON body and headers."""
-        response = self._with_retries(endpoint, wire, stream=False, upload=upload)
+        response = self._with_retries(endpoint, wire, stream=False, upload=upload, stats=stats)
         try:
             return Reply(_json_body(endpoint, response.content), dict(response.headers))
         finally:
@@ -189,10 +209,10 @@ class Transport:
             response.close()
 
     def stream(
-        self, endpoint: Endpoint, wire: WireRequest
+        self, endpoint: Endpoint, wire: WireRequest, *, stats: CallStats | None = None
     ) -> Generator[Mapping[str, Any], None, None]:
         """Events of a streamed reply. Retries only before the first event arrives."""
-        response = self._with_retries(endpoint, wire, stream=True)
+        response = self._with_retries(endpoint, wire, stream=True, stats=stats)
         if not _is_stream(wire.stream, response):
             try:
                 head = next(response.iter_bytes(_BODY_EXCERPT + 1), b"")
@@ -211,12 +231,19 @@ class Transport:
             response.close()
 
     def _with_retries(
-        self, endpoint: Endpoint, wire: WireRequest, *, stream: bool, upload: Upload | None = None
+        self,
+        endpoint: Endpoint,
+        wire: WireRequest,
+        *,
+        stream: bool,
+        upload: Upload | None = None,
+        stats: CallStats | None = None,
     ) -> Any:
         attempt = 0
         while True:
             token = endpoint.tokens.headers() if endpoint.tokens is not None else None
             request = _build(self._client, endpoint, wire, token, upload)
+            _sending(stats, attempt)
             try:
                 response = self._client.send(request, stream=stream)
             except httpx.TransportError as exc:
@@ -225,6 +252,8 @@ class Transport:
                 self._sleep(self.retry.wait(attempt, None))
                 attempt += 1
                 continue
+            if stats is not None:
+                stats.status = response.status_code
             if response.status_code < 400:
                 return response
             if response.status_code in _RETRY_STATUS and attempt < self.retry.retries:
@@ -264,17 +293,19 @@ class AsyncTransport:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def send(self, endpoint: Endpoint, wire: WireRequest) -> Mapping[str, Any]:
-        response = await self._with_retries(endpoint, wire, stream=False)
+    async def send(
+        self, endpoint: Endpoint, wire: WireRequest, *, stats: CallStats | None = None
+    ) -> Mapping[str, Any]:
+        response = await self._with_retries(endpoint, wire, stream=False, stats=stats)
         try:
             return _json_body(endpoint, response.content)
         finally:
             await response.aclose()
 
     async def stream(
-        self, endpoint: Endpoint, wire: WireRequest
+        self, endpoint: Endpoint, wire: WireRequest, *, stats: CallStats | None = None
     ) -> AsyncGenerator[Mapping[str, Any], None]:
-        response = await self._with_retries(endpoint, wire, stream=True)
+        response = await self._with_retries(endpoint, wire, stream=True, stats=stats)
         if not _is_stream(wire.stream, response):
             try:
                 head = await anext(aiter(response.aiter_bytes(_BODY_EXCERPT + 1)), b"")
@@ -297,10 +328,18 @@ class AsyncTransport:
         finally:
             await response.aclose()
 
-    async def _with_retries(self, endpoint: Endpoint, wire: WireRequest, *, stream: bool) -> Any:
+    async def _with_retries(
+        self,
+        endpoint: Endpoint,
+        wire: WireRequest,
+        *,
+        stream: bool,
+        stats: CallStats | None = None,
+    ) -> Any:
         attempt = 0
         while True:
             request = _build(self._client, endpoint, wire, await _token_headers(endpoint))
+            _sending(stats, attempt)
             try:
                 response = await self._client.send(request, stream=stream)
             except httpx.TransportError as exc:
@@ -309,6 +348,8 @@ class AsyncTransport:
                 await self._sleep(self.retry.wait(attempt, None))
                 attempt += 1
                 continue
+            if stats is not None:
+                stats.status = response.status_code
             if response.status_code < 400:
                 return response
             if response.status_code in _RETRY_STATUS and attempt < self.retry.retries:
@@ -323,6 +364,11 @@ class AsyncTransport:
 
 
 # -- requests ------------------------------------------------------------------------------
+
+
+def _sending(stats: CallStats | None, attempt: int) -> None:
+    if stats is not None:
+        stats.status, stats.retries, stats.sent_at = None, attempt, time.perf_counter()
 
 
 async def _token_headers(endpoint: Endpoint) -> dict[str, str] | None:
@@ -346,7 +392,7 @@ def _build(
     upload: Upload | None = None,
 ) -> Any:
     headers = {"content-type": "application/json", "accept": _accept(wire.stream)}
-    body = b"" if wire.method in ("GET", "DELETE") else orjson.dumps(wire.body)
+    body = b"" if wire.method in ("GET", "DELETE") else dumps(wire.body)
     files: Any = None
     if upload is not None and upload.field is not None:
         # multipart: httpx writes the boundary; the JSON body's fields become form fields

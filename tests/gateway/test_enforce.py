@@ -193,6 +193,32 @@ def test_a_bad_enforce_header_is_a_400(gw: Harness) -> None:
     assert answer.json()["error"]["param"] == "x-outform-enforce"
 
 
+@pytest.mark.parametrize(
+    ("schema", "said"),
+    [
+        ({"type": 5}, "not a valid JSON Schema"),
+        ({"$ref": "https://example.com/person.json"}, "remote document"),
+        ({"type": "string", "pattern": "("}, "cannot be compiled"),
+    ],
+)
+def test_a_schema_enforcement_cannot_use_is_a_400_before_the_backend_is_called(
+    gw: Harness, schema: dict[str, Any], said: str
+) -> None:
+    """Found by the fuzzer: the schema was first compiled by the check of the backend's reply,
+    in a worker, whose SchemaError became a 500 after a backend call had been paid for."""
+    fmt = {"type": "json_schema", "name": "Bad", "schema": schema}
+    answer = gw.http.post(
+        gw.url + "/v1/responses",
+        json={"model": "m", "input": "x", "text": {"format": fmt}},
+        headers=ON,
+    )
+    assert answer.status_code == 400
+    error = answer.json()["error"]
+    assert error["param"] == "text.format.schema"
+    assert said in error["message"]
+    assert gw.backend.requests == []
+
+
 def _person_format() -> Any:
     return {
         "type": "json_schema",

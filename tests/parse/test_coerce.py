@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import outform
 from outform.parse.coerce import Coercer
+from outform.parse.context import Deadline
 from outform.schema.compiled import compile_schema
 from tests.parse.strategies import json_values
 
@@ -392,3 +393,53 @@ def test_coercion_leaves_the_valid_parts_of_an_invalid_value_alone(
     assert coercion.value["s"] == s
     assert coercion.value["tags"] == tags
     assert all(c.path == "/n" or c.path.startswith("/n/") for c in coercion.changes)
+
+
+# -- work on recursive schemas (found by the fuzzer, tests/fuzz) -----------------------------
+
+
+def visits(value: Any, schema: dict[str, Any], *, lenient: bool) -> int:
+    """How many nodes the coercion walk visits (each visit ticks the deadline once; the limit
+    only turns a regression into a failure rather than a hang)."""
+    deadline = Deadline(60.0)
+    Coercer(compile_schema(schema), lenient=lenient, max_depth=200).coerce(value, deadline)
+    return deadline.ticks
+
+
+LIST_OR_NUMBER = {
+    "$defs": {"n": {"type": ["array", "integer"], "items": {"$ref": "#/$defs/n"}}},
+    "$ref": "#/$defs/n",
+}
+INTEGER_OR_LIST = {"anyOf": [{"type": "integer"}, {"type": "array", "items": {"$ref": "#"}}]}
+
+
+@pytest.mark.parametrize("levels", [4, 8, 16, 32])
+def test_wrapping_a_value_for_a_recursive_schema_does_not_repeat_to_max_depth(
+    levels: int,
+) -> None:
+    """`{"a": [...]}` where `array | integer` of the same schema is wanted, a word at the
+    bottom: unwrapping the key, then wrapping the object in `[...]`, asked the same question of
+    it again, and again, until `max_depth`, at every level (4 levels took longer than 10 s; a
+    fuzzed reply of 311 characters hit the 5 s time limit)."""
+    value: Any = "text"
+    for _ in range(levels):
+        value = {"a": [value]}
+    assert visits(value, LIST_OR_NUMBER, lenient=True) < 5 * levels
+    assert visits(value, LIST_OR_NUMBER, lenient=False) < 5 * levels
+
+
+def test_a_union_over_a_recursive_schema_is_walked_once_per_value() -> None:
+    """`[{}, null, [-0.0]]` against `integer | array of itself`: 15,000 visits before, because
+    each object, copied by the walk, looked new at every level."""
+    assert visits([{}, None, [-0.0]], INTEGER_OR_LIST, lenient=False) < 50
+    hint = refused("[{}, null, [-0.0]]", INTEGER_OR_LIST)
+    assert hint.violations[0].path == ""
+
+
+def test_a_part_the_walk_cannot_fix_stays_the_same_object() -> None:
+    """An invalid object or list the walk changes nothing in is returned as it was, not as a
+    copy: the walk recognises a value it met before by its identity."""
+    value = {"a": {"b": "x"}, "c": [1, "y"]}
+    schema = obj(a=obj(b=INTEGER), c={"type": "array", "items": INTEGER})
+    result = Coercer(compile_schema(schema), lenient=False, max_depth=200).coerce(value)
+    assert result.value is value and not result.changes

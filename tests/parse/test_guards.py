@@ -10,9 +10,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 import outform
 from outform import ConfigError, InputError, OutputError, Processor, SchemaError, UsageError
+from outform.parse import LEVELS
 
 OBJECT = {"type": "object"}
 
@@ -69,13 +71,34 @@ def test_a_broken_reply_nested_over_max_depth_is_refused_with_the_option_to_rais
     assert "max_depth" in caught.value.fix
 
 
-@pytest.mark.parametrize("level", ["minimal", "full"])
-def test_max_depth_guards_the_repair_stages_not_valid_json(level: str) -> None:
-    """A valid reply is bounded by the decoder's own limit (1024 levels); `max_depth` protects
-    the stages that walk a broken reply, which is where deep nesting costs."""
-    assert outform.parse("[" * 50 + "]" * 50, {}, max_depth=10, level=level).ok
-    with pytest.raises(InputError):
-        outform.parse("[" * 50 + "]" * 49, {}, max_depth=10, level=level)
+@pytest.mark.parametrize("level", ["off", "minimal", "full"])
+@pytest.mark.parametrize("schema", [{}, {"type": "array"}])
+def test_max_depth_holds_for_valid_json_too(level: str, schema: dict[str, Any]) -> None:
+    """A limit is a limit on every path: valid JSON (the fast path) nested deeper than
+    `max_depth` is refused like a broken reply."""
+    assert outform.parse("[" * 10 + "]" * 10, schema, max_depth=10, level=level).ok
+    for reply in ("[" * 11 + "]" * 11, "[" * 50 + "]" * 49):
+        with pytest.raises(InputError) as caught:
+            outform.parse(reply, schema, max_depth=10, level=level)
+        assert "over the limit of 10" in caught.value.what
+
+
+def test_max_depth_holds_for_a_typed_reply_valid_as_sent() -> None:
+    class Deep(BaseModel):
+        a: list[Any]
+
+    nested = '{"a": ' + "[" * 30 + "]" * 30 + "}"
+    assert outform.parse(nested, type=Deep, max_depth=40).value.a
+    with pytest.raises(InputError, match="31 levels deep"):
+        outform.parse(nested, type=Deep, max_depth=30)
+
+
+def test_a_deep_reply_valid_as_sent_is_refused_at_the_default_depth() -> None:
+    """Found by the fuzzer: 1,000 nested objects (valid JSON, which orjson reads up to 1,024
+    levels) were returned whole although `max_depth` is 200."""
+    reply = '{"a": ' * 1000 + "1" + "}" * 1000
+    with pytest.raises(InputError, match="1000 levels deep, over the limit of 200"):
+        outform.parse(reply, {"type": "object"})
 
 
 @pytest.mark.parametrize(
@@ -104,9 +127,23 @@ def test_thousands_of_unbalanced_brackets_are_handled(reply: str, level: str) ->
     assert isinstance(result.value, dict)
 
 
-def test_thousands_of_open_brackets_under_a_raised_depth_limit_are_refused() -> None:
-    with pytest.raises(OutputError):
-        outform.parse("{" * 5000, OBJECT, level="full", max_depth=10_000)
+def test_thousands_of_open_brackets_under_the_highest_depth_limit_are_refused() -> None:
+    with pytest.raises(InputError, match="over the limit of 250"):
+        outform.parse("{" * 5000, OBJECT, level="full", max_depth=250)
+
+
+def test_max_depth_stops_where_the_value_libraries_do() -> None:
+    """orjson writes, and jsonschema-rs reports on, values of at most 254 levels: a higher
+    `max_depth` could not be honoured, so it is refused up front."""
+    with pytest.raises(ConfigError, match="an integer from 1 to 250"):
+        outform.parse("{}", OBJECT, max_depth=251)
+    deep = '{"a": ' * 250 + '"x"' + "}" * 250
+    node = {"type": ["object", "integer"], "properties": {"a": {"$ref": "#/$defs/node"}}}
+    schema = {"$defs": {"node": node}, "$ref": "#/$defs/node"}
+    for level in LEVELS:  # a violation 250 levels down is reported
+        with pytest.raises(OutputError) as caught:
+            outform.parse(deep, schema, max_depth=250, level=level)
+        assert caught.value.hint.violations[0].path == "/a" * 250
 
 
 def test_unbalanced_brackets_around_an_object_do_not_hide_it() -> None:

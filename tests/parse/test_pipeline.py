@@ -617,6 +617,28 @@ def test_a_change_serialises_every_field() -> None:
         "detail": "plain",
         "lossy": False,
         "lost": 0,
+        "attempt": 1,
+        "expected": "integer",
+        "actual": "string",
+        "branch_index": None,
+    }
+
+
+def test_a_change_says_the_types_and_the_union_branch_it_was_made_under() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "v": {"anyOf": [{"type": "boolean"}, {"type": "integer"}]},
+            "w": {"type": "integer"},
+        },
+        "additionalProperties": False,
+    }
+    result = outform.parse('{"v": "7", "w": "8", "x": [1]}', schema, level="full")
+    found = {c.path: (c.transform, c.expected, c.actual, c.branch_index) for c in result.changes}
+    assert found == {
+        "/v": ("string_to_integer", "integer", "string", 1),
+        "/w": ("string_to_integer", "integer", "string", None),
+        "/x": ("drop_unexpected_key", "absent", "array", None),
     }
 
 
@@ -691,3 +713,24 @@ def test_every_change_path_is_a_pointer_into_the_returned_data(
             assert tokens[-1] not in parent
         else:
             pointer.lookup(result.data, change.path)  # raises KeyError when absent
+
+
+# -- the reply's own text as the value (found by the fuzzer) ------------------------------
+
+
+def test_reasoning_removed_from_a_string_reply_is_recorded() -> None:
+    """The reply as written is the value of a string schema, less its reasoning block, and
+    the removal is a change: the value differs from the reply."""
+    result = outform.parse('<think>done. {</think>\n["0"]', {"type": "string"})
+    assert result.value == '\n["0"]'
+    assert [(c.stage, c.transform) for c in result.changes] == [("extract", "strip_reasoning")]
+
+
+@pytest.mark.parametrize(
+    "schema", [{"type": ["string", "number"]}, {"anyOf": [{"type": "object"}, {"type": "string"}]}]
+)
+def test_a_reply_read_as_text_is_the_reply_as_written(schema: dict[str, Any]) -> None:
+    """The text is not trimmed: a reply taken as a string is kept as written (as it is for a
+    plain string schema), so that a value without changes is the reply itself."""
+    result = outform.parse("Sure! ", schema)
+    assert (result.value, result.changes) == ("Sure! ", ())

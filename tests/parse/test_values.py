@@ -73,6 +73,21 @@ def test_a_big_integer_matches_an_enum_member_written_as_text() -> None:
     assert outform.parse(f'{{"a": {BIG}}}', field({"enum": [BIG, "0"]})).value == {"a": BIG}
 
 
+def test_a_reply_valid_only_as_orjson_reads_it_is_judged_as_written() -> None:
+    """Found by the fuzzer: both branches of this oneOf take the exact integer, so the reply
+    is not valid; orjson's float matched the first branch only, and the fast path returned it.
+    Under a schema that holds an integer beyond 64 bits, such a reply is read exactly."""
+    schema = {
+        "oneOf": [
+            {"type": "object", "additionalProperties": {"type": "number"}},
+            {"type": "object", "properties": {"a": {"enum": [int(BIG), "x"]}}},
+        ]
+    }
+    with pytest.raises(OutputError):
+        outform.parse(f'{{"a": {BIG}}}', schema)
+    assert outform.parse('{"a": 1.5}', schema).value == {"a": 1.5}
+
+
 @pytest.mark.parametrize("level", ["minimal", "full"])
 def test_an_integer_too_long_for_python_to_write_out_is_kept_as_written_or_refused(
     level: str,

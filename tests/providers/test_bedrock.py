@@ -814,3 +814,10 @@ def test_an_exception_inside_the_stream_is_raised(
     )
     with Transport(sleep=no_sleep) as transport, pytest.raises(error, match="Model stream failed"):
         list(transport.stream(endpoint(server), build(request(stream=True))))
+
+
+def test_a_schema_holding_an_integer_beyond_64_bits_is_written_digit_for_digit() -> None:
+    schema = {"type": "object", "properties": {"n": {"enum": [2**64, 0]}}}
+    wire = build(request(output=NativeSchema("n", schema, strict=True)))
+    written = wire.body["outputConfig"]["textFormat"]["structure"]["jsonSchema"]["schema"]
+    assert '"enum":[18446744073709551616,0]' in written

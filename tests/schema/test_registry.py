@@ -49,13 +49,22 @@ def test_groq_follows_openai_strict_rules() -> None:
     assert groq.schema == translate(SCHEMA, "openai_strict").schema
 
 
-@pytest.mark.parametrize("family", ["mistral", "fireworks", "together", "vllm"])
+@pytest.mark.parametrize("family", ["mistral", "fireworks", "together"])
 def test_compatible_families_send_the_schema_and_claim_only_the_core(family: str) -> None:
     result = translate(SCHEMA, family)
     assert result.dialect == family
     assert result.schema["properties"]["word"] == {"type": "string", "maxLength": 5}
     assert entry(result, "/properties/word", "type").disposition == "enforced"
     assert entry(result, "/properties/word", "maxLength").disposition == "checked_locally"
+
+
+@pytest.mark.parametrize("name", ["vllm", "sglang"])
+def test_vllm_sends_the_schema_and_claims_no_enforcement(name: str) -> None:
+    """Whether a vLLM or SGLang server constrains decoding depends on its version and backend,
+    which the request cannot see: the ledger agrees with the profile and claims nothing."""
+    result = translate(SCHEMA, name)
+    assert result.schema["properties"]["word"] == {"type": "string", "maxLength": 5}
+    assert result.ledger.counts()["enforced"] == 0
 
 
 def test_openai_without_strict_enforces_nothing() -> None:

@@ -44,6 +44,9 @@ class RunSpec:
     agent: str | None = None
     tags: tuple[str, ...] = ()
     streaming: bool = False
+    confidence: float | None = None
+    """What an agent envelope returned said of itself (with `sources`)."""
+    sources: tuple[str, ...] = ()
 
 
 def run_events(spec: RunSpec, start: float, run_id: str | None = None) -> list[Event]:
@@ -114,6 +117,13 @@ def run_events(spec: RunSpec, start: float, run_id: str | None = None) -> list[E
     if attempt > 1:
         name: EventName = "output.reask.success" if spec.outcome == "valid" else "output.reask.fail"
         events.append(Event(name, run=info, attempt=attempt, time=at(), data=Reask("schema")))
-    end = RunEnd(spec.outcome, attempt, len(spec.changes), spec.latency_ms * attempt)  # type: ignore[arg-type]
+    end = RunEnd(
+        spec.outcome,  # type: ignore[arg-type]
+        attempt,
+        len(spec.changes),
+        spec.latency_ms * attempt,
+        confidence=spec.confidence,
+        sources=spec.sources,
+    )
     events.append(Event("run.end", run=info, attempt=attempt, time=at(), data=end))
     return events

@@ -74,6 +74,8 @@ def store(tmp_path: Path) -> Iterator[SqliteTraceStore]:
             skipped="the caller asked for mode json",
             reasked=("/label",),
             changes=(("extract", "strip_fence", ""),),
+            confidence=0.55,
+            sources=("doc-1", "doc-2", "doc-3", "doc-4"),
         )
         events += run_events(spec, now - 2 * 3600 + 60 * n, run_id=f"classify-{n}")
     for n in range(2):
@@ -204,6 +206,10 @@ def test_the_page_shows_the_stored_numbers(
         info = browser.find_element(By.ID, "run-info").text
         assert "the profile's strongest mode" in info  # why this mode
         assert "skipped: the caller asked for mode json" in info
+        # the agent envelope's metadata: confidence in its band, the first three sources
+        confidence = browser.find_element(By.CSS_SELECTOR, "#run-info dd.confidence")
+        assert confidence.text == "0.55" and "low" in confidence.get_attribute("class")
+        assert "doc-1, doc-2, doc-3 and 1 more" in info
         attempts = browser.find_elements(By.CSS_SELECTOR, "#run-attempts .attempt")
         assert len(attempts) == 2
         assert "asked again (schema): /label" in attempts[0].text

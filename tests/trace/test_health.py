@@ -49,7 +49,7 @@ def fill(store: TraceStore) -> None:
     events += run_events(RunSpec(step="old"), NOW - 30 * HOUR)  # outside the window
     store.write(Batch(events, time=NOW))
     bare = Batch(time=NOW - 1 * HOUR)  # five replies parsed on their own, valid as sent
-    bare.tallies[("h", Labels(step="extract"))] = 5
+    bare.tallies[Labels(step="extract")] = 5
     store.write(bare)
 
 

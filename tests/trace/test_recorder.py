@@ -15,34 +15,13 @@ from pathlib import Path
 import orjson
 import pytest
 
-from outform.trace import Batch, Event, Labels, Recorder, RunInfo, labels, register_secret
+from outform.trace import Event, Labels, Recorder, RunInfo, labels, register_secret
 from outform.trace.redact import REDACTED
 from outform.trace.sqlite_store import SqliteTraceStore
 from tests.trace.runs import RunSpec, run_events
+from tests.trace.sinks import ListSink
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-class ListSink:
-    def __init__(self, fail: bool = False) -> None:
-        self.batches: list[Batch] = []
-        self.fail = fail
-        self.opened = self.closed = 0
-
-    def open(self) -> None:
-        self.opened += 1
-
-    def write(self, batch: Batch) -> None:
-        if self.fail:
-            raise RuntimeError("the disk is full")
-        self.batches.append(batch)
-
-    def close(self) -> None:
-        self.closed += 1
-
-    @property
-    def events(self) -> list[Event]:
-        return [e for b in self.batches for e in b.events]
 
 
 def test_flush_delivers_everything_recorded_before_it_in_order() -> None:
@@ -60,16 +39,16 @@ def test_tallies_are_counted_per_resolved_labels() -> None:
     sink = ListSink()
     recorder = Recorder([sink], flush_interval=60)
     with labels(step="outer", tags=["a"]):
-        recorder.tally("h")
+        recorder.tally()
         with labels(agent="bot", tags=["b"]):
-            recorder.tally("h")
-            recorder.tally("h")
+            recorder.tally()
+            recorder.tally()
     recorder.flush()
     recorder.close()
     (batch,) = sink.batches
     assert dict(batch.tallies) == {
-        ("h", Labels(step="outer", tags=("a",))): 1,
-        ("h", Labels(step="outer", agent="bot", tags=("a", "b"))): 2,
+        Labels(step="outer", tags=("a",)): 1,
+        Labels(step="outer", agent="bot", tags=("a", "b")): 2,
     }
 
 

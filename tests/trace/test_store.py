@@ -20,7 +20,7 @@ NOW = time.time()
 def write(store: TraceStore, *events: Event, tallies: int = 0) -> None:
     batch = Batch(list(events), time=NOW)
     if tallies:
-        batch.tallies[("h", labels_of("bare"))] += tallies
+        batch.tallies[labels_of("bare")] += tallies
     store.write(batch)
 
 
@@ -34,7 +34,7 @@ def window(hours: float = 1) -> Filter:
 
 def totals(store: TraceStore, where: Filter | None = None) -> dict[tuple[str, str, str], int]:
     out: dict[tuple[str, str, str], int] = {}
-    for _slot, _step, _model, _mode, kind, stage, key, n in store.counts(where or window(), 3600):
+    for _half, _step, _model, _mode, kind, stage, key, n in store.counts(where or window(), 0):
         out[(kind, stage, key)] = out.get((kind, stage, key), 0) + int(n)
     return out
 
@@ -159,7 +159,7 @@ def test_a_recorder_writes_batches_to_the_store(make_store: StoreFactory) -> Non
         recorder.record_all(run_events(RunSpec(), time.time(), run_id="via-recorder"))
         with labels(step="bare"):
             for _ in range(3):
-                recorder.tally("h")
+                recorder.tally()
         assert recorder.flush()
         assert store.run("via-recorder")[0] is not None
         assert (

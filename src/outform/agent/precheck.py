@@ -32,8 +32,8 @@ from pydantic import BaseModel, Field
 from outform.errors import OutputError, UsageError
 from outform.format import ResponseFormat
 from outform.providers.base import Message, Request, Usage
-from outform.trace.events import Event, Observer, dispatch
 from outform.trace.events import Precheck as PrecheckRecord
+from outform.trace.tracer import RunTrace
 
 Status = Literal["pass", "fail", "skipped"]
 PlanSource = Callable[[Mapping[str, Any]], "str | None"] | Literal["none", "sample"]
@@ -156,14 +156,13 @@ class Gate:
         settings: Precheck,
         fmt: ResponseFormat,
         context: Mapping[str, Any] | None,
-        observers: tuple[Observer, ...],
-        schema_hash: str | None,
+        trace: RunTrace,
     ) -> None:
         self.settings = settings
         self.caller_context = context
         self.context: dict[str, Any] = {}
-        self.observers = observers
-        self.schema_hash = schema_hash
+        self.trace = trace
+        """The call's run: each check is one of its events, on the attempt it precedes."""
         self.outcomes: list[PrecheckOutcome] = []
 
     # -- per attempt -------------------------------------------------------------------------
@@ -322,10 +321,9 @@ class Gate:
 
     def _done(self, request: Request, outcome: PrecheckOutcome) -> Request:
         self.outcomes.append(outcome)
-        event = Event(
+        self.trace.emit(
             f"precheck.{outcome.status}",  # type: ignore[arg-type]
             "precheck",
-            self.schema_hash,
             detail=outcome.reason,
             data=PrecheckRecord(
                 check="precheck",
@@ -334,7 +332,6 @@ class Gate:
                 tokens=outcome.usage.total_tokens,
             ),
         )
-        dispatch((event,), self.observers)
         return request
 
     def _plan_messages(self, request: Request) -> list[Message]:

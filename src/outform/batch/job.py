@@ -146,7 +146,7 @@ def prepare(
         max_tokens=spec.max_tokens,
         extra=dict(spec.extra),
     )
-    pipeline = _pipeline(fmt, call_plan, spec.level, {}, ())
+    pipeline = _pipeline(fmt, call_plan, spec.level, {})
     prompt = Template(spec.prompt) if spec.prompt is not None else None
     return Prepared(spec, resolved, fmt, call_plan, pipeline, template, prompt, api)
 

@@ -36,11 +36,12 @@ from urllib.parse import parse_qsl
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.openapi.utils import get_openapi
+from starlette.applications import Starlette
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from outform import __version__
-from outform.errors import StoreError
+from outform.errors import OutformError, StoreError
 from outform.gateway import chain, schemas
 from outform.gateway.backend import Backend, HttpChatBackend
 from outform.gateway.background import Worker
@@ -51,6 +52,8 @@ from outform.gateway.scrub import Scrubber, check_client_keys, configured_secret
 from outform.gateway.settings import ENFORCE_HEADER, PROFILE_HEADER, GatewaySettings
 from outform.gateway.store import NO_TENANT, ResponseStore
 from outform.gateway.tenancy import Tenancy, open_warning
+from outform.gateway.tracing import labels_of
+from outform.trace.redact import register_secret
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -66,6 +69,7 @@ _PROFILE = PROFILE_HEADER.encode()
 _OPEN_PATHS = frozenset({"/healthz"})
 _TENANT = "outform.tenant"
 STORE_UNAVAILABLE = "The response store is unavailable; try again later."
+DASHBOARD = "/dashboard"
 
 
 def create_app(
@@ -107,13 +111,19 @@ class GatewayApp:
         self._env = env
         self._keys = settings.client_keys(env)
         check_client_keys(self._keys, settings.api_keys)
-        self.scrubber = Scrubber(configured_secrets(settings, env))
+        secrets = configured_secrets(settings, env)
+        self.scrubber = Scrubber(secrets)
+        """The gateway's boundaries: error bodies, streams, stored rows, log records."""
+        for secret in secrets:
+            register_secret(secret)  # and the trace sinks (outform.trace.redact)
         self._tenancy: Tenancy | None = None
         self._given_store = store
         self._given_backend = backend
         self._owned: list[Callable[[], Awaitable[None]]] = []
         self._stop_scrubbing: Callable[[], None] | None = None
         self.gateway: Gateway | None = None
+        self.dashboard: Starlette | None = None
+        """`/dashboard` over the trace store, when `[trace]` has one (behind the same keys)."""
         self.budget = BodyBudget(settings.max_buffered_bytes)
         self.fastapi = _fastapi(self)
         self._fast: dict[tuple[str, str], Handler] = {
@@ -152,6 +162,31 @@ class GatewayApp:
         self._owned.insert(0, worker.stop)  # first: its last writes need the store
         self.gateway = Gateway(self.settings, backend, store, worker, self.scrubber)
         self._owned.append(self.gateway.checker.aclose)
+        self.dashboard = self._dashboard()
+
+    def _dashboard(self) -> Starlette | None:
+        """The dashboard over the store this process records into (`[trace]`,
+        `OUTFORM_TRACE`); None when recording is off, or when the store cannot be opened: the
+        gateway serves on, and says why in its log."""
+        from outform.config import settings
+        from outform.gateway.dashboard import mounted
+        from outform.trace.runtime import open_store as open_trace_store
+
+        configured = settings().trace
+        try:
+            spec = configured.store_spec()
+            store = open_trace_store(spec, base_dir=configured.store_base_dir) if spec else None
+        except OutformError as exc:
+            logger.warning("the dashboard is off: the trace store cannot be opened: %s", exc.what)
+            return None
+        if store is None:
+            return None
+
+        async def close() -> None:
+            store.close()
+
+        self._owned.append(close)
+        return mounted(store, keys=self._keys)
 
     async def shutdown(self) -> None:
         self.gateway = None
@@ -184,6 +219,10 @@ class GatewayApp:
 
         path: str = scope["path"]
         try:
+            if self.dashboard is not None and _under(path, DASHBOARD):
+                # The page asks for the key itself: its data routes check it (the same keys).
+                await self.dashboard(scope, receive, send_logged)
+                return
             if self._keys and path not in _OPEN_PATHS and not self._authorized(scope):
                 await _send_reply(self._scrubbed(_unauthorized(scope)), send_logged)
                 return
@@ -277,7 +316,8 @@ class GatewayApp:
             body,
             _header(scope, _ENFORCE),
             scope.setdefault("outform.log", {}),
-            tenant(scope),
+            labels=labels_of(scope["headers"]),
+            tenant=tenant(scope),
             profile=_header(scope, _PROFILE),
         )
 
@@ -288,6 +328,7 @@ class GatewayApp:
             body,
             _header(scope, _ENFORCE),
             scope.setdefault("outform.log", {}),
+            labels=labels_of(scope["headers"]),
             profile=_header(scope, _PROFILE),
         )
 
@@ -342,6 +383,10 @@ def _unauthorized(scope: Scope) -> Reply:
         else "Incorrect API key provided."
     )
     return GatewayError(401, message, code="invalid_api_key").reply()
+
+
+def _under(path: str, mount: str) -> bool:
+    return path == mount or path.startswith(mount + "/")
 
 
 def _header(scope: Scope, name: bytes) -> bytes | None:

@@ -2,8 +2,10 @@
 
 Enforcement mode runs `check_reply` in a worker process (`gateway.workers`), never on the
 event loop: a hostile reply can make the pipeline slow, and the loop must keep answering
-everyone else. What comes back is a `Verdict` of strings, so nothing but outform's own
-small dataclass is pickled (no exception with a payload, no ParseResult).
+everyone else. What comes back is a `Verdict` of strings and trace records, so nothing but
+outform's own small dataclasses is pickled (no exception with a payload, no ParseResult).
+The worker records nothing itself: the request's run, in the gateway's process, records the
+verdict's changes and violations.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ import orjson
 
 from outform.errors import InputError, OutputError
 from outform.format import ResponseFormat
-from outform.parse import parse
+from outform.parse import pipeline_for
 from outform.reask import CUT_OFF, repaired_after_cut
+from outform.trace.events import Event, Validation
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +34,11 @@ class Verdict:
     """`invalid`: the same violations written for people (the final 422)."""
     what: str = ""
     """`unreadable`: why the reply could not be parsed at all (the time limit included)."""
+    changes: tuple[Event, ...] = ()
+    """`repaired`: the `output.change` event of each change (without their run)."""
+    validation: Validation | None = None
+    """`invalid`: what was wrong, as a trace record."""
+    schema_hash: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,22 +55,30 @@ def check_reply(text: str, fmt: Mapping[str, Any], settings: CheckSettings, cut:
     """Run the pipeline on `text` against the flat format dict `fmt`; `cut`: the backend
     stopped at its token limit, so a repair that closed what was cut off is refused."""
     try:
-        result = parse(
-            text,
+        pipeline = pipeline_for(
             ResponseFormat.from_dict(fmt),
             level=settings.level,
             time_limit=settings.time_limit,
             profile=settings.profile,
         )
+        result = pipeline.run(text, record=False)
         if cut and repaired_after_cut(result.changes):
             raise OutputError("the reply was cut off", hint=CUT_OFF)
     except OutputError as error:
-        return Verdict("invalid", hint=error.hint.message(), explanation=error.hint.explain())
+        hint = error.hint
+        return Verdict(
+            "invalid",
+            hint=hint.message(),
+            explanation=hint.explain(),
+            validation=Validation.of(hint.violations),
+        )
     except InputError as error:
         return Verdict("unreadable", what=error.what)
     if not result.changes:
-        return Verdict("valid")
-    return Verdict("repaired", text=orjson.dumps(result.data).decode())
+        return Verdict("valid", schema_hash=result.schema_hash)
+    changes = tuple(change.event(schema_hash=result.schema_hash) for change in result.changes)
+    text = orjson.dumps(result.data).decode()
+    return Verdict("repaired", text=text, changes=changes, schema_hash=result.schema_hash)
 
 
 __all__ = ["CheckSettings", "Verdict", "check_reply"]

@@ -29,6 +29,7 @@ from typing import Any
 
 from outform.errors import ConfigError, SchemaError
 from outform.format import JsonObjectFormat, JsonSchemaFormat, ResponseFormat
+from outform.gateway import tracing
 from outform.gateway.backend import Backend
 from outform.gateway.checks import CheckSettings, Verdict, check_reply
 from outform.gateway.output import content_text
@@ -36,6 +37,9 @@ from outform.gateway.replies import GatewayError, bad_request
 from outform.gateway.settings import GatewaySettings
 from outform.gateway.translate import flat_format
 from outform.gateway.workers import WorkerPool, WorkerTimeoutError
+from outform.schema.compiled import compile_schema
+from outform.trace.events import Reask, RunInfo, RunOutcomeName, Validation
+from outform.trace.tracer import RunTrace
 
 
 @dataclass(frozen=True)
@@ -66,7 +70,9 @@ def wanted(setting: bool, header: bytes | None) -> bool:
 
 def checkable(fmt: Any, where: str = "text.format") -> dict[str, Any] | None:
     """The flat format dict enforcement can check (`json_schema`, `json_object`, in either
-    shape), else None; a 400 when it is not a valid format."""
+    shape), else None; a 400 when it is not a valid format, its schema included: a schema
+    the pipeline cannot compile is refused before the backend is called, not found out by
+    the check of its reply."""
     fmt = flat_format(fmt, where)
     if not isinstance(fmt, Mapping) or fmt.get("type") not in ("json_schema", "json_object"):
         return None
@@ -74,6 +80,14 @@ def checkable(fmt: Any, where: str = "text.format") -> dict[str, Any] | None:
         parsed = ResponseFormat.from_dict(fmt)
     except SchemaError as exc:
         raise bad_request(exc.what, where) from None
+    if isinstance(parsed, JsonSchemaFormat):
+        try:
+            compile_schema(parsed.schema)
+        except SchemaError as exc:
+            place = f" ({exc.where})" if exc.where else ""
+            raise bad_request(
+                f"Invalid schema in '{where}.schema': {exc.what}{place}.", f"{where}.schema"
+            ) from None
     return dict(fmt) if isinstance(parsed, JsonSchemaFormat | JsonObjectFormat) else None
 
 
@@ -121,31 +135,60 @@ async def enforce(
     *,
     retries: int,
     checker: Checker,
-    profile: bytes | None = None,
+    run: RunTrace | None = None,
+    profile: str | None = None,
 ) -> Enforced:
     """Call the backend until its reply validates against `fmt` (or the retries run out).
-    `profile` (the `x-outform-profile` header) names the parse settings to use; a level it
-    sets explicitly wins over the deployment's."""
-    step_name, level = _profile(profile, checker.level)
+    `run`: the request's run, which records each exchange, each verdict and the outcome as
+    generate() does (docs/observability.md). `profile` (of the `x-outform-profile` header,
+    `profile_named`) names the parse settings to use; a level it sets explicitly wins over the
+    deployment's."""
+    run = run or RunTrace(RunInfo("unrecorded"), observers=None)
+    with run.recording():  # an error that ends the request ends its run
+        return await _enforce(
+            backend, chat, fmt, retries=retries, checker=checker, run=run, profile=profile
+        )
+
+
+async def _enforce(
+    backend: Backend,
+    chat: Mapping[str, Any],
+    fmt: Mapping[str, Any],
+    *,
+    retries: int,
+    checker: Checker,
+    run: RunTrace,
+    profile: str | None,
+) -> Enforced:
+    level = _level(profile, checker.level)
     body = {k: v for k, v in chat.items() if k not in ("stream", "stream_options")}
     messages = list(body.get("messages") or ())
     usage: dict[str, Any] | None = None
     explanation = ""
+    asked: Reask | None = None
     for attempt in range(1, retries + 2):
+        run.attempt = attempt
         body["messages"] = messages
-        completion = (await backend.complete(body)).json()
+        _, completion = await tracing.complete(backend, body, run)
         usage = _add_usage(usage, completion.get("usage"))
         choices = completion.get("choices") or [{}]
         choice = choices[0] if isinstance(choices[0], dict) else {}
         message = choice.get("message") or {}
         if message.get("tool_calls") or message.get("refusal"):
+            outcome: RunOutcomeName = "tool_calls" if message.get("tool_calls") else "refused"
+            run.end(outcome, tokens=tracing.usage_of(usage))
             return Enforced(_with(completion, choice, message, usage), attempt, False)
         text = content_text(message.get("content"))
-        verdict = await checker.check(
-            text, fmt, cut=choice.get("finish_reason") == "length", level=level, profile=step_name
-        )
+        cut = choice.get("finish_reason") == "length"
+        verdict = await checker.check(text, fmt, cut=cut, level=level, profile=profile)
+        run.schema_hash = verdict.schema_hash or run.schema_hash
         if verdict.kind == "invalid":
             explanation = verdict.explanation
+            found = verdict.validation or Validation()
+            run.emit("output.validation.fail", "validate", data=found)
+            asked = Reask(_reason(found, cut), (), found.violations)
+            if attempt <= retries:
+                run.emit("output.reask.attempt", data=asked)
             messages = [
                 *chat.get("messages", ()),
                 {"role": "assistant", "content": text or "(empty reply)"},
@@ -153,13 +196,22 @@ async def enforce(
             ]
             continue
         if verdict.kind == "unreadable":
+            run.emit("output.validation.fail", "validate", detail=verdict.what)
+            run.end("invalid", tokens=tracing.usage_of(usage))
             raise GatewayError(
                 422, f"The backend's reply cannot be parsed: {verdict.what}", code="output_invalid"
             )
+        run.forward(verdict.changes)
+        if asked is not None:
+            run.emit("output.reask.success", data=Reask(asked.reason))
+        run.end("valid", changes=len(verdict.changes), tokens=tracing.usage_of(usage))
         if verdict.kind == "valid":
             return Enforced(_with(completion, choice, message, usage), attempt, False)
         fixed = {**message, "content": verdict.text}
         return Enforced(_with(completion, choice, fixed, usage), attempt, True)
+    if asked is not None:
+        run.emit("output.reask.fail", data=asked)
+    run.end("invalid", tokens=tracing.usage_of(usage))
     raise GatewayError(
         422,
         f"The backend's reply did not match the response format after {retries + 1} "
@@ -169,18 +221,37 @@ async def enforce(
     )
 
 
-def _profile(header: bytes | None, level: str) -> tuple[str | None, str]:
+def _reason(found: Validation, cut: bool) -> str:
+    """Why the reply is asked for again, as generate() names it."""
+    if any(v.kind == "syntax" for v in found.violations):
+        return "cut_off" if cut else "syntax"
+    return "schema"
+
+
+def profile_named(header: bytes | None) -> str | None:
+    """The profile an `x-outform-profile` header names (None: no header); a 400 naming the
+    profiles there are for a name outform.toml does not define."""
     if header is None:
-        return None, level
+        return None
     from outform.profile import step
 
     name = header.decode("latin-1")
     try:
-        chosen = step(name)
+        step(name)
     except ConfigError as error:
         raise bad_request(f"{error.what}. {error.fix}", "x-outform-profile") from None
+    return name
+
+
+def _level(profile: str | None, level: str) -> str:
+    """The parse level of a check: the deployment's, unless the profile sets its own."""
+    if profile is None:
+        return level
+    from outform.profile import step
+
+    chosen = step(profile)
     explicit = chosen.sources["level"].startswith("[profiles.") or not chosen.enabled
-    return name, (chosen.level or level) if explicit else level
+    return (chosen.level or level) if explicit else level
 
 
 def _with(

@@ -13,14 +13,21 @@ acknowledged (`gateway.keeper`); `background: true` runs on the `Worker`
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
 from typing import Any
 
 import orjson
 
-from outform.gateway import background, chain, references, translate
+from outform.gateway import background, chain, references, tracing, translate
 from outform.gateway.backend import Backend, Body, ChatStream
-from outform.gateway.enforce import Checker, Enforced, checkable, enforce, wanted
+from outform.gateway.enforce import (
+    Checker,
+    Enforced,
+    checkable,
+    enforce,
+    profile_named,
+    wanted,
+)
 from outform.gateway.events import DONE, data_frame
 from outform.gateway.keeper import Keeper
 from outform.gateway.output import Shell, response_from_completion
@@ -41,6 +48,9 @@ from outform.gateway.stream import (
     completion_chunks,
     failure_message,
 )
+from outform.gateway.tracing import StreamCall
+from outform.trace.caller import Labels
+from outform.trace.tracer import RunTrace
 
 Log = dict[str, Any]
 
@@ -61,6 +71,8 @@ class Gateway:
         self.scrubber = scrubber or Scrubber()
         self.model_map = dict(settings.model_map)
         self.checker = Checker(settings)
+        self.provider = settings.backend if settings.native else None
+        """The provider runs are recorded under (None for a Chat Completions URL backend)."""
 
     # -- POST /v1/responses ----------------------------------------------------------------------
 
@@ -69,11 +81,16 @@ class Gateway:
         raw: bytes,
         enforce_header: bytes | None,
         log: Log,
+        *,
+        labels: Labels | None = None,
         tenant: str = NO_TENANT,
         profile: bytes | None = None,
     ) -> Reply | StreamReply:
+        """`labels` and `profile`: what the request's `x-outform-*` headers say of it (its
+        run's labels; the profile's parse settings and step)."""
         started = time.perf_counter()
         req = _json_object(raw)
+        named = profile_named(profile)
         in_background = background.requested(req)
         await references.resolve(self.store, req, tenant)
         translate.check_request(req)
@@ -93,11 +110,9 @@ class Gateway:
             )
         except chain.ChainError as exc:
             raise _chain_error(exc) from None
+        target = self.model_map.get(model, model)
         chat = translate.chat_request(
-            req,
-            self.model_map.get(model, model),
-            chain.conversation_for(previous, items),
-            stream=stream and fmt is None,
+            req, target, chain.conversation_for(previous, items), stream=stream and fmt is None
         )
         shell = Shell(req, chain.new_id("resp"), int(time.time()))
         log["response_id"] = shell.id
@@ -111,15 +126,18 @@ class Gateway:
                 items=items,
                 previous=previous,
             )
+        run = self._run(
+            target, stream, fmt, enforce_header, labels=labels, profile=named, now=not in_background
+        )
         if in_background:
             assert keeper is not None  # background.requested() refuses store: false
-            produce = _producer(self, chat, fmt, profile)
+            produce = _producer(self, chat, fmt, named, run)
             return Reply(200, orjson.dumps(await self.worker.submit(keeper, shell, produce)))
         headers: Headers = []
         waited = 0.0
         if fmt is not None:
             called = time.perf_counter()
-            enforced = await self._enforce(chat, fmt, profile)
+            enforced = await self._enforce(chat, fmt, named, run)
             waited = time.perf_counter() - called
             log["enforce"] = enforced.attempts
             completion = enforced.completion
@@ -130,17 +148,20 @@ class Gateway:
                 chunks = _replay(completion_chunks(completion))
                 return StreamReply(200, self._events(shell, chunks, None, keeper), headers=headers)
         elif stream:
-            backend_stream = await self.backend.stream(chat)
+            call = StreamCall(run)
+            backend_stream = await _opened(self.backend.stream(chat), call)
             if keeper is not None:
                 try:  # committed before response.created names the id
                     await keeper.begin(shell.build("in_progress", []))
-                except BaseException:
+                except BaseException as error:
+                    call.end(error)
                     await backend_stream.aclose()
                     raise
-            return StreamReply(200, self._events(shell, None, backend_stream, keeper))
+            events = self._events(shell, None, backend_stream, keeper, call)
+            return StreamReply(200, events)
         else:
             called = time.perf_counter()
-            completion = (await self.backend.complete(chat)).json()
+            completion = await _answered(self.backend, chat, run)
             waited = time.perf_counter() - called
         response = response_from_completion(shell, completion)
         if keeper is not None:
@@ -150,7 +171,7 @@ class Gateway:
         return Reply(200, body, headers=headers)
 
     async def _enforce(
-        self, chat: dict[str, Any], fmt: Any, profile: bytes | None = None
+        self, chat: dict[str, Any], fmt: Any, profile: str | None, run: RunTrace
     ) -> Enforced:
         return await enforce(
             self.backend,
@@ -158,6 +179,7 @@ class Gateway:
             fmt,
             retries=self.settings.enforce_retries,
             checker=self.checker,
+            run=run,
             profile=profile,
         )
 
@@ -167,24 +189,32 @@ class Gateway:
         chunks: AsyncIterator[dict[str, Any]] | None,
         backend_stream: ChatStream | None,
         keeper: Keeper | None,
+        call: StreamCall | None = None,
     ) -> AsyncIterator[bytes]:
         translator = StreamTranslator(shell)
         source = chunks if chunks is not None else backend_stream.chunks()  # type: ignore[union-attr]
+        failure: BaseException | str | None = "the client went away"
         try:
             yield translator.start()
             closing = b""
             try:
                 async for chunk in source:
+                    if call is not None:
+                        call.chunk(chunk)
                     out = translator.feed(chunk)
                     if out:
                         yield out
                 closing = translator.finish()
+                failure = None
             except Exception as exc:  # whatever broke, the stream ends with response.failed
+                failure = exc
                 translator.abort(failure_message(exc))
             if keeper is not None:  # committed before the terminal event, or the stream fails
                 await keeper.end_stream(translator)
             yield closing + translator.terminal()
         finally:
+            if call is not None:
+                call.end(failure)
             if keeper is not None:  # a stream cut short is stored as failed
                 await keeper.abandon(translator)
             if backend_stream is not None:
@@ -239,12 +269,19 @@ class Gateway:
     # -- POST /v1/chat/completions -----------------------------------------------------------------
 
     async def chat_completions(
-        self, raw: bytes, enforce_header: bytes | None, log: Log, profile: bytes | None = None
+        self,
+        raw: bytes,
+        enforce_header: bytes | None,
+        log: Log,
+        *,
+        labels: Labels | None = None,
+        profile: bytes | None = None,
     ) -> Reply | StreamReply:
         """Pass-through: the body goes to the backend as received (its model renamed when the
         model map says so), and the answer comes back as the backend sent it."""
         started = time.perf_counter()
         req = _json_object(raw)
+        named = profile_named(profile)
         model = req.get("model")
         if not isinstance(model, str) or not model:
             raise bad_request("Missing required parameter: 'model'.", "model", "missing_required")
@@ -256,9 +293,10 @@ class Gateway:
         fmt = None
         if wanted(self.settings.enforce, enforce_header):
             fmt = checkable(req.get("response_format"), "response_format")
+        run = self._run(target, stream, fmt, enforce_header, labels=labels, profile=named)
         if fmt is not None:
             called = time.perf_counter()
-            enforced = await self._enforce({**req, "model": target}, fmt, profile)
+            enforced = await self._enforce({**req, "model": target}, fmt, named, run)
             log["enforce"] = enforced.attempts
             if stream:
                 frames = [data_frame(c) for c in completion_chunks(enforced.completion)]
@@ -266,13 +304,42 @@ class Gateway:
             headers = [*enforced.headers(), _overhead(started, time.perf_counter() - called)]
             return Reply(200, orjson.dumps(enforced.completion), headers=headers)
         if stream:
-            backend_stream = await self.backend.stream(body)
-            return StreamReply(200, _relay(backend_stream), backend_stream.content_type)
+            call = StreamCall(run)
+            backend_stream = await _opened(self.backend.stream(body), call)
+            return StreamReply(200, _relay(backend_stream, call), backend_stream.content_type)
         called = time.perf_counter()
-        reply = await self.backend.complete(body)
-        reply.json()  # a 200 that is not a Chat Completions answer is a 502, not a success
+        # a 200 that is not a Chat Completions answer is a 502, not a success
+        with run.recording():
+            reply, completion = await tracing.complete(self.backend, body, run)
+        run.end("valid", tokens=tracing.usage_of(completion.get("usage")))
         headers = [_overhead(started, time.perf_counter() - called)]
         return Reply(reply.status, reply.body, reply.content_type, headers)
+
+    def _run(
+        self,
+        model: str,
+        stream: bool,
+        fmt: Any,
+        enforce_header: bytes | None,
+        *,
+        labels: Labels | None,
+        profile: str | None,
+        now: bool = True,
+    ) -> RunTrace:
+        """The run of one request (docs/observability.md); `now`: it starts at once (a
+        background job's starts when the job does)."""
+        why = None
+        if fmt is not None:
+            why = "x-outform-enforce" if enforce_header is not None else "[gateway] enforce"
+        return tracing.begin(
+            labels,
+            model,
+            profile=profile,
+            provider=self.provider,
+            streaming=stream,
+            enforced=why,
+            start=now,
+        )
 
     # -- GET /v1/models ----------------------------------------------------------------------------
 
@@ -315,14 +382,16 @@ def _chain_error(exc: chain.ChainError) -> GatewayError:
 
 
 def _producer(
-    gateway: Gateway, chat: dict[str, Any], fmt: Any, profile: bytes | None
+    gateway: Gateway, chat: dict[str, Any], fmt: Any, profile: str | None, run: RunTrace
 ) -> background.Produce:
-    """What a background job runs: the backend call (enforced when asked), whole."""
+    """What a background job runs: the backend call (enforced when asked), whole; the
+    request's run starts and ends with it (a job cancelled while it waited is no run)."""
 
     async def produce() -> dict[str, Any]:
+        run.start()
         if fmt is not None:
-            return (await gateway._enforce(chat, fmt, profile)).completion
-        return (await gateway.backend.complete(chat)).json()
+            return (await gateway._enforce(chat, fmt, profile, run)).completion
+        return await _answered(gateway.backend, chat, run)
 
     return produce
 
@@ -332,16 +401,39 @@ async def _replay(items: Iterable[Any]) -> AsyncIterator[Any]:
         yield item
 
 
-async def _relay(backend_stream: ChatStream) -> AsyncIterator[bytes]:
+async def _relay(backend_stream: ChatStream, call: StreamCall) -> AsyncIterator[bytes]:
     """The backend's SSE bytes as they come; a break becomes an `error` event, which the
     OpenAI SDK raises as an APIError (the status line was sent long ago)."""
+    failure: BaseException | str | None = "the client went away"
     try:
         async for chunk in backend_stream.raw():
+            call.data()
             yield chunk
+        failure = None
     except Exception as exc:
+        failure = exc
         yield data_frame(chat_error(exc))
     finally:
+        call.end(failure)
         await backend_stream.aclose()
+
+
+async def _answered(backend: Backend, chat: Mapping[str, Any], run: RunTrace) -> dict[str, Any]:
+    """A whole answer for the run, which ends with it."""
+    with run.recording():
+        _, completion = await tracing.complete(backend, chat, run)
+    run.end("valid", tokens=tracing.usage_of(completion.get("usage")))
+    result: dict[str, Any] = completion
+    return result
+
+
+async def _opened(opening: Awaitable[ChatStream], call: StreamCall) -> ChatStream:
+    """The backend's stream, or its refusal recorded as the call's (and the run's) end."""
+    try:
+        return await opening
+    except BaseException as error:
+        call.end(error)
+        raise
 
 
 __all__ = ["Gateway"]

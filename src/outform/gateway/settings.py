@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from outform.errors import ConfigError
+from outform.storespec import expand
 
 DEFAULT_BACKEND = "http://127.0.0.1:8000/v1"
 ENFORCE_HEADER = "x-outform-enforce"
@@ -174,18 +175,7 @@ class GatewaySettings:
 
     def store_spec(self, env: Mapping[str, str] = os.environ) -> str:
         """`store` with a `$VAR` target read from the environment (a DSN with a password)."""
-        kind, sep, target = self.store.partition(":")
-        if sep and target.startswith("$"):
-            name = target[1:]
-            value = env.get(name, "")
-            if not value:
-                raise ConfigError(
-                    f"the store variable {name} is not set",
-                    where="[gateway] store",
-                    fix=f"export {name}=..., or write the store without $",
-                )
-            return f"{kind}:{value}"
-        return self.store
+        return expand(self.store, env, what="store", where="[gateway] store")
 
 
 def parse_model_map(pairs: list[str]) -> dict[str, str]:

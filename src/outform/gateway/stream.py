@@ -70,7 +70,8 @@ def chat_error(exc: Exception) -> dict[str, Any]:
 
 
 def failure_message(exc: Exception) -> str:
-    """What a `response.failed` says about the exception that ended its stream."""
+    """What a `response.failed` says about the exception that ended its stream (the stream
+    and the stored row pass the gateway's scrubber: `gateway.scrub`)."""
     if isinstance(exc, StreamFailure):
         return str(exc)
     message = getattr(exc, "message", None)  # a GatewayError raised while streaming

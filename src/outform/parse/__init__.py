@@ -62,20 +62,11 @@ def parse(
             fix="type= derives the schema from the type; drop schema=",
         )
     output = type if type is not None else schema
-    if profile is not None or settings().defaults:
-        chosen = step(profile)
-        level = level or chosen.level
-        options = {**chosen.parse_options(), **options}
     try:
-        if processors or observers:  # the defaults, () and (), are the common case
-            processors = tuple(processors)
-            observers = tuple(observers)
-        if processors or observers:
-            pipeline: Pipeline[Any] = Pipeline(
-                output, level=level, processors=processors, observers=observers, **options
-            )
-        else:
-            pipeline = _cache.get(output, level, options)
+        pipeline = pipeline_for(
+            output, level=level, processors=processors, observers=observers, profile=profile,
+            **options,
+        )  # fmt: skip
         if profile is None:
             return pipeline.run(text)
         with active(profile):
@@ -84,6 +75,29 @@ def parse(
         raise
     except Exception as exc:  # only outform's errors leave (see errors.InternalError)
         raise InternalError.wrap(exc, "parse") from exc
+
+
+def pipeline_for(
+    output: Any,
+    *,
+    level: str | None = None,
+    processors: Iterable[Processor] = (),
+    observers: Iterable[Observer] = (),
+    profile: str | None = None,
+    **options: Any,
+) -> Pipeline[Any]:
+    """The pipeline `parse()` runs: the profile's settings (over `[defaults]`) where the call
+    sets none, compiled once per schema and settings unless it has processors or observers."""
+    if profile is not None or settings().defaults:
+        chosen = step(profile)
+        level = level or chosen.level
+        options = {**chosen.parse_options(), **options}
+    if processors or observers:  # the defaults, () and (), are the common case
+        processors = tuple(processors)
+        observers = tuple(observers)
+    if processors or observers:
+        return Pipeline(output, level=level, processors=processors, observers=observers, **options)
+    return _cache.get(output, level, options)
 
 
 def clear_cache() -> None:
@@ -105,4 +119,5 @@ __all__ = [
     "Violation",
     "clear_cache",
     "parse",
+    "pipeline_for",
 ]

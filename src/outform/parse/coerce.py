@@ -13,7 +13,8 @@ index is recorded.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import operator
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from outform.parse.allowlist import Allowlist, conversion, permits
@@ -37,6 +38,7 @@ from outform.schema.types import choices as enum_choices
 from outform.schema.types import json_type, own_types
 
 _NO: Final = object()
+_BEFORE: Final[Any] = "(the type of before)"
 _SEARCH_LIMIT = 10_000
 """Longest string searched for an enum member mentioned in a sentence (a longer text is no
 sentence naming one choice)."""
@@ -52,8 +54,16 @@ class Coercion:
     blocked: list[tuple[str, str]] = field(default_factory=list)
     """(path, conversion) the allowlist refused."""
 
-    def absorb(self, other: Coercion) -> None:
-        self.changes.extend(other.changes)
+    def absorb(self, other: Coercion, branch: int | None = None) -> None:
+        """Take `other`'s changes; `branch`: the union branch they were made under (a change
+        already made under an inner union keeps that one)."""
+        if branch is None:
+            self.changes.extend(other.changes)
+        else:
+            self.changes += [
+                c if c.branch_index is not None else replace(c, branch_index=branch)
+                for c in other.changes
+            ]
         self.branches.extend(other.branches)
         self.blocked.extend(other.blocked)
 
@@ -207,11 +217,19 @@ class _Node:
 
 
 class _Walk:
+    """One coercion walk. Two rules keep it polynomial on recursive schemas: a value is never
+    coerced against a schema location it is already being coerced against further up (wrapping
+    `x` in `[x]` for items of the same schema would otherwise repeat to `max_depth`), and a
+    trial that failed (an `attempt`, a union branch) is not tried again for the same value,
+    location and lossiness (otherwise each nested level doubles the work)."""
+
     __slots__ = (
+        "active",
         "allowlist",
         "best",
         "compiled",
         "deadline",
+        "failed",
         "lenient",
         "max_depth",
         "max_repair_chars",
@@ -227,6 +245,11 @@ class _Walk:
         self.max_repair_chars = coercer.max_repair_chars
         self.plans = coercer.plans
         self.deadline = deadline
+        self.active: set[tuple[int, str]] = set()
+        """(value, location) pairs being coerced on the current path."""
+        self.failed: dict[tuple[int, str, bool], Any] = {}
+        """Trials that did not validate, keyed by the value's id (the value is kept, so that
+        the id stays its own)."""
         self.best = coercer.best
         self.allowlist = coercer.allowlist
 
@@ -259,23 +282,29 @@ class _Walk:
             at = at.moved(loc)
         if not plan.usable or self.valid(loc, value):
             return value
-        for target in plan.chained:
-            value = self.node(value, at.schema(target), out)
-        value = self.own(value, at, plan, out)
-        for keyword, count in plan.unions:
-            if not self.valid(loc, value):
-                value = self.union(value, at, keyword, count, out)
+        here = (id(value), loc)
+        if here in self.active:
+            return value  # the same question further up: asking it again cannot help
+        self.active.add(here)
+        try:
+            for target in plan.chained:
+                value = self.node(value, at.schema(target), out)
+            value = self.own(value, at, plan, out)
+            for keyword, count in plan.unions:
+                if not self.valid(loc, value):
+                    value = self.union(value, at, keyword, count, out)
+        finally:
+            self.active.discard(here)
         return value
 
     def union(self, value: Any, at: _At, keyword: str, count: int, out: Coercion) -> Any:
         for lossy in (False, True) if at.lossy else (False,):
             chosen: tuple[int, Coercion, Any] | None = None
             for index in range(count):
-                trial = Coercion(value)
                 branch = at.schema(f"{at.loc}/{keyword}/{index}", lossy=lossy)
-                candidate = self.node(value, branch, trial)
                 # The whole node must validate: for oneOf that also means no other branch does.
-                if not self.valid(at.loc, candidate):
+                candidate, trial = self.trial(value, branch, at.loc)
+                if candidate is _NO:
                     continue
                 if chosen is None or len(trial.changes) < len(chosen[1].changes):
                     chosen = (index, trial, candidate)
@@ -283,19 +312,30 @@ class _Walk:
                     break
             if chosen is not None:
                 index, trial, candidate = chosen
-                out.absorb(trial)
+                out.absorb(trial, index)
                 out.branches.append((at.path, index))
                 return candidate
         return value
 
     def attempt(self, value: Any, at: _At, out: Coercion) -> Any:
         """Coerce `value` against the node at `at`; keep the changes only if it then fits."""
-        trial = Coercion(value)
-        result = self.node(value, at.schema(at.loc), trial)
-        if not self.valid(at.loc, result):
-            return _NO
-        out.absorb(trial)
+        result, trial = self.trial(value, at.schema(at.loc), at.loc)
+        if result is not _NO:
+            out.absorb(trial)
         return result
+
+    def trial(self, value: Any, at: _At, whole: str) -> tuple[Any, Coercion]:
+        """Coerce `value` as `at` says: the outcome and its changes if it then fits the node
+        at `whole`, else _NO. A failed trial is remembered (see the class)."""
+        trial = Coercion(value)
+        key = (id(value), at.loc, at.lossy)
+        if key in self.failed:
+            return _NO, trial
+        result = self.node(value, at, trial)
+        if not self.valid(whole, result):
+            self.failed[key] = value
+            return _NO, trial
+        return result, trial
 
     # -- the node's own keywords ----------------------------------------------------------
 
@@ -304,7 +344,9 @@ class _Walk:
         if choices is not None:
             matched = self.match_choice(value, choices, at.lossy)
             if matched is not _NO:
-                _record(out, at.path, "match_enum", value, matched)
+                _record(
+                    out, at.path, "match_enum", value, matched, expected=_types(allowed, matched)
+                )
                 return matched
         kind = json_type(value)
         if allowed is not None and not _fits(kind, allowed):
@@ -317,7 +359,7 @@ class _Walk:
                 out.blocked.append((at.path, name))
                 return value
             out.absorb(inner)
-            _record(out, at.path, transform, value, converted, lost=lost)
+            _record(out, at.path, transform, value, converted, expected=_types(allowed), lost=lost)
             value = converted
             kind = json_type(value)
             if choices is not None and value not in choices:
@@ -326,13 +368,20 @@ class _Walk:
                 search = at.lossy and transform != "json_to_string"
                 matched = self.match_choice(value, choices, search)
                 if matched is not _NO:
-                    _record(out, at.path, "match_enum", value, matched)
+                    _record(
+                        out,
+                        at.path,
+                        "match_enum",
+                        value,
+                        matched,
+                        expected=_types(allowed, matched),
+                    )
                     return matched
         if kind == "object":
             if plan.one_field is not None and _names_no_field(value, plan.one_field):
                 wrapped = self.wrap_in_object(value, at, out)
                 if wrapped is not _NO:
-                    _record(out, at.path, "wrap_in_object", value, wrapped)
+                    _record(out, at.path, "wrap_in_object", value, wrapped, expected="object")
                     return wrapped
             return self.object(value, at, plan, out)
         if kind == "array":
@@ -357,14 +406,27 @@ class _Walk:
                     dropped = result.pop(key)
                     lost = nonblank(f'"{key}":') + nonblank(encode(dropped))
                     path = pointer.join(at.path, key)
-                    _record(out, path, "drop_unexpected_key", dropped, None, lost=lost)
+                    _record(
+                        out,
+                        path,
+                        "drop_unexpected_key",
+                        dropped,
+                        None,
+                        expected="absent",
+                        lost=lost,
+                    )
                 continue
             result[key] = self.node(result[key], at.child(child_loc, key), out)
         if at.lossy:
             for name in plan.required:
                 if name not in result and name in properties:
                     self.fill_missing(result, properties[name], at.child(at.loc, name), out)
-        return result
+        # An object left as it was stays the same object: the walk knows a value it met
+        # before by its identity (see the class).
+        unchanged = len(result) == len(value) and all(
+            result.get(key, _NO) is item for key, item in value.items()
+        )
+        return value if unchanged else result
 
     def rename_keys(
         self, result: dict[str, Any], properties: dict[str, Any], at: _At, out: Coercion
@@ -383,7 +445,8 @@ class _Walk:
             names = wanted.get(normalize_key(key))
             if names and len(names) == 1 and names[0] not in result:
                 result[names[0]] = result.pop(key)
-                _record(out, pointer.join(at.path, names[0]), "rename_key", key, names[0])
+                where = pointer.join(at.path, names[0])
+                _record(out, where, "rename_key", key, names[0], expected=None, actual=None)
 
     def fill_missing(self, result: dict[str, Any], loc: str, at: _At, out: Coercion) -> None:
         """A required field the reply left out (its location `loc`), when the schema implies
@@ -407,7 +470,7 @@ class _Walk:
         else:
             return
         result[name] = fill
-        _record(out, at.path, transform, None, fill)
+        _record(out, at.path, transform, None, fill, expected=json_type(fill), actual="absent")
 
     def array(self, value: list[Any], at: _At, plan: _Node, out: Coercion) -> list[Any]:
         prefix, rest = plan.prefix, plan.rest
@@ -420,7 +483,7 @@ class _Walk:
             else:
                 break
             result[index] = self.node(item, at.child(child_loc, index), out)
-        return result
+        return value if all(map(operator.is_, result, value)) else result
 
     # -- conversions ----------------------------------------------------------------------
 
@@ -532,15 +595,41 @@ class _Walk:
 
 
 def _record(
-    out: Coercion, path: str, transform: str, before: Any, after: Any, *, lost: int = 0
+    out: Coercion,
+    path: str,
+    transform: str,
+    before: Any,
+    after: Any,
+    *,
+    expected: str | None,
+    actual: str | None = _BEFORE,
+    lost: int = 0,
 ) -> None:
-    """Record a change; a transform written `name(detail)` is split into the two fields."""
+    """Record a change; a transform written `name(detail)` is split into the two fields.
+    `expected`: the types the schema allows there; `actual`: the type the reply had (by
+    default, the type of `before`)."""
     name, _, detail = transform.partition("(")
+    had = json_type(before) if actual is _BEFORE else actual
     out.changes.append(
         Change(
-            path, "semantic", name, _snapshot(before), _snapshot(after), detail.rstrip(")"), lost
+            path,
+            "semantic",
+            name,
+            _snapshot(before),
+            _snapshot(after),
+            detail.rstrip(")"),
+            lost,
+            expected,
+            had,
         )
     )
+
+
+def _types(allowed: frozenset[str] | None, value: Any = _NO) -> str | None:
+    """The allowed types as one word (`integer|null`); without them, the type of `value`."""
+    if allowed:
+        return "|".join(sorted(allowed))
+    return None if value is _NO else json_type(value)
 
 
 def _own(schema: dict[str, Any]) -> tuple[frozenset[str] | None, Choices | None]:

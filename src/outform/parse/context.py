@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -23,6 +24,43 @@ _LEVEL_STAGES: dict[str, frozenset[str]] = {
     "full": frozenset(STAGES),
 }
 _LEVEL_TOLERANCE = {"off": 0, "minimal": 0, "full": 2}
+
+MAX_DEPTH = 250
+"""The largest `max_depth`: orjson writes, and jsonschema-rs reports the violations of, values
+of at most 254 levels, and coercion may add a level or two (a value wrapped in a list)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Bound:
+    """The values a numeric option takes: from `low` to `high` (None: no upper bound; the
+    work is bounded by `time_limit`), a whole number unless `whole` is false."""
+
+    low: float
+    high: float | None = None
+    whole: bool = True
+
+    def accepts(self, value: Any) -> bool:
+        kind = int if self.whole else int | float
+        if isinstance(value, bool) or not isinstance(value, kind):
+            return False
+        return bool(value >= self.low) and (self.high is None or value <= self.high)
+
+    @property
+    def allowed(self) -> str:
+        kind = "an integer" if self.whole else "a number"
+        if self.high is None:
+            return f"{kind} ≥ {self.low:g}"
+        return f"{kind} from {self.low:g} to {self.high:g}"
+
+
+BOUNDS: dict[str, Bound] = {
+    "unescape_depth": Bound(0),
+    "max_repair_chars": Bound(0),
+    "max_chars": Bound(1),
+    "max_depth": Bound(1, MAX_DEPTH),
+    "time_limit": Bound(0, whole=False),
+}
+"""The numeric options, in one place for `Options` and for outform.toml's [parse]."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,14 +127,10 @@ class Options:
                     fix=f"use a subset of: {', '.join(STAGES)}",
                 )
             changes["stages"] = stages
-        for name in ("unescape_depth", "max_repair_chars"):
-            if name in changes and (
-                not isinstance(changes[name], int)
-                or isinstance(changes[name], bool)
-                or changes[name] < 0
-            ):
+        for name, bound in BOUNDS.items():
+            if name in changes and not bound.accepts(changes[name]):
                 raise ConfigError(
-                    f"{name} must be a whole number ≥ 0, got {changes[name]!r}",
+                    f"{name} must be {bound.allowed}, got {changes[name]!r}",
                     where=name,
                 )
         if "anyof_strategy" in changes and changes["anyof_strategy"] not in ANYOF_STRATEGIES:
@@ -114,6 +148,59 @@ class Options:
                 fix="0 = strict JSON, 1 = also JSON5, 2 = also json-repair",
             )
         return replace(self, **changes)
+
+
+_FRAMES_PER_LEVEL = 8
+"""Python frames the recursive stages (coercion, defaults) use per level of `max_depth`, at
+most: the coercion walk's longest chain between two levels is six calls."""
+_BASE_FRAMES = 1000
+"""Python's default recursion limit: room for the caller's own frames."""
+
+
+def _make_room() -> None:
+    """Let the stages that walk a value recursively reach the largest `max_depth`: Python's
+    recursion limit (1,000 frames by default, about 150 levels of a union's coercion) is raised
+    to fit, once, when outform is imported (never lowered). Since Python 3.11 calls between
+    Python functions do not grow the C stack, so the higher limit costs nothing until used."""
+    needed = _BASE_FRAMES + _FRAMES_PER_LEVEL * MAX_DEPTH
+    if sys.getrecursionlimit() < needed:
+        sys.setrecursionlimit(needed)
+
+
+_make_room()
+
+
+def too_long(size: int, limit: int, *, streaming: bool = False) -> InputError:
+    """The error of a reply over `max_chars` (the pipeline's, and the stream parser's at the
+    chunk that crosses the limit)."""
+    has = "has reached" if streaming else "has"
+    return InputError(
+        f"the reply {has} {size:,} characters, over the limit of {limit:,}",
+        fix="raise the 'max_chars' option if such replies are expected",
+    )
+
+
+def too_deep(limit: int, depth: int | None = None, where: str | None = None) -> InputError:
+    """The error of a reply nested over `max_depth` (`depth`: how deep, when it is known)."""
+    how = (
+        f"{depth} levels deep, over the limit of {limit}"
+        if depth
+        else f"deeper than the limit of {limit} levels"
+    )
+    return InputError(
+        f"the reply nests {how}",
+        where=where,
+        fix="raise the 'max_depth' option if such nesting is expected",
+    )
+
+
+def too_slow(limit: float, stage: str, size: int) -> InputError:
+    """The error of a reply whose parsing took longer than `time_limit`."""
+    return InputError(
+        f"parsing took longer than the time limit ({limit} s), in stage {stage!r}",
+        where=f"reply of {size:,} characters" if size else None,
+        fix="raise the 'time_limit' option, or send a shorter reply",
+    )
 
 
 clock = time.monotonic
@@ -149,12 +236,7 @@ class Deadline:
 
     def check(self) -> None:
         if clock() > self.at:
-            raise InputError(
-                f"parsing took longer than the time limit ({self.limit} s), in stage "
-                f"{self.stage!r}",
-                where=f"reply of {self.size:,} characters" if self.size else None,
-                fix="raise the 'time_limit' option, or send a shorter reply",
-            )
+            raise too_slow(self.limit, self.stage, self.size)
 
     def enter(self, stage: str) -> None:
         """Name the stage now running (for the error), and check the clock."""

@@ -21,6 +21,7 @@ from outform.parse.context import Deadline
 from outform.parse.result import Change
 from outform.schema import pointer
 from outform.schema.compiled import CompiledSchema
+from outform.schema.types import json_type
 
 _CHILD_KEYWORDS = ("items", "additionalProperties")
 _CONTAINERS = (dict, list)
@@ -208,7 +209,10 @@ class Defaults:
                 result = result if result is not None else dict(value)
                 result[name] = copy.deepcopy(default)
                 where = pointer.from_parts((*path, name))
-                changes.append(Change(where, "semantic", "fill_default", None, default))
+                kind = json_type(default)
+                changes.append(
+                    Change(where, "semantic", "fill_default", None, default, "", 0, kind, "absent")
+                )
         return result if result is not None else value
 
 

@@ -40,6 +40,7 @@ from typing import Any, Final, Literal, Protocol, overload
 import orjson
 
 from outform.errors import OutputError
+from outform.jsontext import loads_exact, may_be_inexact
 from outform.parse.extract import _JSON_LANGS, _REASONING_TAGS
 from outform.parse.hint import RetryHint, Violation, clip
 
@@ -528,6 +529,9 @@ class PartialParser:
         self.max_depth = max_depth
         self.error: Violation | None = None
         """The syntax error that stopped the parser, if any."""
+        self.too_deep = False
+        """The reply nested deeper than `max_depth` (the error is the stream parser's to raise:
+        the pipeline refuses such a reply whatever follows)."""
         self.received = 0
         """Characters received so far."""
         self.start: int | None = None
@@ -741,7 +745,8 @@ class PartialParser:
                 if char in "{[":
                     self._start_container(pos + base, tentative=False)
                     return
-                if not self.extract:
+                scalar = self.scalars and (char == '"' or char in _SCALAR_STARTS)
+                if not self.extract and not scalar:
                     raise _SyntaxError("the reply does not start with JSON", pos + base)
                 if char == "<" and phase == _START:
                     match = _OPEN_TAG.match(buf, pos)
@@ -764,7 +769,7 @@ class PartialParser:
                         break
                     pos = decided
                     continue
-                if self.scalars and (char == '"' or char in _SCALAR_STARTS):
+                if scalar:
                     if char in _LITERALS:
                         literal = _LITERALS[char]
                         have = buf[pos : pos + len(literal)]
@@ -773,7 +778,7 @@ class PartialParser:
                                 break  # not decided yet
                             self._phase = _PROSE_PHASE if phase == _START else _SKIP_FENCE
                             continue
-                    self._start_scalar(pos + base, tentative=phase == _START)
+                    self._start_scalar(pos + base, tentative=phase == _START and self.extract)
                     return
                 if phase == _FENCE:
                     self._phase = _SKIP_FENCE
@@ -951,6 +956,7 @@ class PartialParser:
                 pos = stop + 1
             elif char in "{[":
                 if len(stack) >= self.max_depth:
+                    self.too_deep = True
                     raise _SyntaxError(
                         f"the value nests deeper than {self.max_depth} levels", stop + base
                     )
@@ -1036,7 +1042,7 @@ class PartialParser:
     def _token(self, stop: int) -> Any:
         token = self._buf[self._scalar_at - self._base : stop]
         try:
-            return orjson.loads(token)
+            return _read(token)
         except orjson.JSONDecodeError:
             raise _SyntaxError(
                 f"{clip(token, 20)!r} is not a JSON value", self._scalar_at
@@ -1056,7 +1062,7 @@ class PartialParser:
         """The top-level container opened and closed within one chunk: one orjson call."""
         text = self._buf[frame.start - self._base : close - self._base + 1]
         try:
-            value = orjson.loads(text)
+            value = _read(text)
         except orjson.JSONDecodeError as exc:
             raise _SyntaxError(_reason(exc), frame.start + exc.pos) from None
         self._root_done(value, close, opened=False)
@@ -1199,7 +1205,7 @@ class PartialParser:
         the text holds none (only whitespace)."""
         array = frame.array
         try:
-            parsed = orjson.loads("[" + text + "]" if array else "{" + text + "}")
+            parsed = _read("[" + text + "]" if array else "{" + text + "}")
         except orjson.JSONDecodeError as exc:
             raise _SyntaxError(_reason(exc), start + max(0, exc.pos - 1)) from None
         if not parsed:
@@ -1437,6 +1443,19 @@ def _skip(pattern: re.Pattern[str], text: str, pos: int) -> int:
     """Where a pattern that also matches the empty string stops."""
     match = pattern.match(text, pos)
     return match.end() if match else pos
+
+
+def _read(text: str) -> Any:
+    """orjson's reading of JSON text, integers beyond 64 bits kept exact, as the pipeline reads
+    them (orjson reads them as floats: the checker judged 12345678901234567890123 not to be
+    that enum member). Raises orjson.JSONDecodeError for text that is not JSON."""
+    value = orjson.loads(text)
+    if may_be_inexact(text):
+        try:
+            return loads_exact(text)
+        except ValueError:  # over 4,300 digits: Python does not read it, orjson's float stays
+            return value
+    return value
 
 
 def _reason(exc: orjson.JSONDecodeError) -> str:

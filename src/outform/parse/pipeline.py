@@ -2,9 +2,10 @@
 
 Stages, in order: extract → decode (strict, then tolerant tiers) → unescape → custom
 processors → coerce → validate. A reply that is already valid JSON matching the schema takes a
-fast path (one orjson call and one validator call) and records nothing. Everything else goes
-through the stages, and every change they make is recorded with its JSON path. (The fast path
-records one kind of change: defaults the schema declares for properties the reply left out.)
+fast path (one orjson call and one validator call) and records nothing (the trace store only
+counts it). Everything else goes through the stages, and every change they make is recorded
+with its JSON path. (The fast path records one kind of change: defaults the schema declares
+for properties the reply left out.)
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Generic, Literal, TypeVar, cast, overload
 
 import orjson
@@ -35,7 +37,7 @@ from outform.format import (
 from outform.parse import allowlist, extract, loss, unescape, values
 from outform.parse import decode as decoding
 from outform.parse.coerce import Coercer
-from outform.parse.context import Deadline, Options, Run
+from outform.parse.context import Deadline, Options, Run, too_deep, too_long
 from outform.parse.defaults import Defaults
 from outform.parse.hint import RetryHint, Violation, clip, preview
 from outform.parse.result import FROM_TEXT, Change, ParseResult
@@ -44,7 +46,9 @@ from outform.schema.compiled import CompiledSchema, compile_schema
 from outform.schema.derive import adapter_for
 from outform.schema.types import ALL_TYPES, accepted_types
 from outform.schema.types import choices as enum_choices
+from outform.trace import runtime as _trace
 from outform.trace.events import EventName, Observer, dispatch
+from outform.trace.tracer import record_parse
 
 T = TypeVar("T")
 
@@ -153,6 +157,7 @@ class Pipeline(Generic[T]):
         self._fast_validator = (
             compile_schema(bounded).validator if bounded is not None else self.compiled.validator
         )
+        self._exact_numbers = values.holds_long_integers(self.compiled.root)
         self.adapter: TypeAdapter[Any] | None = (
             adapter_for(output_type) if output_type is not None else None
         )
@@ -219,13 +224,30 @@ class Pipeline(Generic[T]):
     def schema_hash(self) -> str:
         return self.compiled.hash
 
+    def reads_text(self, starts_with_bracket: bool) -> bool:
+        """Whether the reply's own text may be the value (see `_attempts`): when the schema
+        takes a string at the root, and for a scalar root when the reply (less its reasoning)
+        does not start with a bracket. No reading of the reply's JSON can then doom it (what
+        the stream parser needs to know before it stops a stream)."""
+        if self._verbatim or self._text_root == "last":
+            return True
+        return self._text_root == "first" and not starts_with_bracket
+
     # -- entry point -----------------------------------------------------------------------
 
-    def run(self, reply: str | bytes) -> ParseResult[T]:
+    def run(
+        self, reply: str | bytes, *, record: bool = True, streaming: bool = False
+    ) -> ParseResult[T]:
         """Parse one reply. Raises OutputError (with a RetryHint) when it cannot be made valid,
         InputError when it cannot be parsed at all (binary, not Unicode, over the size, depth or
         time limit). No other exception leaves: a fault of outform's own is an InternalError
-        naming the stage."""
+        naming the stage.
+
+        `record`: give the events to the observers and record the reply as a run of its own
+        in the trace store (a reply valid as sent is only counted); off when the caller does
+        both itself (generate(), stream(), the gateway). Shadow-mode parses are not
+        recorded. `streaming`: the reply was streamed (a `StreamParser`'s): its run is
+        recorded as streamed, with its events even when valid as sent."""
         try:
             text = self._guard(reply)
             if self._text_mode:
@@ -235,22 +257,58 @@ class Pipeline(Generic[T]):
             if self._try_fast:
                 fast = self._fast_verbatim(text) if self._verbatim else self._fast(text)
                 if fast is not None:
+                    if record and (tally := _trace.tally) is not None:
+                        if fast.changes or streaming:  # defaults filled in, or a stream
+                            self._record(lambda: fast, streaming)
+                        else:
+                            tally()
                     return fast
-            return self._slow(text)
+            if not record:
+                return self._slow(text)
+            observed = partial(self._observed, partial(self._slow, text))
+            return observed() if self.options.shadow else self._record(observed, streaming)
         except OutformError:
             raise
         except Exception as exc:
             raise InternalError.wrap(exc, "parse") from exc
 
+    def _observed(self, parse: Callable[[], ParseResult[T]]) -> ParseResult[T]:
+        """`parse()`, its events (a failure's too) given to the observers."""
+        try:
+            result = parse()
+        except OutputError as error:
+            if error.result is not None:
+                dispatch(error.result.events, self.observers)
+            raise
+        dispatch(result.events, self.observers)
+        return result
+
+    def _record(
+        self, parse: Callable[[], ParseResult[T]], streaming: bool = False
+    ) -> ParseResult[T]:
+        """`parse()`, recorded as a run of its own when recording is on."""
+        recorder = _trace.active()
+        if recorder is None:
+            return parse()
+        result: ParseResult[T] = record_parse(
+            parse, recorder, schema_hash=self.compiled.hash, streaming=streaming
+        )
+        return result
+
     # -- fast path ------------------------------------------------------------------------
 
     def _fast(self, text: str) -> ParseResult[T] | None:
+        # `max_depth` holds here too: a reply nested deeper takes the slow path, which refuses
+        # it (checked only for a reply long and bracketed enough to nest that deep).
+        max_depth = self.options.max_depth
         if self.adapter is not None:
             # Typed: Pydantic parses and validates in one pass; strict, so that nothing is
             # converted without being recorded (anything else goes the slow way).
             try:
+                if not values.within_depth(text, max_depth):
+                    return None
                 typed = self.adapter.validate_json(text, strict=True)
-            except PydanticValidationError:
+            except (PydanticValidationError, orjson.JSONDecodeError):
                 return None
             return ParseResult(
                 value=typed,
@@ -262,6 +320,10 @@ class Pipeline(Generic[T]):
         try:
             data = orjson.loads(text)
         except orjson.JSONDecodeError:
+            return None
+        if self._exact_numbers and values.may_be_inexact(text):
+            return None  # the slow path reads it exactly
+        if not values.within_depth(text, max_depth, data):
             return None
         complete = self._fast_complete
         if complete is not None and complete.is_valid(data):
@@ -358,7 +420,10 @@ class Pipeline(Generic[T]):
         extraction = self._extract(text, deadline)
         candidates = extraction.candidates
         whole = candidates[0]
-        as_text = extract.Candidate(whole.text, "text", "other", whole.transforms)
+        # The reply's own text, as written (less its reasoning, which is recorded), when it
+        # may be the value itself.
+        reasoning = ("strip_reasoning",) if extraction.reasoning else ()
+        as_text = extract.Candidate(extraction.body, "text", "other", reasoning)
         tiers = range(options.tolerance + 1)
         # A reply that is one (broken) JSON document, and the gathered values of a reply that
         # holds several, are read whole at every tier before any piece of them is tried.
@@ -367,7 +432,7 @@ class Pipeline(Generic[T]):
         order: list[tuple[int, extract.Candidate]] = []
         if self._verbatim and not (self._null_root and whole.text == "null"):
             # A plain string is wanted: the reply as written (minus reasoning) is the value.
-            order.append((-1, extract.Candidate(extraction.body, "text", "other")))
+            order.append((-1, as_text))
         order.append((0, whole))
         if self._text_root == "first" and whole.root == "other":
             # A scalar is wanted: the reply's own words may be it ("**two**"). A reply that
@@ -467,11 +532,7 @@ class Pipeline(Generic[T]):
                 [whole], text, [], scanned.deepest, True, scanned.unmatched
             )
         if extraction.deepest > options.max_depth:
-            raise InputError(
-                f"the reply nests {extraction.deepest} levels deep, over the limit of "
-                f"{options.max_depth}",
-                fix="raise the 'max_depth' option if such nesting is expected",
-            )
+            raise too_deep(options.max_depth, extraction.deepest)
         return extraction
 
     def _decode(
@@ -621,7 +682,6 @@ class Pipeline(Generic[T]):
             schema_hash=self.compiled.hash,
             level=self.options.level,
         )
-        dispatch(result.events, self.observers)
         return result
 
     def _fail(
@@ -646,7 +706,6 @@ class Pipeline(Generic[T]):
             level=self.options.level,
             hint=hint,
         )
-        dispatch(result.events, self.observers)
         if hint.is_syntax:
             what = "no JSON value could be read from the reply"
             fix = "level 'full' also repairs malformed JSON" if self.options.tolerance < 2 else None
@@ -688,7 +747,6 @@ class Pipeline(Generic[T]):
             would_be=would_be,
             would_be_hint=would_fail,
         )
-        dispatch(result.events, self.observers)
         return result
 
     # -- guards ---------------------------------------------------------------------------
@@ -711,11 +769,7 @@ class Pipeline(Generic[T]):
                 fix="pass the model's reply as str (or UTF-8 bytes)",
             )
         if len(reply) > self.options.max_chars:
-            raise InputError(
-                f"the reply has {len(reply):,} characters, over the limit of "
-                f"{self.options.max_chars:,}",
-                fix="raise the 'max_chars' option if such replies are expected",
-            )
+            raise too_long(len(reply), self.options.max_chars)
         if "\x00" in reply:
             raise InputError(
                 "the reply contains NUL characters (binary data?)",

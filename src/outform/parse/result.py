@@ -7,8 +7,9 @@ from typing import Any, Final, Generic, TypeVar
 
 import orjson
 
-from outform.parse.hint import RetryHint
-from outform.trace.events import Event, EventStage
+from outform.parse.hint import RetryHint, preview
+from outform.trace.events import PREVIEW_CHARS, Event, EventStage
+from outform.trace.events import Change as ChangeRecord
 
 T = TypeVar("T")
 FROM_TEXT: Final = object()
@@ -20,7 +21,13 @@ class Change:
     `transform`, turning `before` into `after`. Text stages store short previews.
 
     `lost` counts the characters of the reply's content the change discarded (see "Loss" in
-    docs/pipeline.md); a change with `lost > 0` is `lossy`.
+    docs/pipeline.md); a change with `lost > 0` is `lossy`. `attempt` is the call of a
+    `generate()` whose reply the change was made to (1, then 2 after a re-ask, ...): after a
+    re-ask of some fields, the changes behind the fields kept from an earlier reply stay.
+    `expected` and `actual` are JSON types (the ones the schema allows at `path`, the one the
+    reply had there; `absent` for a field left out or dropped), set by the stages that compare
+    with the schema. `branch_index`: the union branch chosen at or above `path` when the change
+    was made under one.
     """
 
     path: str
@@ -30,10 +37,39 @@ class Change:
     after: Any
     detail: str = ""
     lost: int = 0
+    expected: str | None = None
+    actual: str | None = None
+    branch_index: int | None = None
+    attempt: int = 1
 
     @property
     def lossy(self) -> bool:
         return self.lost > 0
+
+    def record(self) -> ChangeRecord:
+        """This change as the `data` of an `output.change` event: bounded previews (values of
+        the semantic stage as JSON; the other stages already keep text previews; None where
+        there was no value: before a fill, after a drop)."""
+        json = self.stage == "semantic"
+        return ChangeRecord(
+            _preview(self.before, json, absent=self.transform.startswith("fill_")),
+            _preview(self.after, json, absent=self.transform == "drop_unexpected_key"),
+            self.expected,
+            self.actual,
+            self.lost > 0,
+        )
+
+    def event(self, **fields: Any) -> Event:
+        """The `output.change` event of this change (`fields`: run, attempt, time...)."""
+        return Event(
+            "output.change",
+            self.stage,
+            transforms=(self.transform,),
+            branch_index=self.branch_index,
+            path=self.path,
+            data=self.record(),
+            **fields,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -45,7 +81,19 @@ class Change:
             "detail": self.detail,
             "lossy": self.lossy,
             "lost": self.lost,
+            "attempt": self.attempt,
+            "expected": self.expected,
+            "actual": self.actual,
+            "branch_index": self.branch_index,
         }
+
+
+def _preview(value: Any, json: bool, *, absent: bool) -> str | None:
+    if value is None and (absent or not json):
+        return None
+    if isinstance(value, str) and not json:
+        return value  # a text preview already (ChangeRecord bounds it)
+    return preview(value, PREVIEW_CHARS)
 
 
 @dataclass(slots=True)

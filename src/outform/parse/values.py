@@ -9,42 +9,24 @@ as text with every digit (:func:`number_text`).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
-import re
 from typing import TYPE_CHECKING, Any
 
+import jsonschema_rs
 import orjson
+
+from outform import jsontext
+from outform.jsontext import dumps_text
 
 if TYPE_CHECKING:
     from outform.parse.context import Deadline
 
-_LONG_INTEGER = re.compile(r"[0-9]{19}")
-"""19 digits: the shortest integer orjson may read as a float (below -2**63)."""
+_UNREAD: Any = object()
 
-
-def may_be_inexact(text: str) -> bool:
-    """Whether orjson's reading of `text` may have turned an integer into a float."""
-    return _LONG_INTEGER.search(text) is not None
-
-
-def decode_exact(text: str) -> Any:
-    """Decode valid JSON keeping every digit of every integer (the standard library's reader).
-
-    Raises ValueError for an integer too long for Python to read (over 4300 digits) and for
-    non-finite numbers."""
-    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"the number {text} is out of range")
-    return value
+decode_exact = jsontext.loads_exact
+may_be_inexact = jsontext.may_be_inexact
 
 
 def encode(value: Any) -> str:
@@ -52,10 +34,7 @@ def encode(value: Any) -> str:
     from JSON5's `Infinity` or `NaN`) is written as JSON5 spells it, never as `null`."""
     if _nonfinite(value):
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    try:
-        return orjson.dumps(value).decode()
-    except TypeError:  # an integer beyond 64 bits
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return dumps_text(value)
 
 
 def _nonfinite(value: Any) -> bool:
@@ -193,3 +172,45 @@ def within_64_bits(schema: Any) -> Any:
 
     bounded = walk(schema)
     return bounded if changed else None
+
+
+def holds_long_integers(schema: Any) -> bool:
+    """Whether `schema` holds an integer beyond 64 bits anywhere (an `enum` or `const` member,
+    a bound). orjson reads such a number in a reply as a float, which compares otherwise with
+    it (a member it no longer equals can leave another branch of a `oneOf` the only match), so
+    the fast path reads a reply that may hold one exactly under such a schema."""
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, int) and not _INT64_MIN <= node <= _UINT64_MAX:
+            return True
+    return False
+
+
+def within_depth(text: str, max_depth: int, value: Any = _UNREAD) -> bool:
+    """Whether the JSON `text` (its reading `value`, if at hand) nests at most `max_depth`
+    levels. Free for a text too short to nest deeper (a level takes two characters) or with
+    fewer brackets than the limit; otherwise one pass of jsonschema-rs over the value."""
+    if len(text) <= 2 * max_depth or text.count("[") + text.count("{") <= max_depth:
+        return True
+    if value is _UNREAD:
+        value = orjson.loads(text)
+    return bool(_depth_validator(max_depth).is_valid(value))
+
+
+@functools.lru_cache(maxsize=8)
+def _depth_validator(max_depth: int) -> Any:
+    """A validator of nesting: level `i` holds containers only below `max_depth`."""
+    levels: dict[str, Any] = {
+        f"l{i}": {
+            "items": {"$ref": f"#/$defs/l{i + 1}"},
+            "additionalProperties": {"$ref": f"#/$defs/l{i + 1}"},
+        }
+        for i in range(max_depth)
+    }
+    levels[f"l{max_depth}"] = {"type": ["string", "number", "boolean", "null"]}
+    return jsonschema_rs.validator_for({"$defs": levels, "$ref": "#/$defs/l0"})

@@ -16,6 +16,12 @@ from typing import Any, Literal, Protocol
 
 import orjson
 
+from outform import usage as _usage
+
+Usage = _usage.Usage
+"""Token usage (`outform.usage`): the one model, re-exported here with the rest of the
+neutral response."""
+
 Role = Literal["system", "user", "assistant", "tool"]
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "refusal", "other"]
 """One vocabulary for every provider's stop reason."""
@@ -258,40 +264,11 @@ class Request:
     """Provider-specific body fields, merged into the wire body as they are."""
 
 
-@dataclass(frozen=True, slots=True)
-class Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    reasoning_tokens: int = 0
-    cached_tokens: int = 0
-
-    @property
-    def total_tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-            self.reasoning_tokens + other.reasoning_tokens,
-            self.cached_tokens + other.cached_tokens,
-        )
-
-    def __sub__(self, other: Usage) -> Usage:
-        """The increment from `other` (an earlier running total) to this one."""
-        return Usage(
-            self.input_tokens - other.input_tokens,
-            self.output_tokens - other.output_tokens,
-            self.reasoning_tokens - other.reasoning_tokens,
-            self.cached_tokens - other.cached_tokens,
-        )
-
-
 @dataclass(frozen=True)
 class Response:
     text: str
     finish_reason: FinishReason
-    usage: Usage = Usage()
+    usage: Usage = field(default_factory=Usage)
     tool_calls: tuple[ToolCall, ...] = ()
     refusal: str | None = None
     thinking: str | None = None

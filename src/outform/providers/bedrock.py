@@ -38,6 +38,7 @@ from urllib.parse import quote
 import orjson
 
 from outform.errors import UsageError
+from outform.jsontext import dumps_text
 from outform.providers.anthropic import (
     EFFORT,
     ClaudeThinking,
@@ -142,7 +143,7 @@ class BedrockConverse:
         output_config: dict[str, Any] = {}
         if isinstance(request.output, NativeSchema):
             schema: dict[str, Any] = {
-                "schema": orjson.dumps(dict(request.output.schema)).decode(),
+                "schema": dumps_text(request.output.schema),
                 "name": request.output.name,
             }
             if request.output.description:

@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 from outform.errors import AuthenticationError, UsageError
 from outform.providers.base import Adapter, Auth
 from outform.providers.credentials import TokenSource, application_default
+from outform.trace.redact import register_secret
 from outform.transport import Endpoint, Secret
 
 _VERSION = re.compile(r"v\d+(?:(?:alpha|beta)\d*)?")
@@ -221,6 +222,7 @@ def resolve(
             fix="leave api_key out: application-default credentials are used (or pass "
             "credentials=); for a Gemini API key use the gemini: provider",
         )
+    register_secret(key)  # never in a trace sink, whatever echoes it
     endpoint = Endpoint(
         spec.name,
         url,

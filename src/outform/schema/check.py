@@ -19,6 +19,18 @@ from outform.schema import pointer
 from outform.schema.satisfiable import find_empty
 
 
+def too_nested(where: str = "schema") -> SchemaError:
+    """A schema whose sub-schemas and `$ref`s nest deeper than outform's analyses can follow
+    (they recurse: several hundred levels, or orjson's 254 levels of objects and arrays)."""
+    return SchemaError(
+        "the schema nests too deeply for outform to read: sub-schemas inside sub-schemas, or "
+        "`$ref`s that lead to `$ref`s, hundreds of levels deep",
+        where=where,
+        fix="point each '$ref' at the schema it means, and describe deep structures "
+        "recursively (a '$ref' back to an enclosing definition)",
+    )
+
+
 @guarded("schema")
 def check_schema(schema: Any, *, where: str = "schema") -> None:
     """Raise SchemaError, naming the location and the fix, when the schema cannot be used."""
@@ -57,7 +69,10 @@ def check_schema(schema: Any, *, where: str = "schema") -> None:
             where=f"{where} at /$schema",
             fix="use draft 4, 6, 7, 2019-09 or 2020-12, or remove '$schema' (2020-12 is assumed)",
         ) from None
-    empty = find_empty(schema, _known_draft(draft))
+    try:
+        empty = find_empty(schema, _known_draft(draft))
+    except RecursionError:
+        raise too_nested(where) from None
     if empty is not None:
         whole = empty.location == ""
         raise SchemaError(

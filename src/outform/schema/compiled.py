@@ -19,7 +19,7 @@ import jsonschema_rs
 from outform.errors import SchemaError, guarded
 from outform.schema import pointer
 from outform.schema.canonical import canonical_json, schema_hash
-from outform.schema.check import check_schema
+from outform.schema.check import check_schema, too_nested
 
 T = TypeVar("T")
 
@@ -165,6 +165,8 @@ def compile_schema(schema: Mapping[str, Any]) -> CompiledSchema:
     try:
         key = canonical_json(schema)
     except TypeError as exc:
+        if "Recursion limit" in str(exc):
+            raise too_nested() from None
         raise SchemaError(
             f"the schema is not JSON-serialisable: {exc}",
             fix="use only dicts, lists, strings, numbers, booleans and None in a schema",

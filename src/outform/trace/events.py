@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal, get_args
 
+from outform.usage import Usage
+
 EventName = Literal[
     "run.start",
     "run.end",
@@ -62,6 +64,8 @@ Source = Literal["library", "gateway"]
 PREVIEW_CHARS = 120
 """Longest before/after preview (and violation text) an event keeps: events are stored for
 weeks and may be exported; the full reply stays with the caller."""
+MAX_SOURCES = 10
+"""Sources of an envelope's metadata kept in `run.end`."""
 MAX_VIOLATIONS = 20
 """Violations kept per event, as in the hint sent to the model; `total` says how many there
 were."""
@@ -79,11 +83,12 @@ def bounded(text: str, limit: int = PREVIEW_CHARS) -> str:
 class RunInfo:
     """The call an event belongs to: the same object for every event of one run.
 
-    `step`, `agent` and `tags` are the caller's labels (per call, from a `[trace.profiles]`
-    entry, or from `outform.trace.labels(...)`). `mode` is the plan's mode (`native_schema`,
-    `forced_tool`, `json_object`, `instructions` or `text`) and `mode_reason` why it was
-    chosen. `trace_parent` is the W3C traceparent of the caller's span when the call started,
-    so that exported spans nest under it."""
+    `step`, `agent` and `tags` are the caller's labels (per call, from
+    `outform.trace.labels(...)`, or from the call's profile: its name is the step). `mode`
+    is the plan's mode (`native_schema`, `forced_tool`, `json_object`, `instructions`,
+    `unconstrained` or `text`) and `mode_reason` why it was chosen. `trace_parent` is the
+    W3C traceparent of the caller's span when the call started, so that exported spans nest
+    under it."""
 
     run_id: str
     source: Source = "library"
@@ -126,41 +131,55 @@ class Detail:
         return cls(**_known(cls, data))
 
 
-@dataclass(frozen=True, slots=True)
-class Tokens:
-    input: int = 0
-    output: int = 0
-    reasoning: int = 0
-    cached: int = 0
-
-    @property
-    def total(self) -> int:
-        return self.input + self.output
-
-    def to_dict(self) -> dict[str, int]:
-        return {"input": self.input, "output": self.output, "reasoning": self.reasoning,
-                "cached": self.cached}  # fmt: skip
+Tokens = Usage
+"""Token counts of a call or a run: `outform.Usage` itself (one model; this name is kept for
+the trace API)."""
 
 
 @dataclass(frozen=True, slots=True)
 class RunEnd(Detail):
     """How a run ended: `valid`, `invalid` (no valid reply within the bounds), `refused`,
     `tool_calls` (the model called the caller's tools) or `error` (an exception, named by
-    `error_class`). `changes` counts the interventions in the value returned."""
+    `error_class`). `changes` counts the interventions in the value returned. `confidence`
+    and `sources`: what the value says of itself when it carries an agent envelope's
+    `metadata` (`confidence` from 0 to 1, `sources` as strings; the first `MAX_SOURCES`,
+    bounded), so that a run can be judged beside its interventions."""
 
     KINDS: ClassVar[tuple[str, ...]] = ("run.end",)
     outcome: RunOutcomeName
     attempts: int = 1
     changes: int = 0
     duration_ms: float | None = None
-    tokens: Tokens = field(default_factory=Tokens)
+    tokens: Usage = field(default_factory=Usage)
     error_class: str | None = None
+    confidence: float | None = None
+    sources: tuple[str, ...] = ()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunEnd:
         values = _known(cls, data)
-        values["tokens"] = Tokens(**(values.get("tokens") or {}))
+        values["tokens"] = Usage.from_dict(values.get("tokens"))
+        values["sources"] = tuple(values.get("sources") or ())
         return cls(**values)
+
+
+def envelope_metadata(value: Any) -> tuple[float | None, tuple[str, ...]]:
+    """`confidence` and `sources` of a value shaped as an agent envelope (an object whose
+    `metadata` object holds them); (None, ()) for any other value."""
+    metadata = value.get("metadata") if isinstance(value, dict) else None
+    if not isinstance(metadata, dict):
+        return None, ()
+    found = metadata.get("confidence")
+    confidence = None
+    if isinstance(found, int | float) and not isinstance(found, bool) and 0 <= found <= 1:
+        confidence = float(found)
+    listed = metadata.get("sources")
+    sources = tuple(
+        bounded(s)
+        for s in (listed if isinstance(listed, list) else ())[:MAX_SOURCES]
+        if isinstance(s, str)
+    )
+    return confidence, sources
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,7 +321,7 @@ class ProviderCall(Detail):
     latency_ms: float
     ttft_ms: float | None = None
     status: int | None = None
-    tokens: Tokens = field(default_factory=Tokens)
+    tokens: Usage = field(default_factory=Usage)
     retries: int = 0
     error_class: str | None = None
     finish_reason: str | None = None
@@ -310,7 +329,7 @@ class ProviderCall(Detail):
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ProviderCall:
         values = _known(cls, data)
-        values["tokens"] = Tokens(**(values.get("tokens") or {}))
+        values["tokens"] = Usage.from_dict(values.get("tokens"))
         return cls(**values)
 
 
@@ -437,6 +456,11 @@ def add_observer(observer: Observer) -> None:
 
 def remove_observer(observer: Observer) -> None:
     _registry.remove(observer)
+
+
+def global_observers() -> tuple[Observer, ...]:
+    """The observers `add_observer` registered."""
+    return _registry.observers
 
 
 def dispatch(events: Iterable[Event], extra: Iterable[Observer] = ()) -> None:

@@ -1,8 +1,10 @@
 """The health report: where repairs, re-asks, aborts and failures happen, per step, model and
 time, and what to do about them. `outform health` prints it; the dashboard draws it.
 
-It reads only the store's counts and histograms (two queries, whatever the number of events),
-so it costs the same over a thousand events or a million (benchmarks/bench_health.py).
+It reads only the store's counts and histograms (three queries, whatever the number of
+events): the window's counts apart for its two halves, the trend's few kinds per bucket, and
+the histograms; so it costs the same over a thousand events or a million
+(benchmarks/bench_health.py).
 
 Definitions (docs/observability.md, "outform health"):
 
@@ -103,7 +105,7 @@ class HealthReport:
 
 
 _Count = tuple[Any, ...]
-"""slot, step, model, mode, kind, stage, key, n: a row as the store returns it."""
+"""slot (or half), step, model, mode, kind, stage, key, n: a row as the store returns it."""
 _COLUMN = {"slot": 0, "step": 1, "model": 2, "mode": 3, "kind": 4, "stage": 5, "key": 6}
 
 
@@ -165,9 +167,12 @@ def report(store: TraceStore, query: HealthQuery | None = None) -> HealthReport:
     end = math.ceil((bucket_of(now) + BUCKET_SECONDS) / unit) * unit
     start = end - buckets * width
     where = Filter(start, end, query.step, query.model)
-    counts = _Counts(store.counts(where, width))
+    counts = _Counts(store.counts(where, start + math.ceil(buckets / 2) * width))
+    per_slot = _Counts(store.trend(where, width)).slots()
     histograms = store.histograms(where)
-    data = _build(counts, histograms, query, now=now, start=start, width=width, buckets=buckets)
+    data = _build(
+        counts, per_slot, histograms, query, now=now, start=start, width=width, buckets=buckets
+    )
     return HealthReport(data)
 
 
@@ -199,6 +204,7 @@ def _ranked(rows: Iterable[Row], by: Callable[[Row], Any]) -> list[Row]:
 
 def _build(
     counts: _Counts,
+    per_slot: Mapping[int, _Counts],
     histograms: list[tuple[Any, ...]],
     query: HealthQuery,
     *,
@@ -301,7 +307,7 @@ def _build(
         ),
         by=lambda r: (-r["count"], r["model"]),
     )
-    trend = _trend(counts, start, width, buckets, top)
+    trend = _trend(counts, per_slot, start, width, buckets)
     data: dict[str, Any] = {
         "version": REPORT_VERSION,
         "generated_at": _iso(now),
@@ -431,8 +437,9 @@ def _percentiles(histograms: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
     return rows
 
 
-def _trend(counts: _Counts, start: float, width: int, buckets: int, top: int) -> dict[str, Any]:
-    per_slot = counts.slots()
+def _trend(
+    counts: _Counts, per_slot: Mapping[int, _Counts], start: float, width: int, buckets: int
+) -> dict[str, Any]:
     empty = _Counts(())
     rows = []
     for slot in range(buckets):
@@ -467,15 +474,13 @@ def _trend(counts: _Counts, start: float, width: int, buckets: int, top: int) ->
 
 def _rising(counts: _Counts, label: str, buckets: int) -> dict[str, Any] | None:
     """The label whose interventions per 100 runs grew most from the first half of the
-    buckets to the second."""
+    buckets to the second (the counts' first column says which half)."""
     if buckets < 2:
         return None
-    half = buckets / 2
     tallies: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     column = _COLUMN[label]
     for c in (*counts.of("run.end"), *counts.of("output.change")):
-        late = c[0] >= half
-        tallies[c[column]][(2 if late else 0) + (c[4] == "output.change")] += int(c[7])
+        tallies[c[column]][(2 if c[0] else 0) + (c[4] == "output.change")] += int(c[7])
     best: Row | None = None
     for name, (runs_before, changes_before, runs_after, changes_after) in tallies.items():
         if runs_before < MIN_RUNS or runs_after < MIN_RUNS:

@@ -73,7 +73,18 @@ class _OpenRun:
     output_tokens: int = 0
 
 
+def current_parent() -> str | None:
+    """The W3C traceparent of the caller's current span (None outside any), noted when a run
+    starts so that its spans, built later on the writer thread, nest under it."""
+    carrier: dict[str, str] = {}
+    TraceContextTextMapPropagator().inject(carrier)
+    return carrier.get("traceparent")
+
+
 class OtelSink:
+    wants_trace_parent = True
+    """Runs note the caller's span when they start (`RunInfo.trace_parent`)."""
+
     def __init__(self, tracer_provider: TracerProvider | None = None) -> None:
         self._provider = tracer_provider
         self._tracer: Tracer | None = None
@@ -111,8 +122,8 @@ class OtelSink:
         span.add_event(event.name, _attributes(event), timestamp=_ns(event.time))
         if isinstance(data, ProviderCall):
             _describe_call(span, data)
-            run.input_tokens += data.tokens.input
-            run.output_tokens += data.tokens.output
+            run.input_tokens += data.tokens.input_tokens
+            run.output_tokens += data.tokens.output_tokens
         if isinstance(data, RunEnd):
             self._end_run(info.run_id, run, event.time, data)
 
@@ -158,9 +169,11 @@ class OtelSink:
     def _end_run(self, run_id: str, run: _OpenRun, ended: float, data: RunEnd) -> None:
         for span in run.attempts.values():
             span.end(end_time=_ns(ended))
-        run.span.set_attribute("gen_ai.usage.input_tokens", run.input_tokens or data.tokens.input)
         run.span.set_attribute(
-            "gen_ai.usage.output_tokens", run.output_tokens or data.tokens.output
+            "gen_ai.usage.input_tokens", run.input_tokens or data.tokens.input_tokens
+        )
+        run.span.set_attribute(
+            "gen_ai.usage.output_tokens", run.output_tokens or data.tokens.output_tokens
         )
         run.span.set_attribute("outform.outcome", data.outcome)
         run.span.set_attribute("outform.attempts", data.attempts)
@@ -200,8 +213,8 @@ def _run_attributes(info: RunInfo) -> dict[str, Any]:
 
 def _describe_call(span: Span, data: ProviderCall) -> None:
     attributes: dict[str, Any] = {
-        "gen_ai.usage.input_tokens": data.tokens.input,
-        "gen_ai.usage.output_tokens": data.tokens.output,
+        "gen_ai.usage.input_tokens": data.tokens.input_tokens,
+        "gen_ai.usage.output_tokens": data.tokens.output_tokens,
         "http.response.status_code": data.status,
         "error.type": data.error_class,
         "gen_ai.response.finish_reasons": [data.finish_reason] if data.finish_reason else None,

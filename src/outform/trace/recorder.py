@@ -1,15 +1,15 @@
 """The recorder: events in on the hot path, batches out to the sinks on a background thread.
 
-`record(event)` and `tally(schema_hash)` only append to a bounded queue (a deque and a length
-check: no lock, no I/O, no serialisation). A daemon thread wakes every `flush_interval`
-seconds, or when `flush()` asks, takes everything queued as one batch, removes secrets
-(`outform.trace.redact`) and hands the batch to each sink (the trace store writes it in one
-transaction). When the queue is full, new events are dropped and counted; the count is stored
-with the next batch (`trace.dropped`), so a loss is never silent.
+`record(event)` and `tally()` only append to a bounded queue (a deque and a length check: no
+lock, no I/O, no serialisation, and for a tally no allocation either). A daemon thread wakes
+every `flush_interval` seconds, or when `flush()` asks, takes everything queued as one batch,
+removes secrets (`outform.trace.redact`) and hands the batch to each sink (the trace store
+writes it in one transaction). When the queue is full, new events are dropped and counted;
+the count is stored with the next batch (`trace.dropped`), so a loss is never silent.
 
 `tally` is the cheapest record there is, for a reply that took the pipeline's fast path: no
-event is built, the writer only counts it as a valid run with no intervention (per schema and
-labels) in the minute it was written.
+event is built, the writer only counts it as a valid run with no intervention (per labels) in
+the minute it was written.
 
 What a crash can lose: events recorded since the last batch was committed, that is at most
 `flush_interval` seconds of them (plus a batch that failed and waits for a retry). A normal
@@ -29,6 +29,7 @@ import weakref
 from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat, starmap
 from typing import Protocol
 
 from outform.trace import caller, redact
@@ -37,17 +38,14 @@ from outform.trace.events import Event
 
 log = logging.getLogger("outform.trace")
 
-TallyKey = tuple[str | None, Labels]
-"""A run that took the fast path: its schema hash and its caller labels."""
-_Tally = tuple[str | None, caller.Block | None]
-
 
 @dataclass
 class Batch:
     """What the writer hands to every sink at once."""
 
     events: list[Event] = field(default_factory=list)
-    tallies: Counter[TallyKey] = field(default_factory=Counter)
+    tallies: Counter[Labels] = field(default_factory=Counter)
+    """Runs that took the fast path, per caller labels."""
     dropped: int = 0
     time: float = field(default_factory=time.time)
 
@@ -84,10 +82,13 @@ class Recorder:
         flush_interval: float = 0.5,
     ) -> None:
         self.sinks = tuple(sinks)
+        self.trace_parent = any(getattr(sink, "wants_trace_parent", False) for sink in sinks)
+        """Whether a sink nests runs under the caller's span (OpenTelemetry): runs then note
+        the current traceparent when they start."""
         self.queue_size = queue_size
         self.flush_interval = flush_interval
         self._queue: deque[Event | _Flush] = deque()
-        self._tallies: deque[_Tally] = deque()
+        self._tallies: deque[caller.Block | None] = deque()
         self._block = caller.current_block
         self._dropped = 0
         self._drop_lock = threading.Lock()
@@ -113,13 +114,13 @@ class Recorder:
         for event in events:
             self.record(event)
 
-    def tally(self, schema_hash: str | None) -> None:
+    def tally(self) -> None:
         """Count one run that was valid as sent (labels: the current `labels(...)` block).
-        Tallies have their own queue, drained in bulk: a reply on the fast path costs the
-        writer a few tens of nanoseconds."""
+        Tallies have their own queue of the blocks themselves (nothing is allocated, so the
+        collector is never woken), drained in bulk and counted in C by the writer."""
         tallies = self._tallies
         if len(tallies) < self.queue_size:
-            tallies.append((schema_hash, self._block()))
+            tallies.append(self._block())
         else:
             self._drop()
 
@@ -208,11 +209,10 @@ class Recorder:
             else:
                 batch.events.append(_clean(item))
         # After the events: every tally recorded before a flush marker was queued is taken.
-        tallies, pop = self._tallies, self._tallies.popleft
-        counted = Counter([pop() for _ in range(len(tallies))])
-        for (schema_hash, block), count in counted.items():
-            given = block.labels if block is not None else Labels()
-            batch.tallies[(schema_hash, _resolved(given))] += count
+        tallies = self._tallies
+        counted = Counter(starmap(tallies.popleft, repeat((), len(tallies))))
+        for block, count in counted.items():
+            batch.tallies[_resolved(block)] += count
         if self._dropped:
             with self._drop_lock:
                 batch.dropped, self._dropped = self._dropped, 0
@@ -245,9 +245,11 @@ def _clean(event: Event) -> Event:
     return Event.from_dict(redact.scrub(event.to_dict()))
 
 
-def _resolved(given: Labels) -> Labels:
+def _resolved(block: caller.Block | None) -> Labels:
+    """The labels of the fast-path counts taken under `block` (its profile's included)."""
+    given, profile = (block.labels, block.profile) if block is not None else (Labels(), None)
     try:
-        return caller.resolve(given)
+        return caller.resolve(given, profile)
     except Exception:  # an unknown profile must not stop the writer; keep what was given
-        log.warning("outform trace: labels %r could not be resolved; kept as given", given)
+        log.warning("outform trace: the labels of profile %r are unknown; kept as given", profile)
         return given

@@ -128,7 +128,7 @@ def rows_of(batch: Batch) -> Rows:
     for event in batch.events:
         _add(rows, event)
     minute = bucket_of(batch.time)
-    for (_schema_hash, labels), n in batch.tallies.items():
+    for labels, n in batch.tallies.items():
         key = (minute, labels.step or "", "", "", "", "run.end", "", "valid")
         rows.counts[key] += n
     if batch.dropped:
@@ -153,8 +153,8 @@ def _add(rows: Rows, event: Event) -> None:
         for metric, value in (
             ("latency_ms", data.latency_ms),
             ("ttft_ms", data.ttft_ms),
-            ("input_tokens", data.tokens.input),
-            ("output_tokens", data.tokens.output),
+            ("input_tokens", data.tokens.input_tokens),
+            ("output_tokens", data.tokens.output_tokens),
         ):
             if value is not None:
                 rows.histograms[(*dims[:4], metric, bin_of(float(value)))] += 1
@@ -230,8 +230,8 @@ def _merge_run(rows: Rows, run: RunInfo, event: Event) -> None:
     elif isinstance(data, ProviderCall):
         row.calls += 1
         row.latency_ms += data.latency_ms
-        row.input_tokens += data.tokens.input
-        row.output_tokens += data.tokens.output
+        row.input_tokens += data.tokens.input_tokens
+        row.output_tokens += data.tokens.output_tokens
     elif isinstance(data, RunEnd):
         row.ended = event.time
         row.outcome = data.outcome

@@ -7,7 +7,9 @@
 
 `active()` is what the hot path asks: the recorder, or None when recording is off. The first
 call reads the settings and starts the recorder (a thread and the sinks) when they say so;
-later calls cost one global read.
+later calls cost one global read. The pipeline's fast path reads `tally` instead: the running
+recorder's `tally`, or None when recording is off (one module attribute read and a test of
+None, when off).
 
 Store specs (`[trace] store`, `OUTFORM_TRACE`, `--store`):
 
@@ -20,6 +22,7 @@ Store specs (`[trace] store`, `OUTFORM_TRACE`, `--store`):
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +38,19 @@ FORMS = "'sqlite', 'sqlite:PATH', 'postgres:DSN', a postgresql:// URL, or 'off'"
 _lock = threading.Lock()
 _recorder: Recorder | None = None
 _decided = False
+
+
+def _decide_then_tally() -> None:
+    """The first tally of the process: decide whether recording is on (`active()` sets
+    `tally` for the next ones), then count this one."""
+    recorder = active()
+    if recorder is not None:
+        recorder.tally()
+
+
+tally: Callable[[], None] | None = _decide_then_tally
+"""What the pipeline's fast path calls for a reply valid as sent: the recorder's `tally`,
+None when recording is off."""
 
 
 def open_store(
@@ -134,6 +150,7 @@ def start(
     )
     with _lock:
         previous, _recorder, _decided = _recorder, recorder, True
+        _set_tally(recorder)
     if previous is not None:
         previous.close()
     return recorder
@@ -144,6 +161,7 @@ def stop() -> None:
     global _recorder, _decided
     with _lock:
         previous, _recorder, _decided = _recorder, None, True
+        _set_tally(None)
     if previous is not None:
         previous.close()
 
@@ -169,6 +187,12 @@ def _set_off() -> None:
     global _decided  # noqa: PLW0603 - the one recorder of the process
     with _lock:
         _decided = True
+        _set_tally(None)
+
+
+def _set_tally(recorder: Recorder | None) -> None:
+    global tally  # noqa: PLW0603 - read by the fast path without a call
+    tally = recorder.tally if recorder is not None else None
 
 
 def emit(event: Event) -> None:

@@ -9,15 +9,11 @@ max_size_mb = 1024             # past this, the oldest runs are deleted
 queue_size = 100000            # events waiting for the writer (beyond: dropped and counted)
 flush_interval = 0.5           # seconds between two batches: what a crash can lose
 otel = false                   # also export spans to OpenTelemetry (the `otel` extra)
-step = "extract"               # default labels of every call
-tags = ["prod"]
-
-[trace.profiles.triage]        # labels a call picks with profile="triage"
-step = "triage"
-agent = "router"
 ```
 
-`OUTFORM_TRACE` overrides `store` (`off` turns recording off, whatever the file says).
+`OUTFORM_TRACE` overrides `store` (`off` turns recording off, whatever the file says). The
+labels of calls are not set here: a profile's name is its step, `[profiles.NAME]` and
+`[defaults]` give `agent` and `tags` (see `outform.profile`).
 """
 
 from __future__ import annotations
@@ -28,8 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from outform.errors import ConfigError
-from outform.trace.caller import Labels
+from outform.storespec import expand
 
 ENV_VAR = "OUTFORM_TRACE"
 DEFAULT_FILE = "trace.sqlite"
@@ -55,8 +50,6 @@ class TraceSettings:
     queue_size: int = 100_000
     flush_interval: float = 0.5
     otel: bool = False
-    defaults: Labels = field(default_factory=Labels)
-    profiles: Mapping[str, Labels] = field(default_factory=dict)
 
     @classmethod
     def from_config(cls, values: Mapping[str, Any], *, source: Path | None = None) -> TraceSettings:
@@ -67,12 +60,8 @@ class TraceSettings:
         for key in ("retention_days", "flush_interval"):
             if key in chosen:
                 chosen[key] = float(chosen[key])
-        defaults = Labels.of({k: values[k] for k in ("step", "agent", "tags") if k in values})
-        profiles = {
-            name: Labels.of(entry) for name, entry in (values.get("profiles") or {}).items()
-        }
         base = str(source.parent) if source is not None else None
-        return cls(**chosen, store_base_dir=base, defaults=defaults, profiles=profiles)
+        return cls(**chosen, store_base_dir=base)
 
     def store_spec(self, env: Mapping[str, str] = os.environ) -> str | None:
         """The store to record into (None: recording is off). `OUTFORM_TRACE` wins over the
@@ -80,15 +69,4 @@ class TraceSettings:
         spec = env.get(ENV_VAR, "").strip() or self.store
         if spec.lower() in OFF or (not self.enabled and not env.get(ENV_VAR, "").strip()):
             return None
-        kind, sep, target = spec.partition(":")
-        if sep and target.startswith("$"):
-            name = target[1:]
-            value = env.get(name, "")
-            if not value:
-                raise ConfigError(
-                    f"the trace store variable {name} is not set",
-                    where="[trace] store",
-                    fix=f"export {name}=..., or write the store without $",
-                )
-            return f"{kind}:{value}"
-        return spec
+        return expand(spec, env, what="trace store", where="[trace] store")

@@ -41,6 +41,8 @@ rows (the hour's first minute), which bounds the rows a report over weeks reads.
 RUNS, EVENTS = "outform_trace_runs", "outform_trace_events"
 COUNTS, HISTOGRAMS, META = "outform_trace_counts", "outform_trace_histograms", "outform_trace_meta"
 TABLES = (RUNS, EVENTS, COUNTS, HISTOGRAMS)
+TREND_KINDS = ("run.end", "output.change", "run.reasked", "stream.abort")
+"""What a trend bucket shows: runs (and how they ended), interventions, re-asks, aborts."""
 _COUNT_DIMS = ("step", "provider", "model", "mode", "kind", "stage", "key")
 _HISTOGRAM_DIMS = ("step", "provider", "model", "metric", "bin")
 _HOUR_OF = f"(bucket / {HOUR}) * {HOUR}"
@@ -376,16 +378,33 @@ class TraceStore:
             conn.rollback()  # end the read transaction: the next read sees new commits
         return [tuple(r) for r in rows]
 
-    def counts(self, where: Filter, width: int) -> list[tuple[Any, ...]]:
-        """(slot, step, model, mode, kind, stage, key, n) summed per slot of `width` seconds
-        from the window's first bucket; `model` is `provider:model` (or the bare name)."""
+    def counts(self, where: Filter, half: float) -> list[tuple[Any, ...]]:
+        """(half, step, model, mode, kind, stage, key, n) summed over the window, apart for
+        its two halves (`half`: where the second begins; 0 before, 1 from there on); `model`
+        is `provider:model` (or the bare name)."""
         start, end = where.bucketed()
         clause, params = Filter(start, end, where.step, where.model).where("bucket")
         return self.query(
-            f"SELECT (bucket - ?) / ? AS slot, step, {_MODEL_NAME}, mode, kind, stage, key,"
-            f" CAST(SUM(n) AS BIGINT) FROM {COUNTS} WHERE {clause}"
-            " GROUP BY slot, step, provider, model, mode, kind, stage, key",
-            [start, width, *params],
+            f"SELECT CASE WHEN bucket >= ? THEN 1 ELSE 0 END AS half, step, {_MODEL_NAME},"
+            f" mode, kind, stage, key, CAST(SUM(n) AS BIGINT) FROM {COUNTS} WHERE {clause}"
+            " GROUP BY half, step, provider, model, mode, kind, stage, key",
+            [half, *params],
+        )
+
+    def trend(self, where: Filter, width: int) -> list[tuple[Any, ...]]:
+        """(slot, '', model, '', kind, stage, key, n) of the kinds a trend shows
+        (`TREND_KINDS`), summed per slot of `width` seconds from the window's first bucket:
+        only the dimensions the trend reads, so a long trend costs few rows (the key is kept
+        for run ends only, where it is the outcome)."""
+        start, end = where.bucketed()
+        clause, params = Filter(start, end, where.step, where.model).where("bucket")
+        kinds = ", ".join("?" * len(TREND_KINDS))
+        return self.query(
+            f"SELECT (bucket - ?) / ? AS slot, '', {_MODEL_NAME} AS name, '', kind, stage,"
+            " CASE WHEN kind = 'run.end' THEN key ELSE '' END AS outcome,"
+            f" CAST(SUM(n) AS BIGINT) FROM {COUNTS} WHERE kind IN ({kinds}) AND {clause}"
+            " GROUP BY slot, name, kind, stage, outcome",
+            [start, width, *TREND_KINDS, *params],
         )
 
     def histograms(self, where: Filter) -> list[tuple[Any, ...]]:

@@ -7,7 +7,8 @@
 * `runs`: the latest runs;
 * `run_detail`: one run opened up: its labels, the mode chosen and why, the format decision,
   and per attempt the provider call, the violations, what was asked again and every change
-  with its before and after.
+  with its before and after; and, when the value returned was an agent envelope, the
+  confidence and sources its metadata gave.
 """
 
 from __future__ import annotations
@@ -16,7 +17,15 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from outform.trace.events import Change, Event, FormatChoice, ProviderCall, Reask, StreamAbort
+from outform.trace.events import (
+    Change,
+    Event,
+    FormatChoice,
+    ProviderCall,
+    Reask,
+    RunEnd,
+    StreamAbort,
+)
 from outform.trace.health import HealthQuery, report
 from outform.trace.store import Filter, TraceStore
 
@@ -70,8 +79,11 @@ def run_detail(store: TraceStore, run_id: str) -> dict[str, Any] | None:
         lambda: {"call": None, "violations": [], "asked": None, "abort": None, "changes": []}
     )
     decision = None
+    envelope = None
     for event in events:
         data = event.data
+        if isinstance(data, RunEnd) and (data.confidence is not None or data.sources):
+            envelope = {"confidence": data.confidence, "sources": list(data.sources)}
         if isinstance(data, FormatChoice):
             decision = {
                 "native": event.name == "format.native",
@@ -107,6 +119,7 @@ def run_detail(store: TraceStore, run_id: str) -> dict[str, Any] | None:
     return {
         "run": run,
         "format": decision,
+        "envelope": envelope,
         "attempts": [{"number": n, **attempts[n]} for n in sorted(attempts)],
         "events": [e.to_dict() for e in events],
     }

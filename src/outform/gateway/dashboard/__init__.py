@@ -100,23 +100,21 @@ def create_dashboard(store: TraceStore, *, keys: Sequence[str] = ()) -> Starlett
     )
 
 
+def mounted(store: TraceStore, *, keys: Sequence[str] = (), root: bool = False) -> Starlette:
+    """The dashboard at `/dashboard` (what `outform serve` routes there); `root`: `/` sends
+    the browser there too (`outform dashboard`)."""
+
+    async def to_page(request: Request) -> Response:
+        return RedirectResponse(MOUNT + "/")
+
+    routes = [Route(MOUNT, to_page), Mount(MOUNT, create_dashboard(store, keys=keys))]
+    return Starlette(routes=[Route("/", to_page), *routes] if root else routes)
+
+
 def standalone(store: TraceStore, *, keys: Sequence[str] = ()) -> Starlette:
     """The dashboard at `/dashboard`, and `/` sending the browser there (`outform
     dashboard`)."""
-
-    async def root(request: Request) -> Response:
-        return RedirectResponse(MOUNT + "/")
-
-    async def mounted_root(request: Request) -> Response:
-        return RedirectResponse(MOUNT + "/")
-
-    return Starlette(
-        routes=[
-            Route("/", root),
-            Route(MOUNT, mounted_root),
-            Mount(MOUNT, create_dashboard(store, keys=keys)),
-        ]
-    )
+    return mounted(store, keys=keys, root=True)
 
 
 _NO_STORE = {"cache-control": "no-store"}
@@ -153,4 +151,4 @@ def _int(request: Request, name: str, default: int, highest: int) -> int:
         return default
 
 
-__all__ = ["MOUNT", "create_dashboard", "standalone"]
+__all__ = ["MOUNT", "create_dashboard", "mounted", "standalone"]

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from outform.errors import SchemaError, guarded
+from outform.schema.check import too_nested
 from outform.schema.compiled import compile_schema
 from outform.schema.dialects import (
     anthropic,
@@ -116,7 +117,10 @@ def translate(
         Document(schema),
         Options(open_objects=open_objects, wrap_root=wrap_root, describe=describe),
     )
-    wire, codec, wrapped = emitter.run()
+    try:
+        wire, codec, wrapped = emitter.run()
+    except RecursionError:
+        raise too_nested() from None
     return DialectResult(
         dialect=rules.name,
         schema=gemini.to_openapi(wire) if rules.render == "openapi" else wire,

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import jsonschema_rs
-import orjson
 
 from outform.errors import DialectError
+from outform.jsontext import dumps_text
 from outform.schema import patterns, pointer
 from outform.schema.dialects import analysis
 from outform.schema.dialects.codec import (
@@ -1369,7 +1369,7 @@ def _hint(notes: list[tuple[str, Any]]) -> str:
     for keyword, value in notes:
         if isinstance(value, dict | bool) and keyword != "uniqueItems":
             continue
-        text = value if isinstance(value, str) else orjson.dumps(value).decode()
+        text = value if isinstance(value, str) else dumps_text(value)
         if len(text) > 120:
             text = text[:117] + "..."
         entry = f"{keyword}: {text}"

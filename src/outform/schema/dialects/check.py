@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from outform.jsontext import dumps
 from outform.schema import pointer
 from outform.schema.dialects import analysis
 from outform.schema.dialects.rules import JSON_TYPES, DialectRules
@@ -212,10 +213,8 @@ def _limits(schema: Mapping[str, Any], rules: DialectRules) -> Iterator[Problem]
 
 
 def _serialisable(schema: Mapping[str, Any]) -> bool:
-    import orjson
-
     try:
-        orjson.dumps(schema)
+        dumps(schema)
     except TypeError:
         return False
     return True

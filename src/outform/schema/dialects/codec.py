@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 import jsonschema_rs
-import orjson
 
+from outform.jsontext import dumps_text, loads
 from outform.schema import pointer
 
 Narrowing = Literal["closed_object", "absent_or_null", "type", "ambiguous"]
@@ -253,14 +253,14 @@ class JsonText:
     """Any JSON value written as a JSON-encoded string (a string that does not decode stays)."""
 
     def forward(self, value: Any, ctx: Context, path: str) -> Any:
-        return orjson.dumps(value).decode()
+        return dumps_text(value)
 
     def reverse(self, value: Any, ctx: Context) -> Any:
         if not isinstance(value, str):
             return value
         try:
-            return orjson.loads(value)
-        except orjson.JSONDecodeError:
+            return loads(value)
+        except ValueError:
             return value
 
 

@@ -9,6 +9,10 @@ which every one of them accepts) and counts as enforced only the structure every
 decoder enforces: types, properties, required keys, closed objects, items, enums, unions and
 references. Every other keyword is sent as guidance and checked by outform.
 
+vLLM (and SGLang, which uses its rules) is the exception: whether a server honours
+`response_format` depends on its version and configuration, which outform cannot see from a
+request, so its dialect claims no enforcement at all.
+
 Groq is different and documented: with `strict: true` it applies OpenAI's strict rules (all
 properties required, every object closed), so `groq` is the `openai_strict` dialect.
 """
@@ -47,6 +51,12 @@ FAMILY: dict[str, DialectRules] = {
         provider="vLLM",
         wire="response_format.json_schema.schema",
         source="docs.vllm.ai/en/latest/features/structured_outputs",
+        enforcing=False,
+        notes=(
+            "whether the server constrains decoding depends on its version and its "
+            "structured-output backend, which a request cannot see: every keyword is checked "
+            "by outform (the vllm profile says the same)",
+        ),
     ),
     "groq": dataclasses.replace(
         openai_strict.RULES,

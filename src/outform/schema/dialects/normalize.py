@@ -133,6 +133,8 @@ class Document:
     root: Mapping[str, Any]
     draft: int = field(init=False)
     _anchors: dict[str, str] = field(init=False, default_factory=dict)
+    _loops: dict[str, bool] = field(init=False, default_factory=dict)
+    _left: dict[str, bool] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.draft = draft_of(self.root)
@@ -140,6 +142,97 @@ class Document:
 
     def node(self, loc: str) -> Any:
         return pointer.lookup(self.root, loc)
+
+    def loops(self, target: str) -> bool:
+        """Whether the reference to `target` is a cycle of references alone (`{"$ref": "#"}`,
+        `a -> b -> a`): it never reaches a keyword, so it constrains nothing, as validators
+        read it (any value is valid), and is translated as the empty schema. Following it as a
+        reference would never end. (Every location on the chain shares the answer: each chain
+        is walked once.)"""
+        known = self._loops.get(target)
+        if known is not None:
+            return known
+        seen = [target]
+        node = self.node(target)
+        loops = False
+        while isinstance(node, Mapping) and isinstance(node.get("$ref"), str):
+            if not is_pure_ref(Part(seen[-1], node), self.draft):
+                break
+            following = self.target(node["$ref"], seen[-1])
+            if following in self._loops:
+                loops = self._loops[following]
+                break
+            if following in seen:
+                loops = True
+                break
+            seen.append(following)
+            node = self.node(following)
+        for location in seen:
+            self._loops[location] = loops
+        return loops
+
+    def left_recursive(self, target: str) -> bool:
+        """Whether `target` leads back to itself through `$ref`s and `allOf` / `anyOf` /
+        `oneOf` members alone, without descending into a property or an item
+        (`a = anyOf[a, ...]`): a value would be checked against the very schema checking it.
+        Validators disagree on what that means, and mapping values through it never ends."""
+        if target not in self._left:
+            self._find_cycles(target)
+        return self._left[target]
+
+    def _find_cycles(self, start: str) -> None:
+        """Tarjan's strongly connected components of the locations that check the same value,
+        from `start`: a location is left-recursive when its component holds a cycle. Every
+        location met is answered, so the whole document costs one pass."""
+        index: dict[str, int] = {start: 0}
+        low: dict[str, int] = {start: 0}
+        stack, on_stack = [start], {start}
+        work = [(start, iter(self._same_value(start)))]
+        while work:
+            location, following = work[-1]
+            for nxt in following:
+                if nxt in self._left:
+                    continue  # its component is done
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(self._same_value(nxt))))
+                    break
+                if nxt in on_stack:
+                    low[location] = min(low[location], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[location])
+                if low[location] == index[location]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == location:
+                            break
+                    cyclic = len(component) > 1 or location in set(self._same_value(location))
+                    for member in component:
+                        self._left[member] = cyclic
+
+    def _same_value(self, loc: str) -> Iterator[str]:
+        """The locations a value at `loc` is also checked against, as it is."""
+        node = self.node(loc)
+        if not isinstance(node, Mapping):
+            return
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            yield self.target(ref, loc)
+            if self.draft <= 7:
+                return  # keywords beside `$ref` are ignored
+        for keyword in ("allOf", "anyOf", "oneOf"):
+            members = node.get(keyword)
+            if isinstance(members, list):
+                for index in range(len(members)):
+                    yield pointer.join(loc, keyword, index)
 
     def target(self, ref: str, at: str) -> str:
         """The JSON pointer a local `$ref` points at; SchemaError when outform cannot follow it."""
@@ -242,8 +335,15 @@ def alternatives(doc: Document, part: Part, keep_ref: KeepRef) -> Alternatives:
         deferred.extend(inner.deferred)
         notes.extend(inner.notes)
 
-    if isinstance(ref, str):
-        target = doc.target(ref, part.loc)
+    if isinstance(ref, str) and not doc.loops(target := doc.target(ref, part.loc)):
+        if doc.left_recursive(target):
+            raise SchemaError(
+                f"the schema refers back to {pointer.readable(target)} without descending into "
+                "the value (a value would be checked against the schema checking it): it has "
+                "no agreed meaning",
+                where=f"schema at {part.loc or '/'}",
+                fix="let the recursion go through a property or an item, or remove the reference",
+            )
         if target in part.stack or keep_ref(part, target):
             kept = Ref(target, part.loc, part.stack)
             branches = _product(branches, (Branch(refs=(kept,)),))

@@ -7,8 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
+from outform.jsontext import dumps_text
 from outform.schema.dialects import codec as codecs
 from outform.schema.dialects.rules import DialectRules
 from outform.schema.ledger import Ledger
@@ -49,7 +48,7 @@ class DialectResult:
     def payload(self) -> dict[str, Any] | str:
         """The schema as the provider's request field takes it (a JSON string for Bedrock)."""
         if self.rules.payload == "string":
-            return orjson.dumps(self.schema).decode()
+            return dumps_text(self.schema)
         return self.schema
 
     def forward(self, value: Any) -> Any:

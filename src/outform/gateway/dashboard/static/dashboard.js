@@ -229,6 +229,20 @@ async function openRun(runId) {
   term(info, "native format", format ? (format.native ? "applied (" + format.mechanism + ")" : "skipped: " + format.reason) : null);
   term(info, "outcome", run.outcome || "running");
   term(info, "attempts", run.attempts);
+  const envelope = detail.envelope;
+  if (envelope) {
+    if (envelope.confidence !== null) {
+      term(info, "confidence", text(envelope.confidence, 2));
+      const band = envelope.confidence > 0.8 ? "high" : envelope.confidence > 0.6 ? "medium" : "low";
+      info.lastElementChild.className = "confidence " + band;
+    }
+    if (envelope.sources.length) {
+      const shown = envelope.sources.slice(0, 3).join(", ");
+      const more = envelope.sources.length - 3;
+      term(info, "sources", more > 0 ? shown + " and " + more + " more" : shown);
+      info.lastElementChild.title = envelope.sources.join("\n");
+    }
+  }
   const holder = $("run-attempts");
   holder.replaceChildren();
   for (const attempt of detail.attempts) {
@@ -239,7 +253,7 @@ async function openRun(runId) {
     const call = attempt.call;
     title.textContent = "Attempt " + attempt.number + (call
       ? " · " + text(call.latency_ms, 0) + " ms · HTTP " + text(call.status) +
-        " · " + call.tokens.input + " in / " + call.tokens.output + " out tokens"
+        " · " + call.tokens.input_tokens + " in / " + call.tokens.output_tokens + " out tokens"
       : "");
     box.appendChild(title);
     if (attempt.abort) {

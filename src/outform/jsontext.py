@@ -1,0 +1,71 @@
+"""JSON text of the values outform holds, integers of any size included.
+
+orjson, outform's encoder, writes integers of up to 64 bits only; JSON has no such bound, and a
+schema (`"maximum": 18446744073709551616`, an enum of long numbers) or a value read exactly from
+a reply may hold a longer one. Such a value is written by the standard library's encoder
+instead, with the same compact form, so that no caller meets orjson's TypeError.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+import orjson
+
+_LONG_INTEGER = re.compile(r"[0-9]{19}")
+"""19 digits: the shortest integer orjson may read as a float (below -2**63)."""
+
+
+def dumps(value: Any, *, sort_keys: bool = False) -> bytes:
+    """Compact JSON, UTF-8 (characters, not `\\u` escapes); keys sorted when asked. Anything
+    that is not JSON data (a set, an object) is a TypeError, as with orjson."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS if sort_keys else None)
+    except TypeError as exc:
+        if "64-bit" not in str(exc):
+            raise
+        text = json.dumps(value, sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False)
+        return text.encode()
+
+
+def dumps_text(value: Any) -> str:
+    """`dumps` as a str."""
+    return dumps(value).decode()
+
+
+def loads(text: str) -> Any:
+    """orjson's reading of JSON text, except that every integer keeps every digit. Raises
+    ValueError (orjson.JSONDecodeError is one) for text that is not JSON, holds a non-finite
+    number or an integer too long for Python to read (over 4300 digits)."""
+    value = orjson.loads(text)
+    return loads_exact(text) if may_be_inexact(text) else value
+
+
+def may_be_inexact(text: str) -> bool:
+    """Whether orjson's reading of `text` may have turned an integer into a float."""
+    return _LONG_INTEGER.search(text) is not None
+
+
+def loads_exact(text: str) -> Any:
+    """Decode valid JSON keeping every digit of every integer (the standard library's reader).
+
+    Raises ValueError for an integer too long for Python to read (over 4300 digits) and for
+    non-finite numbers."""
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text} is out of range")
+    return value
+
+
+__all__ = ["dumps", "dumps_text", "loads", "loads_exact", "may_be_inexact"]
