@@ -496,10 +496,13 @@ def _pipeline(
     level: str | None,
     options: Mapping[str, Any],
 ) -> Pipeline[Any]:
-    """A pipeline of one call: its events go out through the run (`_Loop._run`)."""
+    """A pipeline of one call: its events go out through the run (`_Loop._run`). The
+    dialect's reverse step is a processor only when the translation reshapes values (a
+    wrapped root, a map as pairs, an absent key sent as null...): a processor takes the
+    pipeline off its fast path, which a reply valid as sent should keep."""
     processors: list[Processor] = []
     translation = call_plan.translation
-    if translation is not None:
+    if translation is not None and translation.reshapes:
         processors.append(Processor("after_decode", translation.reverse, "dialect_reverse"))
     return Pipeline(fmt, level=level, processors=processors, **options)
 
