@@ -99,7 +99,7 @@ class OpenAICarrier(_Carrier):
 
     def submit(self, job: str, key: str, chunk: Path, first: WireRequest) -> str:
         upload = Upload(
-            chunk.read_bytes(),
+            chunk,  # read as it is sent: a batch file of any size costs no memory
             media_type="application/jsonl",
             field="file",
             filename=f"{batch_label(job, key)}.jsonl",
@@ -128,7 +128,7 @@ class AnthropicCarrier(_Carrier):
         self.api = api
 
     def submit(self, job: str, key: str, chunk: Path, first: WireRequest) -> str:
-        upload = Upload(chunk.read_bytes(), media_type="application/json")
+        upload = Upload(chunk, media_type="application/json")
         reply = self.transport.exchange(self.endpoint, self.api.create(), upload)
         return self.api.created_id(reply.body)
 
@@ -169,18 +169,18 @@ class GeminiCarrier(_Carrier):
         self.api = api
 
     def submit(self, job: str, key: str, chunk: Path, first: WireRequest) -> str:
-        content = chunk.read_bytes()
+        size = chunk.stat().st_size
         label = batch_label(job, key)
-        start = self.transport.exchange(self.endpoint, self.api.upload_start(len(content), label))
+        start = self.transport.exchange(self.endpoint, self.api.upload_start(size, label))
         url = start.headers.get("x-goog-upload-url")
         if not url:
             raise ProviderError(
                 "gemini did not return an upload URL", provider="gemini", fix="retry the job"
             )
-        finish = self.api.upload_finish(_relative(url), len(content))
+        finish = self.api.upload_finish(_relative(url), size)
         # the SDK sends the bytes as application/json; the file's own type went with the start
         reply = self.transport.exchange(
-            self.endpoint, finish, Upload(content, media_type="application/json")
+            self.endpoint, finish, Upload(chunk, media_type="application/json")
         )
         create = self.api.create(first.path, self.api.uploaded_id(reply.body), label)
         return self.api.created_id(self.transport.send(self.endpoint, create))
