@@ -249,7 +249,7 @@ class _Loop:
     def start(self) -> None:
         """The run begins: `run.start`, and how the format is enforced."""
         self.trace.start()
-        _format_event(self.trace, self.plan)
+        format_event(self.trace, self.plan)
 
     def step(self, response: Response) -> Request | Generation[Any]:
         self.usage = self.usage + response.usage
@@ -313,7 +313,7 @@ class _Loop:
         )
         over_budget = self.token_budget is not None and self.usage.total_tokens >= self.token_budget
         self.trace.validation_failed(hint.violations)
-        reason = _reason(hint, aborted_at)
+        reason = reask_reason(hint, aborted_at)
         if len(self.attempts) > self.retries or over_budget:
             why = (
                 f"the token budget ({self.token_budget}) is spent"
@@ -324,7 +324,7 @@ class _Loop:
             if kept is not None:
                 return kept
             asked = self.ask.fields if self.ask else ()
-            self.trace.emit("output.reask.fail", detail=why, data=_reask(reason, asked, hint))
+            self.trace.emit("output.reask.fail", detail=why, data=reask_record(reason, asked, hint))
             self._end("invalid")
             raise GenerationError(
                 f"no valid reply: {why}",
@@ -339,7 +339,7 @@ class _Loop:
             response.text, hint, value
         )
         fields = self.ask.fields if self.ask else ()
-        self.trace.emit("output.reask.attempt", data=_reask(reason, fields, hint))
+        self.trace.emit("output.reask.attempt", data=reask_record(reason, fields, hint))
         self.trace.attempt = len(self.attempts) + 1
         return request
 
@@ -419,7 +419,7 @@ class _Loop:
             self.trace.changes(result.changes)
             if len(self.attempts) > 1:
                 previous = self.attempts[-2]
-                asked = _reask(_reason(previous.hint, previous.aborted_at), fields, None)
+                asked = reask_record(reask_reason(previous.hint, previous.aborted_at), fields, None)
                 detail = f"valid after {len(self.attempts)} attempts"
                 self.trace.emit("output.reask.success", detail=detail, data=asked)
         elif result is not None:  # the text fallback: its attempt is kept as a failed one
@@ -455,7 +455,7 @@ class _Loop:
         self.trace.end(outcome, changes=changes, tokens=self.usage, value=value)
 
 
-def _reason(hint: RetryHint | None, aborted_at: int | None) -> str:
+def reask_reason(hint: RetryHint | None, aborted_at: int | None) -> str:
     """Why a reply is asked for again: `stream_aborted`, `cut_off`, `syntax` or `schema`."""
     if aborted_at is not None:
         return "stream_aborted"
@@ -464,13 +464,13 @@ def _reason(hint: RetryHint | None, aborted_at: int | None) -> str:
     return "syntax" if hint is not None and hint.is_syntax else "schema"
 
 
-def _reask(reason: str, fields: tuple[str, ...], hint: RetryHint | None) -> Reask:
+def reask_record(reason: str, fields: tuple[str, ...], hint: RetryHint | None) -> Reask:
     """What was asked again: the fields (top-level names) as JSON pointers."""
     violations = Validation.of(hint.violations).violations if hint is not None else ()
     return Reask(reason, tuple(pointer.join("", name) for name in fields), violations)
 
 
-def _format_event(trace: RunTrace, call_plan: Plan) -> None:
+def format_event(trace: RunTrace, call_plan: Plan) -> None:
     """`format.native` when the provider is asked to hold the reply to the schema (a native
     schema mode or a forced tool), else `format.skipped` with the reason; nothing for free
     text, where there is no format to enforce."""
