@@ -462,12 +462,15 @@ async def _answered(backend: Backend, chat: Mapping[str, Any], run: RunTrace) ->
 
 
 async def _opened(opening: Awaitable[ChatStream], call: StreamCall) -> ChatStream:
-    """The backend's stream, or its refusal recorded as the call's (and the run's) end."""
+    """The backend's stream (how a native backend enforces the format recorded first), or
+    its refusal recorded as the call's (and the run's) end."""
     try:
-        return await opening
+        backend_stream = await opening
     except BaseException as error:
         call.end(error)
         raise
+    tracing.planned(call.run, backend_stream)
+    return backend_stream
 
 
 __all__ = ["Gateway"]
