@@ -65,6 +65,7 @@ def run_live(
                 if len(updates) >= _GROUP:
                     manifest.record(job, updates)
                     updates = []
+                    runs.keep_up()
         for future in concurrent.futures.as_completed(running):
             updates.append(future.result())
             progress.advance("parsing")

@@ -356,11 +356,15 @@ class Runner:
         self.counts.advance("parsing", len(updates))
         judged, self._judged = self._judged, []
         for idx, first, attempt, verdict, since in judged:
+            if first and verdict.status == "ok":  # valid as sent: counted, as a fast path
+                self.runs.count_valid()
+                continue
             trace = self.runs.run(idx, since=since)
             if first:
                 self.runs.start(trace)
             trace.attempt = attempt
             self.runs.judged(trace, verdict)
+        self.runs.keep_up()
 
     def _update(self, batch: BatchRecord, outcome: Outcome, stored: WaitingRow) -> RowUpdate:
         can_retry = stored.round < self.spec.rounds

@@ -6,19 +6,23 @@ A row's run has `source = "batch"`, the job's labels (resolved when the job was 
 that a resume in another process records under the same ones), provider, model and mode, and
 the schema's hash. Its id is derived from the job and the row, so the events of a row
 re-asked in a later round, or read by a resumed process, join the same run. Each reply
-judged is one attempt:
+judged is one attempt (a request sent again because the provider did not answer it is not):
 
-* the first: `run.start` and the format event (`format.native` or `format.skipped`);
+* before the first request: `run.start` and the format event (`format.native` or
+  `format.skipped`);
 * a reply asked again: `output.validation.fail` and `output.reask.attempt`;
 * the last: its `output.change` events (and `output.reask.success` after a re-ask), or
   `output.validation.fail` and `output.reask.fail`; then `run.end`: `valid` (ok, repaired),
   `invalid` (failed), `refused`, or `error` (`provider_error`, `expired`, as `error_class`).
 
-A live job's row also records a `provider.call` per call. A provider batch has no latency
-per request, so its rows have none; `run.end` carries the last reply's tokens, and its
-duration counts from when the row's batch was recorded. Events are recorded once the
-manifest has committed the row's outcome: a crash may lose a row's events, never record
-them twice for one reply.
+A row of a provider batch valid as sent at its first request is only counted
+(`count_valid`), as a reply on the pipeline's fast path is: what its events would add to the
+counts, without them (a job reads thousands of rows a second; the trace's writer would fall
+behind, and `keep_up` makes the job wait when it does). A provider batch has no latency per
+request, so its rows have no `provider.call`; `run.end` carries the last reply's tokens, and
+its duration counts from when the row's batch was recorded. A live job's row records a
+`provider.call` per call. Events are recorded once the manifest has committed the row's
+outcome: a crash may lose a row's events, never record them twice for one reply.
 """
 
 from __future__ import annotations
@@ -27,15 +31,21 @@ import dataclasses
 import hashlib
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from outform.batch.job import Prepared
 from outform.batch.outcome import Verdict
 from outform.run import format_event, reask_reason, reask_record
 from outform.trace import runtime
 from outform.trace.caller import Labels
-from outform.trace.events import RunInfo, RunOutcomeName, global_observers
+from outform.trace.events import Event, RunInfo, RunOutcomeName, global_observers
+from outform.trace.recorder import CountedRun, Recorder
+from outform.trace.rows import counted_run
 from outform.trace.tracer import RunTrace
+
+KEEP_UP_SHARE = 20
+"""A job waits for the trace's writer once this share of its queue is waiting (1/20: 5,000
+events of the default 100,000)."""
 
 
 def attempt_of(history: Sequence[Mapping[str, Any]]) -> int:
@@ -70,6 +80,7 @@ class RowRuns:
             self.plan.mode,
             self.plan.reason,
         )
+        self._counted: CountedRun | None = None
 
     def run(self, idx: int, *, since: float | None = None) -> RunTrace:
         """Row `idx`'s run; `since` (Unix time): where its duration starts, else now."""
@@ -81,6 +92,36 @@ class RowRuns:
         if since is not None:
             trace.started -= max(0.0, time.time() - since)
         return trace
+
+    def keep_up(self) -> None:
+        """Wait for the trace's writer when the job records faster than it writes: a job
+        judges thousands of rows a second, and the queue's bound would otherwise drop their
+        events (or, below it, hold a hundred thousand of them in memory)."""
+        recorder = runtime.active()
+        if recorder is not None and recorder.backlog > recorder.queue_size // KEEP_UP_SHARE:
+            recorder.flush()
+
+    def count_valid(self) -> None:
+        """A row valid as sent at its first request: counted, as a reply on the pipeline's
+        fast path is, with what its events would add to the counts (a valid run and its
+        format event, under the job's labels, provider, model and mode), without them."""
+        recorder = runtime.active()
+        if recorder is None:
+            return
+        if self._counted is None:
+            self._counted = counted_run(self._prototype())
+        recorder.count(self._counted)
+
+    def _prototype(self) -> list[Event]:
+        """The events of a row valid as sent at its first request."""
+        kept = _Kept()
+        info = dataclasses.replace(self.info, run_id="counted")
+        trace = RunTrace(
+            info, schema_hash=self.schema_hash, observers=None, recorder=cast(Recorder, kept)
+        )
+        self.start(trace)
+        trace.end("valid")
+        return kept.events
 
     def start(self, trace: RunTrace) -> None:
         """Before the row's first request: its run starts."""
@@ -123,6 +164,16 @@ class RowRuns:
                 data = reask_record(reask_reason(verdict.hint, None), (), verdict.hint)
                 trace.emit("output.reask.fail", detail=why, data=data)
         trace.end(outcome, tokens=verdict.usage, error=error)
+
+
+class _Kept:
+    """Where a prototype run's events go (nowhere else: no observer, no sink)."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def record(self, event: Event) -> None:
+        self.events.append(event)
 
 
 __all__ = ["RowRuns", "attempt_of", "row_run_id"]
