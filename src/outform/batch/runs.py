@@ -148,11 +148,13 @@ class RowRuns:
             if attempt > 1:
                 detail = f"valid after {attempt} attempts"
                 trace.emit("output.reask.success", detail=detail, data=reask_record("", (), None))
-            trace.end("valid", changes=len(verdict.changes), tokens=verdict.usage)
+            trace.end(
+                "valid", changes=len(verdict.changes), tokens=verdict.usage, value=verdict.data
+            )
             return
-        self.ended(trace, verdict)
+        self._ended(trace, verdict)
 
-    def ended(self, trace: RunTrace, verdict: Verdict) -> None:
+    def _ended(self, trace: RunTrace, verdict: Verdict) -> None:
         """A final status without a valid value."""
         outcome: RunOutcomeName = "error"
         error: str | None = verdict.status
