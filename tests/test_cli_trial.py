@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-import click
 import orjson
 import pytest
 import typer.main
@@ -173,8 +173,8 @@ def test_the_checking_bar_counts_rows(tmp_path: Path) -> None:
 # -- help texts show brackets as written -----------------------------------------------------
 
 
-def _commands() -> Iterator[tuple[list[str], click.Command]]:
-    def walk(path: list[str], command: click.Command) -> Iterator[tuple[list[str], click.Command]]:
+def _commands() -> Iterator[tuple[list[str], Any]]:
+    def walk(path: list[str], command: Any) -> Iterator[tuple[list[str], Any]]:
         yield path, command
         for name, sub in getattr(command, "commands", {}).items():
             yield from walk([*path, name], sub)
@@ -195,6 +195,6 @@ def test_help_shows_bracketed_words_as_written(
             assert bracketed in shown, f"{path}: {bracketed} missing from --help"
 
 
-def _commands_by_path() -> Iterator[tuple[str, click.Command]]:
+def _commands_by_path() -> Iterator[tuple[str, Any]]:
     for path, command in _commands():
         yield " ".join(path), command
