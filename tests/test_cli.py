@@ -263,11 +263,15 @@ def _named_in_errors() -> dict[str, str]:
     for part in _REACHED:
         for path in sorted((_SRC / part).rglob("*.py") if "." not in part else [_SRC / part]):
             for node in ast.walk(ast.parse(path.read_text())):
-                if not (isinstance(node, ast.Call) and _raises(node)):
+                if isinstance(node, ast.Call) and _raises(node):
+                    parts = [*node.args, *(k.value for k in node.keywords)]
+                elif isinstance(node, ast.Assign) and _error_part(node):
+                    parts = [node.value]  # fix = "raise the ... option", raised further on
+                else:
                     continue
                 texts = [
                     c.value
-                    for arg in (*node.args, *(k.value for k in node.keywords))
+                    for arg in parts
                     for c in ast.walk(arg)
                     if isinstance(c, ast.Constant) and isinstance(c.value, str)
                 ]
@@ -275,6 +279,14 @@ def _named_in_errors() -> dict[str, str]:
                     for name in pattern.findall(text):
                         named.setdefault(name, f"{path.relative_to(_SRC)}:{node.lineno}")
     return named
+
+
+def _error_part(node: ast.Assign) -> bool:
+    """An assignment to a name an error is built from (`what`, `where`, `fix`)."""
+    names = {getattr(t, "id", None) for t in node.targets}
+    names |= {n.id for t in node.targets if isinstance(t, ast.Tuple) for n in t.elts
+              if isinstance(n, ast.Name)}  # fmt: skip
+    return bool(names & {"what", "where", "fix"})
 
 
 def _raises(call: ast.Call) -> bool:
@@ -293,6 +305,7 @@ def _flags(command: str) -> set[str]:
 def test_every_setting_an_error_names_is_a_flag_of_the_commands_that_reach_it() -> None:
     named = _named_in_errors()
     assert {"max_chars", "max_depth", "time_limit", "retries", "mode"} <= set(named)
+    assert "max_repair_chars" in named  # named in a `fix` assigned before the raise
     parse_options = set(Options.__dataclass_fields__)
     for name, where in named.items():
         if name in _NOT_FROM_THE_SHELL:

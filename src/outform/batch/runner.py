@@ -28,7 +28,7 @@ from outform.batch.live import run_live
 from outform.batch.manifest import BatchRecord, Manifest, PendingRow, RowUpdate, WaitingRow
 from outform.batch.outcome import Verdict, judge, output_line
 from outform.batch.progress import Counts, Progress, Silent
-from outform.batch.rows import rows_at, scan
+from outform.batch.rows import count_rows, rows_at, scan
 from outform.batch.runs import RowRuns, attempt_of
 from outform.errors import OutformError, UsageError
 from outform.providers.base import WireRequest
@@ -85,16 +85,18 @@ def check_and_record(
         }
     )
     job = new_job_id()
-    progress.start("checking", stat.st_size if stat else None)
+    progress.start("checking", count_rows(path))  # counted in rows, as every other bar
 
     def rows() -> Iterator[tuple[int, str, int, int]]:
-        last = 0
+        shown = seen = 0
         for row in scan(path, prepared.prompt, spec.id_field):
             prepared.wire(prepared.request(row.messages))  # the adapter accepts it
-            if row.offset - last > 1 << 20:
-                progress.advance("checking", row.offset - last)
-                last = row.offset
+            seen = row.index + 1
+            if seen - shown >= 1000:
+                progress.advance("checking", seen - shown)
+                shown = seen
             yield row.index, row.id, row.line, row.offset
+        progress.advance("checking", seen - shown)
 
     count = manifest.create_job(job, spec.to_json(), rows())
     if count == 0:

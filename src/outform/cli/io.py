@@ -7,7 +7,9 @@ pipe, a CI log) they are plain lines, one per change, that no column width can b
 
 from __future__ import annotations
 
+import copy
 import importlib
+import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -44,8 +46,10 @@ def read_reply(file: str) -> bytes:
 
 
 def load_schema(path: Path) -> Any:
+    """The JSON Schema in `path`: a JSON object (anything else is named, not taken for a
+    type)."""
     try:
-        return orjson.loads(path.read_bytes())
+        schema = orjson.loads(path.read_bytes())
     except OSError as exc:
         raise UsageError(f"cannot read the schema file: {exc.strerror}", where=str(path)) from None
     except orjson.JSONDecodeError as exc:
@@ -54,6 +58,18 @@ def load_schema(path: Path) -> Any:
             where=f"{path}, line {exc.lineno} column {exc.colno}",
             fix="correct the JSON there",
         ) from None
+    if not isinstance(schema, dict):
+        raise UsageError(
+            f"the schema file holds {_json_kind(schema)}, not a JSON Schema object",
+            where=str(path),
+            fix='write one object, e.g. {"type": "object", "properties": {...}}',
+        )
+    return schema
+
+
+def _json_kind(value: Any) -> str:
+    kinds = ((list, "an array"), (str, "a string"), (bool, "a boolean"), (type(None), "null"))
+    return next((name for kind, name in kinds if isinstance(value, kind)), "a number")
 
 
 def output_of(schema: Path | None, type_: str | None) -> tuple[Any, bool]:
@@ -190,8 +206,36 @@ def print_json(value: Any) -> None:
     )
 
 
+LIBRARY_FLAGS = {
+    "api_key": ("--api-key-env", "--api-key-env NAME (the variable holding the key)"),
+    "base_url": ("--base-url", "--base-url URL"),
+}
+"""Library arguments an error may name, as the command line spells them: (the flag, how to
+pass it). Keys never go on the command line: `api_key` is read from a named variable."""
+
+
+def for_cli(error: OutformError) -> OutformError:
+    """`error` as the command line says it: a library argument in `where` becomes its flag,
+    and "pass api_key=" in `fix` becomes "pass --api-key-env NAME"."""
+    where, fix = error.where, error.fix
+    if where in LIBRARY_FLAGS:
+        where = LIBRARY_FLAGS[where][0]
+    if fix:
+        fix = re.sub(
+            r"\b(" + "|".join(LIBRARY_FLAGS) + r")=",
+            lambda found: LIBRARY_FLAGS[found.group(1)][1],
+            fix,
+        )
+    if (where, fix) == (error.where, error.fix):
+        return error
+    shown = copy.copy(error)
+    shown.where, shown.fix = where, fix
+    return shown
+
+
 def print_error(error: OutformError) -> None:
-    stderr.print(f"error: {error.render()}", style="red", markup=False, highlight=False)
+    shown = for_cli(error).render()
+    stderr.print(f"error: {shown}", style="red", markup=False, highlight=False)
 
 
 def print_output_error(error: OutputError) -> None:

@@ -42,12 +42,13 @@ def parse_command(
     max_chars: options.MaxChars = None,
     max_depth: options.MaxDepth = None,
     time_limit: options.TimeLimit = None,
+    max_repair_chars: options.MaxRepairChars = None,
 ) -> None:
     """Parse a model's reply against a schema or type (neither: any JSON value).
 
     The value goes to standard output; the changes and violations to standard error.
     """
-    settings = options.parse_settings(level, max_chars, max_depth, time_limit)
+    settings = options.parse_settings(level, max_chars, max_depth, time_limit, max_repair_chars)
     output, typed = output_of(schema, type_)
     reply = read_reply(file)
     if stream:

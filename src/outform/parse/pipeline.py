@@ -708,7 +708,12 @@ class Pipeline(Generic[T]):
             level=self.options.level,
             hint=hint,
         )
-        if hint.is_syntax:
+        fix: str | None
+        if hint.is_syntax and not text.strip():
+            # Nothing to repair: advice about repair levels would send the user the wrong way.
+            what = "the reply is empty (no text, or only whitespace)"
+            fix = "the model sent nothing: check its finish reason and max_tokens, or ask again"
+        elif hint.is_syntax:
             what = "no JSON value could be read from the reply"
             fix = "level 'full' also repairs malformed JSON" if self.options.tolerance < 2 else None
         else:
