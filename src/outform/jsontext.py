@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
 import orjson
 
-_LONG_INTEGER = re.compile(r"[0-9]{19}")
+_DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= byte <= 0x39 else byte for byte in range(256))
+_LONG_INTEGER = b"0" * 19
 """19 digits: the shortest integer orjson may read as a float (below -2**63)."""
 
 
@@ -45,8 +45,10 @@ def loads(text: str) -> Any:
 
 
 def may_be_inexact(text: str) -> bool:
-    """Whether orjson's reading of `text` may have turned an integer into a float."""
-    return _LONG_INTEGER.search(text) is not None
+    """Whether orjson's reading of `text` may have turned an integer into a float: it holds a
+    run of 19 digits. (Every digit mapped to `0`, then one substring search: several times
+    cheaper than a regular expression, since the fast path asks it of every reply.)"""
+    return _LONG_INTEGER in text.encode("utf-8", "surrogatepass").translate(_DIGITS_AS_ZERO)
 
 
 def loads_exact(text: str) -> Any:
