@@ -305,6 +305,7 @@ class StreamParser(Generic[T]):
         self._level = opts.level
         self._decided: bool | None = None
         self._unescapable = False
+        self._extracts = "extract" in opts.stages
         self._options = opts
         self._spent = 0.0
         """Seconds spent parsing so far (waiting for chunks does not count): the stream's share
@@ -397,7 +398,7 @@ class StreamParser(Generic[T]):
         if self.violation is None:
             checker = self.checker
             if checker is not None and checker.violation is not None:
-                if self._decides():
+                if self._decides() and self._reading_is_final():
                     self._stop(checker.violation, "schema")
             elif parser.error is not None and self._decides() and self._syntax_is_final():
                 self._stop(parser.error, "syntax")
@@ -433,9 +434,33 @@ class StreamParser(Generic[T]):
             decides = (
                 not self.pipeline.reads_text(bracket) and "{" not in prefix and "[" not in prefix
             )
+            if decides and text[start : start + 1] == '"' and self._extracts:
+                # A string that is the whole value: the pipeline reads the regions inside it as
+                # it reads those of prose, so a bracket in it (so far) may begin the answer.
+                held = text[start : parser.end]
+                decides = "{" not in held and "[" not in held
+                if decides and parser.end is None:
+                    return True  # not kept: the string is still being written
         if not decides or parser.started or parser.broken:
             self._decided = decides
         return decides
+
+    def _reading_is_final(self) -> bool:
+        """Whether the pipeline reads the followed value as the stream parser did, so that its
+        schema violation stands. At *full*, a value that is not JSON as written is read by the
+        tolerant decoders, which delimit strings by their own rules (`""\"fixed\"""` is one
+        triple-quoted string, `"a"b"` one string with a quote inside): once a syntax error is met,
+        or while the text ends with a closing quote that what follows may turn into a quote
+        inside a string, the parser's reading decides nothing yet."""
+        if self._level != "full":
+            return True
+        if self.parser.error is not None:
+            return False
+        for chunk in reversed(self._chunks):
+            tail = chunk.rstrip()
+            if tail:
+                return not tail.endswith('"')
+        return True
 
     def _syntax_is_final(self) -> bool:
         """Whether the pipeline could still read a reply that is not JSON as written. A no is
