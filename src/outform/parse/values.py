@@ -83,6 +83,9 @@ def flaw(value: Any, deadline: Deadline | None = None, *, nonfinite: bool = Fals
         elif isinstance(item, float):
             if not nonfinite and not math.isfinite(item):
                 return f"a number out of range ({item}), which JSON cannot hold"
+        elif type(item) is int and item.bit_length() > _SHORTEST_UNWRITABLE_BITS:
+            if number_text(item) is None:
+                return f"an integer of {item.bit_length():,} bits, longer than Python writes out"
         elif isinstance(item, dict):
             for key in item:
                 if not isinstance(key, str):
@@ -92,6 +95,11 @@ def flaw(value: Any, deadline: Deadline | None = None, *, nonfinite: bool = Fals
         elif isinstance(item, list):
             stack.extend(item)
     return None
+
+
+_SHORTEST_UNWRITABLE_BITS = 14_000
+"""Below Python's default limit of 4300 decimal digits (about 14,284 bits) for writing an
+integer out: JSON5's hexadecimal (`0x1F...`) reaches it with fewer characters."""
 
 
 def _surrogate(text: str) -> str | None:
