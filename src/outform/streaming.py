@@ -447,11 +447,13 @@ class StreamParser(Generic[T]):
 
     def _reading_is_final(self) -> bool:
         """Whether the pipeline reads the followed value as the stream parser did, so that its
-        schema violation stands. At *full*, a value that is not JSON as written is read by the
-        tolerant decoders, which delimit strings by their own rules (`""\"fixed\"""` is one
-        triple-quoted string, `"a"b"` one string with a quote inside): once a syntax error is met,
-        or while the text ends with a closing quote that what follows may turn into a quote
-        inside a string, the parser's reading decides nothing yet."""
+        schema violation stands. At *full*, a value that is not JSON as written (a syntax error,
+        or a reply cut off here) is read by the tolerant decoders, which read it otherwise: they
+        delimit strings by their own rules (`""\"fixed\"""` is one triple-quoted string, `"a"b"`
+        one string with a quote inside), and json-repair drops the last member of a cut-off
+        array when it is empty or just opened (`[{}, {` reads `[{}]`). So the parser's reading
+        decides nothing once a syntax error is met, nor while the text received ends with a
+        quote or a bracket; a violation stands once anything else follows."""
         if self._level != "full":
             return True
         if self.parser.error is not None:
@@ -459,7 +461,7 @@ class StreamParser(Generic[T]):
         for chunk in reversed(self._chunks):
             tail = chunk.rstrip()
             if tail:
-                return not tail.endswith('"')
+                return tail[-1] not in _UNCONFIRMED
         return True
 
     def _syntax_is_final(self) -> bool:
@@ -499,6 +501,11 @@ class StreamParser(Generic[T]):
             text=self.text,
             reason=reason,
         )
+
+
+_UNCONFIRMED = frozenset('"{}[]')
+"""The last characters after which, at *full*, the tolerant decoders may read the value otherwise
+than the stream parser (see `StreamParser._reading_is_final`)."""
 
 
 # -- entry points ---------------------------------------------------------------------------

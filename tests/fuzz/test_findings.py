@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from outform.errors import StreamAbortedError
+import outform
+from outform.errors import OutputError, StreamAbortedError
 from outform.streaming import StreamParser
 from tests.fuzz.checks import check_parse, check_stream
 from tests.fuzz.grammar import Case
@@ -22,6 +23,14 @@ CODES = {
 NUMBER_OR_OBJECT = {"oneOf": [{"type": "number"}, {"type": "object", "additionalProperties": {}}]}
 NUMBERS = {"type": "array", "items": {"type": "number"}, "minItems": 1}
 OBJECT = {"type": "object"}
+NAMED = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "properties": {"Name": {"type": "integer"}},
+        "required": ["Name"],
+    },
+}
 
 
 @pytest.mark.parametrize("level", ["minimal", "full"])
@@ -61,7 +70,7 @@ def test_the_stream_stops_only_on_a_value_that_decides_the_reply(
     [
         (['["', '""fixed""", "fixed"]'], False),
         (['[""', '"fixed""", "fixed"]'], False),
-        (['[""', ', "fixed"]'], True),  # a comma confirms the empty string
+        (['[""', ', '], True),  # a comma confirms the empty string
     ],
 )
 def test_at_full_a_closing_quote_decides_once_what_follows_confirms_it(
@@ -76,3 +85,59 @@ def test_at_full_a_closing_quote_decides_once_what_follows_confirms_it(
         return
     assert not stops
     assert parser.finish().data == ["fixed", "fixed"]
+
+
+def test_a_union_branch_repairs_only_into_a_value_of_its_own() -> None:
+    """Seed 56066: dropping `code` (the first branch's `additionalProperties: false`) gave `{}`,
+    which only the second branch takes; the stream, which follows branches one by one, had
+    (rightly) given both up. The first value is refused; the reply's next one is the answer."""
+    schema = {
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {"price": {"const": "fixed"}},
+                "required": ["price"],
+                "additionalProperties": False,
+            },
+            {"type": "object", "additionalProperties": {"type": "boolean"}},
+        ]
+    }
+    text = '{"code": "~~~python\\nx = 1\\n~~~"}\n````text\n{}\n```json title=x\n{}'
+    case = Case("fences", text, schema)
+    expected = check_parse(case, "minimal")
+    assert expected[0] == "ok"
+    assert "value 2 of 3" in str(expected[1][1])
+    check_stream(case, "minimal", [3, 4, 7, 11, 12, 21, 23, 26, 28, 30, 64], expected)
+    with pytest.raises(OutputError):
+        outform.parse('{"code": "x"}', schema, level="full")
+
+
+@pytest.mark.parametrize(
+    ("case", "level", "cuts"),
+    [
+        # seed 248217: json-repair reads `[{}, {` cut off here as `[{}]`, one item
+        (
+            Case(
+                "broken_json",
+                "[{}, {",
+                {"type": "object", "additionalProperties": {"type": "array"}},
+            ),
+            "full",
+            [1, 3, 6],
+        ),
+        # seed 85636: and `[{}` as `[]`
+        (Case("stray_brackets", '[{}, {"Name": 7}]', NAMED), "full", [1, 2, 3, 17]),
+    ],
+)
+def test_at_full_a_cut_off_array_is_read_as_json_repair_reads_it(
+    case: Case, level: str, cuts: list[int]
+) -> None:
+    check_stream(case, level, cuts, check_parse(case, level))
+
+
+def test_a_json5_integer_too_long_to_write_out_is_refused() -> None:
+    """Seed 142117: pyjson5 reads hexadecimal `0x1F99…` (3,800 digits) as an integer over
+    Python's 4,300-digit limit for writing it out, which the loss rule then wrote: a crash."""
+    text = "0x1F" + "9" * 3800
+    for level in ("minimal", "full"):
+        assert check_parse(Case("huge_numbers", text, {}), level)[0] == "OutputError"
