@@ -449,11 +449,12 @@ class StreamParser(Generic[T]):
         """Whether the pipeline reads the followed value as the stream parser did, so that its
         schema violation stands. At *full*, a value that is not JSON as written (a syntax error,
         or a reply cut off here) is read by the tolerant decoders, which read it otherwise: they
-        delimit strings by their own rules (`""\"fixed\"""` is one triple-quoted string, `"a"b"`
-        one string with a quote inside), and json-repair drops the last member of a cut-off
-        array when it is empty or just opened (`[{}, {` reads `[{}]`). So the parser's reading
-        decides nothing once a syntax error is met, nor while the text received ends with a
-        quote or a bracket; a violation stands once anything else follows."""
+        delimit strings by their own rules (three quotes open a triple-quoted string where the
+        parser read `""`; `"a"b"` is one string with a quote inside), and json-repair drops the
+        last member of a cut-off array when it is empty or just opened (`[{}, {` reads `[{}]`).
+        So the parser's reading decides nothing once a syntax error is met, nor while the text
+        received ends with a quote or a bracket; a violation stands once anything else
+        follows."""
         if self._level != "full":
             return True
         if self.parser.error is not None:

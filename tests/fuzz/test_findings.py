@@ -70,7 +70,7 @@ def test_the_stream_stops_only_on_a_value_that_decides_the_reply(
     [
         (['["', '""fixed""", "fixed"]'], False),
         (['[""', '"fixed""", "fixed"]'], False),
-        (['[""', ', '], True),  # a comma confirms the empty string
+        (['[""', ", "], True),  # a comma confirms the empty string
     ],
 )
 def test_at_full_a_closing_quote_decides_once_what_follows_confirms_it(

@@ -313,9 +313,9 @@ class Pipeline(Generic[T]):
         except orjson.JSONDecodeError:
             return None
         if values.may_be_inexact(text):
-            # orjson reads an integer beyond 64 bits as a float, which loses digits and is
-            # judged otherwise (2**64 as a float is an integer *and* a number, but so is the
-            # integer; 2**64 + 1 is not a float's value): read every digit, judge what was written.
+            # orjson reads an integer beyond 64 bits as a float, which loses digits (2**64 + 1
+            # reads as 2**64) and, under a schema, may be judged otherwise than the integer:
+            # read every digit and judge what was written.
             try:
                 data = values.decode_exact(text)
             except ValueError:
