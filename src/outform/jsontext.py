@@ -14,9 +14,9 @@ from typing import Any
 
 import orjson
 
-_DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= byte <= 0x39 else byte for byte in range(256))
 _LONG_INTEGER = b"0" * 19
 """19 digits: the shortest integer orjson may read as a float (below -2**63)."""
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 
 
 def dumps(value: Any, *, sort_keys: bool = False) -> bytes:
@@ -46,9 +46,11 @@ def loads(text: str) -> Any:
 
 def may_be_inexact(text: str) -> bool:
     """Whether orjson's reading of `text` may have turned an integer into a float: it holds a
-    run of 19 digits. (Every digit mapped to `0`, then one substring search: several times
-    cheaper than a regular expression, since the fast path asks it of every reply.)"""
-    return _LONG_INTEGER in text.encode("utf-8", "surrogatepass").translate(_DIGITS_AS_ZERO)
+    run of 19 digits. Searched for as 19 zeros in its UTF-8 bytes with every digit made a zero
+    (three passes in C: a tenth of the cost of a regex, which tries a match at every digit)."""
+    return len(text) >= 19 and _LONG_INTEGER in text.encode("utf-8", "surrogatepass").translate(
+        _DIGITS_AS_ZERO
+    )
 
 
 def loads_exact(text: str) -> Any:

@@ -252,7 +252,7 @@ class _Loop:
     def start(self) -> None:
         """The run begins: `run.start`, and how the format is enforced."""
         self.trace.start()
-        _format_event(self.trace, self.plan)
+        format_event(self.trace, self.plan)
 
     def step(self, response: Response) -> Request | Generation[Any]:
         self.usage = self.usage + response.usage
@@ -337,7 +337,7 @@ class _Loop:
         )
         over_budget = self.token_budget is not None and self.usage.total_tokens >= self.token_budget
         self.trace.validation_failed(hint.violations)
-        reason = _reason(hint, aborted_at)
+        reason = reask_reason(hint, aborted_at)
         if len(self.attempts) > self.retries or over_budget:
             why = (
                 f"the token budget ({self.token_budget}) is spent"
@@ -348,7 +348,7 @@ class _Loop:
             if kept is not None:
                 return kept
             asked = self.ask.fields if self.ask else ()
-            self.trace.emit("output.reask.fail", detail=why, data=_reask(reason, asked, hint))
+            self.trace.emit("output.reask.fail", detail=why, data=reask_record(reason, asked, hint))
             self._end("invalid")
             raise GenerationError(
                 f"no valid reply: {why}",
@@ -366,7 +366,7 @@ class _Loop:
             _kept(result.changes, self.ask) if self.ask is not None and result is not None else ()
         )
         fields = self.ask.fields if self.ask else ()
-        self.trace.emit("output.reask.attempt", data=_reask(reason, fields, hint))
+        self.trace.emit("output.reask.attempt", data=reask_record(reason, fields, hint))
         self.trace.attempt = len(self.attempts) + 1
         return request
 
@@ -446,7 +446,7 @@ class _Loop:
             self.trace.changes(result.changes)
             if len(self.attempts) > 1:
                 previous = self.attempts[-2]
-                asked = _reask(_reason(previous.hint, previous.aborted_at), fields, None)
+                asked = reask_record(reask_reason(previous.hint, previous.aborted_at), fields, None)
                 detail = f"valid after {len(self.attempts)} attempts"
                 self.trace.emit("output.reask.success", detail=detail, data=asked)
         elif result is not None:  # the text fallback: its attempt is kept as a failed one
@@ -482,7 +482,7 @@ class _Loop:
         self.trace.end(outcome, changes=changes, tokens=self.usage, value=value)
 
 
-def _reason(hint: RetryHint | None, aborted_at: int | None) -> str:
+def reask_reason(hint: RetryHint | None, aborted_at: int | None) -> str:
     """Why a reply is asked for again: `stream_aborted`, `cut_off`, `syntax` or `schema`."""
     if aborted_at is not None:
         return "stream_aborted"
@@ -491,13 +491,13 @@ def _reason(hint: RetryHint | None, aborted_at: int | None) -> str:
     return "syntax" if hint is not None and hint.is_syntax else "schema"
 
 
-def _reask(reason: str, fields: tuple[str, ...], hint: RetryHint | None) -> Reask:
+def reask_record(reason: str, fields: tuple[str, ...], hint: RetryHint | None) -> Reask:
     """What was asked again: the fields (top-level names) as JSON pointers."""
     violations = Validation.of(hint.violations).violations if hint is not None else ()
     return Reask(reason, tuple(pointer.join("", name) for name in fields), violations)
 
 
-def _format_event(trace: RunTrace, call_plan: Plan) -> None:
+def format_event(trace: RunTrace, call_plan: Plan) -> None:
     """`format.native` when the provider is asked to hold the reply to the schema (a native
     schema mode or a forced tool), else `format.skipped` with the reason; nothing for free
     text, where there is no format to enforce."""
@@ -542,10 +542,13 @@ def _pipeline(
     level: str | None,
     options: Mapping[str, Any],
 ) -> Pipeline[Any]:
-    """A pipeline of one call: its events go out through the run (`_Loop._run`)."""
+    """A pipeline of one call: its events go out through the run (`_Loop._run`). The
+    dialect's reverse step is a processor only when the translation reshapes values (a
+    wrapped root, a map as pairs, an absent key sent as null...): a processor takes the
+    pipeline off its fast path, which a reply valid as sent should keep."""
     processors: list[Processor] = []
     translation = call_plan.translation
-    if translation is not None:
+    if translation is not None and translation.reshapes:
         processors.append(Processor("after_decode", translation.reverse, "dialect_reverse"))
     return Pipeline(fmt, level=level, processors=processors, **options)
 

@@ -7,7 +7,7 @@ import time
 import orjson
 
 from outform.trace import Batch, Event, Labels, Recorder, RunInfo, Tokens, labels
-from outform.trace.rows import bin_of, bin_value
+from outform.trace.rows import bin_of, bin_value, bucket_of, counted_run, rows_of
 from outform.trace.store import Filter, TraceStore
 from tests.trace.runs import RunSpec, run_events
 from tests.trace.stores import StoreFactory, make_store
@@ -72,6 +72,28 @@ def test_tallies_count_as_valid_runs_without_rows(make_store: StoreFactory) -> N
     assert totals(store)[("run.end", "", "valid")] == 7
     assert store.runs(window()) == []
     assert store.labels(window()) == {"steps": ["bare"], "models": []}
+
+
+def test_a_counted_run_adds_the_counts_its_events_would_without_rows(
+    make_store: StoreFactory,
+) -> None:
+    """`Recorder.count` (a batch job's rows valid as sent): the same counts, per labels,
+    provider, model and mode, as the run's events would add; no run row, no event row."""
+    spec = RunSpec(step="extract", skipped="no native mode for this model")
+    minute = bucket_of(NOW)
+    events = run_events(spec, minute + 1)
+    batch = Batch(time=minute + 2)
+    batch.counted[counted_run(events)] += 2
+    twice = Batch([*events, *run_events(spec, minute + 3)])
+    assert rows_of(batch).counts == rows_of(twice).counts
+    store = make_store()
+    store.open()
+    store.write(batch)
+    counts = totals(store)
+    assert counts[("format.skipped", "", "no native mode for this model")] == 2
+    assert counts[("run.end", "", "valid")] == 2
+    assert store.runs(window()) == []
+    assert store.events(window(), ["run.end"]) == []
 
 
 def test_counts_add_up_across_store_objects_and_batches(make_store: StoreFactory) -> None:

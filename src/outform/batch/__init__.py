@@ -29,6 +29,8 @@ from outform.batch.runner import JobStatus, Runner, start, status_of, write_outp
 from outform.errors import UsageError
 from outform.format import ResponseFormat
 from outform.plan import Mode
+from outform.trace.caller import Labels
+from outform.trace.caller import resolve as resolve_labels
 from outform.transport import Transport
 
 DEFAULT_MANIFEST = Path(".outform") / "batch.sqlite3"
@@ -113,9 +115,13 @@ def spec(
     poll_interval: float | None = None,
     s3_uri: str | None = None,
     role_arn: str | None = None,
+    labels: Labels | Mapping[str, Any] | None = None,
 ) -> JobSpec:
-    """A job's settings; unset ones come from `[batch]` in the config, then the defaults."""
+    """A job's settings; unset ones come from `[batch]` in the config, then the defaults.
+    `labels`: the trace labels of its rows, over the current `labels(...)` block and
+    `[defaults]` (resolved now: a resume in another process records under the same)."""
     defaults = _defaults()
+    resolved = resolve_labels(labels)
     return JobSpec(
         model=model,
         format=_format(output_format).to_dict(),
@@ -137,6 +143,7 @@ def spec(
         poll_interval=poll_interval or float(defaults.get("poll_interval", 30.0)),
         s3_uri=s3_uri or defaults.get("s3_uri"),
         role_arn=role_arn or defaults.get("role_arn"),
+        labels={"step": resolved.step, "agent": resolved.agent, "tags": list(resolved.tags)},
     )
 
 

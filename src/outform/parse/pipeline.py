@@ -210,6 +210,9 @@ class Pipeline(Generic[T]):
         self._try_fast = not self.options.shadow and not self.processors
         self._level = self.options.level
         self._max_chars = self.options.max_chars
+        self._max_depth = self.options.max_depth
+        self._depth_chars = 2 * self._max_depth
+        """A reply this long or shorter cannot nest deeper than `max_depth` (see within_depth)."""
 
     @property
     def schema_hash(self) -> str:
@@ -291,12 +294,11 @@ class Pipeline(Generic[T]):
     def _fast(self, text: str) -> ParseResult[T] | None:
         # `max_depth` holds here too: a reply nested deeper takes the slow path, which refuses
         # it (checked only for a reply long and bracketed enough to nest that deep).
-        max_depth = self.options.max_depth
         if self.adapter is not None:
             # Typed: Pydantic parses and validates in one pass; strict, so that nothing is
             # converted without being recorded (anything else goes the slow way).
             try:
-                if not values.within_depth(text, max_depth):
+                if len(text) > self._depth_chars and not values.within_depth(text, self._max_depth):
                     return None
                 typed = self.adapter.validate_json(text, strict=True)
             except (PydanticValidationError, orjson.JSONDecodeError):
@@ -320,7 +322,7 @@ class Pipeline(Generic[T]):
                 data = values.decode_exact(text)
             except ValueError:
                 return None  # over 4300 digits: the slow path says so
-        if not values.within_depth(text, max_depth, data):
+        if len(text) > self._depth_chars and not values.within_depth(text, self._max_depth, data):
             return None
         complete = self._fast_complete
         if complete is not None and complete.is_valid(data):
