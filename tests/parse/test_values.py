@@ -62,7 +62,7 @@ def test_an_integer_field_holds_an_integer_beyond_64_bits_exactly(
     reply: str, schema: dict[str, Any], expected: Any
 ) -> None:
     """orjson reads such an integer as a float, which an integer field accepts (its value is
-    whole): the fast path bounds integer fields to 64 bits, and the slow path reads exactly."""
+    whole): every path reads a reply holding 19 digits in a row again exactly."""
     result = outform.parse(reply, schema)
     assert result.value == expected
     assert isinstance(result.value["a"] if isinstance(expected, dict) else result.value, int)
@@ -76,7 +76,7 @@ def test_a_big_integer_matches_an_enum_member_written_as_text() -> None:
 def test_a_reply_valid_only_as_orjson_reads_it_is_judged_as_written() -> None:
     """Found by the fuzzer: both branches of this oneOf take the exact integer, so the reply
     is not valid; orjson's float matched the first branch only, and the fast path returned it.
-    Under a schema that holds an integer beyond 64 bits, such a reply is read exactly."""
+    A reply that may hold an integer beyond 64 bits is read exactly, whatever the schema."""
     schema = {
         "oneOf": [
             {"type": "object", "additionalProperties": {"type": "number"}},
@@ -86,6 +86,27 @@ def test_a_reply_valid_only_as_orjson_reads_it_is_judged_as_written() -> None:
     with pytest.raises(OutputError):
         outform.parse(f'{{"a": {BIG}}}', schema)
     assert outform.parse('{"a": 1.5}', schema).value == {"a": 1.5}
+
+
+@pytest.mark.parametrize("level", ["off", "minimal", "full"])
+def test_an_integer_beyond_64_bits_is_judged_as_written_by_one_of(level: str) -> None:
+    """Found by the fuzzer: `2**64` is an integer and a number, so this oneOf refuses it. The
+    fast path judged orjson's float under integer fields bounded to 64 bits, which the integer
+    branch then refused, leaving the number branch the one match."""
+    schema = {"oneOf": [{"type": "integer"}, {"type": "number"}]}
+    with pytest.raises(OutputError, match="18446744073709551616"):
+        outform.parse("18446744073709551616", schema, level=level)
+    assert outform.parse("1.5", schema, level=level).value == 1.5
+
+
+@pytest.mark.parametrize(
+    "schema", [{}, {"type": "array"}, {"type": "array", "items": {"type": "number"}}]
+)
+def test_an_integer_beyond_64_bits_valid_as_sent_keeps_every_digit(schema: Any) -> None:
+    """A field typed `number`, or not typed, is no reason to return orjson's float."""
+    result = outform.parse(f"[{BIG}1]", schema)
+    assert result.value == [int(BIG + "1")]
+    assert not result.changes
 
 
 @pytest.mark.parametrize("level", ["minimal", "full"])

@@ -7,8 +7,8 @@ validation stage reports the mismatch instead.
 
 Unions (`anyOf` / `oneOf`) are resolved by trying branches in declaration order, first with
 lossless conversions only, then allowing lossy ones (dropping unexpected keys, filling a missing
-field, lenient extraction); the first branch under which the whole union validates wins and its
-index is recorded.
+field, lenient extraction); the first branch whose coerced value fits that branch and the whole
+union wins and its index is recorded.
 """
 
 from __future__ import annotations
@@ -326,13 +326,16 @@ class _Walk:
 
     def trial(self, value: Any, at: _At, whole: str) -> tuple[Any, Coercion]:
         """Coerce `value` as `at` says: the outcome and its changes if it then fits the node
-        at `whole`, else _NO. A failed trial is remembered (see the class)."""
+        at `at` and the node at `whole`, else _NO (a union's branch whose repairs give a value
+        only another branch takes licensed nothing: `{"a": "x"}` for anyOf [closed object with
+        a required field, object of booleans] is not `{}`). A failed trial is remembered (see
+        the class)."""
         trial = Coercion(value)
         key = (id(value), at.loc, at.lossy)
         if key in self.failed:
             return _NO, trial
         result = self.node(value, at, trial)
-        if not self.valid(whole, result):
+        if not (at.loc == whole or self.valid(at.loc, result)) or not self.valid(whole, result):
             self.failed[key] = value
             return _NO, trial
         return result, trial

@@ -150,14 +150,7 @@ class Pipeline(Generic[T]):
         else:
             schema, output_type = {}, None
         self.compiled: CompiledSchema = compile_schema(schema)
-        # The fast path validates orjson's reading, where an integer beyond 64 bits is a
-        # float: integer fields are also bounded to 64 bits there, so that such a reply takes
-        # the slow path, which reads it exactly.
-        bounded = values.within_64_bits(self.compiled.root)
-        self._fast_validator = (
-            compile_schema(bounded).validator if bounded is not None else self.compiled.validator
-        )
-        self._exact_numbers = values.holds_long_integers(self.compiled.root)
+        self._fast_validator = self.compiled.validator
         self.adapter: TypeAdapter[Any] | None = (
             adapter_for(output_type) if output_type is not None else None
         )
@@ -189,9 +182,7 @@ class Pipeline(Generic[T]):
         self._defaults = defaults if wanted and defaults.any else None
         # A reply valid as sent that leaves no default to fill, checked in one call.
         self._fast_complete = (
-            _with_presence(bounded if bounded is not None else self.compiled.root, defaults)
-            if self._defaults is not None
-            else None
+            _with_presence(self.compiled.root, defaults) if self._defaults is not None else None
         )
         # Several JSON values in one reply are gathered into an array when the schema wants an
         # array at the root (or says nothing); an object schema picks one of them instead.
@@ -323,8 +314,14 @@ class Pipeline(Generic[T]):
             data = orjson.loads(text)
         except orjson.JSONDecodeError:
             return None
-        if self._exact_numbers and values.may_be_inexact(text):
-            return None  # the slow path reads it exactly
+        if values.may_be_inexact(text):
+            # orjson reads an integer beyond 64 bits as a float, which loses digits (2**64 + 1
+            # reads as 2**64) and, under a schema, may be judged otherwise than the integer:
+            # read every digit and judge what was written.
+            try:
+                data = values.decode_exact(text)
+            except ValueError:
+                return None  # over 4300 digits: the slow path says so
         if len(text) > self._depth_chars and not values.within_depth(text, self._max_depth, data):
             return None
         complete = self._fast_complete
