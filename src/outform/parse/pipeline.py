@@ -312,6 +312,8 @@ class Pipeline(Generic[T]):
                 typed = self.adapter.validate_json(text, strict=True)
             except (PydanticValidationError, orjson.JSONDecodeError):
                 return None
+            if values.nonfinite_literal(text) is not None:
+                return None  # Pydantic reads NaN and Infinity; the slow path refuses them
             return ParseResult(
                 value=typed,
                 text=text,
@@ -405,7 +407,9 @@ class Pipeline(Generic[T]):
             late = [c for c in run.changes if not any(c is b for b in best.run.changes)]
             best.run.changes.extend(late)
             return self._fail(original, best.value, best.run, best.violations, notes)
-        return self._fail(original, None, run, (self._syntax_violation(failures),), notes)
+        nonfinite = any(f.nonfinite for _, f in failures)
+        fix = "no level reads NaN or Infinity: JSON has no such numbers" if nonfinite else None
+        return self._fail(original, None, run, (self._syntax_violation(failures),), notes, fix)
 
     def _attempts(
         self,
@@ -693,6 +697,7 @@ class Pipeline(Generic[T]):
         run: Run,
         found: Sequence[Violation],
         notes: Sequence[str] = (),
+        fix: str | None = None,
     ) -> ParseResult[T]:
         hint = RetryHint(tuple(found))
         run.emit("output.coercion.fail", "validate", detail=found[0].line() if found else "")
@@ -710,7 +715,8 @@ class Pipeline(Generic[T]):
         )
         if hint.is_syntax:
             what = "no JSON value could be read from the reply"
-            fix = "level 'full' also repairs malformed JSON" if self.options.tolerance < 2 else None
+            if fix is None and self.options.tolerance < 2:
+                fix = "level 'full' also repairs malformed JSON"
         else:
             what, fix = "the reply does not match the schema", None
         if notes:
@@ -786,7 +792,13 @@ class Pipeline(Generic[T]):
         json_like = [(c, f) for c, f in failures if c.root != "other"]
         if not json_like:
             return _syntax("the reply contains no JSON value")
-        candidate, failure = json_like[0]
+        candidate, failure = next(((c, f) for c, f in json_like if f.nonfinite), json_like[0])
+        if failure.nonfinite:
+            return _syntax(
+                f"the JSON writes {failure.nonfinite}, which is not a JSON number (near "
+                f"{failure.around(candidate.text)!r}); write a finite number, or null where "
+                "the schema allows it"
+            )
         return _syntax(
             f"the JSON is malformed ({failure.message} near {failure.around(candidate.text)!r})"
         )
