@@ -168,10 +168,11 @@ def test_a_type_is_imported_from_the_working_directory(
     monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.delitem(sys.modules, module, raising=False)
     try:
-        result = run(capsys, reply(workdir, '{"total": "1,200"}'), "--type", f"{module}:Invoice")
+        path = reply(workdir, '{"total": "1,200,000"}')
+        result = run(capsys, path, "--type", f"{module}:Invoice")
     finally:
         sys.modules.pop(module, None)
-    assert (result.code, orjson.loads(result.out)) == (0, {"total": 1200})
+    assert (result.code, orjson.loads(result.out)) == (0, {"total": 1200000})
 
 
 @pytest.mark.parametrize(

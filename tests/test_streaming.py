@@ -448,9 +448,7 @@ def test_a_whitespace_loop_is_stopped() -> None:
 
 def test_a_loop_inside_the_value_is_not_stopped_unless_asked() -> None:
     """A list of identical items is valid JSON: the stream ends as parse does."""
-    item = (
-        '{"id": 1, "name": "the same pen, listed again", "tags": [], "price": 2, "note": ""}'
-    )
+    item = '{"id": 1, "name": "the same pen, listed again", "tags": [], "price": 2, "note": ""}'
     text = '{"items": [' + ", ".join([item] * 200) + "]}"
     last = list(parse_stream(chunks(text, 16), type=Catalogue))[-1]
     assert last.final and last.value == outform.parse(text, type=Catalogue).value

@@ -9,7 +9,6 @@ floors a regression would cross.
 from __future__ import annotations
 
 import base64
-import math
 from collections.abc import Iterator
 from typing import Any
 

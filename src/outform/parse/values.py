@@ -95,9 +95,7 @@ def flaw(value: Any, deadline: Deadline | None = None) -> str | None:
     return None
 
 
-_NONFINITE = re.compile(
-    r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\Z)|(?<![\w.])([+-]?(?:NaN|Infinity))(?!\w)'
-)
+_NONFINITE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\Z)|(?<![\w.])([+-]?(?:NaN|Infinity))(?!\w)')
 
 
 def nonfinite_literal(text: str) -> tuple[int, str] | None:
