@@ -8,7 +8,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 import outform
-from outform.parse.ignored import closed_validator, ignored_keys
+from outform.parse.ignored import closed_schema, closed_validator, ignored_keys
 
 
 class Line(BaseModel):
@@ -58,3 +58,17 @@ def test_dataclasses_and_lists_of_models_are_checked_too() -> None:
 def test_a_reply_with_only_declared_keys_stays_on_the_fast_path() -> None:
     result = outform.parse('{"total": 1, "lines": [{"sku": "A"}]}', type=Invoice)
     assert result.changes == () and result.events == ()
+
+
+def test_colons_inside_strings_are_no_dropped_keys() -> None:
+    reply = '{"total": 1, "lines": [{"sku": "at 10:30, see http://x"}]}'
+    result = outform.parse(reply, type=Invoice)
+    assert result.changes == () and result.value.lines[0].sku == "at 10:30, see http://x"
+
+
+def test_the_fast_check_closes_only_objects_that_say_nothing_of_other_keys() -> None:
+    closed = closed_schema(
+        {"properties": {"a": {"properties": {}, "additionalProperties": True}}, "type": "object"}
+    )
+    assert closed["additionalProperties"] is False
+    assert closed["properties"]["a"]["additionalProperties"] is True

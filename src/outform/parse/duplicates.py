@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from outform.parse import values
+from outform import jsontext
 from outform.schema import pointer
 
 
@@ -40,9 +40,11 @@ def may_repeat(text: str, value: Any) -> bool:
     written = text.count(":")
     if not written or (type(value) is dict and written <= len(value)):
         return False
-    if "\\u" in text:  # an escaped colon in a string is one colon in the reading
-        written += text.count("\\u003a") + text.count("\\u003A")
-    return written > values.encode(value).count(":")
+    read = jsontext.dumps(value).count(b":")
+    if written > read:
+        return True
+    # An escaped colon in a string is a colon in the reading only: it may hide a repeat.
+    return "\\" in text and written + text.count("\\u003a") + text.count("\\u003A") > read
 
 
 def find(text: str) -> list[Repeat]:

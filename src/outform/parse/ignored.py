@@ -91,3 +91,24 @@ def ignored_keys(closed: SchemaValidator, value: Any) -> list[str]:
             if error["type"] in _EXTRA
         )
     return []
+
+
+def closed_schema(schema: Any) -> Any:
+    """`schema` (a type's JSON Schema) with `additionalProperties: false` on every object node
+    that declares properties and says nothing of other keys (how Pydantic writes a type that
+    ignores them): a cheap first check on the fast path, in one jsonschema-rs call. A reply
+    it refuses is asked about precisely (:func:`ignored_keys`), so a node it closes too
+    eagerly only costs time."""
+    if isinstance(schema, list):
+        return [closed_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: closed_schema(child) for key, child in schema.items() if key != "properties"}
+    if isinstance(schema.get("properties"), dict):
+        out["properties"] = {name: closed_schema(s) for name, s in schema["properties"].items()}
+        if not _OPEN.intersection(schema):
+            out["additionalProperties"] = False
+    return out
+
+
+_OPEN = frozenset({"additionalProperties", "patternProperties", "unevaluatedProperties"})

@@ -164,6 +164,11 @@ class Pipeline(Generic[T]):
         )
         # Keys the type ignores (Pydantic's default) are found, and recorded, by this.
         self._closed = ignored.closed_validator(self.adapter) if self.adapter is not None else None
+        self._closed_check = (
+            compile_schema(ignored.closed_schema(self.compiled.root)).validator
+            if self._closed is not None
+            else None
+        )
         self._coercer = Coercer(
             self.compiled,
             lenient=self.options.lenient,
@@ -358,17 +363,18 @@ class Pipeline(Generic[T]):
 
     def _may_drop_keys(self, text: str, typed: Any) -> bool:
         """Whether the typed reading of `text` may have dropped a key (written twice, or not
-        declared by a type that ignores such keys). Every key is followed by a `:`: a text
-        with no more colons than the root object declares fields read drops none; otherwise
-        the reply is read once more by orjson to count."""
+        declared by a type that ignores such keys). Every key is followed by a `:`, so a text
+        with no more colons than the root model was given fields drops none; else the reply is
+        read once more by orjson and checked for both (see duplicates.py and ignored.py)."""
         written = text.count(":")
-        fields = getattr(typed, "__pydantic_fields_set__", None)
-        if not written or (fields is not None and written <= len(fields)):
+        given = getattr(typed, "__pydantic_fields_set__", None)
+        if not written or (given is not None and written <= len(given)):
             return False
         data = orjson.loads(text)
         if duplicates.may_repeat(text, data):
             return True
-        return self._closed is not None and bool(ignored.ignored_keys(self._closed, data))
+        closed = self._closed_check
+        return closed is not None and not closed.is_valid(data)
 
     def _fast_verbatim(self, text: str) -> ParseResult[T] | None:
         """A plain string is wanted and the reply, as written, is one."""
