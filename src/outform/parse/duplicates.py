@@ -18,6 +18,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from outform import jsontext
 from outform.schema import pointer
 
@@ -40,7 +42,10 @@ def may_repeat(text: str, value: Any) -> bool:
     written = text.count(":")
     if not written or (type(value) is dict and written <= len(value)):
         return False
-    read = jsontext.dumps(value).count(b":")
+    try:
+        read = orjson.dumps(value).count(b":")
+    except TypeError:  # an integer beyond 64 bits, read exactly by the slow path
+        read = jsontext.dumps(value).count(b":")
     if written > read:
         return True
     # An escaped colon in a string is a colon in the reading only: it may hide a repeat.
