@@ -7,8 +7,9 @@ content is discarded), at every level.
 
 The slow path asks a copy of the type's validator in which every object that ignores extra
 keys forbids them instead, and reads where it finds them (:func:`ignored_keys`). The fast path
-sends a reply there only when a cheap count says it may hold keys the type did not read (see
-pipeline.py). Types with no such object get no copy.
+sends a reply there when it has more colons than the root model was given fields and fails a
+check against the type's schema with such objects closed (:func:`closed_schema`). Types with
+no such object get neither.
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ from outform.schema import pointer
 _OBJECTS = {"model-fields", "typed-dict", "dataclass-args"}
 """Core schemas whose `extra_behavior` says what becomes of undeclared keys."""
 _HOLDERS = {"model", "typed-dict", "dataclass"}
+"""Core schemas whose `config` gives the objects within them their default behaviour."""
 _EXTRA = {"extra_forbidden", "unexpected_keyword_argument"}
 """The errors of an extra key (in a model or TypedDict; in a dataclass)."""
-"""Core schemas whose `config` gives the objects within them their default behaviour."""
+_OPEN = frozenset({"additionalProperties", "patternProperties", "unevaluatedProperties"})
+"""Keywords by which a JSON Schema object says what other keys may be."""
 
 
 def closed_validator(adapter: TypeAdapter[Any]) -> SchemaValidator | None:
@@ -109,6 +112,3 @@ def closed_schema(schema: Any) -> Any:
         if not _OPEN.intersection(schema):
             out["additionalProperties"] = False
     return out
-
-
-_OPEN = frozenset({"additionalProperties", "patternProperties", "unevaluatedProperties"})

@@ -686,7 +686,10 @@ class Pipeline(Generic[T]):
         if self._closed is None:
             return
         for path in ignored.ignored_keys(self._closed, value):
-            dropped = pointer.lookup(value, path)
+            try:
+                dropped = pointer.lookup(value, path)
+            except KeyError:
+                dropped = None  # a location the value does not have: recorded all the same
             key = pointer.parts(path)[-1]
             run.change(
                 path,
