@@ -41,6 +41,11 @@ from outform.parse.scalars import (
         ("6/3", 2, "fraction"),
         ("42.", 42, "plain"),
         ("42,", 42, "plain"),
+        # JSON's decimal point, as a JSON number writes it: no locale reads it otherwise
+        ("1.234", 1.234, "plain"),
+        ("3.141", 3.141, "plain"),
+        ("-12.500", -12.5, "plain"),
+        ("1.234%", 1.234, "percent+plain"),
     ],
 )
 def test_a_number_spelled_unambiguously_is_read(text: str, value: float, how: str) -> None:
@@ -61,11 +66,9 @@ def test_a_percentage_keeps_the_number_as_written() -> None:
         "12,5",  # a decimal comma, or twelve thousand five hundred with a digit missing?
         "1.234,56",  # European grouping
         "1,234",  # one separator, three digits: 1234 or 1.234, by locale
-        "1.234",
-        "€1.234",  # the currency's usual convention is no reading either
+        "€1.234",  # beside a currency sign, a point may group thousands: no guess
         "$1,000",
-        "-12.500",
-        "1.234%",
+        "-€12.500",
         "1,23",
         "1,2345",
         "abc",
@@ -184,7 +187,7 @@ def test_a_key_keeps_its_separators() -> None:
 
 @pytest.mark.parametrize(
     ("text", "means"),
-    [("€1.234", "1234 or 1.234"), ("1,000", "1000 or 1.000"), ("-12.500", "-12500 or -12.500")],
+    [("€1.234", "1234 or 1.234"), ("1,000", "1000 or 1.000"), ("-€12.500", "-12500 or -12.500")],
 )
 def test_a_number_whose_one_separator_is_ambiguous_is_refused_with_a_note(
     text: str, means: str
@@ -193,3 +196,4 @@ def test_a_number_whose_one_separator_is_ambiguous_is_refused_with_a_note(
     assert f"it may mean {means}" in (locale_note(text) or "")
     assert "locale" in (locale_note("12,5") or "")
     assert locale_note("1,234.5") is None and locale_note("0.125") is None
+    assert locale_note("1.234") is None  # a JSON number as written

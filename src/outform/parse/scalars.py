@@ -4,10 +4,12 @@ A number may carry a currency sign, a trailing percent sign (kept as written: "1
 commas grouping thousands ("1,234.5", "1,234,567"), a trailing full stop or comma, or be a
 fraction ("9/10"). Commas are only ever thousands separators, and only in groups of three digits:
 "12,5" and "1.234,56" are refused because their meaning depends on the writer's locale. So is a
-number whose only separator is one `.` or `,` followed by exactly three digits, after one to
-three digits that are not a lone 0 ("1.234", "€1,234", "-12.500"): under one locale it groups
-thousands (1234), under another it marks decimals (1.234), whatever the currency sign says, so
-it is refused with a note saying so (`locale_note`), never guessed. In lenient mode a
+number whose only separator is one `,` followed by exactly three digits, after one to three
+digits that are not a lone 0 ("1,234", "$1,000"), and one whose only separator is such a `.`
+next to a currency sign ("€1.234"): under one locale it groups thousands (1234), under another
+it marks decimals (1.234), whatever the currency sign says, so it is refused with a note saying
+so (`locale_note`), never guessed. A bare "1.234" or "3.141" is a JSON number as written (the
+point is JSON's decimal point), and is read as one. In lenient mode a
 string holding exactly one number among words ("about 42 apples") gives that number; two numbers
 ("between 3 and 5") give nothing.
 """
@@ -52,7 +54,7 @@ def parse_number(text: str, *, lenient: bool = False) -> Number | None:
         return _in_text(text) if lenient else None
     hows: list[str] = []
     s = _unit_free(s, hows)
-    number = _number(s)
+    number = _number(s, currency="currency" in hows)
     if number is None:
         return _in_text(text) if lenient else None
     value, how = number
@@ -81,10 +83,12 @@ def locale_note(text: str) -> str | None:
     s = text.strip().rstrip(".,;").strip()
     if not s or len(s) > 64:
         return None
-    s = _unit_free(s, [])
-    if _number(s) is not None:
+    hows: list[str] = []
+    s = _unit_free(s, hows)
+    currency = "currency" in hows
+    if _number(s, currency=currency) is not None:
         return None
-    if _AMBIGUOUS.fullmatch(s):
+    if _ambiguous(s, currency):
         separator = "." if "." in s else ","
         return (
             f"it may mean {s.replace(separator, '')} or {s.replace(separator, '.')}, as "
@@ -115,8 +119,14 @@ def _in_text(text: str) -> Number | None:
     return Number(found[0].value, "in_text") if found else None
 
 
-def _number(s: str) -> tuple[int | float, str] | None:
-    if _AMBIGUOUS.fullmatch(s):
+def _ambiguous(s: str, currency: bool) -> bool:
+    """One separator followed by three digits that a locale may read either way (see the
+    module): a comma always, a point only beside a currency sign."""
+    return _AMBIGUOUS.fullmatch(s) is not None and ("," in s or currency)
+
+
+def _number(s: str, *, currency: bool = False) -> tuple[int | float, str] | None:
+    if _ambiguous(s, currency):
         return None  # see locale_note
     if _PLAIN.fullmatch(s):
         return _to_number(s), "plain"
