@@ -28,6 +28,7 @@ from outform.errors import OutformError, OutputError, StreamAbortedError, UsageE
 from outform.format import JsonSchemaFormat, ResponseFormat, TextFormat
 from outform.jsontext import dumps_text
 from outform.parse.hint import RetryHint, clip, preview
+from outform.parse.incremental import DEFAULT_DEGENERATION, Degeneration
 from outform.parse.pipeline import Pipeline, Processor
 from outform.parse.result import Change, ParseResult
 from outform.plan import Mode, Plan, plan
@@ -928,9 +929,13 @@ class Stream(Generic[T]):
         return iterator
 
 
-def _parser(loop: _Loop, every: int) -> StreamParser[Any]:
+def _parser(loop: _Loop, every: int, degeneration: Degeneration | None) -> StreamParser[Any]:
     return StreamParser(
-        pipeline=loop.current_pipeline, wire=loop.current_translation, every=every, record=False
+        pipeline=loop.current_pipeline,
+        wire=loop.current_translation,
+        every=every,
+        record=False,
+        degeneration=degeneration,
     )
 
 
@@ -1033,6 +1038,7 @@ def stream(
     output: Any = None,
     *,
     every: int = 0,
+    degeneration: Degeneration | None = DEFAULT_DEGENERATION,
     mode: Mode | None = None,
     retries: int | None = None,
     token_budget: int | None = None,
@@ -1057,7 +1063,9 @@ def stream(
 ) -> Stream[Any]:
     """generate(), streamed: typed snapshots while the reply arrives, the validated value last.
     A reply that can no longer become valid is cut off at once and asked for again.
-    `every`: characters to gather between snapshots (0: every chunk). See docs/streaming.md."""
+    `every`: characters to gather between snapshots (0: every chunk). `degeneration`: the loop
+    guard's limits (`Degeneration(inside=True)` also stops a model looping inside the value;
+    None turns the guard off). See docs/streaming.md."""
     resolved = resolve(model, base_url=base_url, api_key=api_key)
     loop = _loop(
         resolved,
@@ -1093,7 +1101,11 @@ def stream(
             while True:
                 if loop.gate is not None:
                     request = loop.gated(loop.gate.before(request, ask))
-                parser, parts, shown = _parser(loop, every), Assembler(), _Attempt(loop)
+                parser, parts, shown = (
+                    _parser(loop, every, degeneration),
+                    Assembler(),
+                    _Attempt(loop),
+                )
                 decoder = resolved.adapter.decoder(request)
                 call = _Exchange()
                 wire = resolved.adapter.build(request)
@@ -1127,6 +1139,7 @@ def astream(
     output: Any = None,
     *,
     every: int = 0,
+    degeneration: Degeneration | None = DEFAULT_DEGENERATION,
     mode: Mode | None = None,
     retries: int | None = None,
     token_budget: int | None = None,
@@ -1187,7 +1200,11 @@ def astream(
                 while True:
                     if loop.gate is not None:
                         request = loop.gated(await loop.gate.abefore(request, ask))
-                    parser, parts, shown = _parser(loop, every), Assembler(), _Attempt(loop)
+                    parser, parts, shown = (
+                        _parser(loop, every, degeneration),
+                        Assembler(),
+                        _Attempt(loop),
+                    )
                     decoder = resolved.adapter.decoder(request)
                     call = _Exchange()
                     wire = resolved.adapter.build(request)

@@ -390,7 +390,7 @@ class StreamParser(Generic[T]):
             if degenerate is not None:
                 if parser.done:
                     self.stopped = True
-                else:
+                elif self.guard.limits.inside:  # a bet against a reply still valid so far
                     self._stop(degenerate, "degenerate", len(text))
         changed = parser.feed(text)
         if parser.too_deep:

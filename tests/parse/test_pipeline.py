@@ -557,7 +557,7 @@ def test_a_typed_dict_gives_a_dict() -> None:
 
 
 def test_a_list_type_gives_a_list() -> None:
-    assert outform.parse('["1", 2, "3,000"]', type=list[int]).value == [1, 2, 3000]
+    assert outform.parse('["1", 2, "3,000,000"]', type=list[int]).value == [1, 2, 3000000]
 
 
 def test_a_literal_type_matches_a_member() -> None:

@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 import outform
 from outform import InputError, OutputError
 from outform.errors import StreamAbortedError
-from outform.parse.values import decode_exact, encode, flaw, number_text
+from outform.parse.values import decode_exact, encode, flaw, nonfinite_literal, number_text
 from outform.streaming import StreamParser
 
 BIG = "12345678901234567890123"
@@ -155,14 +156,39 @@ def test_1e400_as_the_whole_reply_for_a_string_is_the_text_as_written() -> None:
     assert outform.parse("1e400", {"type": "string"}, level="full").value == "1e400"
 
 
-def test_json5_infinity_spelled_out_is_read_as_written() -> None:
-    result = outform.parse("[Infinity, -Infinity]", {"type": "array"}, level="full")
-    assert result.value == [float("inf"), float("-inf")]
+@pytest.mark.parametrize("level", ["off", "minimal", "full"])
+@pytest.mark.parametrize("word", ["NaN", "Infinity", "-Infinity"])
+def test_nan_and_infinity_are_refused_at_every_level_never_read_or_nulled(
+    level: str, word: str
+) -> None:
+    class Invoice(BaseModel):
+        total: float
+
+    reply = f'{{"total": {word}}}'
+    number = {"type": "object", "properties": {"total": {"type": "number"}}}
+    for output in ({"type": Invoice}, {"schema": number}, {"schema": None}):
+        with pytest.raises(OutputError) as caught:
+            outform.parse(reply, level=level, **output)
+        (violation,) = caught.value.hint.violations
+        assert violation.kind == "syntax"
+        assert f"writes {word}, which is not a JSON number" in violation.found
+        assert "level 'full'" not in str(caught.value)  # no level reads it
+
+
+def test_nan_inside_a_string_or_a_word_is_text() -> None:
+    result = outform.parse('{"note": "NaN or Infinity", "tag": "NaNa"}', {"type": "object"})
+    assert result.value == {"note": "NaN or Infinity", "tag": "NaNa"}
+    assert nonfinite_literal('["x\\"NaN", 1]') is None
+    assert nonfinite_literal("[1, -Infinity]") == (4, "-Infinity")
+
+
+def test_nan_is_refused_even_where_json5_syntax_is_repaired() -> None:
+    with pytest.raises(OutputError):
+        outform.parse("{total: NaN,}", {"type": "object"}, level="full")
 
 
 def test_a_value_with_a_flaw_says_which() -> None:
     assert flaw({"a": [float("inf")]}) is not None
-    assert flaw({"a": [float("inf")]}, nonfinite=True) is None
     assert "surrogate" in (flaw(["\ud800"]) or "")
     assert "key" in (flaw({1: "a"}) or "")
     assert flaw({"a": ["é", 1.5, None]}) is None

@@ -140,18 +140,26 @@ def show(result: ParseResult[Any], as_json: bool, *, value: bool = True) -> None
 
 
 def _show_shadow(result: ParseResult[Any], *, value: bool) -> None:
-    """Shadow mode: what outform would return, what it would change, and how the reply as sent
-    fares without any of it."""
-    if value:
+    """Shadow mode: what outform would return at the chosen level, what it would change there,
+    and how the reply as sent fares without any of it. When no value could be read at that
+    level, nothing is printed as the value (not a `null` the reply never held)."""
+    level = result.level
+    would_fail = result.would_be_hint
+    if value and (would_fail is None or not would_fail.is_syntax):
         print_json(result.would_be)
     if result.changes:
-        print_changes(result.changes, "What would change (shadow mode)")
+        print_changes(result.changes, f"What outform would change at level {level!r} (shadow mode)")
     if result.hint is None:
         stderr.print("shadow mode: the reply is valid as sent", style="green")
     else:
         print_violations(result.hint, "shadow mode: as sent, the reply is not valid:")
-    if result.would_be_hint is not None:
-        print_violations(result.would_be_hint, "Even after these changes it would not match:")
+    if would_fail is not None:
+        title = (
+            "Even after these changes it would not match:"
+            if result.changes
+            else f"At level {level!r}, outform would refuse it:"
+        )
+        print_violations(would_fail, title)
 
 
 def json_value(result: ParseResult[Any]) -> Any:

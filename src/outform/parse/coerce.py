@@ -27,6 +27,7 @@ from outform.parse.result import Change
 from outform.parse.scalars import (
     as_integer,
     is_null_word,
+    locale_note,
     normalize_key,
     parse_bool,
     parse_number,
@@ -52,7 +53,8 @@ class Coercion:
     changes: list[Change] = field(default_factory=list)
     branches: list[tuple[str, int]] = field(default_factory=list)
     blocked: list[tuple[str, str]] = field(default_factory=list)
-    """(path, conversion) the allowlist refused."""
+    """(path, reason) of conversions refused: by the allowlist, or a number whose reading
+    depends on the locale."""
 
     def absorb(self, other: Coercion, branch: int | None = None) -> None:
         """Take `other`'s changes; `branch`: the union branch they were made under (a change
@@ -356,10 +358,14 @@ class _Walk:
             inner = Coercion(value)  # kept only if the conversion itself is allowed
             converted, transform, lost = self.convert(value, kind, allowed, at, inner)
             if converted is _NO:
+                if kind == "string" and allowed & {"integer", "number"}:
+                    note = locale_note(value)
+                    if note is not None:
+                        out.blocked.append((at.path, note))
                 return value
             target, name = conversion(value, converted, allowed)
             if not permits(self.allowlist, target, name):
-                out.blocked.append((at.path, name))
+                out.blocked.append((at.path, f"{name} is not in the allowlist"))
                 return value
             out.absorb(inner)
             _record(out, at.path, transform, value, converted, expected=_types(allowed), lost=lost)

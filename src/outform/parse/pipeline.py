@@ -34,7 +34,7 @@ from outform.format import (
     ResponseFormat,
     TextFormat,
 )
-from outform.parse import allowlist, extract, loss, unescape, values
+from outform.parse import allowlist, duplicates, extract, ignored, loss, unescape, values
 from outform.parse import decode as decoding
 from outform.parse.coerce import Coercer
 from outform.parse.context import Deadline, Options, Run, too_deep, too_long
@@ -42,6 +42,7 @@ from outform.parse.defaults import Defaults
 from outform.parse.hint import RetryHint, Violation, clip, preview
 from outform.parse.result import FROM_TEXT, Change, ParseResult
 from outform.parse.validate import pydantic_violations, violations
+from outform.schema import pointer
 from outform.schema.compiled import CompiledSchema, compile_schema
 from outform.schema.derive import adapter_for
 from outform.schema.types import ALL_TYPES, accepted_types
@@ -153,6 +154,13 @@ class Pipeline(Generic[T]):
         self._fast_validator = self.compiled.validator
         self.adapter: TypeAdapter[Any] | None = (
             adapter_for(output_type) if output_type is not None else None
+        )
+        # Keys the type ignores (Pydantic's default) are found, and recorded, by this.
+        self._closed = ignored.closed_validator(self.adapter) if self.adapter is not None else None
+        self._closed_check = (
+            compile_schema(ignored.closed_schema(self.compiled.root)).validator
+            if self._closed is not None
+            else None
         )
         self._coercer = Coercer(
             self.compiled,
@@ -303,6 +311,10 @@ class Pipeline(Generic[T]):
                 typed = self.adapter.validate_json(text, strict=True)
             except (PydanticValidationError, orjson.JSONDecodeError):
                 return None
+            if values.nonfinite_literal(text) is not None:
+                return None  # Pydantic reads NaN and Infinity; the slow path refuses them
+            if self._may_drop_keys(text, typed):
+                return None  # a key written twice, or one the type ignores: recorded there
             return ParseResult(
                 value=typed,
                 text=text,
@@ -324,6 +336,8 @@ class Pipeline(Generic[T]):
                 return None  # over 4300 digits: the slow path says so
         if len(text) > self._depth_chars and not values.within_depth(text, self._max_depth, data):
             return None
+        if duplicates.may_repeat(text, data):
+            return None  # the slow path says which key was written twice
         complete = self._fast_complete
         if complete is not None and complete.is_valid(data):
             # Positional: this call is a tenth of the fast path's own cost for a small reply.
@@ -343,6 +357,21 @@ class Pipeline(Generic[T]):
             level=self.options.level,
             _data=data,
         )
+
+    def _may_drop_keys(self, text: str, typed: Any) -> bool:
+        """Whether the typed reading of `text` may have dropped a key (written twice, or not
+        declared by a type that ignores such keys). Every key is followed by a `:`, so a text
+        with no more colons than the root model was given fields drops none; else the reply is
+        read once more by orjson and checked for both (see duplicates.py and ignored.py)."""
+        written = text.count(":")
+        given = getattr(typed, "__pydantic_fields_set__", None)
+        if not written or (given is not None and written <= len(given)):
+            return False
+        data = orjson.loads(text)
+        if duplicates.may_repeat(text, data):
+            return True
+        closed = self._closed_check
+        return closed is not None and not closed.is_valid(data)
 
     def _fast_verbatim(self, text: str) -> ParseResult[T] | None:
         """A plain string is wanted and the reply, as written, is one."""
@@ -402,7 +431,9 @@ class Pipeline(Generic[T]):
             late = [c for c in run.changes if not any(c is b for b in best.run.changes)]
             best.run.changes.extend(late)
             return self._fail(original, best.value, best.run, best.violations, notes)
-        return self._fail(original, None, run, (self._syntax_violation(failures),), notes)
+        nonfinite = any(f.nonfinite for _, f in failures)
+        fix = "no level reads NaN or Infinity: JSON has no such numbers" if nonfinite else None
+        return self._fail(original, None, run, (self._syntax_violation(failures),), notes, fix=fix)
 
     def _attempts(
         self,
@@ -574,6 +605,8 @@ class Pipeline(Generic[T]):
         if detail == "unescaped":
             run.change("", "syntactic", "unescape_text", clip(candidate.text), preview(value))
             run.emit("output.coercion.success", "syntactic", transforms=("unescape_text",))
+        if not tier and not detail and duplicates.may_repeat(candidate.text, value):
+            self._record_repeated(duplicates.find(candidate.text), run)
         if tier:
             name = decoding.TIER_NAMES[tier]
             failure = decoding.strict_failure(candidate.text)
@@ -618,11 +651,52 @@ class Pipeline(Generic[T]):
                 typed = self.adapter.validate_python(value)
             except PydanticValidationError as exc:
                 found = pydantic_violations(exc)
+            else:
+                self._record_ignored(value, run)
         semantic = tuple(dict.fromkeys(c.transform for c in run.changes if c.stage == "semantic"))
         if semantic:
             outcome: EventName = "output.coercion.fail" if found else "output.coercion.success"
             run.emit(outcome, "semantic", transforms=semantic)
         return _Attempt(candidate, value, run, found, typed)
+
+    def _record_repeated(self, repeats: list[duplicates.Repeat], run: Run) -> None:
+        """Keys written twice: the last value kept (as every JSON reader does), each dropped
+        value recorded, lossy when it differs from the kept one."""
+        for r in repeats:
+            kept, dropped = r.written[-1], r.written[:-1]
+            lost = sum(loss.nonblank(values.encode({r.key: v})) - 2 for v in dropped if v != kept)
+            run.change(
+                r.pointer,
+                "syntactic",
+                "drop_duplicate_key",
+                preview(list(dropped)) if len(dropped) > 1 else preview(dropped[0]),
+                preview(kept),
+                detail=f"{r.key!r} written {len(r.written)} times: the last value is kept, "
+                "as JSON readers do",
+                lost=lost,
+            )
+        if repeats:
+            run.emit("output.coercion.success", "syntactic", transforms=("drop_duplicate_key",))
+
+    def _record_ignored(self, value: Any, run: Run) -> None:
+        """Keys the typed output ignores (Pydantic's `extra="ignore"`), recorded as dropped."""
+        if self._closed is None:
+            return
+        for path in ignored.ignored_keys(self._closed, value):
+            try:
+                dropped = pointer.lookup(value, path)
+            except KeyError:
+                dropped = None  # a location the value does not have: recorded all the same
+            key = pointer.parts(path)[-1]
+            run.change(
+                path,
+                "semantic",
+                "ignore_extra_key",
+                preview(dropped),
+                None,
+                detail="the type does not declare this key and ignores it (extra='ignore')",
+                lost=loss.nonblank(values.encode({key: dropped})) - 2,
+            )
 
     def _record_extraction(self, candidate: extract.Candidate, run: Run, lost: int = 0) -> None:
         if not candidate.transforms:
@@ -690,6 +764,8 @@ class Pipeline(Generic[T]):
         run: Run,
         found: Sequence[Violation],
         notes: Sequence[str] = (),
+        *,
+        fix: str | None = None,
     ) -> ParseResult[T]:
         hint = RetryHint(tuple(found))
         run.emit("output.coercion.fail", "validate", detail=found[0].line() if found else "")
@@ -705,14 +781,14 @@ class Pipeline(Generic[T]):
             level=self.options.level,
             hint=hint,
         )
-        fix: str | None
         if hint.is_syntax and not text.strip():
             # Nothing to repair: advice about repair levels would send the user the wrong way.
             what = "the reply is empty (no text, or only whitespace)"
             fix = "the model sent nothing: check its finish reason and max_tokens, or ask again"
         elif hint.is_syntax:
             what = "no JSON value could be read from the reply"
-            fix = "level 'full' also repairs malformed JSON" if self.options.tolerance < 2 else None
+            if fix is None and self.options.tolerance < 2:
+                fix = "level 'full' also repairs malformed JSON"
         else:
             what, fix = "the reply does not match the schema", None
         if notes:
@@ -788,7 +864,13 @@ class Pipeline(Generic[T]):
         json_like = [(c, f) for c, f in failures if c.root != "other"]
         if not json_like:
             return _syntax("the reply contains no JSON value")
-        candidate, failure = json_like[0]
+        candidate, failure = next(((c, f) for c, f in json_like if f.nonfinite), json_like[0])
+        if failure.nonfinite:
+            return _syntax(
+                f"the JSON writes {failure.nonfinite}, which is not a JSON number (near "
+                f"{failure.around(candidate.text)!r}); write a finite number, or null where "
+                "the schema allows it"
+            )
         return _syntax(
             f"the JSON is malformed ({failure.message} near {failure.around(candidate.text)!r})"
         )

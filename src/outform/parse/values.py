@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from typing import TYPE_CHECKING, Any
 
 import jsonschema_rs
@@ -30,8 +31,9 @@ may_be_inexact = jsontext.may_be_inexact
 
 
 def encode(value: Any) -> str:
-    """Compact JSON text of a value, integers of any size included; a non-finite number (read
-    from JSON5's `Infinity` or `NaN`) is written as JSON5 spells it, never as `null`."""
+    """Compact JSON text of a value, integers of any size included; a non-finite number (which
+    no decode tier returns, but a processor may) is written as JSON5 spells it, never as
+    `null`."""
     if _nonfinite(value):
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     return dumps_text(value)
@@ -64,10 +66,9 @@ def number_text(number: int | float) -> str | None:
     return orjson.dumps(number).decode()
 
 
-def flaw(value: Any, deadline: Deadline | None = None, *, nonfinite: bool = False) -> str | None:
+def flaw(value: Any, deadline: Deadline | None = None) -> str | None:
     """What makes `value` not a JSON value (a lone surrogate, a key that is not a string, a
-    non-finite number unless `nonfinite` says the reader only makes those from the words
-    `Infinity` and `NaN`), or None. One walk, bounded by the deadline."""
+    non-finite number), or None. One walk, bounded by the deadline."""
     stack = [value]
     steps = 0
     while stack:
@@ -81,7 +82,7 @@ def flaw(value: Any, deadline: Deadline | None = None, *, nonfinite: bool = Fals
                     f"a lone surrogate (\\u{ord(bad):04x}) in a string, which is not Unicode text"
                 )
         elif isinstance(item, float):
-            if not nonfinite and not math.isfinite(item):
+            if not math.isfinite(item):
                 return f"a number out of range ({item}), which JSON cannot hold"
         elif type(item) is int and item.bit_length() > _SHORTEST_UNWRITABLE_BITS:
             if number_text(item) is None:
@@ -100,6 +101,21 @@ def flaw(value: Any, deadline: Deadline | None = None, *, nonfinite: bool = Fals
 _SHORTEST_UNWRITABLE_BITS = 14_000
 """Below Python's default limit of 4300 decimal digits (about 14,284 bits) for writing an
 integer out: JSON5's hexadecimal (`0x1F...`) reaches it with fewer characters."""
+
+
+_NONFINITE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\Z)|(?<![\w.])([+-]?(?:NaN|Infinity))(?!\w)')
+
+
+def nonfinite_literal(text: str) -> tuple[int, str] | None:
+    """Where `text` writes NaN, Infinity or -Infinity as a value (outside its strings), and
+    which: JSON has no such numbers, so no level reads them (see docs/pipeline.md#values).
+    Free unless one of the words occurs at all; then one linear scan."""
+    if "NaN" not in text and "Infinity" not in text:
+        return None
+    for match in _NONFINITE.finditer(text):
+        if match.group(1) is not None:
+            return match.start(1), match.group(1)
+    return None
 
 
 def _surrogate(text: str) -> str | None:
