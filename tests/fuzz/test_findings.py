@@ -10,6 +10,7 @@ import pytest
 
 import outform
 from outform.errors import OutputError, StreamAbortedError
+from outform.gateway.checks import CheckSettings, check_reply
 from outform.streaming import StreamParser
 from tests.fuzz.checks import check_parse, check_stream
 from tests.fuzz.grammar import Case
@@ -141,3 +142,13 @@ def test_a_json5_integer_too_long_to_write_out_is_refused() -> None:
     text = "0x1F" + "9" * 3800
     for level in ("minimal", "full"):
         assert check_parse(Case("huge_numbers", text, {}), level)[0] == "OutputError"
+
+
+def test_the_gateway_check_writes_a_repaired_integer_beyond_64_bits_digit_for_digit() -> None:
+    """Found by the big run: the repaired reply was written with orjson, whose TypeError for
+    such an integer became a 500 in enforcement mode."""
+    reply = "<think>Let me see... {</think>\n12345678901234567890123"
+    fmt = {"type": "json_schema", "name": "x", "schema": {"type": "integer"}}
+    verdict = check_reply(reply, fmt, CheckSettings("minimal", 5.0), False)
+    assert verdict.kind == "repaired"
+    assert verdict.text == "12345678901234567890123"

@@ -14,10 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import orjson
-
 from outform.errors import InputError, OutputError
 from outform.format import ResponseFormat
+from outform.jsontext import dumps_text
 from outform.parse import pipeline_for
 from outform.reask import CUT_OFF, repaired_after_cut
 from outform.trace.events import Event, Validation
@@ -77,7 +76,7 @@ def check_reply(text: str, fmt: Mapping[str, Any], settings: CheckSettings, cut:
     if not result.changes:
         return Verdict("valid", schema_hash=result.schema_hash)
     changes = tuple(change.event(schema_hash=result.schema_hash) for change in result.changes)
-    text = orjson.dumps(result.data).decode()
+    text = dumps_text(result.data)  # every digit of an integer beyond 64 bits
     return Verdict("repaired", text=text, changes=changes, schema_hash=result.schema_hash)
 
 

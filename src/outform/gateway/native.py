@@ -30,6 +30,7 @@ from typing import Any
 import httpx
 import orjson
 
+from outform import jsontext
 from outform.errors import (
     ConnectionFailedError,
     OutformError,
@@ -332,10 +333,10 @@ def _reverse(text: str, translation: DialectResult | None) -> str:
     if translation is None or not text:
         return text
     try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
+        value = jsontext.loads(text)  # every digit of an integer beyond 64 bits
+    except ValueError:
         return text  # not JSON: left for the client (or enforcement mode) to judge
-    return orjson.dumps(translation.reverse(value)).decode()
+    return jsontext.dumps_text(translation.reverse(value))
 
 
 def _usage(usage: Usage) -> dict[str, Any]:

@@ -19,9 +19,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
 from outform.gateway.chain import new_id
+from outform.jsontext import dumps_text
 
 _DEFAULT_TEXT = {"format": {"type": "text"}}
 _DEFAULT_REASONING = {"effort": None, "summary": None}
@@ -174,7 +173,7 @@ def arguments_text(value: Any) -> str:
         return ""
     if isinstance(value, str):
         return value
-    return orjson.dumps(value).decode()  # a few servers send the arguments as an object
+    return dumps_text(value)  # a few servers send the arguments as an object
 
 
 def output_text_part(text: str) -> dict[str, Any]:
