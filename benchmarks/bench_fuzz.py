@@ -1,7 +1,8 @@
 """The fuzzer's big run: a million generated inputs over every public surface (issue 9).
 
-Run: `python -m benchmarks.bench_fuzz [--inputs 1000000] [--workers 2] [--seed 0] [--write]`
-(`--write` updates docs/benchmarks.md).
+Run: `python -m benchmarks.bench_fuzz [--inputs 1000000] [--workers 2] [--seed 0] [--write]
+[--checkpoint FILE]` (`--write` updates docs/benchmarks.md; with `--checkpoint`, a run stopped
+part way goes on where it stopped when started again with the same file).
 
 Inputs come from the seeded grammar of `tests/fuzz/grammar.py` (the families the hypothesis
 tests of `make test` draw from), one family after the other: each reply family is parsed at
@@ -23,12 +24,14 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
+import pickle
 import random
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from tests.fuzz.checks import (
     CLOCK,
@@ -268,17 +271,43 @@ def tasks(first: int, inputs: int) -> Iterable[tuple[int, int]]:
         yield start, min(CHUNK, first + inputs - start)
 
 
-def run(inputs: int, workers: int, first: int) -> tuple[Tally, float]:
-    total = Tally()
-    started = time.perf_counter()
-    done = 0
+def run(
+    inputs: int, workers: int, first: int, checkpoint: Path | None = None
+) -> tuple[Tally, float]:
+    """Every input from `first` on, in chunks over `workers` processes. With a `checkpoint`,
+    the tally so far is saved after each chunk, and a run started again with the same file and
+    arguments goes on from there (a million inputs take hours on a small machine)."""
+    total, done_chunks, seconds = Tally(), set[int](), 0.0
+    if checkpoint is not None and checkpoint.exists():
+        saved = pickle.loads(checkpoint.read_bytes())
+        if saved["run"] != (inputs, first):
+            raise SystemExit(f"{checkpoint} belongs to another run: {saved['run']}")
+        total, done_chunks, seconds = saved["total"], saved["done"], saved["seconds"]
+    started = time.perf_counter() - seconds
+    done = sum(count for kind, count in total.inputs.items() if kind != "stream")
+    todo = [task for task in tasks(first, inputs) if task[0] not in done_chunks]
     with multiprocessing.Pool(workers) as pool:
-        for tally in pool.imap_unordered(run_range, tasks(first, inputs)):
+        for start, tally in pool.imap_unordered(run_chunk, todo):
             total.merge(tally)
+            done_chunks.add(start)
             done += sum(count for kind, count in tally.inputs.items() if kind != "stream")
+            if checkpoint is not None:
+                state = {
+                    "run": (inputs, first),
+                    "total": total,
+                    "done": done_chunks,
+                    "seconds": time.perf_counter() - started,
+                }
+                partial = checkpoint.with_suffix(".partial")
+                partial.write_bytes(pickle.dumps(state))
+                partial.replace(checkpoint)
             if done % (inputs // 20 or 1) < CHUNK:
                 print(f"  {done:,} / {inputs:,} inputs", file=sys.stderr)
     return total, time.perf_counter() - started
+
+
+def run_chunk(task: tuple[int, int]) -> tuple[int, Tally]:
+    return task[0], run_range(task)
 
 
 def report(total: Tally, seconds: float, inputs: int, workers: int, first: int) -> str:
@@ -339,8 +368,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--seed", type=int, default=0, help="the first input's seed")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    parser.add_argument(
+        "--checkpoint",
+        type=Path,
+        help="save the tally here after each chunk; run again with it to go on where it stopped",
+    )
     args = parser.parse_args(argv)
-    total, seconds = run(args.inputs, args.workers, args.seed)
+    total, seconds = run(args.inputs, args.workers, args.seed, args.checkpoint)
     markdown = report(total, seconds, args.inputs, args.workers, args.seed)
     print(markdown)
     if args.write:
