@@ -337,8 +337,8 @@ process. Peak memory is each process's own high-water mark (VmHWM).
   {submit:,.0f} rows/s. The whole job in-process: {whole:,.0f} rows/s. On a PostgreSQL
   manifest (a throwaway local server): {on_postgres}.
 - Memory is flat in the number of rows: the clean run peaks at {big} MB for {count:,} rows
-  and {little} MB for {small.rows:,} (goal < 300 MB). It grows with the size of one batch's
-  request file, which is read whole to be uploaded (`--max-bytes` bounds it).
+  and {little} MB for {small.rows:,} (goal < 300 MB). A batch's request file is uploaded
+  from disk as it is read, so the size of a batch does not add to it either.
 - Every row ends in exactly one final status, in input order, with 0 duplicates and 0
   missing; the re-asked rows are fixed in one follow-up round.
 """

@@ -1,6 +1,8 @@
 """Parsing benchmarks: valid-reply overhead and malformed-reply recovery, against peers.
 
-Run: `python -m benchmarks.bench_parse [--write]` (`--write` updates docs/benchmarks.md).
+Run: `python -m benchmarks.bench_parse [--write] [--before SRC]` (`--write` updates
+docs/benchmarks.md; `--before` also measures the valid 1 KB reply with another outform source
+tree, e.g. an export of main, side by side with this one: `benchmarks/sides.py`).
 
 1. Valid replies (1 KB and 100 KB): outform's fast path against the floor it cannot beat,
    orjson.loads + a prebuilt jsonschema-rs validator, and the typed path against Pydantic's own
@@ -13,7 +15,10 @@ Run: `python -m benchmarks.bench_parse [--write]` (`--write` updates docs/benchm
 from __future__ import annotations
 
 import argparse
+import json
+import statistics
 import sys
+import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -25,6 +30,7 @@ import orjson
 from pydantic import BaseModel, Field
 
 import outform
+from benchmarks import sides
 from benchmarks.report import machine, table, update_section
 from benchmarks.timing import fmt_seconds, paired, per_call
 from outform import OutformError, Pipeline
@@ -219,10 +225,73 @@ def malformed_rows() -> list[list[str]]:
     return rows
 
 
+# -- side by side with another source tree ------------------------------------------------------
+
+
+def probe(rounds: int = 21) -> dict[str, float]:
+    """The valid 1 KB reply: `Pipeline.run` and `outform.parse` over the floor, medians of
+    paired rounds of CPU time (less disturbed than wall time by the other processes)."""
+    text = sized(1_000).decode()
+    validator = jsonschema_rs.validator_for(SCHEMA)
+    pipeline: Pipeline[Any] = Pipeline(SCHEMA)
+    runs: dict[str, Callable[[], Any]] = {
+        "floor": partial(_floor, validator, text),
+        "run": partial(pipeline.run, text),
+        "parse": partial(outform.parse, text, SCHEMA),
+    }
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, fn in runs.items():
+            fn()
+            best = float("inf")
+            for _ in range(3):
+                start = time.process_time()
+                for _ in range(1000):
+                    fn()
+                best = min(best, (time.process_time() - start) / 1000)
+            times[name].append(best)
+    return {
+        "run_ratio": statistics.median(
+            r / f for r, f in zip(times["run"], times["floor"], strict=True)
+        ),
+        "parse_ratio": statistics.median(
+            p / f for p, f in zip(times["parse"], times["floor"], strict=True)
+        ),
+        "parse_over_run": statistics.median(
+            p / r for p, r in zip(times["parse"], times["run"], strict=True)
+        ),
+    }
+
+
+def side_by_side(before: Path, pairs: int = 5) -> str:
+    old, new = sides.alternate("benchmarks.bench_parse", before, pairs)
+    labels = {
+        "run_ratio": "valid 1 KB reply, `Pipeline.run` ÷ (orjson + jsonschema-rs)",
+        "parse_ratio": (
+            "valid 1 KB reply, `outform.parse(text, schema=dict)` ÷ (orjson + jsonschema-rs)"
+        ),
+        "parse_over_run": "`outform.parse` ÷ `Pipeline.run`",
+    }
+    body = table(
+        ["measure", "before", "this tree", "this ÷ before"],
+        sides.rows(old, new, labels, dict.fromkeys(labels, "{:.2f}×")),
+    )
+    return (
+        f"**Side by side with another source tree** (`--before SRC`): {pairs} child processes of"
+        " each, alternating; in each, the median of 21 paired rounds of CPU time; here the"
+        f" medians of those.\n\n{body}"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    parser.add_argument("--before", type=Path, help="another outform src/ to measure side by side")
+    parser.add_argument("--probe", action="store_true", help="print this tree's measures as JSON")
     args = parser.parse_args(argv)
+    if args.probe:
+        print(json.dumps(probe()))
+        return 0
     valid = table(
         [
             "payload",
@@ -249,9 +318,10 @@ def main(argv: list[str] | None = None) -> int:
         ],
         malformed_rows(),
     )
+    command = "python -m benchmarks.bench_parse --write" + (" --before SRC" if args.before else "")
     markdown = f"""## Parsing
 
-Command: `python -m benchmarks.bench_parse --write` ({machine()}).
+Command: `{command}` ({machine()}).
 
 **Valid replies.** The reply is already valid JSON matching the schema (an invoice, Pydantic
 model with nested objects, a pattern, bounds, a literal and an optional field). The floor is
@@ -275,6 +345,8 @@ json_repair gets the same schema (its schema-guided mode).
 
 {malformed}
 """
+    if args.before is not None:
+        markdown += "\n" + side_by_side(args.before) + "\n"
     print(markdown)
     if args.write:
         update_section("parse", markdown)

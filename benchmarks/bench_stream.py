@@ -1,6 +1,8 @@
 """Streaming benchmark: the total cost of parsing a reply while it arrives in 16-character chunks.
 
-Run: `python -m benchmarks.bench_stream [--write]` (`--write` updates docs/benchmarks.md).
+Run: `python -m benchmarks.bench_stream [--write] [--before SRC]` (`--write` updates
+docs/benchmarks.md; `--before` also measures another outform source tree, e.g. an export of
+main, side by side with this one: `benchmarks/sides.py`).
 
 The document is a list of products, as in a bulk extraction: `{"items": [{id, name, tags[3], price,
 note}, ...]}`. The peers are used the way every Python structured-output library uses them:
@@ -10,21 +12,27 @@ after each chunk, the whole text received so far is parsed again (jiter in
 17, 34 and 68 KB and their 1 MB cost is *extrapolated* from a fit `a·n² + b·n` through those three
 points. outform is measured at every size, 1 MB included, with and without incremental schema
 validation, taking a snapshot after every chunk, and with snapshots batched every 256 characters.
+A snapshot is read at its root (the views below it are built when first read), or, in one row,
+down to the item being written, as a display of the last item would.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import orjson
 from pydantic import BaseModel
 
-from benchmarks.report import machine, update_section
+from benchmarks import sides
+from benchmarks.report import machine, table, update_section
 from benchmarks.timing import fmt_seconds, per_call
 from outform.parse.partial import PartialParser
 from outform.streaming import StreamParser
@@ -82,6 +90,19 @@ def outform_parser(parts: list[str]) -> Any:
     for part in parts:
         parser.feed(part)
         value = parser.value
+    return value
+
+
+def outform_parser_item(parts: list[str]) -> Any:
+    """The push parser alone, the item being written read after every chunk."""
+    parser = PartialParser()
+    value = None
+    for part in parts:
+        parser.feed(part)
+        value = parser.value
+        items = value.get("items") if isinstance(value, Mapping) else None
+        if items:
+            items[-1]
     return value
 
 
@@ -171,13 +192,17 @@ def fit(points: list[tuple[int, float]], size: int) -> float:
 # -- the run ------------------------------------------------------------------------------------
 
 
-def run() -> str:
+def run(command: str = "python -m benchmarks.bench_stream --write") -> str:
     texts = {label: document(size) for label, size in SIZES}
     expected = {label: orjson.loads(text) for label, text in texts.items()}
     parts = {label: chunks_of(text) for label, text in texts.items()}
 
     ours: list[tuple[str, Callable[[list[str]], Any]]] = [
         ("outform, parser only (snapshot every chunk)", outform_parser),
+        (
+            "outform, parser only (snapshot every chunk, read down to the item being written)",
+            outform_parser_item,
+        ),
         (
             "outform StreamParser, no validation (snapshot every chunk)",
             partial(outform_stream, validate=False),
@@ -248,7 +273,7 @@ def run() -> str:
     lines = [
         "## Streaming",
         "",
-        f"Command: `python -m benchmarks.bench_stream --write` ({machine()}). Total time to parse",
+        f"Command: `{command}` ({machine()}). Total time to parse",
         "one reply streamed in 16-character chunks, the value read after every chunk (or, in the",
         "batched row, every 256 characters). Peers re-parse the whole text received so far after",
         "each chunk, as every Python structured-output library does; their 1 MB cost is fitted",
@@ -276,11 +301,78 @@ def run() -> str:
     return "\n".join(lines)
 
 
+# -- side by side with another source tree ------------------------------------------------------
+
+PROBES: dict[str, str] = {
+    "parser": "parser only, snapshot every chunk",
+    "parser_item": "parser only, snapshot every chunk read down to the item being written",
+    "stream": "StreamParser, no validation",
+    "stream_validate": "StreamParser + incremental validation",
+    "jiter": "jiter re-parsing the text so far (the same in both)",
+}
+
+
+def probe() -> dict[str, float]:
+    """The 17 KB stream each way, in milliseconds of CPU time (the fastest of 5 runs): CPU
+    time is less disturbed than wall time by the other processes of a shared machine."""
+    parts = chunks_of(document(SIZES[0][1]))
+    runs: dict[str, Callable[[], Any]] = {
+        "parser": partial(outform_parser, parts),
+        "parser_item": partial(outform_parser_item, parts),
+        "stream": partial(outform_stream, parts, validate=False),
+        "stream_validate": partial(outform_stream, parts, validate=True),
+    }
+    peers = [peer for peer in _peers() if peer[0].startswith("jiter")]
+    if peers:
+        runs["jiter"] = partial(reparse, peers[0][1], [p.encode() for p in parts])
+    found = {}
+    for name, fn in runs.items():
+        fn()
+        best = float("inf")
+        for _ in range(5):
+            start = time.process_time()
+            fn()
+            best = min(best, time.process_time() - start)
+        found[name] = best * 1e3
+    return found
+
+
+def side_by_side(before: Path, pairs: int = 7) -> str:
+    old, new = sides.alternate("benchmarks.bench_stream", before, pairs)
+    labels = {key: label for key, label in PROBES.items() if key in old[0] and key in new[0]}
+    body = table(
+        ["17 KB in 16-character chunks", "before", "this tree", "this ÷ before"],
+        sides.rows(old, new, labels, dict.fromkeys(labels, "{:.2f} ms")),
+    )
+    jiter = ""
+    if "jiter" in labels:
+        ratios = [
+            statistics.median(run["jiter"] / run["parser"] for run in runs) for runs in (old, new)
+        ]
+        jiter = (
+            f"\n\njiter's re-parse costs {ratios[0]:.1f}× the parser's time before and"
+            f" {ratios[1]:.1f}× with this tree (medians over the runs)."
+        )
+    return (
+        f"**Side by side with another source tree** (`--before SRC`): {pairs} child processes of"
+        " each, alternating; CPU time, the fastest of 5 runs in each process; medians, and the"
+        f" median of the per-pair ratios.\n\n{body}{jiter}"
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    parser.add_argument("--before", type=Path, help="another outform src/ to measure side by side")
+    parser.add_argument("--probe", action="store_true", help="print this tree's measures as JSON")
     args = parser.parse_args(argv)
-    markdown = run()
+    if args.probe:
+        print(json.dumps(probe()))
+        return
+    command = "python -m benchmarks.bench_stream --write"
+    markdown = run(command + (" --before SRC" if args.before is not None else ""))
+    if args.before is not None:
+        markdown += "\n\n" + side_by_side(args.before)
     print(markdown)
     if args.write:
         update_section("stream", markdown)

@@ -168,10 +168,11 @@ def test_a_type_is_imported_from_the_working_directory(
     monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.delitem(sys.modules, module, raising=False)
     try:
-        result = run(capsys, reply(workdir, '{"total": "1,200"}'), "--type", f"{module}:Invoice")
+        path = reply(workdir, '{"total": "1,200,000"}')
+        result = run(capsys, path, "--type", f"{module}:Invoice")
     finally:
         sys.modules.pop(module, None)
-    assert (result.code, orjson.loads(result.out)) == (0, {"total": 1200})
+    assert (result.code, orjson.loads(result.out)) == (0, {"total": 1200000})
 
 
 @pytest.mark.parametrize(
@@ -263,11 +264,15 @@ def _named_in_errors() -> dict[str, str]:
     for part in _REACHED:
         for path in sorted((_SRC / part).rglob("*.py") if "." not in part else [_SRC / part]):
             for node in ast.walk(ast.parse(path.read_text())):
-                if not (isinstance(node, ast.Call) and _raises(node)):
+                if isinstance(node, ast.Call) and _raises(node):
+                    parts = [*node.args, *(k.value for k in node.keywords)]
+                elif isinstance(node, ast.Assign) and _error_part(node):
+                    parts = [node.value]  # fix = "raise the ... option", raised further on
+                else:
                     continue
                 texts = [
                     c.value
-                    for arg in (*node.args, *(k.value for k in node.keywords))
+                    for arg in parts
                     for c in ast.walk(arg)
                     if isinstance(c, ast.Constant) and isinstance(c.value, str)
                 ]
@@ -275,6 +280,14 @@ def _named_in_errors() -> dict[str, str]:
                     for name in pattern.findall(text):
                         named.setdefault(name, f"{path.relative_to(_SRC)}:{node.lineno}")
     return named
+
+
+def _error_part(node: ast.Assign) -> bool:
+    """An assignment to a name an error is built from (`what`, `where`, `fix`)."""
+    names = {getattr(t, "id", None) for t in node.targets}
+    names |= {n.id for t in node.targets if isinstance(t, ast.Tuple) for n in t.elts
+              if isinstance(n, ast.Name)}  # fmt: skip
+    return bool(names & {"what", "where", "fix"})
 
 
 def _raises(call: ast.Call) -> bool:
@@ -293,6 +306,7 @@ def _flags(command: str) -> set[str]:
 def test_every_setting_an_error_names_is_a_flag_of_the_commands_that_reach_it() -> None:
     named = _named_in_errors()
     assert {"max_chars", "max_depth", "time_limit", "retries", "mode"} <= set(named)
+    assert "max_repair_chars" in named  # named in a `fix` assigned before the raise
     parse_options = set(Options.__dataclass_fields__)
     for name, where in named.items():
         if name in _NOT_FROM_THE_SHELL:
@@ -381,7 +395,7 @@ def test_shadow_mode_prints_the_would_be_value_and_what_would_change(
     result = run(capsys, reply(workdir, 'Sure: {"a": "12"}'), "-s", "schema.json", "--shadow")
     assert result.code == 0  # outform would return a valid value
     assert orjson.loads(result.out) == {"a": 12}
-    assert "What would change (shadow mode)" in result.err
+    assert "What outform would change at level 'minimal' (shadow mode)" in result.err
     assert "extract_from_prose" in result.err and "string_to_integer" in result.err
     assert "as sent, the reply is not valid" in result.err_text
 
@@ -394,6 +408,31 @@ def test_shadow_mode_exits_1_when_even_the_would_be_value_is_not_valid(
     assert orjson.loads(result.out) == {"a": "many"}
     assert "Even after these changes it would not match" in result.err_text
     assert '- at a: expected integer, found string "many"' in result.err
+
+
+def test_shadow_mode_shows_what_the_chosen_level_would_do_and_no_null_it_never_read(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    path = reply(workdir, '{"a": 3,}')
+    result = run(capsys, path, "-s", "schema.json", "--shadow", "--level", "minimal")
+    assert result.code == 1
+    assert result.out == ""  # no value is read at minimal: nothing printed, not `null`
+    assert "pyjson5" not in result.err and "Even after these changes" not in result.err_text
+    assert "At level 'minimal', outform would refuse it" in result.err_text
+    full = run(capsys, path, "-s", "schema.json", "--shadow", "--level", "full")
+    assert full.code == 0 and orjson.loads(full.out) == {"a": 3}
+    assert "What outform would change at level 'full' (shadow mode)" in full.err_text
+    assert "pyjson5" in full.err
+
+
+def test_nan_in_a_reply_is_an_invalid_reply_with_a_precise_error_not_an_internal_one(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    for level in ("off", "minimal", "full"):
+        result = run(capsys, reply(workdir, '{"a": NaN}'), "--level", level)
+        assert result.code == 1, result.err
+        assert "writes NaN, which is not a JSON number" in result.err_text
+        assert result.out == ""
 
 
 def test_shadow_mode_exits_0_for_a_reply_valid_as_sent(
@@ -599,6 +638,25 @@ def test_stream_refuses_a_reply_over_max_chars_at_the_chunk_that_crosses_it(
     assert "max_chars" in result.err_text
     printed = [line for line in result.out.splitlines() if line.startswith("{")]
     assert 1 <= len(printed) <= 40 // 8
+
+
+def test_stream_reads_a_valid_list_of_identical_items_to_its_end_like_parse(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    item = {"id": "abcdefgh", "name": "the same item written again", "tags": ["x", "y"]}
+    path = reply(workdir, json.dumps([item] * 100))
+    plain = run(capsys, path)
+    streamed = run(capsys, path, "--stream")
+    assert (plain.code, streamed.code) == (0, 0)
+    assert orjson.loads(plain.out) == [item] * 100
+    lines = streamed.out.splitlines()
+    final = lines.index("[")  # the validated value, printed whole after the JSON lines
+    assert orjson.loads("\n".join(lines[final:])) == orjson.loads(plain.out)
+    # Stopping a loop inside the value is a bet the caller makes: --stop-loops.
+    stopped = run(capsys, path, "--stream", "--stop-loops")
+    assert stopped.code == 1 and "degenerating into a loop" in stopped.err_text
+    assert run(capsys, path, "--stop-loops").code == 2
+    assert run(capsys, path, "--stream", "--shadow").code == 2
 
 
 def test_stream_stops_as_soon_as_the_reply_cannot_be_valid(

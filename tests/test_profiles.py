@@ -16,6 +16,7 @@ from outform import ConfigError, OutputError
 from outform.cli import main
 from outform.parse import clear_cache
 from outform.profile import active_profile, step
+from outform.streaming import StreamParser
 from outform.trace.events import Event
 from tests.echo import Echo
 
@@ -172,6 +173,24 @@ def test_the_calls_own_options_win_over_the_profile() -> None:
     own = outform.parse(fenced, SCHEMA, profile="strict", level="full", tolerance=2)
     assert own.data == {"n": 1}
     assert outform.parse(fenced, SCHEMA, profile="lenient").data == {"n": 1}
+
+
+def test_defaults_set_later_reach_a_schema_parsed_or_streamed_before(project: Path) -> None:
+    """parse() serves a schema it has seen without reading the settings, so a reload that
+    adds `[defaults]` must still reach it, and a stream's pipeline for the same schema (cached
+    for a call with no level) must not stand in for it."""
+    configure(project, "")
+    outform.config.reload()
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    assert outform.parse('{"n": "3"}', schema).value == {"n": 3}  # coerced at the default level
+    configure(project, '[defaults]\nlevel = "off"\n')
+    outform.config.reload()
+    StreamParser(schema)
+    with pytest.raises(OutputError):
+        outform.parse('{"n": "3"}', schema)  # strict, as [defaults] says
+    configure(project, "")
+    outform.config.reload()
+    assert outform.parse('{"n": "3"}', schema).value == {"n": 3}
 
 
 def test_tolerant_level_picks_the_decode_tiers(project: Path) -> None:

@@ -48,3 +48,23 @@ def test_every_vendored_file_is_named_in_the_readme_beside_it(directory: Path) -
             assert f"`{path.name}`" in readme, (
                 f"{path.name} has no row in {directory.name}/README.md"
             )
+
+
+@pytest.mark.parametrize("imported", ["benchmarks", None])
+def test_benchmarks_never_record_into_the_users_trace_store(
+    tmp_path: Path, imported: str | None
+) -> None:
+    """A benchmark module parses with the environment a user has (no OUTFORM_TRACE): the
+    benchmarks package turns recording off. Without it the same parse creates the default
+    store, which shows the check can fail."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("OUTFORM_TRACE", "OUTFORM_CONFIG")}
+    env |= {"HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data")}
+    code = f"import {imported}\n" if imported else ""
+    code += "import outform\nfor n in range(3): outform.parse('{\"a\": %d}' % n)\n"
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True, timeout=120)
+    created = (tmp_path / "data" / "outform" / "trace.sqlite").exists()
+    assert created == (imported is None)

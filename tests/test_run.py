@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 import outform
 from outform.errors import UsageError
+from outform.parse.pipeline import Pipeline
 from outform.plan import _PROFILE_MODE, Mode, plan, thinking_table
 from outform.providers import registry
 from outform.providers.base import (
@@ -251,6 +252,68 @@ def test_json_mode_puts_the_schema_and_the_word_json_in_the_instructions(
     assert sent["output"] == "JsonObject"
     assert sent["messages"][0]["role"] == "system"
     assert "JSON" in sent["messages"][0]["text"] and "email: string" in sent["messages"][0]["text"]
+
+
+class Nicknamed(BaseModel):
+    name: str
+    nick: str | None = None
+
+
+class Tally(BaseModel):
+    counts: dict[str, int]
+
+
+@pytest.fixture
+def slow_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The texts the pipeline parsed off its fast path (each stage run), in order."""
+    slow: list[str] = []
+    parse_slowly = Pipeline._slow
+
+    def spy(pipeline: Pipeline[Any], text: str) -> Any:
+        slow.append(text)
+        return parse_slowly(pipeline, text)
+
+    monkeypatch.setattr(Pipeline, "_slow", spy)
+    return slow
+
+
+def test_a_reply_valid_as_sent_takes_the_fast_path_when_the_dialect_only_narrows(
+    server: FakeServer, transport: Transport, slow_parses: list[str]
+) -> None:
+    """The strict dialect closes Person's object: that changes no value, so a valid reply
+    is read by the pipeline's fast path (no stage runs, no change recorded)."""
+    reply(server, GOOD)
+    result = generate("echo:gpt-5", "Ada", Person, transport=transport)
+    assert server.last.json["schema"]["additionalProperties"] is False
+    assert result.value == Person(**GOOD) and slow_parses == []
+    assert result.parse is not None and result.parse.changes == ()
+
+
+@pytest.mark.parametrize(
+    ("output", "wire", "expected"),
+    [
+        (Nicknamed, {"name": "Ada", "nick": None}, {"name": "Ada"}),
+        (list[int], {"value": [1, 2]}, [1, 2]),
+        (Tally, {"counts": [{"key": "a", "value": 1}]}, {"counts": {"a": 1}}),
+    ],
+    ids=["absent-as-null", "wrapped-root", "map-as-pairs"],
+)
+def test_a_reply_in_a_reshaped_wire_form_is_mapped_back(
+    server: FakeServer,
+    transport: Transport,
+    slow_parses: list[str],
+    output: Any,
+    wire: Any,
+    expected: Any,
+) -> None:
+    """An optional field sent as required and nullable, a root wrapped in an object, a map
+    sent as key/value pairs: the reply is valid on the wire and mapped back by a stage of
+    its own, recorded as a change."""
+    reply(server, wire)
+    result = generate("echo:gpt-5", "Ada", output, transport=transport)
+    assert result.data == expected and len(slow_parses) == 1
+    assert result.parse is not None
+    assert [c.transform for c in result.parse.changes] == ["dialect_reverse"]
 
 
 def test_free_text_needs_no_schema(server: FakeServer, transport: Transport) -> None:

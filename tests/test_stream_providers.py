@@ -401,3 +401,35 @@ def test_the_async_stream_refuses_a_plain_json_answer_the_same_way(case: Case) -
     with pytest.raises(ProviderError, match="event stream"):
         asyncio.run(main())
     assert len(case.server.requests) == 1
+
+
+def test_a_model_looping_inside_the_value_is_cut_and_asked_again_only_when_asked() -> None:
+    """A repeated item is valid JSON, so by default the stream reads it to the end; with
+    `Degeneration(inside=True)` the loop is cut where it is found and the reply asked again."""
+    item = orjson.dumps(ORDER["items"][0]).decode()
+    looping = '{"customer": "Ada", "items": [' + ", ".join([item] * 120) + "]}"
+    with FakeServer() as server:
+        case = Case("openai", server)
+        case.send(looping)
+        with Transport(retry=RetryPolicy(retries=0)) as transport:
+            kept = list(
+                stream(case.provider.model, MESSAGES, Order, transport=transport, **case.options())
+            )
+        assert kept[-1].final and len(kept[-1].value.items) == 120
+
+        case.send(looping)
+        case.send(GOOD)
+        with Transport(retry=RetryPolicy(retries=0)) as transport:
+            run: Stream[Any] = stream(
+                case.provider.model,
+                MESSAGES,
+                Order,
+                degeneration=outform.Degeneration(inside=True),
+                transport=transport,
+                **case.options(),
+            )
+            final = list(run)[-1]
+    assert final.value == Order(**ORDER)
+    assert run.generation is not None
+    first = run.generation.attempts[0]
+    assert first.aborted_at is not None and first.aborted_at < len(looping)

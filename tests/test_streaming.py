@@ -25,6 +25,7 @@ from typing_extensions import TypedDict
 import outform
 from outform import InputError, OutputError, streaming
 from outform.parse import context, unescape
+from outform.parse.incremental import Degeneration
 from outform.parse.partial import PartialList, extends, plain
 from outform.streaming import (
     Done,
@@ -440,9 +441,20 @@ def test_a_whitespace_loop_is_stopped() -> None:
             yield "\n" * 16
 
     with pytest.raises(StreamAbortedError) as caught:
-        list(parse_stream(looping(), type=Product))
+        list(parse_stream(looping(), type=Product, degeneration=Degeneration(inside=True)))
     assert caught.value.reason == "degenerate"
     assert caught.value.offset < 1100
+
+
+def test_a_loop_inside_the_value_is_not_stopped_unless_asked() -> None:
+    """A list of identical items is valid JSON: the stream ends as parse does."""
+    item = '{"id": 1, "name": "the same pen, listed again", "tags": [], "price": 2, "note": ""}'
+    text = '{"items": [' + ", ".join([item] * 200) + "]}"
+    last = list(parse_stream(chunks(text, 16), type=Catalogue))[-1]
+    assert last.final and last.value == outform.parse(text, type=Catalogue).value
+    with pytest.raises(StreamAbortedError) as caught:
+        list(parse_stream(chunks(text, 16), type=Catalogue, degeneration=Degeneration(inside=True)))
+    assert caught.value.reason == "degenerate"
 
 
 def test_a_loop_after_a_complete_value_just_ends_the_stream() -> None:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import socket
+import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +20,14 @@ from outform.errors import (
     StreamInterruptedError,
 )
 from outform.providers.base import WireRequest
-from outform.transport import AsyncTransport, Endpoint, RetryPolicy, Secret, Transport
+from outform.transport import (
+    AsyncTransport,
+    Endpoint,
+    RetryPolicy,
+    Secret,
+    Transport,
+    Upload,
+)
 from tests.providers.fake import FakeServer, Reply
 
 
@@ -224,3 +234,106 @@ def test_the_async_transport_behaves_the_same(server: FakeServer) -> None:
         return body, events
 
     assert asyncio.run(main()) == ({"ok": True}, [{"a": 1}, {"a": 2}])
+
+
+# -- uploads ---------------------------------------------------------------------------------
+
+MIB = 1 << 20
+
+
+class HeldUpload:
+    """One request on 127.0.0.1: its body read up to `first` bytes, then held until `go`
+    (the sender blocks once the sockets' buffers are full), then read to its end; the reply
+    is JSON."""
+
+    def __init__(self, first: int) -> None:
+        self.first = first
+        self.halfway, self.go = threading.Event(), threading.Event()
+        self.head = b""
+        self.body = b""
+        self._sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        conn, _ = self._sock.accept()
+        with conn, self._sock:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += conn.recv(65536)
+            self.head, _, body = data.partition(b"\r\n\r\n")
+            length = int(self.header("content-length"))
+            parts = [body]
+            received = len(body)
+            while received < length:
+                if received >= self.first and not self.go.is_set():
+                    self.halfway.set()
+                    self.go.wait(30)
+                piece = conn.recv(min(65536, length - received))
+                if not piece:
+                    break
+                parts.append(piece)
+                received += len(piece)
+            self.body = b"".join(parts)
+            reply = b'{"id": "file-1"}'
+            conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n")
+            conn.sendall(b"content-length: %d\r\n\r\n%s" % (len(reply), reply))
+
+    def header(self, name: str) -> str:
+        for line in self.head.split(b"\r\n")[1:]:
+            key, _, value = line.partition(b":")
+            if key.strip().lower() == name.encode():
+                return value.strip().decode()
+        return ""
+
+
+@pytest.mark.parametrize("field", [None, "file"], ids=["whole-body", "multipart"])
+def test_an_uploaded_file_is_read_while_it_is_sent(tmp_path: Path, field: str | None) -> None:
+    """A batch input file goes out as it is read, never whole in memory: the server holds
+    the body after its first MiB, the file's last MiB is rewritten meanwhile, and the server
+    receives the new one, every byte counted by Content-Length."""
+    path = tmp_path / "requests.jsonl"
+    size = 32 * MIB
+    line = b'{"custom_id": "r", "body": {"text": "' + b"x" * 200 + b'"}}\n'
+    path.write_bytes((line * (size // len(line) + 1))[:size])
+    server = HeldUpload(first=MIB)
+
+    def rewrite_the_tail() -> None:
+        if server.halfway.wait(30):
+            with path.open("r+b") as handle:
+                handle.seek(size - MIB)
+                handle.write(b"T" * MIB)
+        server.go.set()
+
+    rewriter = threading.Thread(target=rewrite_the_tail)
+    rewriter.start()
+    upload = Upload(path, media_type="application/jsonl", field=field, filename="batch.jsonl")
+    wire = WireRequest("/v1/files", {"purpose": "batch"})
+    with Transport(retry=RetryPolicy(retries=0)) as transport:
+        reply = transport.exchange(Endpoint("fake", server.url), wire, upload)
+    rewriter.join()
+    assert reply.body == {"id": "file-1"}
+    assert server.header("transfer-encoding") == ""
+    assert int(server.header("content-length")) == len(server.body)
+    sent = path.read_bytes()
+    assert sent.endswith(b"T" * MIB)  # the file as it was when its end was read
+    if field is None:
+        assert server.body == sent
+    else:
+        assert server.body.count(sent) == 1
+        assert b'name="purpose"\r\n\r\nbatch' in server.body
+        assert len(server.body) - len(sent) < 1024  # the form's few other bytes
+
+
+def test_a_retried_upload_sends_the_whole_file_again(server: FakeServer, tmp_path: Path) -> None:
+    path = tmp_path / "requests.json"
+    path.write_bytes(b'{"requests": [' + b'{"custom_id": "r"},' * 5000 + b"{}]}")
+    server.json({"error": {"message": "overloaded"}}, status=503)
+    server.json({"id": "batch-1"})
+    with Transport(sleep=Sleeps()) as transport:
+        upload = Upload(path, media_type="application/json")
+        reply = transport.exchange(endpoint(server), WIRE, upload)
+    assert reply.body == {"id": "batch-1"}
+    assert [r.body for r in server.requests] == [path.read_bytes()] * 2
+    assert server.last.headers["content-type"] == "application/json"

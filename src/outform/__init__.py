@@ -39,6 +39,7 @@ from outform.parse import (
 from outform.trace import Event, add_observer, remove_observer
 
 if TYPE_CHECKING:
+    from outform.parse.incremental import Degeneration
     from outform.providers.base import Message, Thinking, Tool, ToolCall, Usage
     from outform.run import (
         AgentTool,
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
 # Calling providers pulls in httpx and the dialect translators: loaded on first use, so that
 # `import outform` stays light for code that only parses.
 _LAZY = {
+    "Degeneration": "outform.parse.incremental",
     "Message": "outform.providers.base",
     "Thinking": "outform.providers.base",
     "Tool": "outform.providers.base",
@@ -92,6 +94,7 @@ __all__ = [
     "Change",
     "ConfigError",
     "ConnectionFailedError",
+    "Degeneration",
     "DialectError",
     "Event",
     "Generation",

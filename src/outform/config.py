@@ -382,6 +382,13 @@ def _step(values: dict[str, Any], where: str, path: Path) -> dict[str, Any]:
             if not isinstance(value, dict):
                 raise ConfigError(f"[{where}.precheck] must be a table", where=str(path))
             out[key] = _checked(value, _PRECHECK, f"{where}.precheck", path)
+        elif key not in STEP and key in SECTIONS["parse"]:
+            raise ConfigError(
+                f"{key!r} is a [parse] key, not one of [{where}]",
+                where=str(path),
+                fix=f"move it under [parse]: the pipeline's limits and options ({key} and the "
+                "others) apply to every call from there",
+            )
         else:
             out.update(_checked({key: value}, STEP, where, path, tables=_STEP_TABLES))
     return out

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
 import orjson
 
-_LONG_INTEGER = re.compile(r"[0-9]{19}")
+_LONG_INTEGER = b"0" * 19
 """19 digits: the shortest integer orjson may read as a float (below -2**63)."""
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 
 
 def dumps(value: Any, *, sort_keys: bool = False) -> bytes:
@@ -45,8 +45,12 @@ def loads(text: str) -> Any:
 
 
 def may_be_inexact(text: str) -> bool:
-    """Whether orjson's reading of `text` may have turned an integer into a float."""
-    return _LONG_INTEGER.search(text) is not None
+    """Whether orjson's reading of `text` may have turned an integer into a float: it holds a
+    run of 19 digits. Searched for as 19 zeros in its UTF-8 bytes with every digit made a zero
+    (three passes in C: a tenth of the cost of a regex, which tries a match at every digit)."""
+    return len(text) >= 19 and _LONG_INTEGER in text.encode("utf-8", "surrogatepass").translate(
+        _DIGITS_AS_ZERO
+    )
 
 
 def loads_exact(text: str) -> Any:

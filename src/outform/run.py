@@ -28,6 +28,7 @@ from outform.errors import OutformError, OutputError, StreamAbortedError, UsageE
 from outform.format import JsonSchemaFormat, ResponseFormat, TextFormat
 from outform.jsontext import dumps_text
 from outform.parse.hint import RetryHint, clip, preview
+from outform.parse.incremental import DEFAULT_DEGENERATION, Degeneration
 from outform.parse.pipeline import Pipeline, Processor
 from outform.parse.result import Change, ParseResult
 from outform.plan import Mode, Plan, plan
@@ -252,7 +253,7 @@ class _Loop:
     def start(self) -> None:
         """The run begins: `run.start`, and how the format is enforced."""
         self.trace.start()
-        _format_event(self.trace, self.plan)
+        format_event(self.trace, self.plan)
 
     def step(self, response: Response) -> Request | Generation[Any]:
         self.usage = self.usage + response.usage
@@ -337,7 +338,7 @@ class _Loop:
         )
         over_budget = self.token_budget is not None and self.usage.total_tokens >= self.token_budget
         self.trace.validation_failed(hint.violations)
-        reason = _reason(hint, aborted_at)
+        reason = reask_reason(hint, aborted_at)
         if len(self.attempts) > self.retries or over_budget:
             why = (
                 f"the token budget ({self.token_budget}) is spent"
@@ -348,7 +349,7 @@ class _Loop:
             if kept is not None:
                 return kept
             asked = self.ask.fields if self.ask else ()
-            self.trace.emit("output.reask.fail", detail=why, data=_reask(reason, asked, hint))
+            self.trace.emit("output.reask.fail", detail=why, data=reask_record(reason, asked, hint))
             self._end("invalid")
             raise GenerationError(
                 f"no valid reply: {why}",
@@ -366,7 +367,7 @@ class _Loop:
             _kept(result.changes, self.ask) if self.ask is not None and result is not None else ()
         )
         fields = self.ask.fields if self.ask else ()
-        self.trace.emit("output.reask.attempt", data=_reask(reason, fields, hint))
+        self.trace.emit("output.reask.attempt", data=reask_record(reason, fields, hint))
         self.trace.attempt = len(self.attempts) + 1
         return request
 
@@ -446,7 +447,7 @@ class _Loop:
             self.trace.changes(result.changes)
             if len(self.attempts) > 1:
                 previous = self.attempts[-2]
-                asked = _reask(_reason(previous.hint, previous.aborted_at), fields, None)
+                asked = reask_record(reask_reason(previous.hint, previous.aborted_at), fields, None)
                 detail = f"valid after {len(self.attempts)} attempts"
                 self.trace.emit("output.reask.success", detail=detail, data=asked)
         elif result is not None:  # the text fallback: its attempt is kept as a failed one
@@ -482,7 +483,7 @@ class _Loop:
         self.trace.end(outcome, changes=changes, tokens=self.usage, value=value)
 
 
-def _reason(hint: RetryHint | None, aborted_at: int | None) -> str:
+def reask_reason(hint: RetryHint | None, aborted_at: int | None) -> str:
     """Why a reply is asked for again: `stream_aborted`, `cut_off`, `syntax` or `schema`."""
     if aborted_at is not None:
         return "stream_aborted"
@@ -491,13 +492,13 @@ def _reason(hint: RetryHint | None, aborted_at: int | None) -> str:
     return "syntax" if hint is not None and hint.is_syntax else "schema"
 
 
-def _reask(reason: str, fields: tuple[str, ...], hint: RetryHint | None) -> Reask:
+def reask_record(reason: str, fields: tuple[str, ...], hint: RetryHint | None) -> Reask:
     """What was asked again: the fields (top-level names) as JSON pointers."""
     violations = Validation.of(hint.violations).violations if hint is not None else ()
     return Reask(reason, tuple(pointer.join("", name) for name in fields), violations)
 
 
-def _format_event(trace: RunTrace, call_plan: Plan) -> None:
+def format_event(trace: RunTrace, call_plan: Plan) -> None:
     """`format.native` when the provider is asked to hold the reply to the schema (a native
     schema mode or a forced tool), else `format.skipped` with the reason; nothing for free
     text, where there is no format to enforce."""
@@ -542,10 +543,13 @@ def _pipeline(
     level: str | None,
     options: Mapping[str, Any],
 ) -> Pipeline[Any]:
-    """A pipeline of one call: its events go out through the run (`_Loop._run`)."""
+    """A pipeline of one call: its events go out through the run (`_Loop._run`). The
+    dialect's reverse step is a processor only when the translation reshapes values (a
+    wrapped root, a map as pairs, an absent key sent as null...): a processor takes the
+    pipeline off its fast path, which a reply valid as sent should keep."""
     processors: list[Processor] = []
     translation = call_plan.translation
-    if translation is not None:
+    if translation is not None and translation.reshapes:
         processors.append(Processor("after_decode", translation.reverse, "dialect_reverse"))
     return Pipeline(fmt, level=level, processors=processors, **options)
 
@@ -925,9 +929,13 @@ class Stream(Generic[T]):
         return iterator
 
 
-def _parser(loop: _Loop, every: int) -> StreamParser[Any]:
+def _parser(loop: _Loop, every: int, degeneration: Degeneration | None) -> StreamParser[Any]:
     return StreamParser(
-        pipeline=loop.current_pipeline, wire=loop.current_translation, every=every, record=False
+        pipeline=loop.current_pipeline,
+        wire=loop.current_translation,
+        every=every,
+        record=False,
+        degeneration=degeneration,
     )
 
 
@@ -1030,6 +1038,7 @@ def stream(
     output: Any = None,
     *,
     every: int = 0,
+    degeneration: Degeneration | None = DEFAULT_DEGENERATION,
     mode: Mode | None = None,
     retries: int | None = None,
     token_budget: int | None = None,
@@ -1054,7 +1063,9 @@ def stream(
 ) -> Stream[Any]:
     """generate(), streamed: typed snapshots while the reply arrives, the validated value last.
     A reply that can no longer become valid is cut off at once and asked for again.
-    `every`: characters to gather between snapshots (0: every chunk). See docs/streaming.md."""
+    `every`: characters to gather between snapshots (0: every chunk). `degeneration`: the loop
+    guard's limits (`Degeneration(inside=True)` also stops a model looping inside the value;
+    None turns the guard off). See docs/streaming.md."""
     resolved = resolve(model, base_url=base_url, api_key=api_key)
     loop = _loop(
         resolved,
@@ -1090,7 +1101,11 @@ def stream(
             while True:
                 if loop.gate is not None:
                     request = loop.gated(loop.gate.before(request, ask))
-                parser, parts, shown = _parser(loop, every), Assembler(), _Attempt(loop)
+                parser, parts, shown = (
+                    _parser(loop, every, degeneration),
+                    Assembler(),
+                    _Attempt(loop),
+                )
                 decoder = resolved.adapter.decoder(request)
                 call = _Exchange()
                 wire = resolved.adapter.build(request)
@@ -1124,6 +1139,7 @@ def astream(
     output: Any = None,
     *,
     every: int = 0,
+    degeneration: Degeneration | None = DEFAULT_DEGENERATION,
     mode: Mode | None = None,
     retries: int | None = None,
     token_budget: int | None = None,
@@ -1184,7 +1200,11 @@ def astream(
                 while True:
                     if loop.gate is not None:
                         request = loop.gated(await loop.gate.abefore(request, ask))
-                    parser, parts, shown = _parser(loop, every), Assembler(), _Attempt(loop)
+                    parser, parts, shown = (
+                        _parser(loop, every, degeneration),
+                        Assembler(),
+                        _Attempt(loop),
+                    )
                     decoder = resolved.adapter.decoder(request)
                     call = _Exchange()
                     wire = resolved.adapter.build(request)

@@ -305,6 +305,7 @@ class StreamParser(Generic[T]):
         self._level = opts.level
         self._decided: bool | None = None
         self._unescapable = False
+        self._extracts = "extract" in opts.stages
         self._options = opts
         self._spent = 0.0
         """Seconds spent parsing so far (waiting for chunks does not count): the stream's share
@@ -389,7 +390,7 @@ class StreamParser(Generic[T]):
             if degenerate is not None:
                 if parser.done:
                     self.stopped = True
-                else:
+                elif self.guard.limits.inside:  # a bet against a reply still valid so far
                     self._stop(degenerate, "degenerate", len(text))
         changed = parser.feed(text)
         if parser.too_deep:
@@ -397,7 +398,7 @@ class StreamParser(Generic[T]):
         if self.violation is None:
             checker = self.checker
             if checker is not None and checker.violation is not None:
-                if self._decides():
+                if self._decides() and self._reading_is_final():
                     self._stop(checker.violation, "schema")
             elif parser.error is not None and self._decides() and self._syntax_is_final():
                 self._stop(parser.error, "syntax")
@@ -433,9 +434,36 @@ class StreamParser(Generic[T]):
             decides = (
                 not self.pipeline.reads_text(bracket) and "{" not in prefix and "[" not in prefix
             )
+            if decides and text[start : start + 1] == '"' and self._extracts:
+                # A string that is the whole value: the pipeline reads the regions inside it as
+                # it reads those of prose, so a bracket in it (so far) may begin the answer.
+                held = text[start : parser.end]
+                decides = "{" not in held and "[" not in held
+                if decides and parser.end is None:
+                    return True  # not kept: the string is still being written
         if not decides or parser.started or parser.broken:
             self._decided = decides
         return decides
+
+    def _reading_is_final(self) -> bool:
+        """Whether the pipeline reads the followed value as the stream parser did, so that its
+        schema violation stands. At *full*, a value that is not JSON as written (a syntax error,
+        or a reply cut off here) is read by the tolerant decoders, which read it otherwise: they
+        delimit strings by their own rules (three quotes open a triple-quoted string where the
+        parser read `""`; `"a"b"` is one string with a quote inside), and json-repair drops the
+        last member of a cut-off array when it is empty or just opened (`[{}, {` reads `[{}]`).
+        So the parser's reading decides nothing once a syntax error is met, nor while the text
+        received ends with a quote or a bracket; a violation stands once anything else
+        follows."""
+        if self._level != "full":
+            return True
+        if self.parser.error is not None:
+            return False
+        for chunk in reversed(self._chunks):
+            tail = chunk.rstrip()
+            if tail:
+                return tail[-1] not in _UNCONFIRMED
+        return True
 
     def _syntax_is_final(self) -> bool:
         """Whether the pipeline could still read a reply that is not JSON as written. A no is
@@ -474,6 +502,11 @@ class StreamParser(Generic[T]):
             text=self.text,
             reason=reason,
         )
+
+
+_UNCONFIRMED = frozenset('"{}[]')
+"""The last characters after which, at *full*, the tolerant decoders may read the value otherwise
+than the stream parser (see `StreamParser._reading_is_final`)."""
 
 
 # -- entry points ---------------------------------------------------------------------------

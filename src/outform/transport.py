@@ -9,12 +9,14 @@ in `Endpoint` as `Secret`s, which never show in reprs, logs or errors.
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import random
 import time
 from collections.abc import AsyncGenerator, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, BinaryIO
 
 import httpx
 import orjson
@@ -113,10 +115,12 @@ def retry_after(headers: httpx.Headers) -> float | None:
 
 @dataclass(frozen=True)
 class Upload:
-    """Bytes to send instead of the JSON body: as the whole body (`field` None), or as one
-    file of a multipart form whose other fields are the request's body (`field` its name)."""
+    """What to send instead of the JSON body: bytes, or a file read as it is sent (a batch
+    input file of hundreds of MB costs no memory), as the whole body (`field` None) or as one
+    file of a multipart form whose other fields are the request's body (`field` its name).
+    Either way the body has a Content-Length."""
 
-    content: bytes
+    content: bytes | Path
     media_type: str = "application/octet-stream"
     field: str | None = None
     filename: str = "file"
@@ -181,11 +185,13 @@ class Transport:
         stats: CallStats | None = None,
     ) -> Reply:
         """Send the request (or `upload` in place of its body); the JSON body and headers."""
-        response = self._with_retries(endpoint, wire, stream=False, upload=upload, stats=stats)
-        try:
-            return Reply(_json_body(endpoint, response.content), dict(response.headers))
-        finally:
-            response.close()
+        with contextlib.ExitStack() as stack:
+            source = _Source(upload, stack)
+            response = self._with_retries(endpoint, wire, stream=False, upload=source, stats=stats)
+            try:
+                return Reply(_json_body(endpoint, response.content), dict(response.headers))
+            finally:
+                response.close()
 
     def lines(self, endpoint: Endpoint, wire: WireRequest) -> Generator[bytes, None, None]:
         """The lines of a downloaded text body (JSONL results), read as they arrive, so that a
@@ -236,7 +242,7 @@ class Transport:
         wire: WireRequest,
         *,
         stream: bool,
-        upload: Upload | None = None,
+        upload: _Source | None = None,
         stats: CallStats | None = None,
     ) -> Any:
         attempt = 0
@@ -384,22 +390,40 @@ async def _token_headers(endpoint: Endpoint) -> dict[str, str] | None:
     return await anyio.to_thread.run_sync(tokens.headers)
 
 
+class _Source:
+    """An upload's content for one attempt after another: its bytes, or its file opened
+    once (closed with `stack`) and read from the start again by each attempt."""
+
+    def __init__(self, upload: Upload | None, stack: contextlib.ExitStack) -> None:
+        self.upload = upload
+        content = upload.content if upload is not None else b""
+        self._file = stack.enter_context(content.open("rb")) if isinstance(content, Path) else None
+
+    def content(self) -> bytes | BinaryIO:
+        if self._file is None:
+            assert self.upload is not None and isinstance(self.upload.content, bytes)
+            return self.upload.content
+        self._file.seek(0)
+        return self._file
+
+
 def _build(
     client: httpx.Client | httpx.AsyncClient,
     endpoint: Endpoint,
     wire: WireRequest,
     token: Mapping[str, str] | None = None,
-    upload: Upload | None = None,
+    source: _Source | None = None,
 ) -> Any:
     headers = {"content-type": "application/json", "accept": _accept(wire.stream)}
-    body = b"" if wire.method in ("GET", "DELETE") else dumps(wire.body)
+    body: bytes | BinaryIO = b"" if wire.method in ("GET", "DELETE") else dumps(wire.body)
     files: Any = None
-    if upload is not None and upload.field is not None:
+    upload = source.upload if source is not None else None
+    if source is not None and upload is not None and upload.field is not None:
         # multipart: httpx writes the boundary; the JSON body's fields become form fields
         del headers["content-type"]
-        files = {upload.field: (upload.filename, upload.content, upload.media_type)}
-    elif upload is not None:
-        body = upload.content
+        files = {upload.field: (upload.filename, source.content(), upload.media_type)}
+    elif source is not None and upload is not None:
+        body = source.content()
         headers["content-type"] = upload.media_type
     headers.update(endpoint.headers)
     headers.update(wire.headers)
@@ -409,12 +433,15 @@ def _build(
         request = client.build_request(wire.method, url, data=data, files=files, headers=headers)
         _authorize(endpoint, request.headers, token)
         return request
-    if not body:
+    if body == b"":
         del headers["content-type"]
     if endpoint.auth == "sigv4":
+        if not isinstance(body, bytes):  # the signature covers the body: read it (no caller
+            body = body.read()  # uploads a file through SigV4; Bedrock's input goes to S3)
         headers = _sigv4(endpoint, wire.method, url, body, headers)
     else:
         _authorize(endpoint, headers, token)
+    # a file goes as httpx reads it, in 64 KiB pieces, with its size as Content-Length
     return client.build_request(wire.method, url, content=body or None, headers=headers)
 
 

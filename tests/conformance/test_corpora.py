@@ -9,7 +9,6 @@ floors a regression would cross.
 from __future__ import annotations
 
 import base64
-import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -135,24 +134,13 @@ def test_json5_documents_decode_with_the_json5_tier() -> None:
     for record in ok:
         got = _value(record["input"], level="full")
         if record.get("expected_nonfinite"):
-            agree += _nonfinite_equal(got, record["expected"])
+            # JSON has no NaN or Infinity: outform refuses them at every level
+            # (docs/pipeline.md#values), where a JSON5 reader returns them.
+            agree += got is _NOT_SET
         else:
             agree += got == record["expected"]
     print(f"json5 ok cases: {agree}/{len(ok)}")
     assert agree == len(ok)
-
-
-def _nonfinite_equal(got: Any, expected: Any) -> bool:
-    names = {"Infinity": math.inf, "-Infinity": -math.inf}
-    if isinstance(expected, str) and expected in (*names, "NaN"):
-        if expected == "NaN":
-            return isinstance(got, float) and math.isnan(got)
-        return bool(got == names[expected])
-    if isinstance(expected, list) and isinstance(got, list) and len(got) == len(expected):
-        return all(_nonfinite_equal(g, e) for g, e in zip(got, expected, strict=True))
-    if isinstance(expected, dict) and isinstance(got, dict) and got.keys() == expected.keys():
-        return all(_nonfinite_equal(got[k], expected[k]) for k in expected)
-    return bool(got == expected)
 
 
 @pytest.mark.parametrize("level", ["minimal", "full"])

@@ -30,6 +30,7 @@ import jsonschema_rs
 import orjson
 
 import outform
+from outform import jsontext
 from outform.errors import (
     InputError,
     InternalError,
@@ -305,11 +306,7 @@ def _check_stop(
     text = stop.text
     begin = start if start is not None else len(text) - len(text.lstrip())
     if stop.reason == "syntax":
-        try:
-            json.JSONDecoder(parse_constant=_no_constant).raw_decode(text, begin)
-        except ValueError:
-            return
-        valid = True
+        valid = _json_starts(text, begin)
         followed = text[begin:]
     else:
         followed = text[begin:end]
@@ -320,6 +317,22 @@ def _check_stop(
             (subject, followed),
             stop,
         ) from stop
+
+
+def _json_starts(text: str, begin: int) -> bool:
+    """Whether a JSON value, as outform reads JSON (finite numbers, a number token read whole),
+    starts at `begin`: the standard library's reader also takes `1e400` (as infinity) and the
+    `0` of `01`, which no stage of the pipeline reads as a value."""
+    try:
+        value, end = _STRICT.raw_decode(text, begin)
+    except ValueError:
+        return False
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    return not (number and text[end : end + 1] in _NUMBER_GOES_ON)
+
+
+_STRICT = json.JSONDecoder(parse_constant=_no_constant, parse_float=jsontext.loads_exact)
+_NUMBER_GOES_ON = frozenset("0123456789.eE+-")
 
 
 # -- the dialect translators ---------------------------------------------------------------------

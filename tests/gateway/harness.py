@@ -18,7 +18,7 @@ import select
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -141,12 +141,15 @@ def running(
     *,
     store: ResponseStore | None = None,
     env: dict[str, str] | None = None,
+    wrap: Callable[[Any], Any] | None = None,
 ) -> Iterator[Running]:
+    """`wrap(app)`: the ASGI app uvicorn serves in its place (a test's view of the server)."""
     port = free_port()
     settings = settings.replace(host="127.0.0.1", port=port)
     store = store if store is not None else MemoryStore()
     app = create_app(settings, store=store, env=env or {})
-    server = uvicorn.Server(uvicorn_config(app, settings, log_level="warning"))
+    served = wrap(app) if wrap is not None else app
+    server = uvicorn.Server(uvicorn_config(served, settings, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10

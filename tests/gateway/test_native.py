@@ -12,8 +12,10 @@ import openai
 import pytest
 from pydantic import BaseModel
 
+from outform.trace.events import FormatChoice
 from tests.gateway.conftest import Harness, MakeGateway
 from tests.providers.anthropic_wire import check_event, check_message, check_request
+from tests.trace.sinks import ListSink
 
 ADA = '{"name":"Ada Lovelace","age":36}'
 
@@ -132,3 +134,70 @@ def test_provider_errors_come_back_in_openais_shape(claude: Harness) -> None:
         claude.client.responses.create(model="claude-sonnet-4-5", input="x")
     assert "bad schema" in caught.value.message
     assert isinstance(caught.value.body, dict) and caught.value.body["code"] == "anthropic_error"
+
+
+# -- what the run records ------------------------------------------------------------------
+
+
+def kinds(sink: ListSink) -> list[str]:
+    return [e.name for e in sink.flushed()]
+
+
+def test_the_run_records_how_the_provider_enforces_the_format(
+    claude: Harness, recorded: ListSink
+) -> None:
+    """`format.native` or `format.skipped`, as generate() records it: once per run, before
+    the provider call, whole or streamed; nothing for free text."""
+    claude.backend.json(message(ADA))
+    claude.client.responses.parse(model="claude-sonnet-4-5", input="Ada, 36", text_format=Person)
+    assert kinds(recorded) == ["run.start", "format.native", "provider.call", "run.end"]
+    choice = recorded.events[1].data
+    assert isinstance(choice, FormatChoice)
+    assert (choice.mechanism, choice.dialect, choice.enforced) == (
+        "native_schema",
+        "anthropic",
+        True,
+    )
+
+    recorded.batches.clear()
+    claude.backend.stream(stream('{"name":"Ada Lovelace",', '"age":36}'))
+    with claude.client.responses.stream(
+        model="claude-sonnet-4-5", input="Ada, 36", text_format=Person
+    ) as events:
+        events.get_final_response()
+    assert kinds(recorded) == ["run.start", "format.native", "provider.call", "run.end"]
+
+    recorded.batches.clear()
+    claude.backend.json(message(ADA))
+    claude.client.chat.completions.create(
+        model="claude-sonnet-4-5",
+        messages=[{"role": "user", "content": "Ada, 36 as JSON"}],
+        response_format={"type": "json_object"},
+    )
+    skipped = [e for e in recorded.flushed() if e.name == "format.skipped"]
+    assert len(skipped) == 1 and isinstance(skipped[0].data, FormatChoice)
+    assert skipped[0].data.reason == "claude-sonnet-4-5 has no JSON-object mode"
+
+    recorded.batches.clear()
+    claude.backend.json(message("Hello"))
+    claude.client.responses.create(model="claude-sonnet-4-5", input="hi")
+    assert kinds(recorded) == ["run.start", "provider.call", "run.end"]
+
+
+def test_an_enforced_request_records_the_format_once_whatever_its_attempts(
+    claude: Harness, recorded: ListSink
+) -> None:
+    claude.backend.json(message('{"name": "Ada Lovelace"}'))  # no age: asked again
+    claude.backend.json(message(ADA))
+    claude.client.responses.parse(
+        model="claude-sonnet-4-5",
+        input="Ada, 36",
+        text_format=Person,
+        extra_headers={"x-outform-enforce": "1"},
+    )
+    events = recorded.flushed()
+    assert [(e.attempt, e.name) for e in events if e.name.startswith(("format", "provider"))] == [
+        (1, "format.native"),
+        (1, "provider.call"),
+        (2, "provider.call"),
+    ]

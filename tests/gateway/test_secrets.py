@@ -16,6 +16,8 @@ import pytest
 from outform.gateway.scrub import Scrubber
 from outform.gateway.sqlite_store import SqliteStore
 from tests.gateway.conftest import MakeGateway
+from tests.gateway.harness import GatedReply
+from tests.providers.fake import sse
 from tests.providers.openai_wire import chat_completion, chunk
 
 BACKEND_KEY = "sk-backend-9c1e77a0f4"
@@ -99,6 +101,39 @@ def test_a_native_providers_error_echoing_its_key_is_scrubbed(make_gateway: Make
     assert secret not in str(caught.value.body)
     assert "***" in str(caught.value.body)
     assert gw.backend.last.headers["authorization"] == f"Bearer {secret}"
+
+
+@pytest.mark.parametrize("cut", [1, 7, len(CLIENT_KEY) - 1])
+def test_a_passed_through_stream_is_scrubbed_even_with_a_secret_split_between_chunks(
+    make_gateway: MakeGateway, cut: int
+) -> None:
+    """The Chat pass-through relays the backend's own bytes; they pass the scrubber too. The
+    backend writes one event in two HTTP chunks, split inside the secret, the second only
+    once the first was sent."""
+    gw = make_gateway(
+        backend_api_key_env="BACKEND_KEY",
+        api_keys=("CLIENT_KEY",),
+        env={"BACKEND_KEY": BACKEND_KEY, "CLIENT_KEY": CLIENT_KEY},
+        api_key=CLIENT_KEY,
+    )
+    echoed = sse(chunk({"role": "assistant", "content": f"you said {CLIENT_KEY}, ok"}))
+    at = echoed.index(CLIENT_KEY.encode()) + cut
+    events = [echoed[:at], echoed[at:], chunk({}, "stop"), "[DONE]"]
+    split = GatedReply(events=events, gate_after=1)
+    gw.backend.reply(split)
+    body = {"model": "m", "messages": [{"role": "user", "content": "x"}], "stream": True}
+    headers = {"authorization": f"Bearer {CLIENT_KEY}"}
+    with gw.http.stream("POST", gw.url + "/v1/chat/completions", json=body, headers=headers) as r:
+        assert split.reached.wait(10)  # the first half is out before the second is written
+        split.gate.set()
+        sent = r.read()
+    assert CLIENT_KEY.encode() not in sent
+    contents = [
+        orjson.loads(line[6:])["choices"][0]["delta"].get("content")
+        for line in sent.splitlines()
+        if line.startswith(b"data: {")
+    ]
+    assert contents[0] == "you said ***, ok"
 
 
 @pytest.mark.parametrize("cut", range(1, 24))

@@ -10,6 +10,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import outform
+from outform import OutputError
 from outform.parse.coerce import Coercer
 from outform.parse.context import Deadline
 from outform.schema.compiled import compile_schema
@@ -47,11 +48,20 @@ BOOLEAN = {"type": "boolean"}
 
 
 def test_a_numeric_string_becomes_an_integer_and_the_spelling_is_recorded() -> None:
-    result = outform.parse('{"n": "1,234"}', obj(n=INTEGER))
-    assert result.value == {"n": 1234}
-    assert changes(result) == [("/n", "string_to_integer", "1,234", 1234)]
+    result = outform.parse('{"n": "1,234,000"}', obj(n=INTEGER))
+    assert result.value == {"n": 1234000}
+    assert changes(result) == [("/n", "string_to_integer", "1,234,000", 1234000)]
     assert result.changes[0].stage == "semantic"
     assert result.changes[0].detail == "thousands"
+
+
+def test_an_amount_whose_separator_depends_on_the_locale_is_refused_not_guessed() -> None:
+    for text in ("€1.234", "1,234", "12,5"):
+        with pytest.raises(OutputError) as caught:
+            outform.parse(f'{{"n": "{text}"}}', obj(n=NUMBER), level="full")
+        (violation,) = caught.value.hint.violations
+        assert violation.path == "/n" and "locale" in violation.found
+        assert "locale" in caught.value.hint.message()  # the model is told why
 
 
 def test_a_decimal_string_becomes_a_number() -> None:

@@ -134,6 +134,19 @@ def test_snapshots_share_structure_and_never_change_afterwards() -> None:
     assert after == {"items": [{"id": 1}, {"id": 2}, {"id": 3}, {"id": 4}]}
 
 
+def test_a_snapshot_read_only_later_shows_the_value_as_it_was_when_taken() -> None:
+    """A snapshot builds the views below its root when they are first read: read after more
+    chunks (new members, a repeated key, a string closed, containers closed), it still shows
+    the value as it was."""
+    parser = PartialParser()
+    parser.feed('{"a": {"b": [1, {"c": "x", "d": 1, "e": "te')
+    early = parser.value
+    parser.feed('xt", "d": 2}, 3], "f": 4}, "g": 5}')
+    assert plain(early) == {"a": {"b": [1, {"c": "x", "d": 1, "e": "te"}]}}
+    assert early["a"]["b"][1]["e"] == "te" and isinstance(early["a"]["b"], PartialList)
+    assert parser.value == {"a": {"b": [1, {"c": "x", "d": 2, "e": "text"}, 3], "f": 4}, "g": 5}
+
+
 def test_a_repeated_key_replaces_the_value_without_changing_older_snapshots() -> None:
     parser = PartialParser()
     parser.feed('{"a": 1, ')

@@ -10,6 +10,7 @@ from outform.parse.scalars import (
     as_integer,
     fold_accents,
     is_null_word,
+    locale_note,
     normalize_key,
     normalize_token,
     parse_bool,
@@ -28,7 +29,9 @@ from outform.parse.scalars import (
         ("3.25", 3.25, "plain"),
         (".5", 0.5, "plain"),
         ("1e3", 1000.0, "plain"),
-        ("1,234", 1234, "thousands"),
+        ("1,234,567", 1234567, "thousands"),
+        ("0.125", 0.125, "plain"),
+        ("1234.567", 1234.567, "plain"),
         ("-1,234,567.5", -1234567.5, "thousands"),
         ("$1,234.50", 1234.5, "currency+thousands"),
         ("-€5", -5, "currency+plain"),
@@ -38,6 +41,11 @@ from outform.parse.scalars import (
         ("6/3", 2, "fraction"),
         ("42.", 42, "plain"),
         ("42,", 42, "plain"),
+        # JSON's decimal point, as a JSON number writes it: no locale reads it otherwise
+        ("1.234", 1.234, "plain"),
+        ("3.141", 3.141, "plain"),
+        ("-12.500", -12.5, "plain"),
+        ("1.234%", 1.234, "percent+plain"),
     ],
 )
 def test_a_number_spelled_unambiguously_is_read(text: str, value: float, how: str) -> None:
@@ -57,6 +65,10 @@ def test_a_percentage_keeps_the_number_as_written() -> None:
     [
         "12,5",  # a decimal comma, or twelve thousand five hundred with a digit missing?
         "1.234,56",  # European grouping
+        "1,234",  # one separator, three digits: 1234 or 1.234, by locale
+        "€1.234",  # beside a currency sign, a point may group thousands: no guess
+        "$1,000",
+        "-€12.500",
         "1,23",
         "1,2345",
         "abc",
@@ -92,7 +104,9 @@ def test_a_very_long_string_is_not_read_as_a_number() -> None:
 @settings(max_examples=200, deadline=None)
 @given(n=st.integers(min_value=-(10**40), max_value=10**40))
 def test_an_integer_with_or_without_thousands_separators_reads_back(n: int) -> None:
-    for text in (str(n), f"{n:,}"):
+    grouped = f"{n:,}"
+    # One comma alone ("1,234") may be a decimal comma: refused, see locale_note.
+    for text in (str(n), grouped) if grouped.count(",") != 1 else (str(n),):
         number = parse_number(text)
         assert number is not None
         assert number.value == n
@@ -169,3 +183,17 @@ def test_a_token_is_compared_without_case_accents_quotes_or_punctuation() -> Non
 def test_a_key_keeps_its_separators() -> None:
     assert normalize_key(" User-Name ") == "user-name"
     assert normalize_key("user_name") != normalize_key("user-name")
+
+
+@pytest.mark.parametrize(
+    ("text", "means"),
+    [("€1.234", "1234 or 1.234"), ("1,000", "1000 or 1.000"), ("-€12.500", "-12500 or -12.500")],
+)
+def test_a_number_whose_one_separator_is_ambiguous_is_refused_with_a_note(
+    text: str, means: str
+) -> None:
+    assert parse_number(text) is None
+    assert f"it may mean {means}" in (locale_note(text) or "")
+    assert "locale" in (locale_note("12,5") or "")
+    assert locale_note("1,234.5") is None and locale_note("0.125") is None
+    assert locale_note("1.234") is None  # a JSON number as written

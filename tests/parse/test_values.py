@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 import outform
 from outform import InputError, OutputError
 from outform.errors import StreamAbortedError
-from outform.parse.values import decode_exact, encode, flaw, number_text
+from outform.parse.values import decode_exact, encode, flaw, nonfinite_literal, number_text
 from outform.streaming import StreamParser
 
 BIG = "12345678901234567890123"
@@ -62,7 +63,7 @@ def test_an_integer_field_holds_an_integer_beyond_64_bits_exactly(
     reply: str, schema: dict[str, Any], expected: Any
 ) -> None:
     """orjson reads such an integer as a float, which an integer field accepts (its value is
-    whole): the fast path bounds integer fields to 64 bits, and the slow path reads exactly."""
+    whole): every path reads a reply holding 19 digits in a row again exactly."""
     result = outform.parse(reply, schema)
     assert result.value == expected
     assert isinstance(result.value["a"] if isinstance(expected, dict) else result.value, int)
@@ -76,7 +77,7 @@ def test_a_big_integer_matches_an_enum_member_written_as_text() -> None:
 def test_a_reply_valid_only_as_orjson_reads_it_is_judged_as_written() -> None:
     """Found by the fuzzer: both branches of this oneOf take the exact integer, so the reply
     is not valid; orjson's float matched the first branch only, and the fast path returned it.
-    Under a schema that holds an integer beyond 64 bits, such a reply is read exactly."""
+    A reply that may hold an integer beyond 64 bits is read exactly, whatever the schema."""
     schema = {
         "oneOf": [
             {"type": "object", "additionalProperties": {"type": "number"}},
@@ -86,6 +87,27 @@ def test_a_reply_valid_only_as_orjson_reads_it_is_judged_as_written() -> None:
     with pytest.raises(OutputError):
         outform.parse(f'{{"a": {BIG}}}', schema)
     assert outform.parse('{"a": 1.5}', schema).value == {"a": 1.5}
+
+
+@pytest.mark.parametrize("level", ["off", "minimal", "full"])
+def test_an_integer_beyond_64_bits_is_judged_as_written_by_one_of(level: str) -> None:
+    """Found by the fuzzer: `2**64` is an integer and a number, so this oneOf refuses it. The
+    fast path judged orjson's float under integer fields bounded to 64 bits, which the integer
+    branch then refused, leaving the number branch the one match."""
+    schema = {"oneOf": [{"type": "integer"}, {"type": "number"}]}
+    with pytest.raises(OutputError, match="18446744073709551616"):
+        outform.parse("18446744073709551616", schema, level=level)
+    assert outform.parse("1.5", schema, level=level).value == 1.5
+
+
+@pytest.mark.parametrize(
+    "schema", [{}, {"type": "array"}, {"type": "array", "items": {"type": "number"}}]
+)
+def test_an_integer_beyond_64_bits_valid_as_sent_keeps_every_digit(schema: Any) -> None:
+    """A field typed `number`, or not typed, is no reason to return orjson's float."""
+    result = outform.parse(f"[{BIG}1]", schema)
+    assert result.value == [int(BIG + "1")]
+    assert not result.changes
 
 
 @pytest.mark.parametrize("level", ["minimal", "full"])
@@ -134,14 +156,39 @@ def test_1e400_as_the_whole_reply_for_a_string_is_the_text_as_written() -> None:
     assert outform.parse("1e400", {"type": "string"}, level="full").value == "1e400"
 
 
-def test_json5_infinity_spelled_out_is_read_as_written() -> None:
-    result = outform.parse("[Infinity, -Infinity]", {"type": "array"}, level="full")
-    assert result.value == [float("inf"), float("-inf")]
+@pytest.mark.parametrize("level", ["off", "minimal", "full"])
+@pytest.mark.parametrize("word", ["NaN", "Infinity", "-Infinity"])
+def test_nan_and_infinity_are_refused_at_every_level_never_read_or_nulled(
+    level: str, word: str
+) -> None:
+    class Invoice(BaseModel):
+        total: float
+
+    reply = f'{{"total": {word}}}'
+    number = {"type": "object", "properties": {"total": {"type": "number"}}}
+    for output in ({"type": Invoice}, {"schema": number}, {"schema": None}):
+        with pytest.raises(OutputError) as caught:
+            outform.parse(reply, level=level, **output)
+        (violation,) = caught.value.hint.violations
+        assert violation.kind == "syntax"
+        assert f"writes {word}, which is not a JSON number" in violation.found
+        assert "level 'full'" not in str(caught.value)  # no level reads it
+
+
+def test_nan_inside_a_string_or_a_word_is_text() -> None:
+    result = outform.parse('{"note": "NaN or Infinity", "tag": "NaNa"}', {"type": "object"})
+    assert result.value == {"note": "NaN or Infinity", "tag": "NaNa"}
+    assert nonfinite_literal('["x\\"NaN", 1]') is None
+    assert nonfinite_literal("[1, -Infinity]") == (4, "-Infinity")
+
+
+def test_nan_is_refused_even_where_json5_syntax_is_repaired() -> None:
+    with pytest.raises(OutputError):
+        outform.parse("{total: NaN,}", {"type": "object"}, level="full")
 
 
 def test_a_value_with_a_flaw_says_which() -> None:
     assert flaw({"a": [float("inf")]}) is not None
-    assert flaw({"a": [float("inf")]}, nonfinite=True) is None
     assert "surrogate" in (flaw(["\ud800"]) or "")
     assert "key" in (flaw({1: "a"}) or "")
     assert flaw({"a": ["é", 1.5, None]}) is None

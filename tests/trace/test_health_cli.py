@@ -68,8 +68,22 @@ def test_csv_blocks_one_per_table(capsys: pytest.CaptureFixture[str], store_spec
 
 
 def test_an_empty_store_says_so(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    SqliteTraceStore(tmp_path / "empty.sqlite").open()
     code, out, _ = health(capsys, "--store", f"sqlite:{tmp_path / 'empty.sqlite'}")
     assert code == EXIT_OK and "no runs recorded in this window" in out
+
+
+@pytest.mark.parametrize("command", ["health", "dashboard"])
+def test_a_store_that_does_not_exist_is_an_error_and_is_not_created(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str
+) -> None:
+    missing = tmp_path / "typo" / "dir" / "x.db"
+    code = main([command, "--store", f"sqlite:{missing}"])
+    err = capsys.readouterr().err
+    assert code == EXIT_USAGE
+    assert f"no trace store at {missing}" in err and "where: --store" in err
+    assert "fix:" in err and "Traceback" not in err
+    assert not (tmp_path / "typo").exists()
 
 
 @pytest.mark.parametrize(

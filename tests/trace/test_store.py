@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import orjson
+import pytest
 
 from outform.trace import Batch, Event, Labels, Recorder, RunInfo, Tokens, labels
-from outform.trace.rows import bin_of, bin_value
+from outform.trace.rows import bin_of, bin_value, bucket_of, counted_run, rows_of
 from outform.trace.store import Filter, TraceStore
 from tests.trace.runs import RunSpec, run_events
 from tests.trace.stores import StoreFactory, make_store
@@ -72,6 +74,28 @@ def test_tallies_count_as_valid_runs_without_rows(make_store: StoreFactory) -> N
     assert totals(store)[("run.end", "", "valid")] == 7
     assert store.runs(window()) == []
     assert store.labels(window()) == {"steps": ["bare"], "models": []}
+
+
+def test_a_counted_run_adds_the_counts_its_events_would_without_rows(
+    make_store: StoreFactory,
+) -> None:
+    """`Recorder.count` (a batch job's rows valid as sent): the same counts, per labels,
+    provider, model and mode, as the run's events would add; no run row, no event row."""
+    spec = RunSpec(step="extract", skipped="no native mode for this model")
+    minute = bucket_of(NOW)
+    events = run_events(spec, minute + 1)
+    batch = Batch(time=minute + 2)
+    batch.counted[counted_run(events)] += 2
+    twice = Batch([*events, *run_events(spec, minute + 3)])
+    assert rows_of(batch).counts == rows_of(twice).counts
+    store = make_store()
+    store.open()
+    store.write(batch)
+    counts = totals(store)
+    assert counts[("format.skipped", "", "no native mode for this model")] == 2
+    assert counts[("run.end", "", "valid")] == 2
+    assert store.runs(window()) == []
+    assert store.events(window(), ["run.end"]) == []
 
 
 def test_counts_add_up_across_store_objects_and_batches(make_store: StoreFactory) -> None:
@@ -203,3 +227,45 @@ def test_minutes_older_than_the_horizon_merge_into_hours(make_store: StoreFactor
 
 
 CHANGE = (("semantic", "string_to_int", "/n"),)
+
+
+def test_the_size_limit_holds_after_every_write_free_pages_and_all(tmp_path: Path) -> None:
+    """The store's file, free pages included, stays within `max_size_mb` as writes happen:
+    retention runs when a write leaves the file over the limit, not only every minute."""
+    from outform.trace.sqlite_store import SqliteTraceStore
+
+    limit = 0.5
+    store = SqliteTraceStore(tmp_path / "t.sqlite", max_size_mb=limit, retention_every=3600)
+    store.open()
+    big = tuple(("semantic", "t" * 200, f"/items/{i}") for i in range(40))
+    try:
+        for n in range(400):
+            store._last_retention = 0.0 if n % 50 == 49 else time.time()  # the 1 s floor
+            write(store, *run_events(RunSpec(changes=big), NOW - 3000 + n, run_id=f"r{n:03d}"))
+        store.apply_retention()
+        size = (tmp_path / "t.sqlite").stat().st_size
+        assert size <= limit * 1024 * 1024
+        free = store._writer.execute("PRAGMA freelist_count").fetchone()[0]
+        assert free == 0  # the space deleted runs held is given back, not kept as free pages
+        kept = sorted(r["run_id"] for r in store.runs(Filter(0, NOW + 60)))
+        assert kept and kept[-1] == "r399"  # the newest stay
+    finally:
+        store.close()
+
+
+def test_a_reader_never_creates_a_store(tmp_path: Path) -> None:
+    from outform.errors import StoreError
+    from outform.trace.sqlite_store import SqliteTraceStore
+
+    missing = tmp_path / "typo" / "x.db"
+    with pytest.raises(StoreError, match=r"no trace store at .*x\.db") as caught:
+        SqliteTraceStore(missing, create=False, where="--store")
+    assert caught.value.where == "--store"
+    assert not missing.parent.exists()
+    other = tmp_path / "other.db"
+    other.write_bytes(b"")  # a file, but not a trace store: no tables are added to it
+    reader = SqliteTraceStore(other, create=False)
+    with pytest.raises(StoreError, match="no outform trace store"):
+        reader.query("SELECT 1")
+    reader.close()
+    assert other.stat().st_size == 0

@@ -25,10 +25,13 @@ from outform.batch.manifest import JobBusyError, Manifest
 from outform.batch.manifest_sqlite import open_sqlite
 from outform.batch.outcome import STATUSES, Status
 from outform.batch.progress import Progress, Silent
+from outform.batch.rows import open_input
 from outform.batch.runner import JobStatus, Runner, start, status_of, write_output
 from outform.errors import UsageError
 from outform.format import ResponseFormat
 from outform.plan import Mode
+from outform.trace.caller import Labels
+from outform.trace.caller import resolve as resolve_labels
 from outform.transport import Transport
 
 DEFAULT_MANIFEST = Path(".outform") / "batch.sqlite3"
@@ -46,7 +49,9 @@ def manifest_location(manifest: str | Path | None = None) -> str:
     return str(DEFAULT_MANIFEST if chosen is None else chosen)
 
 
-def open_manifest(manifest: str | Path | None = None) -> Manifest:
+def open_manifest(manifest: str | Path | None = None, *, create: bool = True) -> Manifest:
+    """The manifest at `manifest_location(manifest)`; `create=False` for commands that read
+    an existing job: a SQLite manifest that does not exist is a StoreError, not a new file."""
     location = manifest_location(manifest)
     if location.startswith(("postgres://", "postgresql://")):
         location = "postgres:" + location
@@ -70,7 +75,7 @@ def open_manifest(manifest: str | Path | None = None) -> Manifest:
                     fix=f"export {name}=postgresql://USER:PASSWORD@HOST/DATABASE",
                 )
         return open_postgres(target)
-    return open_sqlite(location.removeprefix("sqlite:"))
+    return open_sqlite(location.removeprefix("sqlite:"), create=create)
 
 
 def _format(output: Any) -> ResponseFormat:
@@ -113,9 +118,13 @@ def spec(
     poll_interval: float | None = None,
     s3_uri: str | None = None,
     role_arn: str | None = None,
+    labels: Labels | Mapping[str, Any] | None = None,
 ) -> JobSpec:
-    """A job's settings; unset ones come from `[batch]` in the config, then the defaults."""
+    """A job's settings; unset ones come from `[batch]` in the config, then the defaults.
+    `labels`: the trace labels of its rows, over the current `labels(...)` block and
+    `[defaults]` (resolved now: a resume in another process records under the same)."""
     defaults = _defaults()
+    resolved = resolve_labels(labels)
     return JobSpec(
         model=model,
         format=_format(output_format).to_dict(),
@@ -137,6 +146,7 @@ def spec(
         poll_interval=poll_interval or float(defaults.get("poll_interval", 30.0)),
         s3_uri=s3_uri or defaults.get("s3_uri"),
         role_arn=role_arn or defaults.get("role_arn"),
+        labels={"step": resolved.step, "agent": resolved.agent, "tags": list(resolved.tags)},
     )
 
 
@@ -154,6 +164,7 @@ def submit(
     """Check every row (a bad one raises UsageError naming its line, and nothing is sent),
     record the job, and submit its first round. Returns at once; the job id is `.job`."""
     job_spec = spec(input, model, output_format, **options)
+    open_input(Path(job_spec.input)).close()  # a missing input is named before a key is asked
     store = open_manifest(manifest)
     try:
         job = start(store, job_spec, progress=progress, api_key=api_key)
@@ -174,7 +185,7 @@ def status(
     """Where the job stands. With `refresh`, first ask the provider (and read the results of
     batches that have ended, submitting any follow-up round) without waiting; unless another
     process drives the job, then as that process last recorded it."""
-    store = open_manifest(manifest)
+    store = open_manifest(manifest, create=False)
     try:
         if refresh:
             try:
@@ -189,7 +200,7 @@ def status(
 
 def jobs(*, manifest: str | Path | None = None) -> list[dict[str, Any]]:
     """The jobs in the manifest, newest first: job id, state, rows, round, created (Unix)."""
-    store = open_manifest(manifest)
+    store = open_manifest(manifest, create=False)
     try:
         return [
             {"job": j.id, "state": j.state, "rows": j.rows, "round": j.round, "created": j.created}
@@ -209,7 +220,7 @@ def resume(
     wait: bool = True,
 ) -> JobStatus:
     """Carry a job on from wherever it stopped, to its end with `wait`."""
-    store = open_manifest(manifest)
+    store = open_manifest(manifest, create=False)
     try:
         runner = Runner(store, job, transport=transport, progress=progress, api_key=api_key)
         return runner.run(wait=wait)
@@ -229,7 +240,7 @@ def results(
     after driving the job to its end (`wait`); UsageError if it has not ended."""
     if wait:
         resume(job, manifest=manifest, api_key=api_key, transport=transport)
-    store = open_manifest(manifest)
+    store = open_manifest(manifest, create=False)
     try:
         if store.job(job).state != "done":
             raise UsageError(

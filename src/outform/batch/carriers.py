@@ -7,9 +7,9 @@ decides what a reply means; the runner does, and the manifest records it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from outform.batch.anthropic_batch import AnthropicBatch
@@ -60,46 +60,80 @@ class _Polled(Protocol):
     def state(self, body: Mapping[str, Any]) -> BatchState: ...
 
 
-Page = tuple[list[Found], str | None]
+class _Files(_Polled, Protocol):
+    """An API whose batches carry the job's label and whose results are files (OpenAI,
+    Gemini)."""
+
+    def listing(self, after: str | None) -> WireRequest: ...
+
+    def found(self, body: Mapping[str, Any], job: str) -> tuple[list[Found], str | None]: ...
+
+    def download(self, output: str) -> WireRequest: ...
 
 
-class _Carrier:
-    """What the carriers share: the transport, the endpoint, the pure API module."""
+A = TypeVar("A", bound=_Polled)
+F = TypeVar("F", bound=_Files)
+T = TypeVar("T")
 
-    api: _Polled
 
-    def __init__(self, transport: Transport, endpoint: Endpoint) -> None:
-        self.transport, self.endpoint = transport, endpoint
+class _Carrier(Generic[A]):
+    """What every carrier shares: the transport, the endpoint, the pure API module; a batch's
+    state, the provider's batches page by page, results read line by line. A carrier holds
+    only what its API does otherwise."""
+
+    def __init__(self, transport: Transport, endpoint: Endpoint, api: A) -> None:
+        self.transport, self.endpoint, self.api = transport, endpoint, api
 
     def state(self, provider_id: str) -> BatchState:
         return self.api.state(self.transport.send(self.endpoint, self.api.retrieve(provider_id)))
 
-    def _found(
-        self, waiting: Sequence[BatchRecord], page: Callable[[str | None], Page]
-    ) -> dict[str, str]:
-        """key -> provider id of the `waiting` batches among those listed (their label
-        carries the job and the key), page after page until all are found."""
-        keys = {b.key for b in waiting}
-        found: dict[str, str] = {}
+    def _pages(
+        self,
+        listing: Callable[[str | None], WireRequest],
+        read: Callable[[Mapping[str, Any]], tuple[list[T], str | None]],
+    ) -> Iterator[list[T]]:
+        """The provider's batches, a page at a time (at most `_MAX_PAGES`)."""
         after: str | None = None
         for _ in range(_MAX_PAGES):
-            listed, after = page(after)
-            found.update({f.key: f.provider_id for f in listed if f.key in keys})
-            if after is None or keys <= found.keys():
-                break
-        return found
+            page, after = read(self.transport.send(self.endpoint, listing(after)))
+            yield page
+            if after is None:
+                return
+
+    def _lines(
+        self, downloads: Iterable[WireRequest], at: Endpoint | None = None
+    ) -> Iterator[bytes]:
+        """The lines of each downloaded results file, as they arrive."""
+        for download in downloads:
+            yield from self.transport.lines(at or self.endpoint, download)
 
 
-class OpenAICarrier(_Carrier):
-    api: OpenAIBatch
+def _labelled(waiting: Sequence[BatchRecord], pages: Iterable[list[Found]]) -> dict[str, str]:
+    """key -> provider id of the `waiting` batches among those listed (their label carries
+    the job and the key), page after page until all are found."""
+    keys = {b.key for b in waiting}
+    found: dict[str, str] = {}
+    for listed in pages:
+        found.update({f.key: f.provider_id for f in listed if f.key in keys})
+        if keys <= found.keys():
+            break
+    return found
 
-    def __init__(self, transport: Transport, endpoint: Endpoint, api: OpenAIBatch) -> None:
-        super().__init__(transport, endpoint)
-        self.api = api
 
+class _FileCarrier(_Carrier[F]):
+    """Batches found by the job's label, results downloaded as files (OpenAI, Gemini)."""
+
+    def find(self, job: str, waiting: Sequence[BatchRecord], known: set[str]) -> dict[str, str]:
+        return _labelled(waiting, self._pages(self.api.listing, lambda b: self.api.found(b, job)))
+
+    def results(self, state: BatchState) -> Iterator[bytes]:
+        return self._lines(self.api.download(output) for output in state.outputs)
+
+
+class OpenAICarrier(_FileCarrier[OpenAIBatch]):
     def submit(self, job: str, key: str, chunk: Path, first: WireRequest) -> str:
         upload = Upload(
-            chunk.read_bytes(),
+            chunk,  # read as it is sent: a batch file of any size costs no memory
             media_type="application/jsonl",
             field="file",
             filename=f"{batch_label(job, key)}.jsonl",
@@ -109,40 +143,17 @@ class OpenAICarrier(_Carrier):
         create = self.api.create(file_id, self.api.endpoint_of(first), job, key)
         return self.api.created_id(self.transport.send(self.endpoint, create))
 
-    def find(self, job: str, waiting: Sequence[BatchRecord], known: set[str]) -> dict[str, str]:
-        def page(after: str | None) -> Page:
-            return self.api.found(self.transport.send(self.endpoint, self.api.listing(after)), job)
 
-        return self._found(waiting, page)
-
-    def results(self, state: BatchState) -> Iterator[bytes]:
-        for output in state.outputs:
-            yield from self.transport.lines(self.endpoint, self.api.download(output))
-
-
-class AnthropicCarrier(_Carrier):
-    api: AnthropicBatch
-
-    def __init__(self, transport: Transport, endpoint: Endpoint, api: AnthropicBatch) -> None:
-        super().__init__(transport, endpoint)
-        self.api = api
-
+class AnthropicCarrier(_Carrier[AnthropicBatch]):
     def submit(self, job: str, key: str, chunk: Path, first: WireRequest) -> str:
-        upload = Upload(chunk.read_bytes(), media_type="application/json")
+        upload = Upload(chunk, media_type="application/json")
         reply = self.transport.exchange(self.endpoint, self.api.create(), upload)
         return self.api.created_id(reply.body)
 
     def find(self, job: str, waiting: Sequence[BatchRecord], known: set[str]) -> dict[str, str]:
         """No metadata on Message Batches: a batch created after the submission was recorded,
         of the same size, not known to the job already (see anthropic_batch)."""
-        listed: list[tuple[str, float, int]] = []
-        after: str | None = None
-        for _ in range(_MAX_PAGES):
-            body = self.transport.send(self.endpoint, self.api.listing(after))
-            page, after = self.api.listed(body)
-            listed += page
-            if after is None:
-                break
+        listed = [b for page in self._pages(self.api.listing, self.api.listed) for b in page]
         found: dict[str, str] = {}
         claimed = set(known)
         for batch in sorted(waiting, key=lambda b: b.started):
@@ -156,44 +167,30 @@ class AnthropicCarrier(_Carrier):
 
     def results(self, state: BatchState) -> Iterator[bytes]:
         # results_url's path is absolute (it carries the version): fetch it from the origin
-        origin = _origin(self.endpoint)
-        for output in state.outputs:
-            yield from self.transport.lines(origin, self.api.download(output))
+        downloads = (self.api.download(output) for output in state.outputs)
+        return self._lines(downloads, _origin(self.endpoint))
 
 
-class GeminiCarrier(_Carrier):
-    api: GeminiBatch
-
+class GeminiCarrier(_FileCarrier[GeminiBatch]):
     def __init__(self, transport: Transport, endpoint: Endpoint, api: GeminiBatch) -> None:
-        super().__init__(transport, _origin(endpoint))
-        self.api = api
+        super().__init__(transport, _origin(endpoint), api)
 
     def submit(self, job: str, key: str, chunk: Path, first: WireRequest) -> str:
-        content = chunk.read_bytes()
+        size = chunk.stat().st_size
         label = batch_label(job, key)
-        start = self.transport.exchange(self.endpoint, self.api.upload_start(len(content), label))
+        start = self.transport.exchange(self.endpoint, self.api.upload_start(size, label))
         url = start.headers.get("x-goog-upload-url")
         if not url:
             raise ProviderError(
                 "gemini did not return an upload URL", provider="gemini", fix="retry the job"
             )
-        finish = self.api.upload_finish(_relative(url), len(content))
+        finish = self.api.upload_finish(_relative(url), size)
         # the SDK sends the bytes as application/json; the file's own type went with the start
         reply = self.transport.exchange(
-            self.endpoint, finish, Upload(content, media_type="application/json")
+            self.endpoint, finish, Upload(chunk, media_type="application/json")
         )
         create = self.api.create(first.path, self.api.uploaded_id(reply.body), label)
         return self.api.created_id(self.transport.send(self.endpoint, create))
-
-    def find(self, job: str, waiting: Sequence[BatchRecord], known: set[str]) -> dict[str, str]:
-        def page(after: str | None) -> Page:
-            return self.api.found(self.transport.send(self.endpoint, self.api.listing(after)), job)
-
-        return self._found(waiting, page)
-
-    def results(self, state: BatchState) -> Iterator[bytes]:
-        for output in state.outputs:
-            yield from self.transport.lines(self.endpoint, self.api.download(output))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -228,11 +225,9 @@ def bedrock_place(s3_uri: str | None, role_arn: str | None) -> S3Place:
     return place
 
 
-class BedrockCarrier(_Carrier):
+class BedrockCarrier(_Carrier[BedrockBatch]):
     """S3 through botocore's client (endpoint from AWS_ENDPOINT_URL_S3 when set, as botocore
     reads it), the control plane through transport, signed with SigV4."""
-
-    api: BedrockBatch
 
     def __init__(
         self,
@@ -246,10 +241,10 @@ class BedrockCarrier(_Carrier):
         env: Mapping[str, str],
     ) -> None:
         self.place = bedrock_place(s3_uri, role_arn)
-        self.role_arn, self.model, self.api = str(role_arn), model, api
+        self.role_arn, self.model = str(role_arn), model
         region = endpoint.aws_region or "us-east-1"
         url = env.get("AWS_ENDPOINT_URL_BEDROCK") or f"https://bedrock.{region}.amazonaws.com"
-        super().__init__(transport, dataclasses.replace(endpoint, base_url=url))
+        super().__init__(transport, dataclasses.replace(endpoint, base_url=url), api)
         self._s3: Any = None
         self._region = region
 
@@ -277,11 +272,10 @@ class BedrockCarrier(_Carrier):
         return self.api.created_id(self.transport.send(self.endpoint, create))
 
     def find(self, job: str, waiting: Sequence[BatchRecord], known: set[str]) -> dict[str, str]:
-        def page(after: str | None) -> Page:
-            listing = self.api.listing(job, after)
-            return self.api.found(self.transport.send(self.endpoint, listing), job)
-
-        return self._found(waiting, page)
+        pages = self._pages(
+            lambda after: self.api.listing(job, after), lambda b: self.api.found(b, job)
+        )
+        return _labelled(waiting, pages)
 
     def results(self, state: BatchState) -> Iterator[bytes]:
         for output in state.outputs:

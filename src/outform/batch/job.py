@@ -64,6 +64,8 @@ class JobSpec:
     role_arn: str | None = None
     input_size: int = 0
     input_mtime: float = 0.0
+    labels: Mapping[str, Any] = field(default_factory=dict)
+    """The rows' trace labels (`step`, `agent`, `tags`), resolved when the job was made."""
 
     def to_json(self) -> bytes:
         return orjson.dumps(dataclasses.asdict(self))

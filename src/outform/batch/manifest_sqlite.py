@@ -45,9 +45,17 @@ class _Transaction:
 
 
 class SqliteDatabase:
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, create: bool = True) -> None:
+        """`create=False` (status, resume, results): a file that does not exist is an error
+        naming it, and nothing is created."""
         self.path = Path(path)
         self.where = str(self.path)
+        if not create and not self.path.is_file():
+            raise StoreError(
+                f"no batch manifest at {self.path}",
+                where="--manifest (or [batch] manifest, OUTFORM_BATCH_MANIFEST)",
+                fix="run the command where the job was submitted, or pass --manifest PATH",
+            )
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(
@@ -114,5 +122,5 @@ class SqliteDatabase:
             _HELD.discard((name, key))
 
 
-def open_sqlite(path: str | Path) -> Manifest:
-    return Manifest(SqliteDatabase(path))
+def open_sqlite(path: str | Path, *, create: bool = True) -> Manifest:
+    return Manifest(SqliteDatabase(path, create=create))

@@ -18,8 +18,10 @@ import orjson
 from outform.errors import OutformError, OutputError
 from outform.parse.hint import RetryHint
 from outform.parse.pipeline import Pipeline
+from outform.parse.result import Change
 from outform.providers.base import Response, Usage
 from outform.reask import CUT_OFF, repaired_after_cut
+from outform.trace.events import Event
 
 Status = Literal["ok", "repaired", "failed", "provider_error", "expired"]
 STATUSES: tuple[Status, ...] = ("ok", "repaired", "failed", "provider_error", "expired")
@@ -29,12 +31,15 @@ STATUSES: tuple[Status, ...] = ("ok", "repaired", "failed", "provider_error", "e
 class Verdict:
     status: Status | Literal["reask"]
     data: Any = None
-    changes: tuple[dict[str, Any], ...] = ()
+    changes: tuple[Change, ...] = ()
     hint: RetryHint | None = None
     error: str = ""
     text: str = ""
     """The reply (kept for a re-ask: the model sees what it said)."""
     usage: Usage = field(default_factory=Usage)
+    refused: bool = False
+    events: tuple[Event, ...] = ()
+    """The parse's events, for the row's run (`batch.runs`)."""
 
 
 def judge(response: Response, pipeline: Pipeline[Any], *, can_reask: bool) -> Verdict:
@@ -44,22 +49,22 @@ def judge(response: Response, pipeline: Pipeline[Any], *, can_reask: bool) -> Ve
         response.text.strip()
     ):
         refusal = response.refusal or "the provider's content filter blocked the reply"
-        return Verdict("failed", error=f"refused: {refusal[:500]}", usage=usage)
+        return Verdict("failed", error=f"refused: {refusal[:500]}", usage=usage, refused=True)
     try:
-        result = pipeline.run(response.text)
+        result = pipeline.run(response.text, record=False)  # recorded as the row's run
         if response.finish_reason == "length" and repaired_after_cut(result.changes):
             raise OutputError("the reply was cut off", hint=CUT_OFF, result=result)
     except OutputError as error:
-        if can_reask:
-            return Verdict("reask", hint=error.hint, text=response.text, usage=usage)
-        return Verdict("failed", hint=error.hint, text=response.text, usage=usage)
+        events = error.result.events if error.result is not None else ()
+        given_up: Literal["reask", "failed"] = "reask" if can_reask else "failed"
+        return Verdict(given_up, hint=error.hint, text=response.text, usage=usage, events=events)
     except OutformError as error:  # binary, too large, too deep: the model may do better
         hint = RetryHint(())
         if can_reask:
             return Verdict("reask", hint=hint, error=error.what, text=response.text, usage=usage)
         return Verdict("failed", error=error.what, text=response.text, usage=usage)
-    changes = tuple(c.to_dict() for c in result.changes)
-    return Verdict("repaired" if changes else "ok", result.data, changes, usage=usage)
+    status: Status = "repaired" if result.changes else "ok"
+    return Verdict(status, result.data, result.changes, usage=usage, events=result.events)
 
 
 def output_line(
@@ -74,7 +79,7 @@ def output_line(
     out: dict[str, Any] = {"id": row_id, "line": line, "status": verdict.status}
     if verdict.status in ("ok", "repaired"):
         out["value"] = verdict.data
-        out["changes"] = list(verdict.changes)
+        out["changes"] = [c.to_dict() for c in verdict.changes]
     if verdict.hint is not None:
         out["hint"] = verdict.hint.to_dict()
     if verdict.error:

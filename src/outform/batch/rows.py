@@ -17,7 +17,7 @@ import string
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -90,15 +90,28 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else orjson.dumps(value).decode()
 
 
-def scan(path: Path, template: Template | None, id_field: str = "id") -> Iterator[Row]:
-    """Every row of the file, checked; UsageError naming the line at the first bad one."""
+def open_input(path: Path) -> BinaryIO:
+    """The input file, open for reading; UsageError naming it when it cannot be read (checked
+    before anything else a job needs: the manifest, the model, the key)."""
     try:
-        handle = path.open("rb")
+        return path.open("rb")
     except OSError as exc:
         raise UsageError(
-            f"cannot read the input file: {exc.strerror}", where=str(path), fix="check the path"
+            f"cannot read the input file: {exc.strerror}",
+            where=str(path),
+            fix="check the path: one JSON object per line",
         ) from None
-    with handle:
+
+
+def count_rows(path: Path) -> int:
+    """The rows of the file (its non-blank lines), for a progress bar counted in rows."""
+    with open_input(path) as handle:
+        return sum(1 for raw in handle if raw.strip())
+
+
+def scan(path: Path, template: Template | None, id_field: str = "id") -> Iterator[Row]:
+    """Every row of the file, checked; UsageError naming the line at the first bad one."""
+    with open_input(path) as handle:
         offset, index = 0, 0
         for number, raw in enumerate(handle, 1):
             start, offset = offset, offset + len(raw)

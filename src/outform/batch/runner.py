@@ -28,7 +28,8 @@ from outform.batch.live import run_live
 from outform.batch.manifest import BatchRecord, Manifest, PendingRow, RowUpdate, WaitingRow
 from outform.batch.outcome import Verdict, judge, output_line
 from outform.batch.progress import Counts, Progress, Silent
-from outform.batch.rows import rows_at, scan
+from outform.batch.rows import count_rows, rows_at, scan
+from outform.batch.runs import RowRuns, attempt_of
 from outform.errors import OutformError, UsageError
 from outform.providers.base import WireRequest
 from outform.transport import Transport
@@ -84,16 +85,18 @@ def check_and_record(
         }
     )
     job = new_job_id()
-    progress.start("checking", stat.st_size if stat else None)
+    progress.start("checking", count_rows(path))  # counted in rows, as every other bar
 
     def rows() -> Iterator[tuple[int, str, int, int]]:
-        last = 0
+        shown = seen = 0
         for row in scan(path, prepared.prompt, spec.id_field):
             prepared.wire(prepared.request(row.messages))  # the adapter accepts it
-            if row.offset - last > 1 << 20:
-                progress.advance("checking", row.offset - last)
-                last = row.offset
+            seen = row.index + 1
+            if seen - shown >= 1000:
+                progress.advance("checking", seen - shown)
+                shown = seen
             yield row.index, row.id, row.line, row.offset
+        progress.advance("checking", seen - shown)
 
     count = manifest.create_job(job, spec.to_json(), rows())
     if count == 0:
@@ -149,6 +152,9 @@ class Runner:
                 env=self.env,
             )
         self._parse_request = self.prepared.request(())
+        self.runs = RowRuns(self.prepared, job)
+        self._judged: list[tuple[int, bool, int, Verdict, float]] = []
+        """Verdicts whose rows' runs record them once the manifest has their outcome."""
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -215,6 +221,7 @@ class Runner:
             self.manifest.pending_pages(self.job, round_),
             transport=self.transport,
             progress=self.counts,
+            runs=self.runs,
         )
 
     # -- submitting ----------------------------------------------------------------------------
@@ -349,6 +356,17 @@ class Runner:
     def _record(self, updates: Sequence[RowUpdate]) -> None:
         self.manifest.record(self.job, updates)
         self.counts.advance("parsing", len(updates))
+        judged, self._judged = self._judged, []
+        for idx, first, attempt, verdict, since in judged:
+            if first and verdict.status == "ok":  # valid as sent: counted, as a fast path
+                self.runs.count_valid()
+                continue
+            trace = self.runs.run(idx, since=since)
+            if first:
+                self.runs.start(trace)
+            trace.attempt = attempt
+            self.runs.judged(trace, verdict)
+        self.runs.keep_up()
 
     def _update(self, batch: BatchRecord, outcome: Outcome, stored: WaitingRow) -> RowUpdate:
         can_retry = stored.round < self.spec.rounds
@@ -365,6 +383,8 @@ class Runner:
         else:
             verdict = Verdict("provider_error", error=outcome.error)
         history = list(orjson.loads(stored.history)) if stored.history else []
+        first = stored.attempts == 0
+        self._judged.append((stored.idx, first, attempt_of(history), verdict, batch.started))
         entry: dict[str, Any] = {"round": stored.round, "batch": batch.key}
         if verdict.status == "reask":
             if verdict.hint is not None:

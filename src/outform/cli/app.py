@@ -47,7 +47,10 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
+"""rich_markup_mode=None: help texts are plain text, so "[trace] store" or "[profiles.NAME]"
+show as written instead of being eaten as Rich markup (every sub-app sets it too)."""
 stdout = Console(highlight=False, soft_wrap=True)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 """Long lines are left to the terminal (or the file) rather than wrapped at 80 columns."""

@@ -3,8 +3,8 @@
 Reads the options, draws progress on standard error, prints the summary; the work is
 outform.batch's. Exit codes: 0 the job finished and every row is ok or repaired, 1 it finished
 with rows failed, provider_error or expired (see OUT.jsonl), 2 wrong usage or bad input (no
-batch was submitted), 4 the job is still running (--no-wait, `status`, or another process
-drives it).
+batch was submitted; a manifest or input file that does not exist), 6 the job is still
+running (--no-wait, `status`, or another process drives it).
 """
 
 from __future__ import annotations
@@ -24,11 +24,13 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from outform.cli import options
 from outform.cli.app import EXIT_INVALID, EXIT_RUNNING, app, stderr
 from outform.cli.io import import_type, load_schema, print_error, print_json
 from outform.errors import UsageError
 
 batch_app = typer.Typer(
+    rich_markup_mode=None,
     help="Bulk extraction through the providers' batch APIs (see docs/batch.md).",
     no_args_is_help=True,
 )
@@ -154,6 +156,7 @@ def run_command(
     ] = True,
     manifest: Manifest = None,
     as_json: Json = False,
+    api_key_env: options.ApiKeyEnv = None,
 ) -> None:
     """Check every row, submit them, wait, parse every reply, re-ask the invalid ones, and
     write OUT.jsonl. Nothing is submitted until the whole input has been checked."""
@@ -165,7 +168,8 @@ def run_command(
             fix="outform batch run rows.jsonl -m openai:gpt-5-mini -s s.json -o out.jsonl",
         )
     output_format: Any = load_schema(schema) if schema is not None else import_type(type_ or "")
-    options: dict[str, Any] = {
+    settings: dict[str, Any] = {
+        "api_key": options.key_from(api_key_env),
         "output": output,
         "prompt": _prompt(prompt),
         "id_field": id_field,
@@ -184,11 +188,12 @@ def run_command(
     }
     _drive(
         lambda progress: batch.submit(
-            input, model, output_format, manifest=manifest, progress=progress, **options
+            input, model, output_format, manifest=manifest, progress=progress, **settings
         ),
         manifest,
         as_json,
         wait,
+        settings["api_key"],
     )
 
 
@@ -200,6 +205,7 @@ def status_command(
     refresh: Annotated[
         bool, typer.Option("--refresh/--no-refresh", help="Ask the provider first (default).")
     ] = True,
+    api_key_env: options.ApiKeyEnv = None,
 ) -> None:
     """Where a job stands (asking the provider, and reading batches that ended)."""
     from outform import batch
@@ -207,7 +213,8 @@ def status_command(
     if job is None:
         _list(manifest, as_json)
         return
-    status = batch.status(job, manifest=manifest, refresh=refresh)
+    key = options.key_from(api_key_env)
+    status = batch.status(job, manifest=manifest, refresh=refresh, api_key=key)
     _report(status, as_json)
 
 
@@ -217,43 +224,48 @@ def resume_command(
     manifest: Manifest = None,
     as_json: Json = False,
     wait: Annotated[bool, typer.Option("--wait/--no-wait")] = True,
+    api_key_env: options.ApiKeyEnv = None,
 ) -> None:
     """Carry a job on from where it stopped (after a crash, kill -9 or --no-wait): no row is
     submitted twice, none is lost."""
     from outform import batch
 
+    key = options.key_from(api_key_env)
     _drive(
-        lambda progress: batch.resume(job, manifest=manifest, progress=progress, wait=False),
+        lambda progress: batch.resume(
+            job, manifest=manifest, progress=progress, wait=False, api_key=key
+        ),
         manifest,
         as_json,
         wait,
+        key,
     )
 
 
-def _drive(first: Any, manifest: str | None, as_json: bool, wait: bool) -> None:
+def _drive(first: Any, manifest: str | None, as_json: bool, wait: bool, key: str | None) -> None:
     from outform.batch.manifest import JobBusyError
 
     try:
-        _advance(first, manifest, as_json, wait)
+        _advance(first, manifest, as_json, wait, key)
     except JobBusyError as error:
         print_error(error)
         raise typer.Exit(EXIT_RUNNING) from None
 
 
-def _advance(first: Any, manifest: str | None, as_json: bool, wait: bool) -> None:
+def _advance(first: Any, manifest: str | None, as_json: bool, wait: bool, key: str | None) -> None:
     from outform import batch
     from outform.batch.progress import Silent
 
     if as_json:
         status = first(Silent())
         if wait and not status.done:
-            status = batch.resume(status.job, manifest=manifest)
+            status = batch.resume(status.job, manifest=manifest, api_key=key)
     else:
         with RichProgress() as progress:
             status = first(progress)
             progress.note(f"job {status.job}")
             if wait and not status.done:
-                status = batch.resume(status.job, manifest=manifest, progress=progress)
+                status = batch.resume(status.job, manifest=manifest, progress=progress, api_key=key)
     _report(status, as_json)
 
 

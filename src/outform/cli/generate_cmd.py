@@ -8,7 +8,6 @@ what was changed, and the tokens spent. `--json` prints all of it as one documen
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, cast
 
 import typer
@@ -16,7 +15,6 @@ import typer
 from outform.cli import options
 from outform.cli.app import EXIT_INVALID, app, stderr
 from outform.cli.io import json_value, output_of, print_changes, print_error, print_json, read_text
-from outform.errors import UsageError
 from outform.format import ResponseFormat
 
 if TYPE_CHECKING:
@@ -63,17 +61,12 @@ def generate_command(
         str | None,
         typer.Option("--base-url", help="The provider's API URL (a proxy, a local server)."),
     ] = None,
-    api_key_env: Annotated[
-        str | None,
-        typer.Option(
-            "--api-key-env",
-            help="Environment variable holding the key, when not the provider's usual one.",
-        ),
-    ] = None,
+    api_key_env: options.ApiKeyEnv = None,
     as_json: options.AsJson = False,
     max_chars: options.MaxChars = None,
     max_depth: options.MaxDepth = None,
     time_limit: options.TimeLimit = None,
+    max_repair_chars: options.MaxRepairChars = None,
 ) -> None:
     """Ask a model for a value matching a schema or type (neither: any JSON value).
 
@@ -84,7 +77,7 @@ def generate_command(
     from outform.run import GenerationError, RefusalError, generate
     from outform.transport import Transport
 
-    settings = options.parse_settings(level, max_chars, max_depth, time_limit)
+    settings = options.parse_settings(level, max_chars, max_depth, time_limit, max_repair_chars)
     output, _ = output_of(schema, type_)
     question = read_text(prompt, "prompt").decode() if prompt == "-" else prompt
     messages: list[dict[str, str]] = [{"role": "user", "content": question}]
@@ -102,7 +95,7 @@ def generate_command(
                 temperature=temperature,
                 max_tokens=max_tokens,
                 base_url=base_url,
-                api_key=_key_from(api_key_env),
+                api_key=options.key_from(api_key_env),
                 transport=transport,
                 **settings,
             )
@@ -122,20 +115,6 @@ def generate_command(
     if generation.parse.changes:
         print_changes(generation.parse.changes, "What outform changed")
     stderr.print(f"tokens: {_tokens(generation.usage)}", markup=False)
-
-
-def _key_from(env_var: str | None) -> str | None:
-    if env_var is None:
-        return None
-    key = os.environ.get(env_var)
-    if not key:
-        raise UsageError(
-            f"the environment variable {env_var} is not set",
-            where="--api-key-env",
-            fix=f"export {env_var}=<your key>, or leave --api-key-env out to use the "
-            "provider's usual variable",
-        )
-    return key
 
 
 def _fail(

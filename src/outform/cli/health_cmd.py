@@ -69,7 +69,8 @@ def health_command(
 
 
 def open_trace_store(spec: str | None) -> Any:
-    """The store to read: `spec`, else what the settings name (even with recording off)."""
+    """The store to read: `spec`, else what the settings name (even with recording off). A
+    store that does not exist is an error (exit code 2): reading never creates one."""
     from outform.config import settings
     from outform.trace.runtime import open_store
 
@@ -80,6 +81,8 @@ def open_trace_store(spec: str | None) -> Any:
         base_dir=None if spec else configured.store_base_dir,
         retention_days=configured.retention_days,
         max_size_mb=configured.max_size_mb,
+        create=False,
+        where="--store" if spec else "[trace] store (or OUTFORM_TRACE)",
     )
     if opened is None:
         raise UsageError(

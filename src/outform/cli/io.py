@@ -7,7 +7,9 @@ pipe, a CI log) they are plain lines, one per change, that no column width can b
 
 from __future__ import annotations
 
+import copy
 import importlib
+import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -44,8 +46,10 @@ def read_reply(file: str) -> bytes:
 
 
 def load_schema(path: Path) -> Any:
+    """The JSON Schema in `path`: a JSON object (anything else is named, not taken for a
+    type)."""
     try:
-        return orjson.loads(path.read_bytes())
+        schema = orjson.loads(path.read_bytes())
     except OSError as exc:
         raise UsageError(f"cannot read the schema file: {exc.strerror}", where=str(path)) from None
     except orjson.JSONDecodeError as exc:
@@ -54,6 +58,18 @@ def load_schema(path: Path) -> Any:
             where=f"{path}, line {exc.lineno} column {exc.colno}",
             fix="correct the JSON there",
         ) from None
+    if not isinstance(schema, dict):
+        raise UsageError(
+            f"the schema file holds {_json_kind(schema)}, not a JSON Schema object",
+            where=str(path),
+            fix='write one object, e.g. {"type": "object", "properties": {...}}',
+        )
+    return schema
+
+
+def _json_kind(value: Any) -> str:
+    kinds = ((list, "an array"), (str, "a string"), (bool, "a boolean"), (type(None), "null"))
+    return next((name for kind, name in kinds if isinstance(value, kind)), "a number")
 
 
 def output_of(schema: Path | None, type_: str | None) -> tuple[Any, bool]:
@@ -124,18 +140,26 @@ def show(result: ParseResult[Any], as_json: bool, *, value: bool = True) -> None
 
 
 def _show_shadow(result: ParseResult[Any], *, value: bool) -> None:
-    """Shadow mode: what outform would return, what it would change, and how the reply as sent
-    fares without any of it."""
-    if value:
+    """Shadow mode: what outform would return at the chosen level, what it would change there,
+    and how the reply as sent fares without any of it. When no value could be read at that
+    level, nothing is printed as the value (not a `null` the reply never held)."""
+    level = result.level
+    would_fail = result.would_be_hint
+    if value and (would_fail is None or not would_fail.is_syntax):
         print_json(result.would_be)
     if result.changes:
-        print_changes(result.changes, "What would change (shadow mode)")
+        print_changes(result.changes, f"What outform would change at level {level!r} (shadow mode)")
     if result.hint is None:
         stderr.print("shadow mode: the reply is valid as sent", style="green")
     else:
         print_violations(result.hint, "shadow mode: as sent, the reply is not valid:")
-    if result.would_be_hint is not None:
-        print_violations(result.would_be_hint, "Even after these changes it would not match:")
+    if would_fail is not None:
+        title = (
+            "Even after these changes it would not match:"
+            if result.changes
+            else f"At level {level!r}, outform would refuse it:"
+        )
+        print_violations(would_fail, title)
 
 
 def json_value(result: ParseResult[Any]) -> Any:
@@ -190,8 +214,36 @@ def print_json(value: Any) -> None:
     )
 
 
+LIBRARY_FLAGS = {
+    "api_key": ("--api-key-env", "--api-key-env NAME (the variable holding the key)"),
+    "base_url": ("--base-url", "--base-url URL"),
+}
+"""Library arguments an error may name, as the command line spells them: (the flag, how to
+pass it). Keys never go on the command line: `api_key` is read from a named variable."""
+
+
+def for_cli(error: OutformError) -> OutformError:
+    """`error` as the command line says it: a library argument in `where` becomes its flag,
+    and "pass api_key=" in `fix` becomes "pass --api-key-env NAME"."""
+    where, fix = error.where, error.fix
+    if where in LIBRARY_FLAGS:
+        where = LIBRARY_FLAGS[where][0]
+    if fix:
+        fix = re.sub(
+            r"\b(" + "|".join(LIBRARY_FLAGS) + r")=",
+            lambda found: LIBRARY_FLAGS[found.group(1)][1],
+            fix,
+        )
+    if (where, fix) == (error.where, error.fix):
+        return error
+    shown = copy.copy(error)
+    shown.where, shown.fix = where, fix
+    return shown
+
+
 def print_error(error: OutformError) -> None:
-    stderr.print(f"error: {error.render()}", style="red", markup=False, highlight=False)
+    shown = for_cli(error).render()
+    stderr.print(f"error: {shown}", style="red", markup=False, highlight=False)
 
 
 def print_output_error(error: OutputError) -> None:

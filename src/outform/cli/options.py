@@ -7,6 +7,7 @@ A flag left out keeps the value of outform.toml, or the library's default.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -37,6 +38,14 @@ MaxDepth = Annotated[
     int | None,
     typer.Option("--max-depth", min=1, help="Deepest nesting of arrays and objects accepted."),
 ]
+MaxRepairChars = Annotated[
+    int | None,
+    typer.Option(
+        "--max-repair-chars",
+        min=0,
+        help="Largest region json-repair may read (level full); a larger one skips it.",
+    ),
+]
 TimeLimit = Annotated[
     float | None,
     typer.Option(
@@ -44,12 +53,36 @@ TimeLimit = Annotated[
     ),
 ]
 
+ApiKeyEnv = Annotated[
+    str | None,
+    typer.Option(
+        "--api-key-env",
+        help="Environment variable holding the key, when not the provider's usual one.",
+    ),
+]
+
+
+def key_from(env_var: str | None) -> str | None:
+    """The key in the variable --api-key-env names (keys never go on the command line)."""
+    if env_var is None:
+        return None
+    key = os.environ.get(env_var)
+    if not key:
+        raise UsageError(
+            f"the environment variable {env_var} is not set",
+            where="--api-key-env",
+            fix=f"export {env_var}=<your key>, or leave --api-key-env out to use the "
+            "provider's usual variable",
+        )
+    return key
+
 
 def parse_settings(
     level: str | None,
     max_chars: int | None,
     max_depth: int | None,
     time_limit: float | None,
+    max_repair_chars: int | None = None,
 ) -> dict[str, Any]:
     """The parse keyword arguments the user set (the rest come from outform.toml)."""
     if level is not None and level not in LEVELS:
@@ -59,5 +92,6 @@ def parse_settings(
         "max_chars": max_chars,
         "max_depth": max_depth,
         "time_limit": time_limit,
+        "max_repair_chars": max_repair_chars,
     }
     return {name: value for name, value in chosen.items() if value is not None}

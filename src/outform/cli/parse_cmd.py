@@ -9,8 +9,9 @@ import typer
 from outform.cli import options
 from outform.cli.app import EXIT_INVALID, app, stderr, stdout
 from outform.cli.io import output_of, read_reply, show
-from outform.errors import InputError, OutputError
+from outform.errors import InputError, OutputError, UsageError
 from outform.parse import parse
+from outform.parse.incremental import Degeneration
 
 
 @app.command("parse")
@@ -39,18 +40,36 @@ def parse_command(
     chunk_size: Annotated[
         int, typer.Option("--chunk-size", min=1, help="Characters per chunk with --stream.")
     ] = 16,
+    stop_loops: Annotated[
+        bool,
+        typer.Option(
+            "--stop-loops",
+            help="With --stream: also stop a reply that loops inside its value (whitespace or "
+            "one fragment over and over), though it might still end valid.",
+        ),
+    ] = False,
     max_chars: options.MaxChars = None,
     max_depth: options.MaxDepth = None,
     time_limit: options.TimeLimit = None,
+    max_repair_chars: options.MaxRepairChars = None,
 ) -> None:
     """Parse a model's reply against a schema or type (neither: any JSON value).
 
     The value goes to standard output; the changes and violations to standard error.
     """
-    settings = options.parse_settings(level, max_chars, max_depth, time_limit)
+    settings = options.parse_settings(level, max_chars, max_depth, time_limit, max_repair_chars)
     output, typed = output_of(schema, type_)
     reply = read_reply(file)
+    if stop_loops and not stream:
+        raise UsageError("--stop-loops applies to --stream only", fix="add --stream")
     if stream:
+        if shadow:
+            raise UsageError(
+                "--shadow and --stream cannot be combined",
+                fix="use --shadow to see what parsing would change, --stream to see the snapshots",
+            )
+        if stop_loops:
+            settings["degeneration"] = Degeneration(inside=True)
         _stream(reply, output, settings, chunk_size)
         return
     if shadow:

@@ -407,13 +407,16 @@ async def _send_reply(reply: Reply, send: Send) -> None:
 
 
 async def _send_stream(reply: StreamReply, receive: Receive, send: Send) -> None:
+    """Send the stream until it ends or the client goes away, then end its work
+    (`StreamReply.close`), in every case: a client that left before the first byte leaves a
+    stream that may never have started, and a server may raise `OSError` from `send` once
+    the client is gone (the ASGI spec allows it)."""
     headers = [
         (b"content-type", reply.content_type),
         (b"cache-control", b"no-cache"),
         (b"x-accel-buffering", b"no"),
         *reply.headers,
     ]
-    await send({"type": "http.response.start", "status": reply.status, "headers": headers})
     chunks = reply.chunks
 
     async def pump() -> None:
@@ -430,25 +433,25 @@ async def _send_stream(reply: StreamReply, receive: Receive, send: Send) -> None
         while (await receive())["type"] != "http.disconnect":
             pass
 
-    pumping = asyncio.ensure_future(pump())
-    watching = asyncio.ensure_future(gone())
     try:
-        await asyncio.wait({pumping, watching}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        if not pumping.done():  # the client went away: stop reading the backend
-            pumping.cancel()
-        watching.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await watching
+        await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+        pumping = asyncio.ensure_future(pump())
+        watching = asyncio.ensure_future(gone())
         try:
-            await pumping
-        except asyncio.CancelledError:
-            pass
-        except Exception:
-            logger.exception("a stream failed after its first byte was sent")
-
-
-# -- FastAPI ---------------------------------------------------------------------------------
+            await asyncio.wait({pumping, watching}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            watching.cancel()
+            if not pumping.done():  # the client went away: stop reading the backend
+                pumping.cancel()
+            await asyncio.wait({pumping})  # the stream's own ending runs first
+        failed = None if pumping.cancelled() else pumping.exception()
+        if failed is not None and not isinstance(failed, OSError):
+            logger.error("sending a stream failed: %s", failed, exc_info=failed)
+    except OSError:  # the server says the client is gone
+        pass
+    finally:
+        if reply.close is not None:
+            await reply.close()
 
 
 class _Delegate(Response):

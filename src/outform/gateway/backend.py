@@ -43,17 +43,24 @@ Body = Mapping[str, Any] | bytes
 
 
 class BackendReply:
-    """A whole answer: the bytes as received, parsed on demand."""
+    """A whole answer: the bytes as received, parsed on demand. `plan`: how a native
+    backend had the provider enforce the format (`outform.plan.Plan`), for the run."""
 
-    __slots__ = ("_data", "body", "content_type", "status")
+    __slots__ = ("_data", "body", "content_type", "plan", "status")
 
     def __init__(
-        self, status: int, body: bytes, content_type: bytes = JSON, data: Any = None
+        self,
+        status: int,
+        body: bytes,
+        content_type: bytes = JSON,
+        data: Any = None,
+        plan: Any = None,
     ) -> None:
         self.status = status
         self.body = body
         self.content_type = content_type
         self._data = data
+        self.plan = plan
 
     def json(self) -> dict[str, Any]:
         """The body as a `chat.completion` (a 502 when it is not one)."""

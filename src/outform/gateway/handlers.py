@@ -53,6 +53,9 @@ from outform.trace.caller import Labels
 from outform.trace.tracer import RunTrace
 
 Log = dict[str, Any]
+CLIENT_LEFT = "the client went away"
+"""Why a stream stopped when its client left (the run's error; the stored response says
+`keeper.CLIENT_GONE`)."""
 
 
 class Gateway:
@@ -145,8 +148,9 @@ class Gateway:
             if stream:
                 if keeper is not None:
                     await keeper.begin(shell.build("in_progress", []))
+                settle = Settle(StreamTranslator(shell), keeper)
                 chunks = _replay(completion_chunks(completion))
-                return StreamReply(200, self._events(shell, chunks, None, keeper), headers=headers)
+                return StreamReply(200, _events(settle, chunks), headers=headers, close=settle)
         elif stream:
             call = StreamCall(run)
             backend_stream = await _opened(self.backend.stream(chat), call)
@@ -157,8 +161,8 @@ class Gateway:
                     call.end(error)
                     await backend_stream.aclose()
                     raise
-            events = self._events(shell, None, backend_stream, keeper, call)
-            return StreamReply(200, events)
+            settle = Settle(StreamTranslator(shell), keeper, call, backend_stream)
+            return StreamReply(200, _events(settle, backend_stream.chunks()), close=settle)
         else:
             called = time.perf_counter()
             completion = await _answered(self.backend, chat, run)
@@ -182,43 +186,6 @@ class Gateway:
             run=run,
             profile=profile,
         )
-
-    async def _events(
-        self,
-        shell: Shell,
-        chunks: AsyncIterator[dict[str, Any]] | None,
-        backend_stream: ChatStream | None,
-        keeper: Keeper | None,
-        call: StreamCall | None = None,
-    ) -> AsyncIterator[bytes]:
-        translator = StreamTranslator(shell)
-        source = chunks if chunks is not None else backend_stream.chunks()  # type: ignore[union-attr]
-        failure: BaseException | str | None = "the client went away"
-        try:
-            yield translator.start()
-            closing = b""
-            try:
-                async for chunk in source:
-                    if call is not None:
-                        call.chunk(chunk)
-                    out = translator.feed(chunk)
-                    if out:
-                        yield out
-                closing = translator.finish()
-                failure = None
-            except Exception as exc:  # whatever broke, the stream ends with response.failed
-                failure = exc
-                translator.abort(failure_message(exc))
-            if keeper is not None:  # committed before the terminal event, or the stream fails
-                await keeper.end_stream(translator)
-            yield closing + translator.terminal()
-        finally:
-            if call is not None:
-                call.end(failure)
-            if keeper is not None:  # a stream cut short is stored as failed
-                await keeper.abandon(translator)
-            if backend_stream is not None:
-                await backend_stream.aclose()
 
     # -- GET / DELETE /v1/responses/{id} -----------------------------------------------------------
 
@@ -306,7 +273,9 @@ class Gateway:
         if stream:
             call = StreamCall(run)
             backend_stream = await _opened(self.backend.stream(body), call)
-            return StreamReply(200, _relay(backend_stream, call), backend_stream.content_type)
+            settle = Settle(None, None, call, backend_stream)
+            relayed = _relay(settle, backend_stream)
+            return StreamReply(200, relayed, backend_stream.content_type, close=settle)
         called = time.perf_counter()
         # a 200 that is not a Chat Completions answer is a 502, not a success
         with run.recording():
@@ -352,6 +321,45 @@ class Gateway:
             if name not in ids
         ]
         return Reply(200, orjson.dumps({"object": "list", "data": mapped + listed}))
+
+
+class Settle:
+    """Ends the work of one streamed answer, once, however its stream stops: whole, broken,
+    cut short by the client, or never started at all (a client that left before the first
+    byte). The run's exchange ends (`StreamCall.end`), a response not stored in a final state
+    is stored as failed (`Keeper.abandon`), and the backend's stream is closed. The stream's
+    own `finally` calls it, and so does the app once the answer is over (`StreamReply.close`):
+    a stream that never started has no `finally` to run."""
+
+    __slots__ = ("backend_stream", "call", "done", "failure", "keeper", "translator")
+
+    def __init__(
+        self,
+        translator: StreamTranslator | None,
+        keeper: Keeper | None,
+        call: StreamCall | None = None,
+        backend_stream: ChatStream | None = None,
+    ) -> None:
+        self.translator = translator
+        self.keeper = keeper
+        self.call = call
+        self.backend_stream = backend_stream
+        self.failure: BaseException | str | None = CLIENT_LEFT
+        """Why the stream stopped (None: it was whole); the client's leaving until it ends."""
+        self.done = False
+
+    async def __call__(self) -> None:
+        if self.done:
+            return
+        self.done = True
+        try:
+            if self.call is not None:
+                self.call.end(self.failure)
+            if self.keeper is not None and self.translator is not None:
+                await self.keeper.abandon(self.translator)
+        finally:
+            if self.backend_stream is not None:
+                await self.backend_stream.aclose()
 
 
 # -- helpers -------------------------------------------------------------------------------
@@ -401,21 +409,47 @@ async def _replay(items: Iterable[Any]) -> AsyncIterator[Any]:
         yield item
 
 
-async def _relay(backend_stream: ChatStream, call: StreamCall) -> AsyncIterator[bytes]:
+async def _events(settle: Settle, source: AsyncIterator[dict[str, Any]]) -> AsyncIterator[bytes]:
+    """A Chat stream as Responses events; a stream that breaks ends with `response.failed`,
+    and the final state is stored before the terminal event (`Keeper.end_stream`)."""
+    translator, keeper, call = settle.translator, settle.keeper, settle.call
+    assert translator is not None
+    try:
+        yield translator.start()
+        closing = b""
+        try:
+            async for chunk in source:
+                if call is not None:
+                    call.chunk(chunk)
+                out = translator.feed(chunk)
+                if out:
+                    yield out
+            closing = translator.finish()
+            settle.failure = None
+        except Exception as exc:  # whatever broke, the stream ends with response.failed
+            settle.failure = exc
+            translator.abort(failure_message(exc))
+        if keeper is not None:  # committed before the terminal event, or the stream fails
+            await keeper.end_stream(translator)
+        yield closing + translator.terminal()
+    finally:
+        await settle()
+
+
+async def _relay(settle: Settle, backend_stream: ChatStream) -> AsyncIterator[bytes]:
     """The backend's SSE bytes as they come; a break becomes an `error` event, which the
     OpenAI SDK raises as an APIError (the status line was sent long ago)."""
-    failure: BaseException | str | None = "the client went away"
     try:
         async for chunk in backend_stream.raw():
-            call.data()
+            if settle.call is not None:
+                settle.call.data()
             yield chunk
-        failure = None
+        settle.failure = None
     except Exception as exc:
-        failure = exc
+        settle.failure = exc
         yield data_frame(chat_error(exc))
     finally:
-        call.end(failure)
-        await backend_stream.aclose()
+        await settle()
 
 
 async def _answered(backend: Backend, chat: Mapping[str, Any], run: RunTrace) -> dict[str, Any]:
@@ -428,12 +462,15 @@ async def _answered(backend: Backend, chat: Mapping[str, Any], run: RunTrace) ->
 
 
 async def _opened(opening: Awaitable[ChatStream], call: StreamCall) -> ChatStream:
-    """The backend's stream, or its refusal recorded as the call's (and the run's) end."""
+    """The backend's stream (how a native backend enforces the format recorded first), or
+    its refusal recorded as the call's (and the run's) end."""
     try:
-        return await opening
+        backend_stream = await opening
     except BaseException as error:
         call.end(error)
         raise
+    tracing.planned(call.run, backend_stream)
+    return backend_stream
 
 
 __all__ = ["Gateway"]

@@ -43,7 +43,7 @@ from outform.gateway.events import DONE, data_frame
 from outform.gateway.replies import SSE, GatewayError, PassthroughError, bad_request
 from outform.gateway.settings import DEFAULT_TIMEOUTS, Timeouts
 from outform.gateway.stream import StreamFailure
-from outform.plan import plan
+from outform.plan import Plan, plan
 from outform.providers.base import (
     FinishReason,
     Message,
@@ -93,7 +93,8 @@ class NativeBackend:
     # -- the interface -------------------------------------------------------------------------
 
     async def complete(self, body: Body) -> BackendReply:
-        resolved, request, translation = self._request(body, stream=False)
+        resolved, request, call_plan = self._request(body, stream=False)
+        translation = _reshaping(call_plan)
         try:
             async with asyncio.timeout(self._timeouts.total):
                 data = await self._whole.send(resolved.endpoint, resolved.adapter.build(request))
@@ -105,10 +106,10 @@ class NativeBackend:
         except OutformError as exc:
             raise GatewayError(400, exc.render(), code="invalid_request") from None
         completion = _completion(response, resolved.model, translation)
-        return BackendReply(200, orjson.dumps(completion), data=completion)
+        return BackendReply(200, orjson.dumps(completion), data=completion, plan=call_plan)
 
     async def stream(self, body: Body) -> _NativeStream:
-        resolved, request, translation = self._request(body, stream=True)
+        resolved, request, call_plan = self._request(body, stream=True)
         total_at = asyncio.get_running_loop().time() + self._timeouts.total
         try:
             events = self._streams.stream(resolved.endpoint, resolved.adapter.build(request))
@@ -124,7 +125,7 @@ class NativeBackend:
             raise _provider_error(exc) from None
         except OutformError as exc:
             raise GatewayError(400, exc.render(), code="invalid_request") from None
-        return _NativeStream(resolved, request, translation, first, iterator, total_at=total_at)
+        return _NativeStream(resolved, request, call_plan, first, iterator, total_at=total_at)
 
     async def models(self) -> list[dict[str, Any]]:
         return []
@@ -148,9 +149,7 @@ class NativeBackend:
         self._resolved[model] = resolved
         return resolved
 
-    def _request(
-        self, body: Body, *, stream: bool
-    ) -> tuple[Resolved, Request, DialectResult | None]:
+    def _request(self, body: Body, *, stream: bool) -> tuple[Resolved, Request, Plan]:
         chat = orjson.loads(body) if isinstance(body, bytes) else body
         resolved = self._resolve(str(chat.get("model") or ""))
         _check_fields(chat, self.provider)
@@ -193,8 +192,13 @@ class NativeBackend:
             thinking=call_plan.thinking,
             stream=stream,
         )
-        translation = call_plan.translation
-        return resolved, request, translation if translation and translation.reshapes else None
+        return resolved, request, call_plan
+
+
+def _reshaping(call_plan: Plan) -> DialectResult | None:
+    """The plan's dialect translation when replies must be mapped back (else None)."""
+    translation = call_plan.translation
+    return translation if translation is not None and translation.reshapes else None
 
 
 def _transport(timeouts: Timeouts, *, read: float) -> AsyncTransport:
@@ -388,7 +392,7 @@ class _NativeStream:
         self,
         resolved: Resolved,
         request: Request,
-        translation: DialectResult | None,
+        plan: Plan,
         first: Mapping[str, Any] | None,
         rest: AsyncIterator[Mapping[str, Any]],
         *,
@@ -397,7 +401,9 @@ class _NativeStream:
         self._total_at = total_at
         self._resolved = resolved
         self._request = request
-        self._translation = translation
+        self.plan = plan
+        """How the provider was asked to enforce the format (for the request's run)."""
+        self._translation = _reshaping(plan)
         self._first = first
         self._rest = rest
         self._head = {

@@ -6,7 +6,7 @@ Starlette responses), so the fast path and the documented routes serve the same 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +32,10 @@ class StreamReply:
     chunks: AsyncIterator[bytes]
     content_type: bytes = SSE
     headers: Headers = field(default_factory=list)
+    close: Callable[[], Awaitable[None]] | None = None
+    """Ends the stream's work (its run, its stored state, the backend's stream) whatever
+    happened to it; the app awaits it once the answer is over, sent whole or not, since a
+    stream whose client left before its first byte may never have started."""
 
 
 class GatewayError(Exception):

@@ -23,6 +23,8 @@ from typing import Any
 
 from outform.gateway.backend import Backend, BackendReply, Body
 from outform.gateway.replies import bad_request
+from outform.plan import Plan
+from outform.run import format_event
 from outform.trace.caller import Labels
 from outform.trace.tracer import RunTrace, elapsed_ms
 from outform.usage import Usage
@@ -83,6 +85,15 @@ def begin(
     )
 
 
+def planned(run: RunTrace, answer: object) -> None:
+    """How a native backend had its provider enforce the format (the `plan` of its reply or
+    stream), recorded as generate() records it (`format.native` or `format.skipped`), once
+    per run: at its first attempt. A Chat Completions backend plans nothing."""
+    chosen = getattr(answer, "plan", None)
+    if isinstance(chosen, Plan) and run.attempt == 1:
+        format_event(run, chosen)
+
+
 async def complete(backend: Backend, body: Body, run: RunTrace) -> tuple[BackendReply, Any]:
     """One whole exchange with the backend, recorded: the reply and its Chat Completions
     body (a 502 when it is not one)."""
@@ -93,6 +104,7 @@ async def complete(backend: Backend, body: Body, run: RunTrace) -> tuple[Backend
     except Exception as error:
         run.call(elapsed_ms(sent), status=getattr(error, "status", None), error=error)
         raise
+    planned(run, reply)
     choice = _first_choice(completion)
     run.call(
         elapsed_ms(sent),

@@ -38,6 +38,24 @@ def parse(
     `profile` names a `[profiles.NAME]` of outform.toml; its settings (over `[defaults]`)
     apply where the call does not set its own (see docs/profiles.md).
     """
+    if (
+        not options
+        and level is None
+        and profile is None
+        and (schema is None or type is None)
+        and not processors
+        and not observers
+    ):
+        # The common call: a schema or type seen before, and nothing else. One lookup, then
+        # the pipeline (no settings read: `[defaults]` is checked once per cache generation).
+        seen = _cache.plain(schema if type is None else type)
+        if seen is not None:
+            try:
+                return seen.run(text)
+            except OutformError:
+                raise
+            except Exception as exc:  # only outform's errors leave (see errors.InternalError)
+                raise InternalError.wrap(exc, "parse") from exc
     if schema is not None and type is not None:
         raise UsageError(
             "pass either schema= or type=, not both",

@@ -94,13 +94,14 @@ def permits(allowlist: Allowlist | None, target: str, name: str) -> bool:
 def explain(
     found: Sequence[Violation], blocked: Sequence[tuple[str, str]]
 ) -> tuple[Violation, ...]:
-    """The violations, each at a path where a conversion was refused saying which and why, so
+    """The violations, each at a path where a conversion was refused saying why (`blocked`:
+    (path, reason)), so
     that the caller (and a model asked again) knows the value must be written as expected."""
     if not blocked:
         return tuple(found)
     refused = dict(blocked)
     return tuple(
-        replace(v, found=f"{v.found} (not converted: {refused[v.path]} is not in the allowlist)")
+        replace(v, found=f"{v.found} (not converted: {refused[v.path]})")
         if v.path in refused
         else v
         for v in found

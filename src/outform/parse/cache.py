@@ -7,8 +7,11 @@ dict is never served a stale pipeline), then by its canonical JSON.
 
 The identity check is the whole cost of a cache hit, so it is kept to one dict lookup and one
 comparison in C (`==` of the dict and its deep copy, which stops at the first difference and
-skips every leaf the copy shares). A call with the default level and no options (the common
-one) skips building the settings key too. No cheaper check is correct: a dict can be changed
+skips every leaf the copy shares: `copy.deepcopy` keeps strings and numbers as they are, so only
+the containers are walked). A call with the default level and no options (the common one)
+skips building the settings key too, and `plain` serves `parse()` such a call without reading
+the settings: whether outform.toml has `[defaults]` is read once per cache generation
+(`config.reload()` clears the cache). No cheaper check is correct: a dict can be changed
 anywhere inside without any object that holds it changing identity or size.
 """
 
@@ -20,6 +23,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
+from outform.config import settings
 from outform.format import JsonSchemaFormat, ResponseFormat
 from outform.parse.pipeline import Pipeline
 from outform.schema.canonical import canonical_json
@@ -33,8 +37,22 @@ class PipelineCache:
         self._lock = threading.Lock()
         self._by_key: OrderedDict[Any, Pipeline[Any]] = OrderedDict()
         self._by_id: dict[tuple[int, Any], tuple[Mapping[str, Any], Any, Pipeline[Any]]] = {}
-        self._plain: dict[int, tuple[Mapping[str, Any], Any, Pipeline[Any]]] = {}
+        self._plain: dict[int, tuple[Any, Any, Pipeline[Any]]] = {}
         """The identity entries of calls with the default level and no options."""
+        self._no_defaults: bool | None = None
+        """outform.toml has no `[defaults]` (None: not read since the cache was cleared)."""
+
+    def plain(self, output: Any) -> Pipeline[Any] | None:
+        """The pipeline of `parse(text, output)` with no level, options or profile, if this
+        very `output` was seen (and, a dict, is still equal to the copy taken then) and no
+        `[defaults]` change such a call; None otherwise (then `get` decides)."""
+        seen = self._plain.get(id(output))
+        if seen is None or seen[0] is not output or seen[1] != output:
+            return None
+        no_defaults = self._no_defaults
+        if no_defaults is None:
+            no_defaults = self._no_defaults = not settings().defaults
+        return seen[2] if no_defaults else None
 
     def get(self, output: Any, level: str | None, options: dict[str, Any]) -> Pipeline[Any]:
         if level is None and not options:
@@ -66,7 +84,7 @@ class PipelineCache:
                 if len(self._by_key) > self.size:
                     self._by_key.popitem(last=False)
         if isinstance(output, Mapping):
-            entry = (output, copy.deepcopy(output), pipeline)
+            entry = (output, guard_copy(output), pipeline)
             with self._lock:
                 if len(self._by_id) >= self.size:
                     self._by_id.clear()
@@ -74,6 +92,11 @@ class PipelineCache:
                 self._by_id[(id(output), settings)] = entry
                 if level is None and not options:
                     self._plain[id(output)] = entry
+        elif isinstance(output, type) and level is None and not options:
+            with self._lock:  # a class is its own key (as in `_by_key`): nothing to compare
+                if len(self._plain) >= self.size:
+                    self._plain.clear()
+                self._plain[id(output)] = (output, output, pipeline)
         return pipeline
 
     def clear(self) -> None:
@@ -81,11 +104,57 @@ class PipelineCache:
             self._by_key.clear()
             self._by_id.clear()
             self._plain.clear()
+            self._no_defaults = None
 
 
 shared = PipelineCache()
 """The one cache `outform.parse` and the stream parser share, so `clear_cache()` (and
 `config.reload()`) reach both."""
+
+
+_EXACT_KEYWORDS = frozenset({"const", "default", "enum", "examples"})
+"""Keywords whose value is any JSON value, where `true` and `1` (or `false`, `0` and `0.0`)
+mean different things although Python's `==` takes them as equal."""
+
+
+class _Exact:
+    """A leaf of a guard copy that equals only the same JSON value (1 and 1.0 are one number;
+    `true` is not 1)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: bool | int | float) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        value = self.value
+        if isinstance(value, bool) or isinstance(other, bool):
+            return other is value
+        return isinstance(other, int | float) and other == value
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+def guard_copy(value: Any, exact: bool = False) -> Any:
+    """A deep copy of a schema to compare the caller's dict with on a cache hit: `==` stops at
+    the first difference and returns at once for the strings and numbers it shares with the
+    original (only containers are walked), except where a keyword takes any JSON value
+    (`const`, `default`, ...): there booleans and the numbers 0 and 1 are compared exactly."""
+    kind = type(value)
+    if kind is dict or isinstance(value, Mapping):
+        return {
+            key: guard_copy(item, exact or key in _EXACT_KEYWORDS) for key, item in value.items()
+        }
+    if kind is list or isinstance(value, list):
+        return [guard_copy(item, exact) for item in value]
+    if exact and kind in (bool, int, float) and value in (0, 1):
+        return _Exact(value)
+    if kind in (str, int, float, bool) or value is None:
+        return value
+    return copy.deepcopy(value)
 
 
 def _output_key(output: Any) -> Any:

@@ -7,8 +7,8 @@ validation stage reports the mismatch instead.
 
 Unions (`anyOf` / `oneOf`) are resolved by trying branches in declaration order, first with
 lossless conversions only, then allowing lossy ones (dropping unexpected keys, filling a missing
-field, lenient extraction); the first branch under which the whole union validates wins and its
-index is recorded.
+field, lenient extraction); the first branch whose coerced value fits that branch and the whole
+union wins and its index is recorded.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from outform.parse.result import Change
 from outform.parse.scalars import (
     as_integer,
     is_null_word,
+    locale_note,
     normalize_key,
     parse_bool,
     parse_number,
@@ -52,7 +53,8 @@ class Coercion:
     changes: list[Change] = field(default_factory=list)
     branches: list[tuple[str, int]] = field(default_factory=list)
     blocked: list[tuple[str, str]] = field(default_factory=list)
-    """(path, conversion) the allowlist refused."""
+    """(path, reason) of conversions refused: by the allowlist, or a number whose reading
+    depends on the locale."""
 
     def absorb(self, other: Coercion, branch: int | None = None) -> None:
         """Take `other`'s changes; `branch`: the union branch they were made under (a change
@@ -326,13 +328,16 @@ class _Walk:
 
     def trial(self, value: Any, at: _At, whole: str) -> tuple[Any, Coercion]:
         """Coerce `value` as `at` says: the outcome and its changes if it then fits the node
-        at `whole`, else _NO. A failed trial is remembered (see the class)."""
+        at `at` and the node at `whole`, else _NO (a union's branch whose repairs give a value
+        only another branch takes licensed nothing: `{"a": "x"}` for anyOf [closed object with
+        a required field, object of booleans] is not `{}`). A failed trial is remembered (see
+        the class)."""
         trial = Coercion(value)
         key = (id(value), at.loc, at.lossy)
         if key in self.failed:
             return _NO, trial
         result = self.node(value, at, trial)
-        if not self.valid(whole, result):
+        if not (at.loc == whole or self.valid(at.loc, result)) or not self.valid(whole, result):
             self.failed[key] = value
             return _NO, trial
         return result, trial
@@ -353,10 +358,14 @@ class _Walk:
             inner = Coercion(value)  # kept only if the conversion itself is allowed
             converted, transform, lost = self.convert(value, kind, allowed, at, inner)
             if converted is _NO:
+                if kind == "string" and allowed & {"integer", "number"}:
+                    note = locale_note(value)
+                    if note is not None:
+                        out.blocked.append((at.path, note))
                 return value
             target, name = conversion(value, converted, allowed)
             if not permits(self.allowlist, target, name):
-                out.blocked.append((at.path, name))
+                out.blocked.append((at.path, f"{name} is not in the allowlist"))
                 return value
             out.absorb(inner)
             _record(out, at.path, transform, value, converted, expected=_types(allowed), lost=lost)

@@ -4,8 +4,10 @@ Tier 0 is orjson: exact JSON, fast (an integer orjson would read as a float is r
 exactly). Tier 1 is pyjson5: JSON5 (comments, trailing commas, single quotes, unquoted keys).
 Tier 2 is json-repair: anything it can salvage (missing quotes, commas and brackets,
 truncation, Python literals). json-repair cannot be interrupted, so it only reads regions of up
-to `max_repair_chars`. A tolerant reading is refused when its value is not JSON (a number out
-of range, a lone surrogate) or when it keeps less than half of what it read (see loss.py); a
+to `max_repair_chars`. NaN and Infinity are not JSON numbers: a text that writes one is read
+by no tier (pyjson5 would read a float JSON cannot hold, json-repair a string the reply did not
+write). A tolerant reading is refused when its value is not JSON (a number out of range, a lone
+surrogate) or when it keeps less than half of what it read (see loss.py); a
 smaller loss is returned with the value, to be recorded.
 """
 
@@ -49,6 +51,8 @@ class DecodeFailure:
     position: int
     refused: bool = False
     skipped: bool = False
+    nonfinite: str = ""
+    """The NaN or Infinity the text writes (at `position`): no tier reads it."""
 
     def around(self, text: str) -> str:
         """The text around the failure, for a before/after preview."""
@@ -72,8 +76,19 @@ def strict_failure(text: str) -> DecodeFailure | None:
     try:
         orjson.loads(text)
     except orjson.JSONDecodeError as exc:
-        return DecodeFailure(exc.msg, exc.pos)
+        return _nonfinite(text) or DecodeFailure(exc.msg, exc.pos)
     return None
+
+
+def _nonfinite(text: str) -> DecodeFailure | None:
+    """The failure of a text that writes NaN or Infinity as a value, or None."""
+    found = values.nonfinite_literal(text)
+    if found is None:
+        return None
+    position, word = found
+    return DecodeFailure(
+        f"{word} is not a JSON number (JSON has no NaN or Infinity)", position, nonfinite=word
+    )
 
 
 def decode(
@@ -88,9 +103,11 @@ def decode(
     try:
         return Decoded(strict(text), 0)
     except orjson.JSONDecodeError as exc:
-        failure = DecodeFailure(exc.msg, exc.pos)
+        failure = _nonfinite(text) or DecodeFailure(exc.msg, exc.pos)
     except ValueError as exc:
         return DecodeFailure(str(exc), 0)
+    if failure.nonfinite:
+        return failure
     for tier in range(1, max_tier + 1):
         decoded = decode_tier(text, tier, deadline=deadline, max_repair_chars=max_repair_chars)
         if isinstance(decoded, Decoded):
@@ -108,6 +125,9 @@ def decode_tier(
     """Decode with exactly one tolerant tier (1 or 2), under the loss rule."""
     if deadline is not None:
         deadline.check()
+    nonfinite = _nonfinite(text)
+    if nonfinite is not None:
+        return nonfinite
     if tier == 1:
         decoded = _json5(text)
     elif len(text) > max_repair_chars:
@@ -127,9 +147,9 @@ def decode_tier(
 def _accept(text: str, decoded: Decoded, deadline: Deadline | None) -> Decoded | DecodeFailure:
     """The loss rule and the JSON check for a tolerant reading."""
     name = TIER_NAMES[decoded.tier]
-    # pyjson5 refuses a literal out of range (1e400); its infinities are the words Infinity
-    # and NaN as written. json-repair reads 1e400 as infinity: that is refused.
-    flaw = values.flaw(decoded.value, deadline, nonfinite=decoded.tier == 1)
+    # pyjson5 refuses a literal out of range (1e400); json-repair reads it as infinity: that
+    # is refused, as any non-finite number is (a NaN the scan for the words missed, too).
+    flaw = values.flaw(decoded.value, deadline)
     if flaw is not None:
         return DecodeFailure(f"{name} read {flaw}", 0, refused=True)
     measured = loss.assess(text, values.encode(decoded.value))

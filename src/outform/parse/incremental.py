@@ -933,6 +933,11 @@ class Degeneration:
     in a row one fragment (of up to `period` characters) may appear, and only once the
     repetition covers `span` characters (so that a legitimately regular list such as
     `[0, 0, 0, …]` has to be very long before it counts). `None` disables a check.
+
+    `inside`: whether a loop *inside* the value stops the stream. Off by default: a run of
+    whitespace or a repeated item can still end in valid JSON (a list of identical items is
+    valid), and the stream parser never stops a reply that could have been valid. A loop
+    after the value is complete always ends the stream, without an error.
     """
 
     whitespace: int | None = 1024
@@ -941,6 +946,7 @@ class Degeneration:
     period: int = 256
     every: int = 256
     """Characters between two repetition checks (each costs a few microseconds)."""
+    inside: bool = False
 
 
 DEFAULT_DEGENERATION: Final = Degeneration()

@@ -14,8 +14,9 @@ keeps its state between chunks instead, and does the bulk of the work in C:
 - **Snapshots share structure.** Completed values are plain lists and dicts, never copied or
   changed again. An open container is shown as a read-only view (:class:`PartialList`,
   :class:`PartialDict`) of its append-only storage, fixed at the length it had: later chunks
-  add to the storage but not to the view. A snapshot rebuilds only the views on the path from
-  the root to the innermost open value, so its cost is the nesting depth, not the size.
+  add to the storage but not to the view. A snapshot makes one view, of the root: the views on
+  the path to the innermost open value (and the text of an open string) are made when first
+  read, from what the snapshot noted, so a snapshot costs neither the size nor the depth.
 
 What a snapshot shows (the no-flicker rule): a value once shown never changes, it can only
 grow. Strings may be partial (:class:`PartialStr`); a chunk boundary that splits an escape
@@ -96,12 +97,23 @@ class PartialList(Sequence[Any]):
             index += size
         if not 0 <= index < size:
             raise IndexError("PartialList index out of range")
-        return self._items[index] if index < self._n else self._tail
+        if index < self._n:
+            return self._items[index]
+        tail = self._tail
+        if type(tail) is _Later:
+            tail = self._tail = tail.build()
+        return tail
 
     def __iter__(self) -> Iterator[Any]:
         yield from itertools.islice(self._items, self._n)
         if self._tail is not MISSING:
-            yield self._tail
+            yield self._open()
+
+    def _open(self) -> Any:
+        tail = self._tail
+        if type(tail) is _Later:
+            tail = self._tail = tail.build()
+        return tail
 
     @property
     def completed(self) -> int:
@@ -111,7 +123,7 @@ class PartialList(Sequence[Any]):
     def parts(self) -> tuple[list[Any], int, Any]:
         """The shared storage, how many of its items this view shows, and the open item (or
         MISSING). For layers built on snapshots (typed partial values) that share storage too."""
-        return self._items, self._n, self._tail
+        return self._items, self._n, self._open()
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Sequence) and not isinstance(other, str | bytes):
@@ -147,8 +159,11 @@ class PartialDict(Mapping[str, Any]):
         return key in self._keys
 
     def __getitem__(self, key: str) -> Any:
-        if self._value is not MISSING and key == self._key:
-            return self._value
+        value = self._value
+        if value is not MISSING and key == self._key:
+            if type(value) is _Later:
+                value = self._value = value.build()
+            return value
         if self._has(key):
             return self._items[key]
         raise KeyError(key)
@@ -175,10 +190,63 @@ class PartialDict(Mapping[str, Any]):
     def parts(self) -> tuple[dict[str, Any], int, str | None, Any]:
         """The shared storage, how many of its members this view shows, and the member being
         written (key and value, or None and MISSING)."""
-        return self._items, self._n, self._key, self._value
+        return self._items, self._n, self._key, self._open()
+
+    def _open(self) -> Any:
+        value = self._value
+        if type(value) is _Later:
+            value = self._value = value.build()
+        return value
 
     def __repr__(self) -> str:
         return repr(dict(self))
+
+
+_new = object.__new__
+
+Level = tuple[Any, int, bool, Any]
+"""An open container as a snapshot shows it: its storage, how many members it shows, whether
+it is an array, and the key (or index) of the member being written in it."""
+
+
+class _Later:
+    """The open member of a snapshot's root view, built when first read: a snapshot then costs
+    one view however deep the value is open (most are never read below the root). It holds
+    the open containers as they were: storage only grows (a repeated key copies it), and a
+    container's kind and keys never change, so building later shows what was there then."""
+
+    __slots__ = ("inner", "last", "length", "outer", "string")
+
+    outer: tuple[Level, ...]
+    """The open containers but the innermost, the root first (the root's view is built)."""
+    last: Level
+    """The innermost open container."""
+    inner: Any
+    """The value being written in the innermost container (or MISSING), unless it is:"""
+    string: _LiveString | None
+    """the open string, shown `length` characters long (the text is made when read too)."""
+    length: int
+
+    def build(self) -> Any:
+        string = self.string
+        inner = self.inner if string is None else string.show(self.length)
+        for backing, n, array, key in (self.last, *reversed(self.outer[1:])):
+            inner = _view(backing, n, array, key, inner)
+        return inner
+
+
+def _view(backing: Any, n: int, array: bool, key: Any, inner: Any) -> Any:
+    """`PartialList(backing, n, inner)` or `PartialDict(backing, n, key, inner)`, without the
+    `__init__` call (a third of the cost: snapshots make one or more per chunk)."""
+    view: Any
+    if array:
+        view = _new(PartialList)
+        view._items, view._n, view._tail = backing, n, inner
+    else:
+        view = _new(PartialDict)
+        view._items, view._n, view._value, view._keys = backing, n, inner, None
+        view._key = key if inner is not MISSING else None
+    return view
 
 
 def is_complete(value: Any) -> bool:
@@ -282,14 +350,24 @@ _NEST1 = r"(?:\{" + _FLAT + r"\}|\[" + _FLAT + r"\])"
 _NEST2 = r"(?:\{(?:[^\"{}\[\]\\]++|" + _STRING + "|" + _NEST1 + r")*+\}|\[(?:[^\"{}\[\]\\]++|"
 _NEST2 += _STRING + "|" + _NEST1 + r")*+\])"
 _RUN_BODY = r'(?:[^"{}\[\],\\]++|' + _STRING + "|" + _NEST2 + r"|(,))"
-_RUN = re.compile(_RUN_BODY + "*+", re.DOTALL)
+_OPEN_STRING = r'(?:(")(?:[^"\\]|\\.)*+\Z)?'
+_RUN = re.compile("()" + _RUN_BODY + "*+" + _OPEN_STRING, re.DOTALL)
 """One run of a container's text, in one call: strings, scalars, whitespace, colons, and whole
 containers nested up to two levels deep (an item such as `{"tags": ["a"], "id": 1}`), up to
 the next bracket that opens a container not closed yet, closes this one, or an unterminated
-string. Group 1 ends up at the run's last comma at this level (a repeated group keeps its last
-match)."""
+string. Group 2 ends up at the run's last comma at this level (a repeated group keeps its last
+match). Group 3 is the quote of a string still open at the end of the text (one that does not
+end in the middle of an escape), which the run takes in too. (Group 1 is `_STRING_RUN`'s.)"""
+_STRING_RUN = re.compile(
+    r'[^"\\]*+(?:\\.[^"\\]*+)*+(")' + _RUN_BODY + "*+" + _OPEN_STRING, re.DOTALL
+)
+"""The end of a string the text starts inside (group 1: its closing quote), then a run as
+`_RUN` (the same groups): one call for the commonest chunk, which ends a string and goes on."""
 _STR_BODY = re.compile(r'[^"\\]*+(?:\\.[^"\\]*+)*+', re.DOTALL)
-_RUN_SLOW = re.compile(_RUN_BODY + "*", re.DOTALL)
+_RUN_SLOW = re.compile("()" + _RUN_BODY + "*" + _OPEN_STRING, re.DOTALL)
+_STRING_RUN_SLOW = re.compile(
+    r'[^"\\]*+(?:\\.[^"\\]*+)*+(")' + _RUN_BODY + "*" + _OPEN_STRING, re.DOTALL
+)
 """The same, without the possessive outer repeat: CPython 3.11's `re` can fail on a capturing
 group inside a possessive repeat ("The span of capturing group is wrong")."""
 _UNITS = re.compile(
@@ -375,7 +453,7 @@ _NOTHING_SHOWN: Final = PartialStr("")
 class _LiveString:
     """A string value open when a chunk ended: decoded incrementally, shown as it grows."""
 
-    __slots__ = ("head", "key", "length", "parts", "raw", "shown", "slot", "start")
+    __slots__ = ("head", "key", "length", "parts", "raw", "showing", "shown", "slot", "start")
 
     def __init__(self, start: int, key: str | int | None, slot: Any) -> None:
         self.start = start
@@ -386,25 +464,35 @@ class _LiveString:
         self.parts: list[str] = []
         self.length = 0
         self.head = ""
+        """The first characters (up to 256), kept for the listener only."""
+        self.showing = 0
+        """How many characters a snapshot shows (`due`)."""
         self.shown = _NOTHING_SHOWN
-
-    def add(self, text: str) -> None:
-        if text:
-            self.parts.append(text)
-            self.length += len(text)
-            if len(self.head) < 256:
-                self.head += text[: 256 - len(self.head)]
+        """The longest text made for a snapshot (`show`)."""
 
     def text(self) -> str:
         joined = "".join(self.parts)
         self.parts = [joined] if joined else []
         return joined
 
-    def show(self) -> PartialStr:
-        shown = len(self.shown)
-        if self.length != shown and (shown < _LONG_STRING or self.length >= shown + shown // 8):
-            self.shown = PartialStr(self.text())
-        return self.shown
+    def due(self) -> int:
+        """How many characters a snapshot taken now shows: all of them, but a long string
+        only once it grew by an eighth since it was last shown, so that the copies made for
+        snapshots cost linear time overall."""
+        showing, length = self.showing, self.length
+        if length != showing and (showing < _LONG_STRING or length >= showing + showing // 8):
+            showing = self.showing = length
+        return showing
+
+    def show(self, length: int) -> PartialStr:
+        """The first `length` characters, as shown (made once per length, when first read)."""
+        shown = self.shown
+        if len(shown) != length:
+            text = self.text()
+            shown = PartialStr(text if len(text) == length else text[:length])
+            if length > len(self.shown):
+                self.shown = shown
+        return shown
 
 
 class PartialParser:
@@ -470,6 +558,12 @@ class PartialParser:
         self._version = 0
         self._shown_version = -1
         self._snapshot: Any = MISSING
+        self._keys: dict[str, str] = {}
+        """Keys read before, by the text that wrote them (`"name": `)."""
+        self._outer: tuple[Level, ...] = ()
+        """The live containers but the innermost, as snapshots show them (`_Later.outer`): one
+        is added when a container inside it goes live, the last dropped when the innermost
+        closes (nothing else changes a container that holds an open one)."""
 
     # -- public -----------------------------------------------------------------------------
 
@@ -489,7 +583,8 @@ class PartialParser:
 
     @property
     def value(self) -> Any:
-        """The value so far (MISSING before anything can be shown). Costs the nesting depth."""
+        """The value so far (MISSING before anything can be shown). Costs one view: the open
+        containers below the root are built when first read."""
         if self._shown_version != self._version:
             self._snapshot = self._build()
             self._shown_version = self._version
@@ -511,23 +606,22 @@ class PartialParser:
             and '"' not in text
             and "\\" not in text
             and self._tentative < 0
-            and _CONTROL.search(text) is None
+            and (text.isprintable() or _CONTROL.search(text) is None)
         ):
             # The chunk continues an open string with nothing pending: no scanning, no parsing.
-            live.add(text)
+            live.parts.append(text)
+            live.length += len(text)
             self._pos = live.raw = live.raw + len(text)
             self._buf = ""
             self._base = self._pos
             self._version += 1
             if self.listener is not None:
-                self.listener.grow(live.slot, live.length, live.head)
+                self._grew(live, text)
             return True
         self._buf += text
         try:
             if self._phase == _VALUE and self._tentative < 0:
                 self._scan()
-                if self._phase == _VALUE:
-                    self._commit()
             else:
                 self._run()
         except _SyntaxError as error:
@@ -576,8 +670,6 @@ class PartialParser:
                     self._scan_scalar()
                 else:
                     self._scan()
-                    if self._phase == _VALUE:
-                        self._commit()
                 if self._tentative >= 0 and (
                     self._phase == _DONE
                     or self._shows_something()
@@ -596,6 +688,7 @@ class PartialParser:
         self._pos = self._tentative + 1
         self._tentative = -1
         self._stack = []
+        self._outer = ()
         self._instr = False
         self._live = None
         self._value = MISSING
@@ -766,6 +859,7 @@ class PartialParser:
         self._phase = _VALUE
         self._tentative = at if tentative else -1
         self._stack = [_Frame(self._buf[at - self._base] == "[", at)]
+        self._outer = ()
         self._pos = at + 1
 
     def _start_scalar(self, at: int, *, tentative: bool) -> None:
@@ -774,6 +868,7 @@ class PartialParser:
         if self._buf[at - self._base] == '"':
             self._phase = _VALUE
             self._stack = []
+            self._outer = ()
             self._instr = True
             self._quote = at
             self._pos = at + 1
@@ -785,48 +880,74 @@ class PartialParser:
     # -- the value ---------------------------------------------------------------------------
 
     def _scan(self) -> None:
-        """Advance over the new text: push and pop containers, find where strings end."""
+        """Advance over the new text, then show what it completed (the parser's hot loop).
+
+        Pushes and pops containers and finds where strings end: one regex call per run of text
+        between brackets (a chunk that starts inside a string ends it in the same call), C
+        calls for whole members; Python only for the brackets that open or close containers
+        still open at a chunk's end, and for the strings open there."""
         buf, base = self._buf, self._base
         end = len(buf)
         pos = self._pos - base
         stack = self._stack
         run = _RUN.match
-        body = _STR_BODY.match
-        max_depth = self.max_depth
         while pos < end:
             if self._instr:
-                found = body(buf, pos)
-                assert found is not None
-                stop = found.end()
-                if stop >= end or buf[stop] == "\\":
-                    pos = stop
-                    break
-                self._instr = False
-                pos = stop + 1
-                live = self._live
-                if live is not None and live.start == self._quote:
-                    self._close_string(live, stop + base)
-                    if not stack:
-                        self._pos = pos + base
-                        return
-                elif not stack:  # a top-level string read whole
-                    value = self._decode(buf[self._quote - base + 1 : stop], self._quote + 1)
-                    self._root_done(value, stop + base, opened=False)
+                match = None
+                if stack:
+                    try:
+                        match = _STRING_RUN.match(buf, pos)
+                    except SystemError:  # pragma: no cover - the CPython bug noted at _RUN_SLOW
+                        match = _STRING_RUN_SLOW.match(buf, pos)
+                if match is None:  # the string goes on past the text, or is a top-level one
+                    stop = buf.find('"', pos)
+                    if stop < 0:
+                        stop = end
+                    if "\\" in buf[pos:stop]:
+                        found = _STR_BODY.match(buf, pos)
+                        assert found is not None
+                        stop = found.end()
+                    if stop >= end or buf[stop] == "\\":
+                        pos = stop
+                        break
+                    assert not stack
+                    self._instr = False
+                    pos = stop + 1
+                    live = self._live
+                    if live is not None and live.start == self._quote:
+                        self._root_done(
+                            self._close_string(live, stop + base), stop + base, opened=True
+                        )
+                    else:  # read whole
+                        value = self._decode(buf[self._quote - base + 1 : stop], self._quote + 1)
+                        self._root_done(value, stop + base, opened=False)
                     self._pos = pos + base
                     return
-                continue
-            top = stack[-1]
-            try:
-                match = run(buf, pos)
-            except SystemError:  # pragma: no cover - the CPython bug noted at _RUN_SLOW
-                match = _RUN_SLOW.match(buf, pos)
-            assert match is not None  # the pattern matches the empty string
+                stop = match.start(1)
+                self._instr = False
+                live = self._live
+                top = stack[-1]
+                if live is not None and live.start == self._quote:
+                    # The string shown as it grew is complete: its value joins its container.
+                    self._attach(
+                        top, live.key, self._close_string(live, stop + base), stop + 1 + base
+                    )
+            else:
+                top = stack[-1]
+                try:
+                    match = run(buf, pos)
+                except SystemError:  # pragma: no cover - the CPython bug noted at _RUN_SLOW
+                    match = _RUN_SLOW.match(buf, pos)
+                assert match is not None  # the pattern matches the empty string
             stop = match.end()
-            comma = match.start(1)
+            comma = match.start(2)
             if comma >= 0:
                 top.comma = comma + base
             pos = stop
             if stop >= end:
+                if match.lastindex == 3:  # a string open at the end of the text
+                    self._instr = True
+                    self._quote = match.start(3) + base
                 break
             char = buf[stop]
             if char == '"':
@@ -834,10 +955,10 @@ class PartialParser:
                 self._quote = stop + base
                 pos = stop + 1
             elif char in "{[":
-                if len(stack) >= max_depth:
+                if len(stack) >= self.max_depth:
                     self.too_deep = True
                     raise _SyntaxError(
-                        f"the value nests deeper than {max_depth} levels", stop + base
+                        f"the value nests deeper than {self.max_depth} levels", stop + base
                     )
                 stack.append(_Frame(char == "[", stop + base))
                 pos = stop + 1
@@ -859,6 +980,43 @@ class PartialParser:
             else:
                 raise _SyntaxError("a backslash outside a string", stop + base)
         self._pos = pos + base
+        if self._phase != _VALUE:
+            return
+        # The end of the chunk: make what opened in it live, read the innermost container's
+        # new members, and the member being written in it.
+        if not stack or not stack[-1].live:
+            self._go_live()
+        if stack:
+            top = stack[-1]
+            cp = top.cp
+            if cp >= 0:
+                comma = top.comma
+                if comma == cp and top.sep == _ITEM:  # the comma right after a member
+                    top.sep = _COMMA
+                    top.cp = cp = comma + 1
+                    top.comma = -1
+                elif comma >= cp:
+                    self._upto_comma(top)
+                    cp = top.cp
+                if self._instr:
+                    if self._live is None and (self._quote != cp or top.sep == _ITEM or top.array):
+                        self._open_string(top, cp)  # (else a key being written: shown later)
+                elif cp - base < end:
+                    self._tail(top, cp)
+        live = self._live
+        if live is not None and self._instr:
+            if live.raw == pos + base:
+                return  # nothing new
+            raw = buf[live.raw - base : pos]
+            if "\\" in raw or _CONTROL.search(raw) is not None:
+                self._grow(live)
+                return
+            live.parts.append(raw)
+            live.length += len(raw)
+            live.raw += len(raw)
+            self._version += 1
+            if self.listener is not None:
+                self._grew(live, raw)
 
     def _scan_scalar(self) -> None:
         """A top-level number or literal. It is the value only if nothing but whitespace (or
@@ -911,8 +1069,10 @@ class PartialParser:
 
     def _close_live(self, frame: _Frame, close: int) -> None:
         """A live container closed: add its last members, hand it to its parent."""
-        self._members(frame, close, closing=True)
+        if frame.cp != close or frame.sep == _COMMA:  # (else its last member was just added)
+            self._members(frame, close)
         self._stack.pop()
+        self._outer = self._outer[:-1]
         value = frame.backing
         listener = self.listener
         if listener is not None:
@@ -935,16 +1095,10 @@ class PartialParser:
         parent.cp = after
         parent.comma = -1
 
-    def _commit(self) -> None:
-        """At the end of a chunk: make every open container live and read its new members;
-        then the member being written in the innermost one."""
+    def _go_live(self) -> None:
+        """At the end of a chunk in which containers opened: make each live (its own storage,
+        shown from now on), reading its parent's members up to it; or a top-level string."""
         stack = self._stack
-        if stack and stack[-1].live:  # the common case: no container opened in this chunk
-            self._remainder(stack[-1])
-            live = self._live
-            if live is not None and self._instr:
-                self._grow(live)
-            return
         listener = self.listener
         first = len(stack)
         while first > 0 and not stack[first - 1].live:
@@ -958,6 +1112,8 @@ class PartialParser:
                 parent = stack[index - 1]
                 frame.key = self._open_member(parent, frame.start)
                 parent.cp = -1
+                backing = parent.backing
+                self._outer += ((backing, len(backing), parent.array, frame.key),)
                 slot = listener.child(parent.slot, frame.key) if listener is not None else None
             frame.live = True
             frame.backing = [] if frame.array else {}
@@ -965,16 +1121,12 @@ class PartialParser:
             if listener is not None:
                 listener.open(slot, "array" if frame.array else "object")
             self._version += 1
-        if stack:
-            self._remainder(stack[-1])
-        elif self._instr and self._live is None:  # a top-level string
+        if not stack and self._instr and self._live is None:  # a top-level string
             self._live = _LiveString(self._quote, None, None)
             if listener is not None:
                 self._live.slot = listener.root()
                 listener.open(self._live.slot, "string")
             self._version += 1
-        if self._live is not None and self._instr:
-            self._grow(self._live)
 
     def _open_member(self, frame: _Frame, child: int) -> str | int:
         """Read `frame`'s members up to a child that starts at `child`; return the child's key."""
@@ -987,68 +1139,80 @@ class PartialParser:
             if text.strip(" \t\n\r"):
                 raise _SyntaxError("a value is not followed by a comma", frame.cp)
             return len(frame.backing)
-        match = _KEY_PART.fullmatch(text)
-        if match is None:
-            raise _SyntaxError("an object member needs a key and a colon", frame.cp)
-        return self._key(match.group(1), frame.cp)
+        return self._member_key(text, frame.cp)
+
+    def _member_key(self, head: str, at: int) -> str:
+        """The key of an object member whose value starts after `head` (`"name": `)."""
+        key = self._keys.get(head)  # the same few keys come back in every item
+        if key is None:
+            match = _KEY_PART.fullmatch(head)
+            if match is None:
+                raise _SyntaxError("an object member needs a key and a colon", at)
+            key = self._key(match.group(1), at)
+            if len(self._keys) < 256 and len(head) <= 64:
+                self._keys[head] = key
+        return key
 
     def _upto_comma(self, frame: _Frame) -> None:
         """Members between the checkpoint and the last comma at this level."""
         comma = frame.comma
-        text = self._buf[frame.cp - self._base : comma - self._base]
         start = frame.cp
-        if frame.sep == _ITEM:
-            if not text.strip(" \t\n\r"):
-                frame.sep = _COMMA
-                frame.cp = comma + 1
-                frame.comma = -1
-                return
-            lead = _LEAD_COMMA.match(text)
-            if lead is None:
-                raise _SyntaxError("a comma is missing", frame.cp)
-            text = text[lead.end() :]
-            start += lead.end()
-        if not text.strip(" \t\n\r"):
-            raise _SyntaxError("a value is missing before a comma", comma)
-        self._add(frame, text, start)
+        sep = frame.sep
         frame.sep = _COMMA
         frame.cp = comma + 1
         frame.comma = -1
+        if sep == _ITEM and comma == start:  # the comma right after a member: the common case
+            return
+        base = self._base
+        text = self._buf[start - base : comma - base]
+        if sep == _ITEM:
+            if not text.strip(" \t\n\r"):
+                return
+            lead = _LEAD_COMMA.match(text)
+            if lead is None:
+                raise _SyntaxError("a comma is missing", start)
+            text = text[lead.end() :]
+            start += lead.end()
+        if not self._add(frame, text, start):
+            raise _SyntaxError("a value is missing before a comma", comma)
 
-    def _members(self, frame: _Frame, close: int, *, closing: bool) -> None:
+    def _members(self, frame: _Frame, close: int) -> None:
         """Members between the checkpoint and the closing bracket."""
-        text = self._buf[frame.cp - self._base : close - self._base]
         start = frame.cp
-        if frame.sep == _ITEM:
+        sep = frame.sep
+        frame.cp = close
+        if start == close:  # the bracket right after a member, a comma or the opening one
+            if sep == _COMMA:
+                raise _SyntaxError("a trailing comma", close)
+            return
+        base = self._base
+        text = self._buf[start - base : close - base]
+        if sep == _ITEM:
             lead = _LEAD_COMMA.match(text)
             if lead is None:
                 if text.strip(" \t\n\r"):
-                    raise _SyntaxError("a comma is missing", frame.cp)
+                    raise _SyntaxError("a comma is missing", start)
                 return
             text = text[lead.end() :]
             start += lead.end()
-            if not text.strip(" \t\n\r"):
-                raise _SyntaxError("a trailing comma", close)
-        elif frame.sep == _COMMA and closing and not text.strip(" \t\n\r"):
-            raise _SyntaxError("a trailing comma", close)
-        if text.strip(" \t\n\r"):
-            self._add(frame, text, start)
+        if self._add(frame, text, start):
             frame.sep = _ITEM
-        frame.cp = close
+        elif sep != _OPEN:
+            raise _SyntaxError("a trailing comma", close)
 
-    def _add(self, frame: _Frame, text: str, start: int) -> None:
-        """Complete members, as written between two separators: one orjson call."""
-        wrapped = ("[" if frame.array else "{") + text + ("]" if frame.array else "}")
+    def _add(self, frame: _Frame, text: str, start: int) -> bool:
+        """Complete members, as written between two separators: one orjson call. False when
+        the text holds none (only whitespace)."""
+        array = frame.array
         try:
-            parsed = _read(wrapped)
+            parsed = _read("[" + text + "]" if array else "{" + text + "}")
         except orjson.JSONDecodeError as exc:
             raise _SyntaxError(_reason(exc), start + max(0, exc.pos - 1)) from None
-        self._store(frame, parsed)
-
-    def _store(self, frame: _Frame, parsed: Any) -> None:
-        listener = self.listener
+        if not parsed:
+            return False
         backing = frame.backing
-        if frame.array:
+        listener = self.listener
+        if array:
             index = len(backing)
             backing.extend(parsed)
             if listener is not None:
@@ -1056,75 +1220,71 @@ class PartialParser:
                 for offset, item in enumerate(parsed):
                     listener.complete(slot, index + offset, item)
         else:
-            if not backing.keys().isdisjoint(parsed):
-                backing = frame.backing = dict(backing)  # older snapshots keep the old values
+            for key in parsed:
+                if key in backing:  # a repeated key: copy, so older snapshots keep the old values
+                    backing = frame.backing = dict(backing)
+                    break
             backing.update(parsed)
             if listener is not None:
                 slot = frame.slot
                 for key, item in parsed.items():
                     listener.complete(slot, key, item)
         self._version += 1
+        return True
 
-    def _remainder(self, frame: _Frame) -> None:
-        """The member being written at the end of the chunk in the innermost container."""
-        if frame.cp < 0:
-            return
-        if frame.comma >= frame.cp:
-            self._upto_comma(frame)
-        base = self._base
-        if self._instr and self._live is None:
-            head = self._buf[frame.cp - base : self._quote - base]
-            blank = not head.strip(" \t\n\r")
-            if blank and frame.sep != _ITEM and not frame.array:
-                return  # a key being written
-            if frame.sep == _ITEM:
-                raise _SyntaxError("a comma is missing", frame.cp)
-            if frame.array:
-                if not blank:
-                    raise _SyntaxError("a value is not followed by a comma", frame.cp)
-                key: str | int = len(frame.backing)
-            else:
-                match = _KEY_PART.fullmatch(head)
-                if match is None:
-                    raise _SyntaxError("an object member needs a key and a colon", frame.cp)
-                key = self._key(match.group(1), frame.cp)
-            listener = self.listener
-            slot = None
-            if listener is not None:
-                slot = listener.child(frame.slot, key)
-                listener.open(slot, "string")
-            self._live = _LiveString(self._quote, key, slot)
-            frame.cp = -1
-            self._version += 1
-            return
-        if self._instr:
-            return
-        text = self._buf[frame.cp - base :]
+    def _tail(self, frame: _Frame, cp: int) -> None:
+        """The text after the innermost container's last member or comma, at the end of a
+        chunk (not a string): a member complete but for its separator, or one being written."""
+        text = self._buf[cp - self._base :]
         stripped = text.rstrip(" \t\n\r")
-        if not stripped.strip(" \t\n\r"):
+        if not stripped:
             return
         if frame.sep == _ITEM:
-            raise _SyntaxError("a comma is missing", frame.cp)
+            raise _SyntaxError("a comma is missing", cp)
         if stripped[-1] in '"}]' or len(stripped) < len(text):
-            # Looks complete: a string, a container, or a scalar followed by whitespace.
-            wrapped = ("[" if frame.array else "{") + stripped + ("]" if frame.array else "}")
-            try:
-                parsed = _read(wrapped)
-            except orjson.JSONDecodeError:
-                named = None if frame.array else _KEY_PREFIX.fullmatch(text)
-                if named is None:
-                    raise _SyntaxError("not a JSON value", frame.cp) from None
+            # Looks complete: a string, a container, or a scalar followed by whitespace; or
+            # a key whose value has not started (checked first: orjson would raise on it).
+            named = None if frame.array else _KEY_PREFIX.fullmatch(text)
+            if named is not None:
                 self._early_key(frame, named.group(1))
                 return
-            self._store(frame, parsed)
+            try:
+                self._add(frame, stripped, cp)
+            except _SyntaxError:
+                raise _SyntaxError("not a JSON value", cp) from None
             frame.sep = _ITEM
-            frame.cp = base + len(self._buf)
+            frame.cp = self._base + len(self._buf)
             return
         partial = (_ARRAY_PARTIAL if frame.array else _OBJECT_PARTIAL).fullmatch(text)
         if partial is None:
-            raise _SyntaxError("not a JSON value", frame.cp)
+            raise _SyntaxError("not a JSON value", cp)
         if not frame.array:
             self._early_key(frame, partial.group(1))
+
+    def _open_string(self, frame: _Frame, cp: int) -> None:
+        """A string open at the end of the chunk in the innermost container: a key being
+        written (shown later, with its value), or a value shown as it grows."""
+        quote = self._quote
+        head = "" if quote == cp else self._buf[cp - self._base : quote - self._base]
+        blank = not head or not head.strip(" \t\n\r")
+        if blank and frame.sep != _ITEM and not frame.array:
+            return  # a key being written
+        if frame.sep == _ITEM:
+            raise _SyntaxError("a comma is missing", cp)
+        if frame.array:
+            if not blank:
+                raise _SyntaxError("a value is not followed by a comma", cp)
+            key: str | int = len(frame.backing)
+        else:
+            key = self._member_key(head, cp)
+        listener = self.listener
+        slot = None
+        if listener is not None:
+            slot = listener.child(frame.slot, key)
+            listener.open(slot, "string")
+        self._live = _LiveString(quote, key, slot)
+        frame.cp = -1
+        self._version += 1
 
     def _early_key(self, frame: _Frame, quoted: str) -> None:
         """A key whose value has not started: checked now (an unexpected key stops a stream
@@ -1149,39 +1309,45 @@ class PartialParser:
         raw = self._buf[live.raw - base : self._pos - base]
         if not raw:
             return
-        if "\\" not in raw:
-            live.add(self._decode(raw, live.raw))
-            live.raw += len(raw)
-            self._version += 1
-            if self.listener is not None:
-                self.listener.grow(live.slot, live.length, live.head)
-            return
-        match = _UNITS.match(raw)
-        assert match is not None
-        cut = match.end()
-        if match.start(1) >= 0 and match.end(1) == cut:
-            cut = match.start(1)  # a high surrogate waits for its low half
-        if not _PENDING_ESCAPE.fullmatch(raw, cut):
-            raise _SyntaxError("an invalid escape", live.raw + cut)
-        if cut:
-            live.add(self._decode(raw[:cut], live.raw))
-            live.raw += cut
-            self._version += 1
-            if self.listener is not None:
-                self.listener.grow(live.slot, live.length, live.head)
+        cut = len(raw)
+        if "\\" in raw:
+            match = _UNITS.match(raw)
+            assert match is not None
+            cut = match.end()
+            if match.start(1) >= 0 and match.end(1) == cut:
+                cut = match.start(1)  # a high surrogate waits for its low half
+            if not _PENDING_ESCAPE.fullmatch(raw, cut):
+                raise _SyntaxError("an invalid escape", live.raw + cut)
+            if not cut:
+                return
+            raw = raw[:cut]
+        text = self._decode(raw, live.raw)
+        live.parts.append(text)
+        live.length += len(text)
+        live.raw += cut
+        self._version += 1
+        if self.listener is not None:
+            self._grew(live, text)
 
-    def _close_string(self, live: _LiveString, close: int) -> None:
-        live.add(self._decode(self._buf[live.raw - self._base : close - self._base], live.raw))
-        value = live.text()
+    def _grew(self, live: _LiveString, text: str) -> None:
+        """Tell the listener that an open string grew by `text`."""
+        assert self.listener is not None
+        if len(live.head) < 256:
+            live.head += text[: 256 - len(live.head)]
+        self.listener.grow(live.slot, live.length, live.head)
+
+    def _close_string(self, live: _LiveString, close: int) -> str:
+        """The string shown as it grew ends at `close`: its value."""
+        raw = self._buf[live.raw - self._base : close - self._base]
+        if raw:
+            plain = "\\" not in raw and raw.isprintable()  # (no escape, no control character)
+            live.parts.append(raw if plain else self._decode(raw, live.raw))
+        value = "".join(live.parts)
         self._live = None
         self._version += 1
-        listener = self.listener
-        if listener is not None:
-            listener.close(live.slot, value)
-        if not self._stack:
-            self._root_done(value, close, opened=True)
-            return
-        self._attach(self._stack[-1], live.key, value, close + 1)
+        if self.listener is not None:
+            self.listener.close(live.slot, value)
+        return value
 
     def _decode(self, raw: str, at: int) -> str:
         if "\\" not in raw:
@@ -1204,29 +1370,50 @@ class PartialParser:
         return bool(self._stack) and bool(self._stack[0].backing)
 
     def _build(self) -> Any:
+        stack = self._stack
+        if (
+            self._phase == _VALUE
+            and self._tentative < 0
+            and len(stack) > 1
+            and stack[-1].live
+            and self._show_all
+        ):
+            # The common case, once per snapshot: one view, of the root; the open containers
+            # below it, and an open string's text, are made when read (`_Later`).
+            top = stack[-1]
+            backing = top.backing
+            later = _new(_Later)
+            live = self._live if self._show_strings else None
+            if live is None:
+                later.last, later.string = (backing, len(backing), top.array, None), None
+            else:
+                length = live.length
+                if live.showing < _LONG_STRING:
+                    live.showing = length
+                else:
+                    length = live.due()
+                later.last, later.string = (backing, len(backing), top.array, live.key), live
+                later.length = length
+            outer = self._outer
+            if len(outer) + 1 != len(stack):  # pragma: no cover - kept in step with the stack
+                outer = self._outer = tuple(
+                    (frame.backing, len(frame.backing), frame.array, stack[index + 1].key)
+                    for index, frame in enumerate(stack[:-1])
+                )
+            later.outer, later.inner = outer, MISSING
+            backing, n, array, key = outer[0]
+            return _view(backing, n, array, key, later)
         phase = self._phase
         if phase == _DONE:
             return self._value
         if self._tentative >= 0 or phase < _VALUE:
             return MISSING
         inner: Any = MISSING
-        key: Any = None
+        key = None
         live = self._live
         if live is not None and self._show_strings:
-            inner = live.show()
+            inner = live.show(live.due())
             key = live.key
-        if self._show_all:  # the common case: every open container is shown
-            for frame in reversed(self._stack):
-                if not frame.live:
-                    inner, key = MISSING, None
-                    continue
-                backing = frame.backing
-                if frame.array:
-                    inner = PartialList(backing, len(backing), inner)
-                else:
-                    inner = PartialDict(backing, len(backing), key, inner)
-                key = frame.key
-            return inner
         arrays, objects = "array" in self.partial, "object" in self.partial
         for frame in reversed(self._stack):
             if not frame.live or not (arrays if frame.array else objects):

@@ -34,7 +34,7 @@ from outform.format import (
     ResponseFormat,
     TextFormat,
 )
-from outform.parse import allowlist, extract, loss, unescape, values
+from outform.parse import allowlist, duplicates, extract, ignored, loss, unescape, values
 from outform.parse import decode as decoding
 from outform.parse.coerce import Coercer
 from outform.parse.context import Deadline, Options, Run, too_deep, too_long
@@ -42,6 +42,7 @@ from outform.parse.defaults import Defaults
 from outform.parse.hint import RetryHint, Violation, clip, preview
 from outform.parse.result import FROM_TEXT, Change, ParseResult
 from outform.parse.validate import pydantic_violations, violations
+from outform.schema import pointer
 from outform.schema.compiled import CompiledSchema, compile_schema
 from outform.schema.derive import adapter_for
 from outform.schema.types import ALL_TYPES, accepted_types
@@ -150,16 +151,16 @@ class Pipeline(Generic[T]):
         else:
             schema, output_type = {}, None
         self.compiled: CompiledSchema = compile_schema(schema)
-        # The fast path validates orjson's reading, where an integer beyond 64 bits is a
-        # float: integer fields are also bounded to 64 bits there, so that such a reply takes
-        # the slow path, which reads it exactly.
-        bounded = values.within_64_bits(self.compiled.root)
-        self._fast_validator = (
-            compile_schema(bounded).validator if bounded is not None else self.compiled.validator
-        )
-        self._exact_numbers = values.holds_long_integers(self.compiled.root)
+        self._fast_validator = self.compiled.validator
         self.adapter: TypeAdapter[Any] | None = (
             adapter_for(output_type) if output_type is not None else None
+        )
+        # Keys the type ignores (Pydantic's default) are found, and recorded, by this.
+        self._closed = ignored.closed_validator(self.adapter) if self.adapter is not None else None
+        self._closed_check = (
+            compile_schema(ignored.closed_schema(self.compiled.root)).validator
+            if self._closed is not None
+            else None
         )
         self._coercer = Coercer(
             self.compiled,
@@ -189,9 +190,7 @@ class Pipeline(Generic[T]):
         self._defaults = defaults if wanted and defaults.any else None
         # A reply valid as sent that leaves no default to fill, checked in one call.
         self._fast_complete = (
-            _with_presence(bounded if bounded is not None else self.compiled.root, defaults)
-            if self._defaults is not None
-            else None
+            _with_presence(self.compiled.root, defaults) if self._defaults is not None else None
         )
         # Several JSON values in one reply are gathered into an array when the schema wants an
         # array at the root (or says nothing); an object schema picks one of them instead.
@@ -219,6 +218,9 @@ class Pipeline(Generic[T]):
         self._try_fast = not self.options.shadow and not self.processors
         self._level = self.options.level
         self._max_chars = self.options.max_chars
+        self._max_depth = self.options.max_depth
+        self._depth_chars = 2 * self._max_depth
+        """A reply this long or shorter cannot nest deeper than `max_depth` (see within_depth)."""
 
     @property
     def schema_hash(self) -> str:
@@ -300,16 +302,19 @@ class Pipeline(Generic[T]):
     def _fast(self, text: str) -> ParseResult[T] | None:
         # `max_depth` holds here too: a reply nested deeper takes the slow path, which refuses
         # it (checked only for a reply long and bracketed enough to nest that deep).
-        max_depth = self.options.max_depth
         if self.adapter is not None:
             # Typed: Pydantic parses and validates in one pass; strict, so that nothing is
             # converted without being recorded (anything else goes the slow way).
             try:
-                if not values.within_depth(text, max_depth):
+                if len(text) > self._depth_chars and not values.within_depth(text, self._max_depth):
                     return None
                 typed = self.adapter.validate_json(text, strict=True)
             except (PydanticValidationError, orjson.JSONDecodeError):
                 return None
+            if values.nonfinite_literal(text) is not None:
+                return None  # Pydantic reads NaN and Infinity; the slow path refuses them
+            if self._may_drop_keys(text, typed):
+                return None  # a key written twice, or one the type ignores: recorded there
             return ParseResult(
                 value=typed,
                 text=text,
@@ -321,10 +326,18 @@ class Pipeline(Generic[T]):
             data = orjson.loads(text)
         except orjson.JSONDecodeError:
             return None
-        if self._exact_numbers and values.may_be_inexact(text):
-            return None  # the slow path reads it exactly
-        if not values.within_depth(text, max_depth, data):
+        if values.may_be_inexact(text):
+            # orjson reads an integer beyond 64 bits as a float, which loses digits (2**64 + 1
+            # reads as 2**64) and, under a schema, may be judged otherwise than the integer:
+            # read every digit and judge what was written.
+            try:
+                data = values.decode_exact(text)
+            except ValueError:
+                return None  # over 4300 digits: the slow path says so
+        if len(text) > self._depth_chars and not values.within_depth(text, self._max_depth, data):
             return None
+        if duplicates.may_repeat(text, data):
+            return None  # the slow path says which key was written twice
         complete = self._fast_complete
         if complete is not None and complete.is_valid(data):
             # Positional: this call is a tenth of the fast path's own cost for a small reply.
@@ -344,6 +357,21 @@ class Pipeline(Generic[T]):
             level=self.options.level,
             _data=data,
         )
+
+    def _may_drop_keys(self, text: str, typed: Any) -> bool:
+        """Whether the typed reading of `text` may have dropped a key (written twice, or not
+        declared by a type that ignores such keys). Every key is followed by a `:`, so a text
+        with no more colons than the root model was given fields drops none; else the reply is
+        read once more by orjson and checked for both (see duplicates.py and ignored.py)."""
+        written = text.count(":")
+        given = getattr(typed, "__pydantic_fields_set__", None)
+        if not written or (given is not None and written <= len(given)):
+            return False
+        data = orjson.loads(text)
+        if duplicates.may_repeat(text, data):
+            return True
+        closed = self._closed_check
+        return closed is not None and not closed.is_valid(data)
 
     def _fast_verbatim(self, text: str) -> ParseResult[T] | None:
         """A plain string is wanted and the reply, as written, is one."""
@@ -403,7 +431,9 @@ class Pipeline(Generic[T]):
             late = [c for c in run.changes if not any(c is b for b in best.run.changes)]
             best.run.changes.extend(late)
             return self._fail(original, best.value, best.run, best.violations, notes)
-        return self._fail(original, None, run, (self._syntax_violation(failures),), notes)
+        nonfinite = any(f.nonfinite for _, f in failures)
+        fix = "no level reads NaN or Infinity: JSON has no such numbers" if nonfinite else None
+        return self._fail(original, None, run, (self._syntax_violation(failures),), notes, fix=fix)
 
     def _attempts(
         self,
@@ -575,6 +605,8 @@ class Pipeline(Generic[T]):
         if detail == "unescaped":
             run.change("", "syntactic", "unescape_text", clip(candidate.text), preview(value))
             run.emit("output.coercion.success", "syntactic", transforms=("unescape_text",))
+        if not tier and not detail and duplicates.may_repeat(candidate.text, value):
+            self._record_repeated(duplicates.find(candidate.text), run)
         if tier:
             name = decoding.TIER_NAMES[tier]
             failure = decoding.strict_failure(candidate.text)
@@ -619,11 +651,52 @@ class Pipeline(Generic[T]):
                 typed = self.adapter.validate_python(value)
             except PydanticValidationError as exc:
                 found = pydantic_violations(exc)
+            else:
+                self._record_ignored(value, run)
         semantic = tuple(dict.fromkeys(c.transform for c in run.changes if c.stage == "semantic"))
         if semantic:
             outcome: EventName = "output.coercion.fail" if found else "output.coercion.success"
             run.emit(outcome, "semantic", transforms=semantic)
         return _Attempt(candidate, value, run, found, typed)
+
+    def _record_repeated(self, repeats: list[duplicates.Repeat], run: Run) -> None:
+        """Keys written twice: the last value kept (as every JSON reader does), each dropped
+        value recorded, lossy when it differs from the kept one."""
+        for r in repeats:
+            kept, dropped = r.written[-1], r.written[:-1]
+            lost = sum(loss.nonblank(values.encode({r.key: v})) - 2 for v in dropped if v != kept)
+            run.change(
+                r.pointer,
+                "syntactic",
+                "drop_duplicate_key",
+                preview(list(dropped)) if len(dropped) > 1 else preview(dropped[0]),
+                preview(kept),
+                detail=f"{r.key!r} written {len(r.written)} times: the last value is kept, "
+                "as JSON readers do",
+                lost=lost,
+            )
+        if repeats:
+            run.emit("output.coercion.success", "syntactic", transforms=("drop_duplicate_key",))
+
+    def _record_ignored(self, value: Any, run: Run) -> None:
+        """Keys the typed output ignores (Pydantic's `extra="ignore"`), recorded as dropped."""
+        if self._closed is None:
+            return
+        for path in ignored.ignored_keys(self._closed, value):
+            try:
+                dropped = pointer.lookup(value, path)
+            except KeyError:
+                dropped = None  # a location the value does not have: recorded all the same
+            key = pointer.parts(path)[-1]
+            run.change(
+                path,
+                "semantic",
+                "ignore_extra_key",
+                preview(dropped),
+                None,
+                detail="the type does not declare this key and ignores it (extra='ignore')",
+                lost=loss.nonblank(values.encode({key: dropped})) - 2,
+            )
 
     def _record_extraction(self, candidate: extract.Candidate, run: Run, lost: int = 0) -> None:
         if not candidate.transforms:
@@ -691,6 +764,8 @@ class Pipeline(Generic[T]):
         run: Run,
         found: Sequence[Violation],
         notes: Sequence[str] = (),
+        *,
+        fix: str | None = None,
     ) -> ParseResult[T]:
         hint = RetryHint(tuple(found))
         run.emit("output.coercion.fail", "validate", detail=found[0].line() if found else "")
@@ -706,9 +781,14 @@ class Pipeline(Generic[T]):
             level=self.options.level,
             hint=hint,
         )
-        if hint.is_syntax:
+        if hint.is_syntax and not text.strip():
+            # Nothing to repair: advice about repair levels would send the user the wrong way.
+            what = "the reply is empty (no text, or only whitespace)"
+            fix = "the model sent nothing: check its finish reason and max_tokens, or ask again"
+        elif hint.is_syntax:
             what = "no JSON value could be read from the reply"
-            fix = "level 'full' also repairs malformed JSON" if self.options.tolerance < 2 else None
+            if fix is None and self.options.tolerance < 2:
+                fix = "level 'full' also repairs malformed JSON"
         else:
             what, fix = "the reply does not match the schema", None
         if notes:
@@ -784,7 +864,13 @@ class Pipeline(Generic[T]):
         json_like = [(c, f) for c, f in failures if c.root != "other"]
         if not json_like:
             return _syntax("the reply contains no JSON value")
-        candidate, failure = json_like[0]
+        candidate, failure = next(((c, f) for c, f in json_like if f.nonfinite), json_like[0])
+        if failure.nonfinite:
+            return _syntax(
+                f"the JSON writes {failure.nonfinite}, which is not a JSON number (near "
+                f"{failure.around(candidate.text)!r}); write a finite number, or null where "
+                "the schema allows it"
+            )
         return _syntax(
             f"the JSON is malformed ({failure.message} near {failure.around(candidate.text)!r})"
         )

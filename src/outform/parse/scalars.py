@@ -1,9 +1,15 @@
 """Read numbers, booleans and null out of strings, accepting only unambiguous spellings.
 
 A number may carry a currency sign, a trailing percent sign (kept as written: "12%" is 12),
-commas grouping thousands ("1,234.5"), a trailing full stop or comma, or be a fraction ("9/10").
-Commas are only ever thousands separators, and only in groups of three digits: "12,5" and
-"1.234,56" are refused because their meaning depends on the writer's locale. In lenient mode a
+commas grouping thousands ("1,234.5", "1,234,567"), a trailing full stop or comma, or be a
+fraction ("9/10"). Commas are only ever thousands separators, and only in groups of three digits:
+"12,5" and "1.234,56" are refused because their meaning depends on the writer's locale. So is a
+number whose only separator is one `,` followed by exactly three digits, after one to three
+digits that are not a lone 0 ("1,234", "$1,000"), and one whose only separator is such a `.`
+next to a currency sign ("€1.234"): under one locale it groups thousands (1234), under another
+it marks decimals (1.234), whatever the currency sign says, so it is refused with a note saying
+so (`locale_note`), never guessed. A bare "1.234" or "3.141" is a JSON number as written (the
+point is JSON's decimal point), and is read as one. In lenient mode a
 string holding exactly one number among words ("about 42 apples") gives that number; two numbers
 ("between 3 and 5") give nothing.
 """
@@ -20,6 +26,10 @@ _CURRENCY = "$€£¥₹₩₽¢₺₪₫₱₦฿"
 _PLAIN = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _GROUPED = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 _FRACTION = re.compile(r"([+-]?\d+)\s*/\s*(\d+)")
+_AMBIGUOUS = re.compile(r"[+-]?(?!0[.,])\d{1,3}[.,]\d{3}")
+"""One separator, three digits after it: thousands or decimals, by locale."""
+_LOCALE = re.compile(r"[+-]?\d{1,3}(?:\.\d{3})+(?:,\d+)?|[+-]?\d+,\d+")
+"""A decimal comma ("12,5") or points grouping thousands ("1.234,56")."""
 _CHUNK_STRIP = "\"'`*_()[]{}<>:;!?,."
 
 _TRUE = frozenset({"true", "yes", "1", "y", "on"})
@@ -43,6 +53,18 @@ def parse_number(text: str, *, lenient: bool = False) -> Number | None:
     if not s or len(s) > 64:
         return _in_text(text) if lenient else None
     hows: list[str] = []
+    s = _unit_free(s, hows)
+    number = _number(s, currency="currency" in hows)
+    if number is None:
+        return _in_text(text) if lenient else None
+    value, how = number
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return Number(value, "+".join([*hows, how]) if hows else how)
+
+
+def _unit_free(s: str, hows: list[str]) -> str:
+    """`s` without its currency sign and percent sign (each named in `hows`)."""
     if s[0] in _CURRENCY or s[-1] in _CURRENCY:
         s = s.strip(_CURRENCY).strip()
         hows.append("currency")
@@ -52,13 +74,32 @@ def parse_number(text: str, *, lenient: bool = False) -> Number | None:
     if s.endswith("%"):
         s = s[:-1].strip()
         hows.append("percent")
-    number = _number(s)
-    if number is None:
-        return _in_text(text) if lenient else None
-    value, how = number
-    if isinstance(value, float) and not math.isfinite(value):
+    return s
+
+
+def locale_note(text: str) -> str | None:
+    """Why a string that spells a number under some locale is not read as one (the note a
+    refused conversion carries to the caller and to the model), or None."""
+    s = text.strip().rstrip(".,;").strip()
+    if not s or len(s) > 64:
         return None
-    return Number(value, "+".join([*hows, how]) if hows else how)
+    hows: list[str] = []
+    s = _unit_free(s, hows)
+    currency = "currency" in hows
+    if _number(s, currency=currency) is not None:
+        return None
+    if _ambiguous(s, currency):
+        separator = "." if "." in s else ","
+        return (
+            f"it may mean {s.replace(separator, '')} or {s.replace(separator, '.')}, as "
+            f"{separator!r} groups thousands or marks decimals by locale; write a JSON number"
+        )
+    if _LOCALE.fullmatch(s):
+        return (
+            "a decimal comma, or points between thousands, depend on the locale; write a JSON "
+            "number"
+        )
+    return None
 
 
 def _in_text(text: str) -> Number | None:
@@ -78,7 +119,15 @@ def _in_text(text: str) -> Number | None:
     return Number(found[0].value, "in_text") if found else None
 
 
-def _number(s: str) -> tuple[int | float, str] | None:
+def _ambiguous(s: str, currency: bool) -> bool:
+    """One separator followed by three digits that a locale may read either way (see the
+    module): a comma always, a point only beside a currency sign."""
+    return _AMBIGUOUS.fullmatch(s) is not None and ("," in s or currency)
+
+
+def _number(s: str, *, currency: bool = False) -> tuple[int | float, str] | None:
+    if _ambiguous(s, currency):
+        return None  # see locale_note
     if _PLAIN.fullmatch(s):
         return _to_number(s), "plain"
     if _GROUPED.fullmatch(s):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from typing import TYPE_CHECKING, Any
 
 import jsonschema_rs
@@ -30,8 +31,9 @@ may_be_inexact = jsontext.may_be_inexact
 
 
 def encode(value: Any) -> str:
-    """Compact JSON text of a value, integers of any size included; a non-finite number (read
-    from JSON5's `Infinity` or `NaN`) is written as JSON5 spells it, never as `null`."""
+    """Compact JSON text of a value, integers of any size included; a non-finite number (which
+    no decode tier returns, but a processor may) is written as JSON5 spells it, never as
+    `null`."""
     if _nonfinite(value):
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     return dumps_text(value)
@@ -64,10 +66,9 @@ def number_text(number: int | float) -> str | None:
     return orjson.dumps(number).decode()
 
 
-def flaw(value: Any, deadline: Deadline | None = None, *, nonfinite: bool = False) -> str | None:
+def flaw(value: Any, deadline: Deadline | None = None) -> str | None:
     """What makes `value` not a JSON value (a lone surrogate, a key that is not a string, a
-    non-finite number unless `nonfinite` says the reader only makes those from the words
-    `Infinity` and `NaN`), or None. One walk, bounded by the deadline."""
+    non-finite number), or None. One walk, bounded by the deadline."""
     stack = [value]
     steps = 0
     while stack:
@@ -81,8 +82,11 @@ def flaw(value: Any, deadline: Deadline | None = None, *, nonfinite: bool = Fals
                     f"a lone surrogate (\\u{ord(bad):04x}) in a string, which is not Unicode text"
                 )
         elif isinstance(item, float):
-            if not nonfinite and not math.isfinite(item):
+            if not math.isfinite(item):
                 return f"a number out of range ({item}), which JSON cannot hold"
+        elif type(item) is int and item.bit_length() > _SHORTEST_UNWRITABLE_BITS:
+            if number_text(item) is None:
+                return f"an integer of {item.bit_length():,} bits, longer than Python writes out"
         elif isinstance(item, dict):
             for key in item:
                 if not isinstance(key, str):
@@ -91,6 +95,26 @@ def flaw(value: Any, deadline: Deadline | None = None, *, nonfinite: bool = Fals
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
+    return None
+
+
+_SHORTEST_UNWRITABLE_BITS = 14_000
+"""Below Python's default limit of 4300 decimal digits (about 14,284 bits) for writing an
+integer out: JSON5's hexadecimal (`0x1F...`) reaches it with fewer characters."""
+
+
+_NONFINITE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\Z)|(?<![\w.])([+-]?(?:NaN|Infinity))(?!\w)')
+
+
+def nonfinite_literal(text: str) -> tuple[int, str] | None:
+    """Where `text` writes NaN, Infinity or -Infinity as a value (outside its strings), and
+    which: JSON has no such numbers, so no level reads them (see docs/pipeline.md#values).
+    Free unless one of the words occurs at all; then one linear scan."""
+    if "NaN" not in text and "Infinity" not in text:
+        return None
+    for match in _NONFINITE.finditer(text):
+        if match.group(1) is not None:
+            return match.start(1), match.group(1)
     return None
 
 
@@ -111,84 +135,6 @@ def first_surrogate(text: str) -> int | None:
     except UnicodeEncodeError as exc:
         return exc.start
     return None
-
-
-_INT64_MIN = -(2**63)
-_UINT64_MAX = 2**64 - 1
-_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
-_SCHEMA_NODES = (
-    "allOf",
-    "anyOf",
-    "oneOf",
-    "prefixItems",
-    "items",
-    "additionalItems",
-    "additionalProperties",
-    "unevaluatedItems",
-    "unevaluatedProperties",
-    "propertyNames",
-    "contains",
-    "not",
-    "if",
-    "then",
-    "else",
-)
-
-
-def within_64_bits(schema: Any) -> Any:
-    """`schema` with every integer-typed node also bounded to 64-bit integers, or None when no
-    node is integer-typed.
-
-    The fast path validates orjson's reading of a reply, in which an integer beyond 64 bits is
-    already a float that an `integer` node accepts (its value is whole): a validator of this
-    schema sends such a reply to the slow path instead, which reads it exactly.
-    """
-    changed = False
-
-    def walk(node: Any) -> Any:
-        nonlocal changed
-        if isinstance(node, list):
-            return [walk(item) for item in node]
-        if not isinstance(node, dict):
-            return node
-        out = dict(node)
-        for key in _SCHEMA_MAPS:
-            if isinstance(node.get(key), dict):
-                out[key] = {name: walk(child) for name, child in node[key].items()}
-        for key in _SCHEMA_NODES:
-            if isinstance(node.get(key), dict | list):
-                out[key] = walk(node[key])
-        kind = node.get("type")
-        if kind == "integer" or (isinstance(kind, list) and "integer" in kind):
-            for keyword, bound, tighter in (
-                ("minimum", _INT64_MIN, max),
-                ("maximum", _UINT64_MAX, min),
-            ):
-                own = node.get(keyword)
-                if own is None or (isinstance(own, int | float) and not isinstance(own, bool)):
-                    out[keyword] = bound if own is None else tighter(own, bound)
-                    changed = True
-        return out
-
-    bounded = walk(schema)
-    return bounded if changed else None
-
-
-def holds_long_integers(schema: Any) -> bool:
-    """Whether `schema` holds an integer beyond 64 bits anywhere (an `enum` or `const` member,
-    a bound). orjson reads such a number in a reply as a float, which compares otherwise with
-    it (a member it no longer equals can leave another branch of a `oneOf` the only match), so
-    the fast path reads a reply that may hold one exactly under such a schema."""
-    stack = [schema]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-        elif isinstance(node, int) and not _INT64_MIN <= node <= _UINT64_MAX:
-            return True
-    return False
 
 
 def within_depth(text: str, max_depth: int, value: Any = _UNREAD) -> bool:

@@ -201,6 +201,7 @@ def resolve(
         url = f"http://{url}"  # OLLAMA_HOST is often host:port
     region = aws_region or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1"
     url = url.replace("{region}", region)
+    _check_url(url, "base_url" if base_url else (spec.url_env or "base_url"))
     tokens: TokenSource | None = None
     if spec.auth == "google":
         tokens = credentials or application_default()
@@ -213,6 +214,7 @@ def resolve(
         raise AuthenticationError(
             f"no API key for {spec.name}",
             provider=spec.name,
+            where="api_key",
             fix=f"set {names}, or pass api_key=",
         )
     if key is not None and spec.auth == "google":
@@ -233,6 +235,19 @@ def resolve(
         tokens=tokens,
     )
     return Resolved(spec, name, load_adapter(spec), endpoint)
+
+
+def _check_url(url: str, where: str) -> None:
+    """A base URL is http(s) with a host: anything else is a usage error before any call
+    (httpx would fail later with a connection error that reads like a network fault)."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        shown = url.rpartition("@")[2]  # never echo credentials written into a URL
+        raise UsageError(
+            f"not an http(s) URL with a host: {shown!r}",
+            where=where,
+            fix="give the full URL, e.g. http://127.0.0.1:8000/v1",
+        )
 
 
 def _vertex_url(spec: ProviderSpec, url: str, tokens: TokenSource, env: Mapping[str, str]) -> str:

@@ -59,7 +59,7 @@ ignored the format (fallback), and the check of a plan before a generation (prec
 EVENT_STAGES: tuple[EventStage, ...] = get_args(EventStage)
 
 RunOutcomeName = Literal["valid", "invalid", "refused", "tool_calls", "error"]
-Source = Literal["library", "gateway"]
+Source = Literal["library", "gateway", "batch"]
 
 PREVIEW_CHARS = 120
 """Longest before/after preview (and violation text) an event keeps: events are stored for

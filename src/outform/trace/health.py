@@ -8,8 +8,8 @@ the histograms; so it costs the same over a thousand events or a million
 
 Definitions (docs/observability.md, "outform health"):
 
-* a *run* is one generate()/stream() call, one gateway request, or one reply parsed on its
-  own; runs are counted when they end;
+* a *run* is one generate()/stream() call, one gateway request, one batch job's row, or one
+  reply parsed on its own; runs are counted when they end;
 * an *intervention* is one `output.change`: one value the pipeline changed;
 * the *re-ask rate* is the share of runs asked again at least once; the *abort rate* the
   stream aborts per streamed run; the *precheck failure rate* failures per check run;

@@ -56,7 +56,7 @@ class PostgresTraceStore(TraceStore):
             raise StoreError(
                 f"cannot connect to the PostgreSQL trace store at {self._where}: "
                 f"{redact_dsn(str(exc).strip())}",
-                where="[trace] store",
+                where=self.where,
                 fix="check host, port, database, user and password, and that the server runs",
             ) from None
 

@@ -39,6 +39,20 @@ from outform.trace.events import Event
 log = logging.getLogger("outform.trace")
 
 
+@dataclass(frozen=True, eq=False)
+class CountedRun:
+    """A kind of run that is counted without its events (a batch job's row valid as sent,
+    thousands a second): the count series (kind, stage, key) its events would add, under
+    its labels, provider, model and mode (`outform.trace.rows.counted_run` makes one from
+    the events). Hashed by identity: one object per kind, counted in bulk like tallies."""
+
+    step: str
+    provider: str
+    model: str
+    mode: str
+    series: tuple[tuple[str, str, str], ...]
+
+
 @dataclass
 class Batch:
     """What the writer hands to every sink at once."""
@@ -46,11 +60,13 @@ class Batch:
     events: list[Event] = field(default_factory=list)
     tallies: Counter[Labels] = field(default_factory=Counter)
     """Runs that took the fast path, per caller labels."""
+    counted: Counter[CountedRun] = field(default_factory=Counter)
+    """Runs counted without their events (`Recorder.count`)."""
     dropped: int = 0
     time: float = field(default_factory=time.time)
 
     def __bool__(self) -> bool:
-        return bool(self.events or self.tallies or self.dropped)
+        return bool(self.events or self.tallies or self.counted or self.dropped)
 
 
 class Sink(Protocol):
@@ -88,7 +104,7 @@ class Recorder:
         self.queue_size = queue_size
         self.flush_interval = flush_interval
         self._queue: deque[Event | _Flush] = deque()
-        self._tallies: deque[caller.Block | None] = deque()
+        self._tallies: deque[caller.Block | CountedRun | None] = deque()
         self._block = caller.current_block
         self._dropped = 0
         self._drop_lock = threading.Lock()
@@ -124,9 +140,22 @@ class Recorder:
         else:
             self._drop()
 
+    def count(self, run: CountedRun) -> None:
+        """Count one run of kind `run`, without its events: as cheap as a tally."""
+        tallies = self._tallies
+        if len(tallies) < self.queue_size:
+            tallies.append(run)
+        else:
+            self._drop()
+
     def _drop(self) -> None:
         with self._drop_lock:
             self._dropped += 1
+
+    @property
+    def backlog(self) -> int:
+        """Events queued and not yet handed to the sinks."""
+        return len(self._queue)
 
     @property
     def dropped(self) -> int:
@@ -212,7 +241,10 @@ class Recorder:
         tallies = self._tallies
         counted = Counter(starmap(tallies.popleft, repeat((), len(tallies))))
         for block, count in counted.items():
-            batch.tallies[_resolved(block)] += count
+            if isinstance(block, CountedRun):
+                batch.counted[block] += count
+            else:
+                batch.tallies[_resolved(block)] += count
         if self._dropped:
             with self._drop_lock:
                 batch.dropped, self._dropped = self._dropped, 0

@@ -14,12 +14,14 @@ The store keeps four tables (docs/observability.md, "The trace store"):
   within ±5%).
 
 A fast-path tally counts as a run that ended `valid` with no change; it has no row in `runs`.
+A counted run (`Recorder.count`) adds the series its events would, and has no row either.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +39,7 @@ from outform.trace.events import (
     StreamAbort,
     Validation,
 )
-from outform.trace.recorder import Batch
+from outform.trace.recorder import Batch, CountedRun
 
 BUCKET_SECONDS = 60
 BIN_RATIO = 1.1
@@ -131,9 +133,32 @@ def rows_of(batch: Batch) -> Rows:
     for labels, n in batch.tallies.items():
         key = (minute, labels.step or "", "", "", "", "run.end", "", "valid")
         rows.counts[key] += n
+    for run, n in batch.counted.items():
+        for kind, stage, name in run.series:
+            rows.counts[
+                (minute, run.step, run.provider, run.model, run.mode, kind, stage, name)
+            ] += n
     if batch.dropped:
         rows.counts[(minute, "", "", "", "", "trace.dropped", "", "")] += batch.dropped
     return rows
+
+
+def counted_run(events: Sequence[Event]) -> CountedRun:
+    """What the events of one run add to the counts, as a kind of run the recorder counts
+    without its events (`Recorder.count`): the same series, under the same labels."""
+    run = events[0].run
+    series = tuple(
+        (kind, sub if sub is not None else event.stage or "", key)
+        for event in events
+        for kind, key, sub in _series(event)
+    )
+    return CountedRun(
+        (run.step if run else None) or "",
+        (run.provider if run else None) or "",
+        (run.model if run else None) or "",
+        (run.mode if run else None) or "",
+        series,
+    )
 
 
 def _add(rows: Rows, event: Event) -> None:

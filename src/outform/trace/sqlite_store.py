@@ -4,7 +4,9 @@ WAL mode, so readers (`outform health`, the dashboard) never block the writer an
 processes can record into one file (each batch takes the write lock with `BEGIN IMMEDIATE`,
 waiting up to `busy_timeout`). `synchronous=NORMAL`: a committed batch survives the process
 being killed; an OS crash or power loss can lose the batches since the last WAL checkpoint.
-The file is created with incremental auto-vacuum, so size retention gives space back.
+The file is created with incremental auto-vacuum, so size retention gives space back; its
+size (free pages included) is what `max_size_mb` bounds. The WAL is truncated at each
+retention's checkpoint and kept under `WAL_LIMIT` after the others.
 """
 
 from __future__ import annotations
@@ -13,9 +15,13 @@ import os
 import sqlite3
 from pathlib import Path
 from typing import Any, ClassVar
+from urllib.parse import quote
 
 from outform.errors import StoreError
 from outform.trace.store import TraceStore
+
+WAL_LIMIT = 16 * 1024 * 1024
+"""Bytes the WAL file keeps after a checkpoint (SQLite's journal_size_limit)."""
 
 
 class SqliteTraceStore(TraceStore):
@@ -30,19 +36,34 @@ class SqliteTraceStore(TraceStore):
     }
 
     def __init__(
-        self, path: str | os.PathLike[str], *, busy_timeout: float = 5.0, **options: Any
+        self,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout: float = 5.0,
+        create: bool = True,
+        where: str = "[trace] store",
+        **options: Any,
     ) -> None:
-        super().__init__(**options)
+        """`create=False` (readers: `outform health`, the dashboard): a file that does not
+        exist is a StoreError naming it, and nothing is created."""
+        super().__init__(create=create, where=where, **options)
         self.path = Path(path).expanduser()
         self.busy_timeout = busy_timeout
         parent = self.path.absolute().parent
+        if not create and not self.path.is_file():
+            raise StoreError(
+                f"no trace store at {self.path}",
+                where=where,
+                fix="check the path, or record runs first (outform parse/generate with [trace] "
+                "enabled) to create it",
+            )
         if not parent.is_dir():
             try:
                 parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise StoreError(
                     f"cannot create the directory of the trace store {self.path}: {exc.strerror}",
-                    where="[trace] store",
+                    where=where,
                     fix="point [trace] store at a writable place, or set OUTFORM_TRACE=off",
                 ) from None
 
@@ -51,17 +72,21 @@ class SqliteTraceStore(TraceStore):
 
     def _connect(self) -> sqlite3.Connection:
         try:
+            # mode=rw: a reader never creates the file, even if it vanished since __init__
+            target = self.path if self.create else f"file:{quote(str(self.path))}?mode=rw"
             conn = sqlite3.connect(
-                self.path, timeout=self.busy_timeout, isolation_level=None,
-                check_same_thread=False,
+                target, timeout=self.busy_timeout, isolation_level=None,
+                check_same_thread=False, uri=not self.create,
             )  # fmt: skip
-            conn.execute("PRAGMA auto_vacuum = INCREMENTAL")  # takes effect on a new file
-            conn.execute("PRAGMA journal_mode = WAL")
+            if self.create:  # a reader leaves the file as it found it (WAL mode persists)
+                conn.execute("PRAGMA auto_vacuum = INCREMENTAL")  # takes effect on a new file
+                conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT}")
         except sqlite3.Error as exc:
             raise StoreError(
                 f"cannot open the trace store {self.path}: {exc}",
-                where="[trace] store",
+                where=self.where,
                 fix="check the path and its permissions, or set OUTFORM_TRACE=off",
             ) from None
         return conn
@@ -70,11 +95,20 @@ class SqliteTraceStore(TraceStore):
         conn.execute("BEGIN IMMEDIATE")
 
     def _used_bytes(self, conn: Any) -> int:
+        """The file's pages, free ones included: what the disk holds."""
         pages = conn.execute("PRAGMA page_count").fetchone()[0]
-        free = conn.execute("PRAGMA freelist_count").fetchone()[0]
         size = conn.execute("PRAGMA page_size").fetchone()[0]
-        return int(pages - free) * int(size)
+        return int(pages) * int(size)
+
+    def _over_size(self) -> bool:
+        try:
+            return self.path.stat().st_size > self.max_size_bytes
+        except OSError:
+            return False
 
     def _after_delete(self, conn: Any) -> None:
-        conn.execute("PRAGMA incremental_vacuum")
+        # The pragma frees one page per step and has no result columns, so execute() steps it
+        # once: one page freed, and the file kept every deleted run's space as free pages.
+        # executescript() steps it to the end.
+        conn.executescript("PRAGMA incremental_vacuum;")
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

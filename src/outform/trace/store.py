@@ -9,11 +9,14 @@ Reads (`counts`, `histograms`, `runs`, `run`, `events`) may come from any thread
 gets its own connection. The SQL is written once, with `?` placeholders and `{least}` /
 `{greatest}` for the two-argument minimum and maximum, and each backend supplies its types.
 
-Retention runs when the store opens and then every `retention_every` seconds: rows older than
-`retention_days` go, and while the store is larger than `max_size_mb` the oldest runs and their
-events go (counts and histograms hold no content and stay until their age). Size is what the
-backend says the live rows take: SQLite's used pages (the file shrinks: incremental vacuum),
-PostgreSQL's row sizes (its files keep the space for new rows after autovacuum).
+Retention runs when the store opens, every `retention_every` seconds, and after any write
+that leaves the store over `max_size_mb` (`_over_size`, a cheap check: SQLite's file size; at
+most once a second): rows older than `retention_days` go, freed space is given back, and while
+the store is still larger than `max_size_mb` the oldest runs and their events go (counts and
+histograms hold no content and stay until their age). Size is what the store takes: SQLite's
+whole file, free pages included (incremental vacuum gives them back; the WAL is checkpointed
+and truncated), PostgreSQL's row sizes (its files keep the space for new rows after
+autovacuum).
 """
 
 from __future__ import annotations
@@ -147,7 +150,13 @@ class TraceStore:
         max_size_mb: float = 1024,
         retention_every: float = 60.0,
         max_pending_events: int = 100_000,
+        create: bool = True,
+        where: str = "[trace] store",
     ) -> None:
+        """`create=False`: a reader's store, which must exist already (its tables are never
+        created); `where`: the setting that named it, for messages."""
+        self.create = create
+        self.where = where
         self.retention_days = retention_days
         self.max_size_bytes = int(max_size_mb * 1024 * 1024)
         self.retention_every = retention_every
@@ -174,6 +183,11 @@ class TraceStore:
     def _after_delete(self, conn: Any) -> None:
         """Give freed space back (SQLite's incremental vacuum)."""
 
+    def _over_size(self) -> bool:
+        """A cheap check after each write: is the store over `max_size_mb`? (False where
+        there is no cheap answer: retention then runs every `retention_every` seconds.)"""
+        return False
+
     def _lock_schema(self, conn: Any) -> None:
         """Serialise schema creation between processes (PostgreSQL's advisory lock)."""
 
@@ -193,7 +207,10 @@ class TraceStore:
         self.apply_retention()
 
     def prepare(self, conn: Any) -> None:
-        """Create the tables (idempotent) and check the schema version."""
+        """Create the tables (idempotent; a reader's store only checks they are there) and
+        check the schema version."""
+        if not self.create:
+            self._require_tables(conn)
         self._begin(conn)
         try:
             self._lock_schema(conn)
@@ -216,9 +233,23 @@ class TraceStore:
             raise StoreError(
                 f"the trace store {self.describe()} has schema version {found[0]}, newer "
                 f"than this outform understands ({SCHEMA_VERSION})",
-                where="[trace] store",
+                where=self.where,
                 fix="upgrade outform, or point [trace] store at another database",
             )
+
+    def _require_tables(self, conn: Any) -> None:
+        from outform.errors import StoreError
+
+        try:
+            conn.execute(self.sql(f"SELECT value FROM {META} WHERE key = ?"), ("schema_version",))
+        except Exception:
+            conn.rollback()
+            raise StoreError(
+                f"no outform trace store in {self.describe()}",
+                where=self.where,
+                fix="check the store named there, or record runs first (with [trace] enabled)",
+            ) from None
+        conn.rollback()
 
     def write(self, batch: Batch) -> None:
         rows = rows_of(batch)
@@ -227,7 +258,8 @@ class TraceStore:
         self._bound_pending()
         if self._pending:
             self._commit_pending()
-        if time.time() - self._last_retention >= self.retention_every:
+        since = time.time() - self._last_retention
+        if since >= self.retention_every or (since >= 1.0 and self._over_size()):
             self.apply_retention()
 
     def close(self) -> None:
@@ -298,6 +330,9 @@ class TraceStore:
         deleted = self._delete_before(conn, cutoff, with_counts=True)
         self.compact(conn, now)
         used = self._used_bytes(conn)
+        if deleted or used > self.max_size_bytes:
+            self._after_delete(conn)  # free pages first: they count, and may be enough
+            used = self._used_bytes(conn)
         for _ in range(20):
             if used <= self.max_size_bytes:
                 break
@@ -311,9 +346,8 @@ class TraceStore:
                 (max(0, int(total * share) - 1),),
             ).fetchone()[0]
             deleted += self._delete_before(conn, edge + 1e-6, with_counts=False)
-            used = self._used_bytes(conn)
-        if deleted:
             self._after_delete(conn)
+            used = self._used_bytes(conn)
         return deleted
 
     def compact(self, conn: Any, now: float) -> None:

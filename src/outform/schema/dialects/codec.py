@@ -16,7 +16,8 @@ what is wrong. `forward` raises `NotRepresentableError` for a value the wire sch
 (for example a key that a closed object leaves out); the ledger lists every such narrowing.
 
 A codec of `None` is the identity, so trees stay small: only the paths that change shape carry
-codecs.
+codecs. Some codecs only narrow what `forward` accepts and read every wire value back as it
+is; `reshapes` says whether a tree maps any value back to another.
 """
 
 from __future__ import annotations
@@ -383,6 +384,38 @@ class Defined:
         return reverse(ctx.definitions.get(self.name), value, ctx)
 
 
+def reshapes(
+    codec: Codec | None, definitions: Mapping[str, Codec | None], seen: frozenset[str] = frozenset()
+) -> bool:
+    """Whether `reverse` can return anything but the value it is given. Some codecs only
+    narrow what `forward` accepts (a closed object, a type read from keywords) and map every
+    wire value back as it is: a translation made of those needs no reverse step at all."""
+    if codec is None:
+        return False
+    if isinstance(codec, Object):
+        return (
+            codec.extras is not None
+            or reshapes(codec.open_codec, definitions, seen)
+            or any(
+                p.null_for_absent or reshapes(p.codec, definitions, seen)
+                for p in codec.props.values()
+            )
+        )
+    if isinstance(codec, Array):
+        return any(reshapes(c, definitions, seen) for c in (codec.rest, *codec.prefix))
+    if isinstance(codec, Union):
+        return any(reshapes(c, definitions, seen) for _, c in codec.branches)
+    if isinstance(codec, Narrowed):
+        return reshapes(codec.inner, definitions, seen)
+    if isinstance(codec, Chain):
+        return any(reshapes(c, definitions, seen) for c in codec.codecs)
+    if isinstance(codec, Defined):
+        if codec.name in seen:  # a recursion: the definition's other paths decide
+            return False
+        return reshapes(definitions.get(codec.name), definitions, seen | {codec.name})
+    return True  # Wrap, Pairs, JsonText: the wire value is another value
+
+
 __all__ = [
     "Array",
     "Chain",
@@ -401,6 +434,7 @@ __all__ = [
     "Wrap",
     "chain",
     "forward",
+    "reshapes",
     "reverse",
     "same",
 ]

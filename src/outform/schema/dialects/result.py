@@ -40,10 +40,11 @@ class DialectResult:
     def _context(self) -> codecs.Context:
         return codecs.Context(self.validation_schema, self.definitions)
 
-    @property
+    @functools.cached_property
     def reshapes(self) -> bool:
-        """Whether values change shape between the original and the wire (else both are equal)."""
-        return self.codec is not None
+        """Whether a value can differ between the original and the wire (else `reverse` is
+        the identity and a reply needs no mapping back)."""
+        return codecs.reshapes(self.codec, self.definitions)
 
     def payload(self) -> dict[str, Any] | str:
         """The schema as the provider's request field takes it (a JSON string for Bedrock)."""

@@ -1,0 +1,143 @@
+"""The big run's findings, each kept as a regular test through the same checks (seeds of
+`python -m benchmarks.bench_fuzz`). A stream stop is judged as `check_stream` judges it: the
+value it followed must be doomed on its own."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import outform
+from outform.errors import OutputError, StreamAbortedError
+from outform.streaming import StreamParser
+from tests.fuzz.checks import check_parse, check_stream
+from tests.fuzz.grammar import Case
+
+ONE_OF_NUMBERS = {"oneOf": [{"type": "integer"}, {"type": "number"}]}
+CODES = {
+    "type": "array",
+    "items": {"anyOf": [{"const": "fixed"}, {"type": "string", "pattern": "^[a-z]+$"}]},
+    "minItems": 2,
+}
+NUMBER_OR_OBJECT = {"oneOf": [{"type": "number"}, {"type": "object", "additionalProperties": {}}]}
+NUMBERS = {"type": "array", "items": {"type": "number"}, "minItems": 1}
+OBJECT = {"type": "object"}
+NAMED = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "properties": {"Name": {"type": "integer"}},
+        "required": ["Name"],
+    },
+}
+
+
+@pytest.mark.parametrize("level", ["minimal", "full"])
+def test_an_integer_beyond_64_bits_under_one_of_is_refused(level: str) -> None:
+    """Seeds 61555, 123931: the fast path returned orjson's float for `2**64`."""
+    outcome = check_parse(Case("hostile_schemas", "18446744073709551616", ONE_OF_NUMBERS), level)
+    assert outcome[0] == "OutputError"
+
+
+STREAMED: list[tuple[Case, str, list[int]]] = [
+    # seed 50066: at full, `""` followed by `"fixed"""` is one triple-quoted string
+    (Case("fences", '``json\n["""fixed""", "fixed"]', CODES), "full", [2, 4, 7, 9, 24, 26, 29]),
+    (Case("fences", '``json\n["""fixed""", "fixed"]', CODES), "full", [10, 29]),
+    # seed 51076: the pipeline reads the regions inside a string that is the whole reply
+    (
+        Case("stray_brackets", '"3/4 [772] {} Use { or [ here. }{]{{ ["d`a4', NUMBER_OR_OBJECT),
+        "full",
+        [43],
+    ),
+    (Case("stray_brackets", '"see {} here" 1', NUMBER_OR_OBJECT), "minimal", [5, 14, 16]),
+    # seeds 108050, 127922: a first value the pipeline cannot read stops the stream at minimal
+    # (the first value decides), and the check reads JSON as outform does: no `1e400`, no `01`
+    (Case("fences", "````json\n[1e400]\n````\n[26.5]", NUMBERS), "minimal", [21, 30]),
+    (Case("fences", "````JSON\n01\n````\n~~~json\n{}\n~~~", OBJECT), "minimal", [19, 31]),
+]
+
+
+@pytest.mark.parametrize(("case", "level", "cuts"), STREAMED)
+def test_the_stream_stops_only_on_a_value_that_decides_the_reply(
+    case: Case, level: str, cuts: list[int]
+) -> None:
+    check_stream(case, level, cuts, check_parse(case, level))
+
+
+@pytest.mark.parametrize(
+    ("chunks", "stops"),
+    [
+        (['["', '""fixed""", "fixed"]'], False),
+        (['[""', '"fixed""", "fixed"]'], False),
+        (['[""', ", "], True),  # a comma confirms the empty string
+    ],
+)
+def test_at_full_a_closing_quote_decides_once_what_follows_confirms_it(
+    chunks: list[str], stops: bool
+) -> None:
+    parser: StreamParser[Any] = StreamParser(CODES, level="full")
+    try:
+        for chunk in chunks:
+            parser.feed(chunk)
+    except StreamAbortedError:
+        assert stops
+        return
+    assert not stops
+    assert parser.finish().data == ["fixed", "fixed"]
+
+
+def test_a_union_branch_repairs_only_into_a_value_of_its_own() -> None:
+    """Seed 56066: dropping `code` (the first branch's `additionalProperties: false`) gave `{}`,
+    which only the second branch takes; the stream, which follows branches one by one, had
+    (rightly) given both up. The first value is refused; the reply's next one is the answer."""
+    schema = {
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {"price": {"const": "fixed"}},
+                "required": ["price"],
+                "additionalProperties": False,
+            },
+            {"type": "object", "additionalProperties": {"type": "boolean"}},
+        ]
+    }
+    text = '{"code": "~~~python\\nx = 1\\n~~~"}\n````text\n{}\n```json title=x\n{}'
+    case = Case("fences", text, schema)
+    expected = check_parse(case, "minimal")
+    assert expected[0] == "ok"
+    assert "value 2 of 3" in str(expected[1][1])
+    check_stream(case, "minimal", [3, 4, 7, 11, 12, 21, 23, 26, 28, 30, 64], expected)
+    with pytest.raises(OutputError):
+        outform.parse('{"code": "x"}', schema, level="full")
+
+
+@pytest.mark.parametrize(
+    ("case", "level", "cuts"),
+    [
+        # seed 248217: json-repair reads `[{}, {` cut off here as `[{}]`, one item
+        (
+            Case(
+                "broken_json",
+                "[{}, {",
+                {"type": "object", "additionalProperties": {"type": "array"}},
+            ),
+            "full",
+            [1, 3, 6],
+        ),
+        # seed 85636: and `[{}` as `[]`
+        (Case("stray_brackets", '[{}, {"Name": 7}]', NAMED), "full", [1, 2, 3, 17]),
+    ],
+)
+def test_at_full_a_cut_off_array_is_read_as_json_repair_reads_it(
+    case: Case, level: str, cuts: list[int]
+) -> None:
+    check_stream(case, level, cuts, check_parse(case, level))
+
+
+def test_a_json5_integer_too_long_to_write_out_is_refused() -> None:
+    """Seed 142117: pyjson5 reads hexadecimal `0x1F99…` (3,800 digits) as an integer over
+    Python's 4,300-digit limit for writing it out, which the loss rule then wrote: a crash."""
+    text = "0x1F" + "9" * 3800
+    for level in ("minimal", "full"):
+        assert check_parse(Case("huge_numbers", text, {}), level)[0] == "OutputError"

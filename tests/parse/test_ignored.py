@@ -1,0 +1,74 @@
+"""Keys a typed output ignores (Pydantic's `extra="ignore"`) are recorded, never silently lost."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from pydantic import BaseModel, ConfigDict, TypeAdapter
+
+import outform
+from outform.parse.ignored import closed_schema, closed_validator, ignored_keys
+
+
+class Line(BaseModel):
+    sku: str
+
+
+class Invoice(BaseModel):
+    total: float
+    lines: list[Line] = []
+
+
+class Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    total: float
+
+
+@pytest.mark.parametrize("level", ["off", "minimal", "full"])
+def test_a_key_the_model_ignores_is_a_recorded_lossy_change(level: str) -> None:
+    reply = '{"total": 1, "note": "keep me", "lines": [{"sku": "A", "qty": 2}]}'
+    result = outform.parse(reply, type=Invoice, level=level)
+    assert result.value == Invoice(total=1, lines=[Line(sku="A")])
+    assert [(c.path, c.transform, c.before) for c in result.changes] == [
+        ("/lines/0/qty", "ignore_extra_key", "2"),
+        ("/note", "ignore_extra_key", '"keep me"'),
+    ]
+    assert result.lossy
+
+
+def test_a_model_that_keeps_or_forbids_extra_keys_needs_no_check() -> None:
+    assert closed_validator(TypeAdapter(Open)) is None
+    assert closed_validator(TypeAdapter(int)) is None
+    result = outform.parse('{"total": 1, "note": "x"}', type=Open)
+    assert result.changes == () and result.value.note == "x"
+
+
+def test_dataclasses_and_lists_of_models_are_checked_too() -> None:
+    @dataclass
+    class Point:
+        x: int
+
+    point = closed_validator(TypeAdapter(Point))
+    assert point is not None and ignored_keys(point, {"x": 1, "y": 2}) == ["/y"]
+    lines = closed_validator(TypeAdapter(list[Line]))
+    assert lines is not None and ignored_keys(lines, [{"sku": "a", "b": 1}]) == ["/0/b"]
+
+
+def test_a_reply_with_only_declared_keys_stays_on_the_fast_path() -> None:
+    result = outform.parse('{"total": 1, "lines": [{"sku": "A"}]}', type=Invoice)
+    assert result.changes == () and result.events == ()
+
+
+def test_colons_inside_strings_are_no_dropped_keys() -> None:
+    reply = '{"total": 1, "lines": [{"sku": "at 10:30, see http://x"}]}'
+    result = outform.parse(reply, type=Invoice)
+    assert result.changes == () and result.value.lines[0].sku == "at 10:30, see http://x"
+
+
+def test_the_fast_check_closes_only_objects_that_say_nothing_of_other_keys() -> None:
+    closed = closed_schema(
+        {"properties": {"a": {"properties": {}, "additionalProperties": True}}, "type": "object"}
+    )
+    assert closed["additionalProperties"] is False
+    assert closed["properties"]["a"]["additionalProperties"] is True
