@@ -1,7 +1,8 @@
 """The fuzzer's big run: a million generated inputs over every public surface (issue 9).
 
-Run: `python -m benchmarks.bench_fuzz [--inputs 1000000] [--workers 2] [--seed 0] [--write]`
-(`--write` updates docs/benchmarks.md).
+Run: `python -m benchmarks.bench_fuzz [--inputs 1000000] [--workers 2] [--seed 0] [--write]
+[--checkpoint FILE]` (`--write` updates docs/benchmarks.md; with `--checkpoint`, a run stopped
+part way goes on where it stopped when started again with the same file).
 
 Inputs come from the seeded grammar of `tests/fuzz/grammar.py` (the families the hypothesis
 tests of `make test` draw from), one family after the other: each reply family is parsed at
@@ -23,12 +24,14 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
+import pickle
 import random
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from tests.fuzz.checks import (
     CLOCK,
@@ -122,6 +125,25 @@ class Tally:
             self.over_limit.append(f"{kind} seed {seed} n {n}: {max(seconds, first):.2f} s")
 
 
+def size_of(value: object) -> int:
+    """About the length of `value` written as JSON, without recursion (a hostile schema nests
+    deeper than `repr` can go)."""
+    total, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            total += 2 + len(item)
+            for key, inner in item.items():
+                total += len(str(key)) + 3
+                stack.append(inner)
+        elif isinstance(item, list | tuple):
+            total += 2 + len(item)
+            stack.extend(item)
+        else:
+            total += len(str(item))
+    return total
+
+
 def kind_of(seed: int) -> str:
     return KINDS[seed % len(KINDS)]
 
@@ -140,7 +162,7 @@ def run_one(seed: int, n: int, tally: Tally) -> None:
         if kind == "dialects":
             schema = dialect_schema(source, n)
             check_dialects(schema, value_for(source, schema))
-            tally.timed(kind, seed, n, len(repr(schema)), CLOCK.last)
+            tally.timed(kind, seed, n, size_of(schema), CLOCK.last)
             return
         if kind == "gateway":
             body = gateway_request(source, n)
@@ -185,7 +207,7 @@ def input_call(kind: str, seed: int, n: int) -> tuple[Callable[[], str], int]:
     level = level_of(seed)
     if kind == "dialects":
         schema = dialect_schema(source, n)
-        return lambda: f"{check_dialects(schema)} translated", len(repr(schema))
+        return lambda: f"{check_dialects(schema)} translated", size_of(schema)
     if kind == "gateway":
         body = gateway_request(source, n)
         reply = FAMILIES["broken_json"](source, 1).text
@@ -249,17 +271,43 @@ def tasks(first: int, inputs: int) -> Iterable[tuple[int, int]]:
         yield start, min(CHUNK, first + inputs - start)
 
 
-def run(inputs: int, workers: int, first: int) -> tuple[Tally, float]:
-    total = Tally()
-    started = time.perf_counter()
-    done = 0
+def run(
+    inputs: int, workers: int, first: int, checkpoint: Path | None = None
+) -> tuple[Tally, float]:
+    """Every input from `first` on, in chunks over `workers` processes. With a `checkpoint`,
+    the tally so far is saved after each chunk, and a run started again with the same file and
+    arguments goes on from there (a million inputs take hours on a small machine)."""
+    total, done_chunks, seconds = Tally(), set[int](), 0.0
+    if checkpoint is not None and checkpoint.exists():
+        saved = pickle.loads(checkpoint.read_bytes())
+        if saved["run"] != (inputs, first):
+            raise SystemExit(f"{checkpoint} belongs to another run: {saved['run']}")
+        total, done_chunks, seconds = saved["total"], saved["done"], saved["seconds"]
+    started = time.perf_counter() - seconds
+    done = sum(count for kind, count in total.inputs.items() if kind != "stream")
+    todo = [task for task in tasks(first, inputs) if task[0] not in done_chunks]
     with multiprocessing.Pool(workers) as pool:
-        for tally in pool.imap_unordered(run_range, tasks(first, inputs)):
+        for start, tally in pool.imap_unordered(run_chunk, todo):
             total.merge(tally)
+            done_chunks.add(start)
             done += sum(count for kind, count in tally.inputs.items() if kind != "stream")
+            if checkpoint is not None:
+                state = {
+                    "run": (inputs, first),
+                    "total": total,
+                    "done": done_chunks,
+                    "seconds": time.perf_counter() - started,
+                }
+                partial = checkpoint.with_suffix(".partial")
+                partial.write_bytes(pickle.dumps(state))
+                partial.replace(checkpoint)
             if done % (inputs // 20 or 1) < CHUNK:
                 print(f"  {done:,} / {inputs:,} inputs", file=sys.stderr)
     return total, time.perf_counter() - started
+
+
+def run_chunk(task: tuple[int, int]) -> tuple[int, Tally]:
+    return task[0], run_range(task)
 
 
 def report(total: Tally, seconds: float, inputs: int, workers: int, first: int) -> str:
@@ -320,8 +368,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--seed", type=int, default=0, help="the first input's seed")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    parser.add_argument(
+        "--checkpoint",
+        type=Path,
+        help="save the tally here after each chunk; run again with it to go on where it stopped",
+    )
     args = parser.parse_args(argv)
-    total, seconds = run(args.inputs, args.workers, args.seed)
+    total, seconds = run(args.inputs, args.workers, args.seed, args.checkpoint)
     markdown = report(total, seconds, args.inputs, args.workers, args.seed)
     print(markdown)
     if args.write:
