@@ -11,7 +11,7 @@ import pytest
 from tests.vendored import DATA, ROOT
 
 _OUTSIDE = re.compile(
-    r"\.\./shared|OUTFORM_SHARED|/work/|\breference/[a-z-]+\.md"
+    r"\.\./shared|OUTFORM_(?:SHARED)|/work/|\breference/[a-z-]+\.md"
     r"|\b(?:providers|peers|sdk-wire|responses-gateway)\.md\b"
 )
 """A path into the reference material the project was started from, which a clone lacks."""
