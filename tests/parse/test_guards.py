@@ -9,12 +9,13 @@ import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
 import pytest
 from pydantic import BaseModel
 
 import outform
 from outform import ConfigError, InputError, OutputError, Processor, SchemaError, UsageError
-from outform.parse import LEVELS
+from outform.parse import LEVELS, values
 
 OBJECT = {"type": "object"}
 
@@ -327,3 +328,32 @@ def test_an_unknown_processor_point_is_a_usage_error() -> None:
 def test_a_pipeline_refuses_bad_options_when_built_not_when_run() -> None:
     with pytest.raises(ConfigError):
         outform.Pipeline(OBJECT, level="everything")
+
+
+def _nested(depth: int, leaf: Any) -> Any:
+    value = leaf
+    for level in range(depth):
+        value = [value, "x"] if level % 2 else {"k": value, "[": "]]"}
+    return value
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max((_depth(item) for item in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_depth(item) for item in value), default=0)
+    return 0
+
+
+@pytest.mark.parametrize("leaf", ["plain", "[[[{{{", "}}]]", 'a \\" [ quote', None])
+@pytest.mark.parametrize("depth", [3, 31, 32, 33, 40])
+def test_the_depth_counted_on_the_brackets_is_the_depth_of_the_value(depth: int, leaf: Any) -> None:
+    """The fast path measures nesting on the text's brackets (values.within_depth): brackets
+    and escaped quotes inside strings, and nesting past the rounds it peels, must not change
+    the answer."""
+    value = [_nested(depth - 1, leaf) for _ in range(60)]  # long, and many brackets
+    for option in (None, orjson.OPT_INDENT_2):
+        text = orjson.dumps(value, option=option).decode()
+        assert _depth(value) == depth
+        for limit in (depth - 1, depth, depth + 1):
+            assert values.within_depth(text, limit) is (depth <= limit), (limit, text[:80])

@@ -139,13 +139,54 @@ def first_surrogate(text: str) -> int | None:
 
 def within_depth(text: str, max_depth: int, value: Any = _UNREAD) -> bool:
     """Whether the JSON `text` (its reading `value`, if at hand) nests at most `max_depth`
-    levels. Free for a text too short to nest deeper (a level takes two characters) or with
-    fewer brackets than the limit; otherwise one pass of jsonschema-rs over the value."""
-    if len(text) <= 2 * max_depth or text.count("[") + text.count("{") <= max_depth:
+    levels. Free for a text too short to nest deeper (a level takes two characters); else
+    counted on the text's brackets (see `_brackets_within`), and only where that cannot answer,
+    one pass of jsonschema-rs over the value."""
+    if len(text) <= 2 * max_depth:
         return True
+    within = _brackets_within(text, max_depth)
+    if within is not None:
+        return within
     if value is _UNREAD:
         value = orjson.loads(text)
     return bool(_depth_validator(max_depth).is_valid(value))
+
+
+_PEEL_ROUNDS = 32
+"""At most this many levels are peeled off the brackets (each round copies what is left);
+a reply nested deeper is measured by the validator, which costs one pass whatever the depth."""
+
+_BRACKETS = bytes.maketrans(b"{}", b"[]")
+_NOT_STRUCTURE = bytes(c for c in range(256) if c not in b'"\\[]{}')
+
+
+def _brackets_within(text: str, max_depth: int) -> bool | None:
+    """Whether the brackets of the JSON `text` nest at most `max_depth` deep, counted in C on
+    the text's structure; None when that is not certain (a string holds a bracket or an
+    escape, the brackets do not pair up, or they nest deeper than `_PEEL_ROUNDS`).
+
+    The text is cut to its quotes and brackets (`{` and `}` counted as `[` and `]`: the JSON
+    reader checks that they pair up). No more opening brackets than `max_depth` cannot nest
+    deeper. Otherwise, with no escape in the text, quotes alternate opening and closing, so a
+    string without brackets leaves `""`, and removing every `""` leaves a quote exactly when
+    some string holds a bracket. What is left is the brackets alone, and each round of
+    removing every innermost `[]` takes one level off."""
+    structure = text.encode("utf-8", "surrogatepass").translate(_BRACKETS, _NOT_STRUCTURE)
+    if structure.count(b"[") <= max_depth:
+        return True
+    if b"\\" in structure:
+        return None
+    brackets = structure.replace(b'""', b"")
+    if b'"' in brackets:
+        return None
+    for _ in range(min(max_depth, _PEEL_ROUNDS)):
+        peeled = brackets.replace(b"[]", b"")
+        if len(peeled) == len(brackets):
+            return None  # not paired: not JSON, which the caller's reader refuses
+        if not peeled:
+            return True
+        brackets = peeled
+    return False if max_depth <= _PEEL_ROUNDS else None
 
 
 @functools.lru_cache(maxsize=8)
