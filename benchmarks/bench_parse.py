@@ -155,7 +155,7 @@ def cost_rows() -> list[list[str]]:
         pipeline: Pipeline[Any] = Pipeline(SCHEMA)
         pipeline.run(text)
         outform.parse(text, SCHEMA)
-        checks = [
+        checks: list[Callable[[], Any]] = [
             partial(jsontext.may_be_inexact, text),
             partial(values.within_depth, text, pipeline.options.max_depth, data),
             partial(duplicates.may_repeat, text, data),
