@@ -12,7 +12,7 @@ import outform
 from outform.errors import OutputError, StreamAbortedError
 from outform.gateway.checks import CheckSettings, check_reply
 from outform.streaming import StreamParser
-from tests.fuzz.checks import check_parse, check_stream
+from tests.fuzz.checks import _json_starts, check_parse, check_stream
 from tests.fuzz.grammar import Case
 
 ONE_OF_NUMBERS = {"oneOf": [{"type": "integer"}, {"type": "number"}]}
@@ -241,3 +241,25 @@ def test_a_locale_number_is_refused_alike_by_parse_and_the_stream(
         assert "groups thousands or marks decimals by locale" in expected[1]
     for cuts in ([len(text)], list(range(1, len(text) + 1))):
         check_stream(case, level, cuts, expected)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        *("0x1F", "7apples", "01", "1e5x", "trueish", "1e400", "NaN", "-Infinity"),
+        *('"\\ud800"', '["\\udc00"]', "[0x1F]", "[1,]"),
+        *("true", "-0", "1.5e3", "18446744073709551616", '"a\\ud83d\\ude00"', '[1, {"b": null}]'),
+    ],
+)
+def test_the_check_reads_a_value_as_the_pipeline_does(text: str) -> None:
+    """One reading of "a JSON value starts here" for the check and the pipeline; the stream
+    parser stops on a JSON block at `minimal` only where neither reads one (it passes over a
+    block that does not start like a value, `NaN`, as prose)."""
+    read = check_parse(Case("fences", text, {}), "minimal")[0] == "ok"
+    assert _json_starts(text, 0) is read
+    stream: StreamParser[Any] = StreamParser({}, level="minimal", degeneration=None)
+    try:
+        stream.feed("```json\n" + text + "\n```\n")
+    except StreamAbortedError as stop:
+        assert stop.reason == "syntax"
+        assert not read
