@@ -11,8 +11,10 @@ promise is broken:
 - results are deterministic: the same input twice gives the same value, changes or error;
 - no value nests deeper than `max_depth`;
 - the stream parser, fed in any chunking, ends where `parse` does, and stops a stream early
-  only on a value that is doomed: no JSON value starts where a syntax stop says, and the value
-  a schema stop followed does not parse on its own;
+  only on a value that is doomed: no JSON value starts where a syntax stop says (JSON as
+  outform reads it, which is stricter than the standard library: see `_json_starts`), and the
+  value a schema stop followed does not parse on its own (that value only, not those written
+  after it: see `_value_end`);
 - every dialect translates a schema or refuses it with outform's error; a translation obeys its
   dialect's rules and compiles, and a valid value makes the round trip;
 - the gateway's request parsing answers any body with at worst a 4xx, and enforcement's check of
@@ -22,6 +24,7 @@ promise is broken:
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -30,7 +33,6 @@ import jsonschema_rs
 import orjson
 
 import outform
-from outform import jsontext
 from outform.errors import (
     InputError,
     InternalError,
@@ -274,8 +276,8 @@ def check_stream(case: Case, level: str, cuts: Sequence[int], expected: Outcome)
     except StreamAbortedError as exc:
         # The stream follows one JSON value, and a reply that corrects itself in a later block
         # is stopped on the first one's mistake (docs/streaming.md, "Limits"): the value it
-        # followed must be doomed. A syntax stop: no JSON value starts where it starts; a
-        # schema stop: that value alone does not parse.
+        # followed must be doomed. A syntax stop: no JSON value, as outform reads JSON, starts
+        # where it starts; a schema stop: that value alone does not parse at this level.
         seconds = CLOCK.last
         if expected[0] == "ok" and parser is not None:
             _check_stop(case, level, exc, parser.parser.start, parser.parser.end, subject)
@@ -309,7 +311,7 @@ def _check_stop(
         valid = _json_starts(text, begin)
         followed = text[begin:]
     else:
-        followed = text[begin:end]
+        followed = text[begin : end if end is not None else _value_end(text, begin)]
         valid = parse_outcome(Case(case.family, followed, case.schema), level)[0][0] == "ok"
     if valid:
         raise BrokenPromiseError(
@@ -320,19 +322,61 @@ def _check_stop(
 
 
 def _json_starts(text: str, begin: int) -> bool:
-    """Whether a JSON value, as outform reads JSON (finite numbers, a number token read whole),
-    starts at `begin`: the standard library's reader also takes `1e400` (as infinity) and the
-    `0` of `01`, which no stage of the pipeline reads as a value."""
+    """Whether a JSON value starts at `begin`, as outform reads JSON below `full` (where no
+    syntax error stops a stream): RFC 8259 text that is also Unicode text, as orjson reads it
+    (the reader of the pipeline's strict tier and of the stream parser), a number or literal
+    read as the whole word it begins (docs/pipeline.md, "Values"). The standard library's
+    reader only finds where the value ends: it takes more than outform, an escaped lone
+    surrogate (`"\\ud800"`, half of a UTF-16 pair, which no UTF-8 text can hold), `NaN`,
+    `1e400` (as infinity), and the `0` of `01` or of `0x1F` (a word that is no JSON number).
+    None of those is a value to outform, so a stop on one is by the rule (the first value
+    decides); orjson alone judges the value read."""
     try:
-        value, end = _STRICT.raw_decode(text, begin)
+        _, end = _FINDER.raw_decode(text, begin)
     except ValueError:
         return False
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    return not (number and text[end : end + 1] in _NUMBER_GOES_ON)
+    if text[begin] not in '"[{':
+        end = _word_end(text, begin)
+    try:
+        orjson.loads(text[begin:end])
+    except orjson.JSONDecodeError:
+        return False
+    return True
 
 
-_STRICT = json.JSONDecoder(parse_constant=_no_constant, parse_float=jsontext.loads_exact)
-_NUMBER_GOES_ON = frozenset("0123456789.eE+-")
+def _value_end(text: str, begin: int) -> int:
+    """Where the value that starts at `begin` ends, for a schema stop whose value the parser
+    did not see end (it broke on a syntax error later in the same chunk): a container where its
+    brackets balance (strings skipped), as the pipeline delimits a region of a reply; a string
+    at its closing quote; a number or literal at the end of its word; the end of the text if it
+    is still open. "That value alone" is this, not the values written after it, one of which
+    `parse` may well take."""
+    head = text[begin : begin + 1]
+    if head not in ('"', "{", "["):
+        return _word_end(text, begin)
+    depth = 0
+    for part in _VALUE_PARTS.finditer(text, begin):
+        token = part.group()
+        if token in ("{", "["):
+            depth += 1
+        elif token in ("}", "]"):
+            depth -= 1
+        if depth <= 0:
+            return part.end()
+    return len(text)
+
+
+def _word_end(text: str, begin: int) -> int:
+    match = _WORD.match(text, begin)
+    return match.end() if match else begin
+
+
+_FINDER = json.JSONDecoder()
+_WORD = re.compile(r"[-+.0-9A-Za-z]*")
+"""A number or literal is read as the whole word it begins (`0x1F`, `7apples` and `trueish`
+are one word each, and no JSON), as the stream parser and the pipeline read it."""
+_VALUE_PARTS = re.compile(r'"(?:[^"\\]|\\.?)*+"?|[{}\[\]]', re.DOTALL)
+"""A string (closed or not) or a bracket."""
 
 
 # -- the dialect translators ---------------------------------------------------------------------

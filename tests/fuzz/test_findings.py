@@ -12,7 +12,7 @@ import outform
 from outform.errors import OutputError, StreamAbortedError
 from outform.gateway.checks import CheckSettings, check_reply
 from outform.streaming import StreamParser
-from tests.fuzz.checks import check_parse, check_stream
+from tests.fuzz.checks import _json_starts, check_parse, check_stream
 from tests.fuzz.grammar import Case
 
 ONE_OF_NUMBERS = {"oneOf": [{"type": "integer"}, {"type": "number"}]}
@@ -152,3 +152,114 @@ def test_the_gateway_check_writes_a_repaired_integer_beyond_64_bits_digit_for_di
     verdict = check_reply(reply, fmt, CheckSettings("minimal", 5.0), False)
     assert verdict.kind == "repaired"
     assert verdict.text == "12345678901234567890123"
+
+
+NAME_NAME = {
+    "type": "object",
+    "properties": {"name": {"type": "object", "properties": {"name": {"type": "integer"}}}},
+}
+B_INTEGER = {"type": "object", "properties": {"b": {"type": ["integer", "null"]}}}
+
+FIRST_VALUES: list[tuple[Case, list[int], str, str]] = [
+    # seed 154706: an escaped lone surrogate (half of a UTF-16 pair: no Unicode text holds it)
+    (
+        Case("fences", '```JSON\n"no\\ud800"\n```\n~~~json\n7.125\n~~~', {}),
+        [],
+        "syntax",
+        '"no\\ud800"',
+    ),
+    # seed 249746: `0x1F` is one word, and no JSON number (only `full` reads JSON5's hexadecimal)
+    (Case("fences", "```json\n0x1F\n```\n{}", {}), [], "syntax", "0x1F"),
+    # seeds 446883, 579512: a lone low surrogate inside the first object
+    (
+        Case("reasoning", '{"a": ["\\udc00"]}\n<thought>x</thought> {"a": {"b": 1}}', OBJECT),
+        [3],
+        "syntax",
+        '{"a": ["\\udc00"]}',
+    ),
+    (
+        Case("mixed_prose", '{"b": "1,234\\udc00"} Sure! {"b": "null"}', B_INTEGER),
+        [31],
+        "syntax",
+        '{"b": "1,234\\udc00"}',
+    ),
+    # seed 836980: "1,234" is refused (its meaning depends on the locale), and the chunk that
+    # completes it breaks the JSON after it: the value alone ends where its brackets balance,
+    # before the `[}{}` the pipeline reads `{}` from
+    (
+        Case("stray_brackets", '{"name": {"name": "1,234"},, x} [}{}', NAME_NAME),
+        [20],
+        "schema",
+        '{"name": {"name": "1,234"},, x}',
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "splits", "reason", "first"), FIRST_VALUES)
+def test_a_first_value_outform_does_not_read_stops_the_stream_at_minimal(
+    case: Case, splits: list[int], reason: str, first: str
+) -> None:
+    """`parse` skips the reply's first value and takes a later one; the stream stops on the
+    first (the first value decides: docs/streaming.md, "Limits"), which is right because that
+    value alone is refused at `minimal`, by the reading the stream parser, the pipeline and the
+    check share: JSON as orjson reads it, a number or literal read as the whole word it
+    begins. The big run's check read these values as valid (the standard library's reader
+    takes lone surrogates and the `0` of `0x1F`; the schema stop was judged with the values
+    after the broken one)."""
+    cuts = [*splits, len(case.text)]
+    expected = check_parse(case, "minimal")
+    assert expected[0] == "ok"
+    assert check_parse(Case(case.family, first, case.schema), "minimal")[0] == "OutputError"
+    parser: StreamParser[Any] = StreamParser(case.schema, level="minimal", degeneration=None)
+    with pytest.raises(StreamAbortedError) as stopped:
+        for start, end in zip([0, *cuts], cuts, strict=False):
+            parser.feed(case.text[start:end])
+    assert stopped.value.reason == reason
+    for chunking in (cuts, list(range(1, len(case.text) + 1))):
+        check_stream(case, "minimal", chunking, expected)
+
+
+@pytest.mark.parametrize("level", ["off", "minimal", "full"])
+@pytest.mark.parametrize(
+    ("text", "schema"),
+    [
+        ("1,234", {"type": "integer"}),
+        ('"1,234"', {"type": "number"}),
+        ('{"b": "1,234"}', B_INTEGER),
+        ('{"name": {"name": "1,234"}}', NAME_NAME),
+    ],
+)
+def test_a_locale_number_is_refused_alike_by_parse_and_the_stream(
+    text: str, schema: dict[str, Any], level: str
+) -> None:
+    """`1,234` is 1234 or 1.234 by locale: refused, whether the reply is the bare number, a
+    string or a field; the stream ends as `parse` does, or stops earlier on that value."""
+    case = Case("mixed_prose", text, schema)
+    expected = check_parse(case, level)
+    assert expected[0] == "OutputError"
+    if level != "off":  # (no coercion at off: the plain type error)
+        assert "groups thousands or marks decimals by locale" in expected[1]
+    for cuts in ([len(text)], list(range(1, len(text) + 1))):
+        check_stream(case, level, cuts, expected)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        *("0x1F", "7apples", "01", "1e5x", "trueish", "1e400", "NaN", "-Infinity"),
+        *('"\\ud800"', '["\\udc00"]', "[0x1F]", "[1,]"),
+        *("true", "-0", "1.5e3", "18446744073709551616", '"a\\ud83d\\ude00"', '[1, {"b": null}]'),
+    ],
+)
+def test_the_check_reads_a_value_as_the_pipeline_does(text: str) -> None:
+    """One reading of "a JSON value starts here" for the check and the pipeline; the stream
+    parser stops on a JSON block at `minimal` only where neither reads one (it passes over a
+    block that does not start like a value, `NaN`, as prose)."""
+    read = check_parse(Case("fences", text, {}), "minimal")[0] == "ok"
+    assert _json_starts(text, 0) is read
+    stream: StreamParser[Any] = StreamParser({}, level="minimal", degeneration=None)
+    try:
+        stream.feed("```json\n" + text + "\n```\n")
+    except StreamAbortedError as stop:
+        assert stop.reason == "syntax"
+        assert not read
