@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from outform.parse.allowlist import Allowlist, conversion, permits
 from outform.parse.choices import Choices
@@ -39,6 +39,8 @@ from outform.schema.types import choices as enum_choices
 from outform.schema.types import json_type, own_types
 
 _NO: Final = object()
+_Fill = Literal["default", "null", "list", "map"] | None
+"""How a required property the reply left out is filled: its default, null, [], {}; or not."""
 _BEFORE: Final[Any] = "(the type of before)"
 _SEARCH_LIMIT = 10_000
 """Longest string searched for an enum member mentioned in a sentence (a longer text is no
@@ -137,6 +139,9 @@ class Coercer:
         self.max_repair_chars = max_repair_chars
         self.plans: dict[str, _Node] = {}
         """The plan of each schema location the walks visited (derived from the schema only)."""
+        self.fills: dict[str, _Fill] = {}
+        """How a required property left out is filled, per its schema location (see
+        `_Walk.fill_missing`): asked once per location, not once per object that lacks it."""
         self.best = anyof_strategy == "best"
         """Union branches: the one needing the fewest changes (ties to the first), rather
         than the first that fits."""
@@ -147,6 +152,43 @@ class Coercer:
         """Coerce `value`; the work is bounded by the deadline (an InputError naming
         `time_limit` when it passes), not by any count of its own."""
         return self.coerce_at(value, "", deadline)
+
+    def cannot_fit(self, value: Any) -> bool:
+        """Whether coercion certainly leaves `value` invalid at the root: an object that lacks a
+        name the root requires, which no key of it is renamed to and no fill supplies (see
+        `rename_keys`, `fill_missing`), or a list where the root takes neither lists nor
+        strings, unless it holds one item (unwrapped, and asked the same). Answered only where
+        nothing else can add a key (the root has no union, `allOf` or `$ref` beside its own
+        keywords, no enum, takes objects, and has more than one property), in the time of the
+        value's size, not the schema's."""
+        walk = _Walk(self, Deadline.never())
+        _, plan = walk.plan("")
+        allowed = plan.allowed
+        if (
+            not plan.usable
+            or plan.chained
+            or plan.unions
+            or plan.choices is not None
+            or plan.one_field is not None
+            or (allowed is not None and "object" not in allowed)
+        ):
+            return False
+        while isinstance(value, list):
+            if allowed is None or allowed & {"array", "string"}:
+                return False
+            if len(value) != 1:
+                return True
+            value = value[0]
+        if not isinstance(value, dict):
+            return False
+        unfilled = plan.unfilled(walk)
+        if len(unfilled) > len(value):
+            return True
+        named = plan.by_normalized_name()
+        covered = {key for key in value if key in unfilled}
+        for key in value:
+            covered.update(n for n in named.get(normalize_key(key), ()) if n in unfilled)
+        return len(covered) < len(unfilled)
 
     def coerce_at(self, value: Any, loc: str, deadline: Deadline | None = None) -> Coercion:
         """Coerce `value` against the part of the schema at JSON pointer `loc`."""
@@ -168,7 +210,9 @@ class _Node:
         "keyed",
         "loc",
         "members_only",
+        "named",
         "one_field",
+        "orphans",
         "prefix",
         "properties",
         "required",
@@ -216,6 +260,29 @@ class _Node:
             prefix_keyword, rest_keyword = "items", "additionalItems"
         self.prefix = [pointer.join(loc, prefix_keyword, i) for i in range(len(_list(prefix)))]
         self.rest = pointer.join(loc, rest_keyword) if isinstance(items, dict) else None
+        self.named: dict[str, tuple[str, ...]] | None = None
+        self.orphans: frozenset[str] | None = None
+
+    def unfilled(self, walk: _Walk) -> frozenset[str]:
+        """The required names no fill supplies when an object leaves them out (not declared
+        as properties, or declared without a default, null, [] or {} to fill in)."""
+        if self.orphans is None:
+            self.orphans = frozenset(
+                name
+                for name in self.required
+                if name not in self.properties or walk.fill_for(self.properties[name]) is None
+            )
+        return self.orphans
+
+    def by_normalized_name(self) -> dict[str, tuple[str, ...]]:
+        """The declared properties by their normalized name (see `normalize_key`), worked out
+        on first use: a key is matched in one look-up, not against every declared name."""
+        if self.named is None:
+            named: dict[str, list[str]] = {}
+            for name in self.properties:
+                named.setdefault(normalize_key(name), []).append(name)
+            self.named = {key: tuple(names) for key, names in named.items()}
+        return self.named
 
 
 class _Walk:
@@ -232,6 +299,7 @@ class _Walk:
         "compiled",
         "deadline",
         "failed",
+        "fills",
         "lenient",
         "max_depth",
         "max_repair_chars",
@@ -246,6 +314,7 @@ class _Walk:
         self.tolerance = coercer.tolerance
         self.max_repair_chars = coercer.max_repair_chars
         self.plans = coercer.plans
+        self.fills = coercer.fills
         self.deadline = deadline
         self.active: set[tuple[int, str]] = set()
         """(value, location) pairs being coerced on the current path."""
@@ -401,7 +470,7 @@ class _Walk:
         properties, keyed, additional = plan.properties, plan.keyed, plan.additional
         result = dict(value)
         if properties:
-            self.rename_keys(result, properties, at, out)
+            self.rename_keys(result, plan, at, out)
         for key in list(result):
             child_loc = properties.get(key)
             if child_loc is not None:
@@ -437,22 +506,20 @@ class _Walk:
         )
         return value if unchanged else result
 
-    def rename_keys(
-        self, result: dict[str, Any], properties: dict[str, Any], at: _At, out: Coercion
-    ) -> None:
+    def rename_keys(self, result: dict[str, Any], plan: _Node, at: _At, out: Coercion) -> None:
         """Rename a key that differs from a declared property only in case, accents or
-        surrounding spaces ("Name", " name " for name)."""
-        wanted: dict[str, list[str]] = {}
-        for name in properties:
-            if name not in result:
-                wanted.setdefault(normalize_key(name), []).append(name)
-        if not wanted:
+        surrounding spaces ("Name", " name " for name): when exactly one declared property the
+        reply left out has that normalized name. The work is per key of the reply, not per
+        declared property (an object of a wide schema is met once per candidate)."""
+        properties = plan.properties
+        strays = [key for key in result if key not in properties]
+        if not strays:
             return
-        for key in list(result):
-            if key in properties:
-                continue
-            names = wanted.get(normalize_key(key))
-            if names and len(names) == 1 and names[0] not in result:
+        named = plan.by_normalized_name()
+        written = frozenset(result)  # the keys as written, before any rename
+        for key in strays:
+            names = [n for n in named.get(normalize_key(key), ()) if n not in written]
+            if len(names) == 1 and names[0] not in result:
                 result[names[0]] = result.pop(key)
                 where = pointer.join(at.path, names[0])
                 _record(out, where, "rename_key", key, names[0], expected=None, actual=None)
@@ -461,25 +528,42 @@ class _Walk:
         """A required field the reply left out (its location `loc`), when the schema implies
         its only sensible value: its default, null where null is allowed, or an empty list or
         map."""
-        name = str(at.key)
+        way = self.fill_for(loc)
+        if way is None:
+            return
+        fill: Any
+        if way == "default":
+            fill, transform = self.compiled.resolve(loc)[1]["default"], "fill_default"
+        elif way == "null":
+            fill, transform = None, "fill_null"
+        else:
+            fill, transform = ([] if way == "list" else {}), "fill_empty"
+        result[str(at.key)] = fill
+        _record(out, at.path, transform, None, fill, expected=json_type(fill), actual="absent")
+
+    def fill_for(self, loc: str) -> _Fill:
+        """How a property left out is filled at `loc` (see fill_missing); None: it is not."""
+        try:
+            return self.fills[loc]
+        except KeyError:
+            way = self.fills[loc] = self._fill_for(loc)
+            return way
+
+    def _fill_for(self, loc: str) -> _Fill:
         _, schema = self.compiled.resolve(loc)
         if isinstance(schema, dict) and "default" in schema:
-            fill: Any = schema["default"]
-            transform = "fill_default"
-        elif self.compiled.is_valid_at(loc, None):
-            fill, transform = None, "fill_null"
-        elif self.compiled.is_valid_at(loc, []):
-            fill, transform = [], "fill_empty"
-        elif (
+            return "default"
+        if self.compiled.is_valid_at(loc, None):
+            return "null"
+        if self.compiled.is_valid_at(loc, []):
+            return "list"
+        if (
             isinstance(schema, dict)
             and not schema.get("properties")
             and self.compiled.is_valid_at(loc, {})
         ):
-            fill, transform = {}, "fill_empty"
-        else:
-            return
-        result[name] = fill
-        _record(out, at.path, transform, None, fill, expected=json_type(fill), actual="absent")
+            return "map"
+        return None
 
     def array(self, value: list[Any], at: _At, plan: _Node, out: Coercion) -> list[Any]:
         prefix, rest = plan.prefix, plan.rest

@@ -83,12 +83,22 @@ class Processor:
 
 @dataclass(slots=True)
 class _Attempt:
-    """One candidate carried through decode → validate."""
+    """One candidate carried through decode → validate.
+
+    `valid` is the validator's verdict (`is_valid`, as cheap as the value is large). The
+    reasons an invalid value fails are collected only for the attempt that is reported (see
+    `Pipeline._reasons`): jsonschema-rs copies the value at each error's location into the
+    error, so a full collection costs the number of errors times the size of the value, and
+    paying it for every candidate multiplied that by the candidates."""
 
     candidate: extract.Candidate
     value: Any
     run: Run
-    violations: tuple[Violation, ...]
+    valid: bool
+    blocked: list[tuple[str, str]]
+    """Conversions the coercer refused, (path, reason): told beside the violations there."""
+    violations: tuple[Violation, ...] = ()
+    """The typed output's own checks failing on a schema-valid value (Pydantic validators)."""
     typed: Any = None
 
 
@@ -216,6 +226,8 @@ class Pipeline(Generic[T]):
             point: [p for p in self.processors if p.at == point] for point in PROCESSOR_POINTS
         }
         self._try_fast = not self.options.shadow and not self.processors
+        # Whether coercion has the last word on a value's keys (no processor after it).
+        self._coercer_decides = "coerce" in self.options.stages and not self._at["after_coerce"]
         self._level = self.options.level
         self._max_chars = self.options.max_chars
         self._max_depth = self.options.max_depth
@@ -420,7 +432,7 @@ class Pipeline(Generic[T]):
         attempts: list[_Attempt] = []
         failures: list[tuple[extract.Candidate, decoding.DecodeFailure]] = []
         for attempt in self._attempts(text, run, failures):
-            if not attempt.violations:
+            if attempt.valid and not attempt.violations:
                 return self._succeed(original, attempt)
             attempts.append(attempt)
         # Tolerant readings refused or skipped are told to the caller (not to the model: the
@@ -430,7 +442,7 @@ class Pipeline(Generic[T]):
             best = attempts[0]
             late = [c for c in run.changes if not any(c is b for b in best.run.changes)]
             best.run.changes.extend(late)
-            return self._fail(original, best.value, best.run, best.violations, notes)
+            return self._fail(original, best.value, best.run, self._reasons(best), notes)
         nonfinite = any(f.nonfinite for _, f in failures)
         fix = "no level reads NaN or Infinity: JSON has no such numbers" if nonfinite else None
         return self._fail(original, None, run, (self._syntax_violation(failures),), notes, fix=fix)
@@ -499,13 +511,17 @@ class Pipeline(Generic[T]):
             if extraction.document and extraction.unmatched
             else None
         )
+        # Once an attempt has been yielded and the caller came back, it failed and is the one
+        # reported: later ones matter only if they succeed.
+        trial = False
         for tier, candidate in order:
             if id(candidate) in decoded or (tier, id(candidate)) in tried:
                 continue
             tried.add((tier, id(candidate)))
             deadline.enter("decode")
             if tier < 0:
-                yield self._carry(candidate, decoding.Decoded(candidate.text, 0), run)
+                yield self._carry(candidate, decoding.Decoded(candidate.text, 0), run, trial=trial)
+                trial = True
                 continue
             if tier and candidate.kind != "collected" and strict.inside(candidate):
                 # A region the strict decoder read is not read again by a tolerant one inside
@@ -531,7 +547,8 @@ class Pipeline(Generic[T]):
                     run.emit("output.coercion.fail", "extract", detail=refusal)
                     continue
                 lost = measured.lost
-            yield self._carry(candidate, outcome, run, lost)
+            yield self._carry(candidate, outcome, run, lost, trial=trial)
+            trial = True
 
     def _record_tolerant_failure(
         self,
@@ -594,9 +611,19 @@ class Pipeline(Generic[T]):
         )
 
     def _carry(
-        self, candidate: extract.Candidate, decoded: decoding.Decoded, parent: Run, lost: int = 0
+        self,
+        candidate: extract.Candidate,
+        decoded: decoding.Decoded,
+        parent: Run,
+        lost: int = 0,
+        *,
+        trial: bool = False,
     ) -> _Attempt:
-        """Take one decoded candidate through unescape, processors, coercion and validation."""
+        """Take one decoded candidate through unescape, processors, coercion and validation.
+
+        `trial`: an earlier attempt failed and is the one reported, so this one matters only
+        if it succeeds; one that coercion certainly leaves invalid stops before it (coercing
+        each of a reply's many pieces against a wide schema would cost their product)."""
         options = self.options
         value, tier, detail = decoded.value, decoded.tier, decoded.detail
         deadline = parent.deadline
@@ -631,6 +658,8 @@ class Pipeline(Generic[T]):
                 value = unwrapped
         value = self._process_value("after_decode", value, run)
         deadline.enter("coerce")
+        if trial and self._coercer_decides and self._coercer.cannot_fit(value):
+            return _Attempt(candidate, value, run, False, [])
         blocked: list[tuple[str, str]] = []
         if "coerce" in options.stages and not self.compiled.is_valid(value):
             run.emit("output.coercion.attempt", "semantic")
@@ -642,11 +671,13 @@ class Pipeline(Generic[T]):
                 run.emit("output.coercion.success", "semantic", branch_index=branch, path=path)
         value = self._process_value("after_coerce", value, run)
         deadline.enter("validate")
-        if self._defaults is not None and self.compiled.is_valid(value):
+        valid = self.compiled.is_valid(value)
+        if valid and self._defaults is not None:
+            # Filled only where the value stays valid (see _fill_defaults).
             value = self._fill_defaults(self._defaults, value, run.changes, deadline)
-        found = allowlist.explain(violations(self.compiled, value, deadline), blocked)
+        found: tuple[Violation, ...] = ()
         typed = None
-        if not found and self.adapter is not None:
+        if valid and self.adapter is not None:
             try:
                 typed = self.adapter.validate_python(value)
             except PydanticValidationError as exc:
@@ -655,9 +686,20 @@ class Pipeline(Generic[T]):
                 self._record_ignored(value, run)
         semantic = tuple(dict.fromkeys(c.transform for c in run.changes if c.stage == "semantic"))
         if semantic:
-            outcome: EventName = "output.coercion.fail" if found else "output.coercion.success"
+            failed = not valid or found
+            outcome: EventName = "output.coercion.fail" if failed else "output.coercion.success"
             run.emit(outcome, "semantic", transforms=semantic)
-        return _Attempt(candidate, value, run, found, typed)
+        return _Attempt(candidate, value, run, valid, blocked, found, typed)
+
+    def _reasons(self, attempt: _Attempt) -> tuple[Violation, ...]:
+        """Why the reported attempt fails: every violation the validator finds (each told
+        beside a conversion refused there), or the typed output's own checks."""
+        if attempt.valid:
+            return attempt.violations
+        deadline = attempt.run.deadline
+        deadline.enter("validate")
+        found = violations(self.compiled, attempt.value, deadline)
+        return allowlist.explain(found, attempt.blocked)
 
     def _record_repeated(self, repeats: list[duplicates.Repeat], run: Run) -> None:
         """Keys written twice: the last value kept (as every JSON reader does), each dropped

@@ -9,7 +9,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from outform.parse.hint import Violation, describe, preview
 from outform.schema import pointer
-from outform.schema.compiled import CompiledSchema
+from outform.schema.compiled import CompiledSchema, missing_names
 
 if TYPE_CHECKING:
     from outform.parse.context import Deadline
@@ -22,14 +22,44 @@ _UNEXPECTED = {"additionalProperties", "unevaluatedProperties", "propertyNames"}
 def violations(
     compiled: CompiledSchema, value: Any, deadline: Deadline | None = None
 ) -> tuple[Violation, ...]:
-    """Every reason `value` does not validate, in document order (empty when it validates)."""
-    found = []
+    """Every reason `value` does not validate, in document order (empty when it validates).
+
+    At one place, the violations of a kind keep the validator's order, but for missing fields:
+    those are listed by the place of their keyword in the schema (see
+    `CompiledSchema.missing_keywords`: a node's own `required` before the subschemas it
+    applies there), each keyword's names in its own order. The validator reports a
+    `required` once for all the names an object lacks (see `CompiledSchema.errors`), after
+    those subschemas."""
+    found: list[tuple[Violation, int]] = []
+    ranks = compiled.missing_keywords()
     for error in compiled.errors(value):
         if deadline is not None:
             deadline.check()  # an error can cost milliseconds (an enum of a million members)
-        found.append(_violation(compiled, error))
-    found.sort(key=lambda v: (_document_order(v.path), v.kind))
-    return tuple(found)
+        names = missing_names(error)
+        if names is None:
+            violation = _violation(compiled, error)
+            if violation.kind != "missing":
+                found.append((violation, 0))
+                continue
+            missing = [violation]
+        else:
+            node = _node(compiled, list(error.schema_path)[:-1])
+            path = pointer.from_parts(error.instance_path)
+            missing = _missing(compiled, path, node, names, error.kind.name)
+        rank = ranks.get(pointer.from_parts(error.schema_path), len(ranks))
+        found += ((violation, rank) for violation in missing)
+    orders: dict[str, list[tuple[int, int | str]]] = {}
+
+    def order(item: tuple[Violation, int]) -> tuple[list[tuple[int, int | str]], str, int]:
+        violation, rank = item
+        path = violation.path
+        known = orders.get(path)
+        if known is None:
+            known = orders[path] = _document_order(path)
+        return known, violation.kind, rank
+
+    found.sort(key=order)
+    return tuple(violation for violation, _ in found)
 
 
 def _document_order(path: str) -> list[tuple[int, int | str]]:
@@ -58,17 +88,28 @@ def pydantic_violations(error: PydanticValidationError) -> tuple[Violation, ...]
     return tuple(out)
 
 
+def _missing(
+    compiled: CompiledSchema, path: str, node: Any, names: list[str], keyword: str
+) -> list[Violation]:
+    """One violation per name a keyword of the schema node `node` found missing at `path`."""
+    properties = node.get("properties") if isinstance(node, dict) else None
+    if not isinstance(properties, dict):
+        properties = {}
+    found = []
+    for name in names:
+        shape = summarize(compiled, properties[name]) if name in properties else ""
+        expected = f"{name!r} ({shape})" if shape else repr(name)
+        found.append(Violation(path, "missing", expected, "nothing", keyword, field=name))
+    return found
+
+
 def _violation(compiled: CompiledSchema, error: jsonschema_rs.ValidationError) -> Violation:
     path = pointer.from_parts(error.instance_path)
     keyword = error.kind.name
     info = error.kind.as_dict()
     node = _node(compiled, list(error.schema_path)[:-1])
     if keyword in _MISSING:
-        name = str(info.get("property", ""))
-        properties = node.get("properties", {}) if isinstance(node, dict) else {}
-        shape = summarize(compiled, properties.get(name)) if name in properties else ""
-        expected = f"{name!r} ({shape})" if shape else repr(name)
-        return Violation(path, "missing", expected, "nothing", keyword, field=name)
+        return _missing(compiled, path, node, [str(info.get("property", ""))], keyword)[0]
     if keyword in _UNEXPECTED:
         unexpected = info.get("unexpected") or []
         allowed = sorted(node.get("properties", {})) if isinstance(node, dict) else []

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar, cast
 
 import jsonschema_rs
+import orjson
 
 from outform.errors import SchemaError, guarded
 from outform.schema import pointer
@@ -31,7 +32,16 @@ _ROOT_URI = "https://schema.outform.invalid/root.json"
 class CompiledSchema:
     """A validated, compiled JSON Schema with helpers to navigate it."""
 
-    __slots__ = ("_memo", "_registry", "_resolved", "_sub", "hash", "root", "validator")
+    __slots__ = (
+        "_memo",
+        "_registry",
+        "_reporter",
+        "_resolved",
+        "_sub",
+        "hash",
+        "root",
+        "validator",
+    )
 
     def __init__(self, schema: Mapping[str, Any], *, where: str = "schema") -> None:
         check_schema(schema, where=where)
@@ -48,6 +58,7 @@ class CompiledSchema:
                 fix="check every '$ref' points at an existing location of the document",
             ) from None
         self._registry: jsonschema_rs.Registry | None = None
+        self._reporter: jsonschema_rs.Validator | None = None
         self._sub: dict[str, jsonschema_rs.Validator] = {}
         self._resolved: dict[str, tuple[str, Any]] = {}
         self._memo: dict[Any, Any] = {}
@@ -65,7 +76,32 @@ class CompiledSchema:
         return bool(self.validator.is_valid(value))
 
     def errors(self, value: Any) -> Iterator[jsonschema_rs.ValidationError]:
-        return iter(self.validator.iter_errors(value))
+        """Every error of `value`, one per failing keyword and place: a `required` keyword
+        fails once for all the names an object lacks (see `MissingNames`), which the caller
+        lists one by one (`missing_names`)."""
+        reporter = self._reporter
+        if reporter is None:
+            reporter = self._reporter = self._compile_reporter()
+        return iter(reporter.iter_errors(value))
+
+    def missing_keywords(self) -> Mapping[str, int]:
+        """The keywords that report missing names (`required`, `dependentRequired`,
+        `dependencies`), by location, numbered in the order missing fields at one place of a
+        reply are listed: a node's own keywords, as written, before those of its subschemas,
+        which are taken depth first, as written."""
+        return self.memo("missing_keywords", lambda: _missing_keywords(self.root))
+
+    def _compile_reporter(self) -> jsonschema_rs.Validator:
+        """The validator that lists errors. jsonschema-rs copies the object into each error it
+        reports, and its `required` reports one per missing name: an object of n keys lacking
+        m names cost n × m (the same wide object met at every size of a reply made collecting
+        its errors quadratic). This one's `required` accepts and refuses exactly the same
+        objects, with one error per object."""
+        if not any(location.endswith("/required") for location in self.missing_keywords()):
+            return self.validator
+        return jsonschema_rs.validator_for(
+            self.root, retriever=_refuse_remote, keywords={"required": MissingNames}
+        )
 
     def is_valid_at(self, location: str, value: Any) -> bool:
         """Whether `value` fits the sub-schema at JSON pointer `location` of the document."""
@@ -141,6 +177,67 @@ class CompiledSchema:
 
 
 _ANYTHING = jsonschema_rs.validator_for({})
+
+
+class MissingNames:
+    """The `required` keyword of the validator that lists errors (`CompiledSchema.errors`):
+    an object lacking any of the names fails once, its message the missing names in the
+    list's order, as a JSON array (see `missing_names`); a value that is not an object passes,
+    as the standard says."""
+
+    __slots__ = ("names",)
+
+    def __init__(self, parent_schema: Any, value: Any, schema_path: Any) -> None:
+        self.names: list[Any] = value if isinstance(value, list) else []
+
+    def validate(self, instance: Any) -> None:
+        if isinstance(instance, dict):
+            missing = [name for name in self.names if name not in instance]
+            if missing:
+                raise ValueError(orjson.dumps(missing).decode())
+
+
+def missing_names(error: jsonschema_rs.ValidationError) -> list[str] | None:
+    """The names an error of `MissingNames` stands for (None for any other error)."""
+    if error.kind.name != "required":
+        return None
+    info = error.kind.as_dict()
+    if "property" in info:
+        return None  # jsonschema-rs's own keyword: one name
+    try:
+        names = orjson.loads(str(info.get("message", "")))
+    except orjson.JSONDecodeError:
+        return None
+    return [str(name) for name in names] if isinstance(names, list) else None
+
+
+_MISSING_KEYWORDS = frozenset({"required", "dependentRequired", "dependencies"})
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
+"""Keywords whose values are data, not schemas: not searched for keywords."""
+
+
+def _missing_keywords(schema: Any) -> dict[str, int]:
+    """See `CompiledSchema.missing_keywords` (a walk without recursion)."""
+    found: dict[str, int] = {}
+    stack: list[tuple[str, Any]] = [("", schema)]
+    while stack:
+        location, node = stack.pop()
+        if isinstance(node, dict):
+            children = []
+            for key, value in node.items():
+                inner = pointer.join(location, key)
+                if key in _MISSING_KEYWORDS and isinstance(value, list | dict):
+                    found.setdefault(inner, len(found))
+                if key not in _DATA_KEYWORDS and isinstance(value, dict | list):
+                    children.append((inner, value))
+            stack.extend(reversed(children))
+        elif isinstance(node, list):
+            stack.extend(
+                (pointer.join(location, index), value)
+                for index, value in reversed(list(enumerate(node)))
+                if isinstance(value, dict | list)
+            )
+    return found
 
 
 def _refuse_remote(uri: str) -> Any:
