@@ -483,6 +483,38 @@ def test_escaped_json_is_left_to_the_pipeline() -> None:
 
 
 @pytest.mark.parametrize(
+    "text",
+    [
+        '{\\"a\\": 1, \\"b\\": \\"x\\"}',
+        '  [{\\"a\\": 2, \\"b\\": \\"caf\\\\u00e9 \\\\\\"q\\\\\\"\\"}]',
+        '{\\u0022a\\u0022: 3, \\"b\\": \\"\\u00e9\\"}',
+        '{\\"a\\": 4, \\"b\\": \\"\\ud83d\\ude00\\"}',
+        '{\\"a\\": 5 \\"b\\": 1}',
+    ],
+)
+@pytest.mark.parametrize("level", ["off", "minimal"])
+def test_a_chunk_ending_inside_an_escape_does_not_decide_an_escaped_reply(
+    text: str, level: str
+) -> None:
+    """Whether a reply looks escaped is read from its first characters: a chunk that ends
+    inside an escape (`{\\`, `{\\u00`) leaves the question open, so the stream ends as
+    `outform.parse` does wherever the chunks are cut."""
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}}
+
+    def outcome(read: Any) -> Any:
+        try:
+            return read()
+        except OutputError:
+            return OutputError
+
+    expected = outcome(lambda: outform.parse(text, schema=schema, level=level).data)
+    cuts = [[text[:cut], text[cut:]] for cut in range(len(text) + 1)] + [list(text)]
+    for parts in cuts:
+        got = outcome(lambda: list(parse_stream(parts, schema, level=level))[-1].value)
+        assert got == expected, parts
+
+
+@pytest.mark.parametrize(
     ("text", "schema", "level"),
     [
         ('[42, "\\ud800x", "\\udc00x", ', {"type": "string", "format": "date"}, "minimal"),
