@@ -24,9 +24,7 @@ ESCAPE_WINDOW = 64
 def looks_escaped(text: str) -> bool:
     """Text like `{\\"k\\": 1}`: JSON whose quotes are all backslash-escaped."""
     head = text[:3]
-    return head in ('{\\"', '[\\"', "[{\\") or (
-        head[:1] in "{[" and '\\"' in text[:ESCAPE_WINDOW]
-    )
+    return head in ('{\\"', '[\\"', "[{\\") or (head[:1] in "{[" and '\\"' in text[:ESCAPE_WINDOW])
 
 
 def may_look_escaped(prefix: str) -> bool:
