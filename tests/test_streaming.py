@@ -613,6 +613,25 @@ def test_max_chars_is_enforced_at_the_chunk_that_crosses_it(every: int) -> None:
     assert caught.value.fix is not None and "max_chars" in caught.value.fix
 
 
+@pytest.mark.parametrize(
+    "reply",
+    ["Here: " + "[" * 201 + ' here is it {"a": 1}', "Here: " + "[" * 300 + "1" + "]" * 300],
+)
+def test_prose_brackets_nested_past_max_depth_end_as_parse_does(reply: str) -> None:
+    """A bracket in prose is tentative: nested too deep, its run of openers is read as prose
+    again, and the final parse judges the depth of what is JSON (the first reply reads
+    `{"a": 1}`; the second is refused as too deep, at its end)."""
+    try:
+        expected: Any = outform.parse(reply, {"type": "object"}).data
+    except InputError:
+        expected = InputError
+    try:
+        got: Any = list(parse_stream(chunks(reply, 7), {"type": "object"}))[-1].value
+    except InputError:
+        got = InputError
+    assert got == expected
+
+
 def test_max_depth_is_enforced_as_the_parser_reads() -> None:
     parser: StreamParser[Any] = StreamParser({}, max_depth=5)
     parser.feed("[[[")
