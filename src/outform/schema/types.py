@@ -22,7 +22,7 @@ _TYPE_HINTS = {
 }
 
 
-_TYPE_NAMES: dict[type, str] = {
+JSON_TYPE_NAMES: dict[type, str] = {
     type(None): "null",
     bool: "boolean",
     int: "integer",
@@ -72,8 +72,8 @@ def own_types(schema: dict[str, Any]) -> frozenset[str] | None:
     values = choices(schema)
     if values is not None:
         kinds = set(map(type, values))  # (one pass in C: enums may have a million members)
-        if kinds <= _TYPE_NAMES.keys():
-            return frozenset(_TYPE_NAMES[k] for k in kinds)
+        if kinds <= JSON_TYPE_NAMES.keys():
+            return frozenset(JSON_TYPE_NAMES[k] for k in kinds)
         return frozenset(json_type(v) for v in values)
     hinted = {hint for key, hint in _TYPE_HINTS.items() if key in schema}
     return frozenset(hinted) if len(hinted) == 1 else None
