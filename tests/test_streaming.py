@@ -9,6 +9,7 @@ there instead of being read to its end.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import datetime
 import itertools
@@ -483,6 +484,39 @@ def test_escaped_json_is_left_to_the_pipeline() -> None:
 
 
 @pytest.mark.parametrize(
+    "text",
+    [
+        '{\\"a\\": 1, \\"b\\": \\"x\\"}',
+        '  [{\\"a\\": 2, \\"b\\": \\"caf\\\\u00e9 \\\\\\"q\\\\\\"\\"}]',
+        '{\\u0022a\\u0022: 3, \\"b\\": \\"\\u00e9\\"}',
+        '{\\"a\\": 4, \\"b\\": \\"\\ud83d\\ude00\\"}',
+        '{\\"a\\": 5 \\"b\\": 1}',
+    ],
+)
+@pytest.mark.parametrize("level", ["off", "minimal"])
+def test_a_chunk_ending_inside_an_escape_does_not_decide_an_escaped_reply(
+    text: str, level: str
+) -> None:
+    """Whether a reply looks escaped is read from its first characters: a chunk that ends
+    inside an escape (`{\\`, `{\\u00`) leaves the question open, so the stream ends as
+    `outform.parse` does wherever the chunks are cut."""
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}}
+
+    def streamed(parts: list[str]) -> Any:
+        try:
+            return list(parse_stream(parts, schema, level=level))[-1].value
+        except OutputError:
+            return OutputError
+
+    expected = streamed([text])
+    with pytest.raises(OutputError) if expected is OutputError else contextlib.nullcontext():
+        assert outform.parse(text, schema=schema, level=level).data == expected
+    cuts = [[text[:cut], text[cut:]] for cut in range(len(text) + 1)] + [list(text)]
+    for parts in cuts:
+        assert streamed(parts) == expected, parts
+
+
+@pytest.mark.parametrize(
     ("text", "schema", "level"),
     [
         ('[42, "\\ud800x", "\\udc00x", ', {"type": "string", "format": "date"}, "minimal"),
@@ -577,6 +611,25 @@ def test_max_chars_is_enforced_at_the_chunk_that_crosses_it(every: int) -> None:
     assert len("".join(fed)) <= 30 < len("".join(fed)) + 8
     assert "over the limit of 30" in caught.value.what
     assert caught.value.fix is not None and "max_chars" in caught.value.fix
+
+
+@pytest.mark.parametrize(
+    "reply",
+    ["Here: " + "[" * 201 + ' here is it {"a": 1}', "Here: " + "[" * 300 + "1" + "]" * 300],
+)
+def test_prose_brackets_nested_past_max_depth_end_as_parse_does(reply: str) -> None:
+    """A bracket in prose is tentative: nested too deep, its run of openers is read as prose
+    again, and the final parse judges the depth of what is JSON (the first reply reads
+    `{"a": 1}`; the second is refused as too deep, at its end)."""
+    try:
+        expected: Any = outform.parse(reply, {"type": "object"}).data
+    except InputError:
+        expected = InputError
+    try:
+        got: Any = list(parse_stream(chunks(reply, 7), {"type": "object"}))[-1].value
+    except InputError:
+        got = InputError
+    assert got == expected
 
 
 def test_max_depth_is_enforced_as_the_parser_reads() -> None:

@@ -72,7 +72,7 @@ from outform.parse.partial import (
 from outform.parse.pipeline import Pipeline
 from outform.parse.result import Change, ParseResult
 from outform.parse.scalars import as_integer, is_null_word, parse_bool, parse_number
-from outform.parse.unescape import looks_escaped
+from outform.parse.unescape import ESCAPE_WINDOW, looks_escaped, may_look_escaped
 from outform.parse.validate import pydantic_violations
 from outform.schema import pointer
 from outform.schema.compiled import compile_schema
@@ -468,14 +468,30 @@ class StreamParser(Generic[T]):
     def _syntax_is_final(self) -> bool:
         """Whether the pipeline could still read a reply that is not JSON as written. A no is
         kept (the error stays, and a stream never stopped is never wrong): asking again after
-        every chunk cost the whole text each time."""
+        every chunk cost the whole text each time. Whether the value looks escaped is known
+        once its first `ESCAPE_WINDOW` characters are (a chunk may end inside an escape)."""
         if self._level == "full" or self._unescapable:
             return False  # the tolerant decoders, or unescaping, may read it
         start = self.parser.start
-        if start is not None and looks_escaped(self.text[start : start + 64]):
+        if start is None:
+            return True
+        window = self._window(start)
+        if looks_escaped(window):
             self._unescapable = True
             return False
-        return True
+        return not may_look_escaped(window)  # (not kept: the next chunk decides)
+
+    def _window(self, start: int) -> str:
+        """The first `ESCAPE_WINDOW` characters received from `start`, joining only the chunks
+        from there (asked again at each chunk while the window is not yet full)."""
+        pieces: list[str] = []
+        at = self.parser.received + self._pending_size
+        for chunk in reversed(self._chunks):
+            at -= len(chunk)
+            pieces.append(chunk[max(start - at, 0) :])
+            if at <= start:
+                break
+        return "".join(reversed(pieces))[:ESCAPE_WINDOW]
 
     def _stop(
         self,

@@ -84,6 +84,39 @@ def test_max_depth_holds_for_valid_json_too(level: str, schema: dict[str, Any]) 
         assert "over the limit of 10" in caught.value.what
 
 
+@pytest.mark.parametrize("level", ["minimal", "full"])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "[" * 201 + ' here is it {"a": 1}',
+        "Use [ here. " * 100_000 + '{"a": 1}',
+        "{ or " * 300 + '{"a": 1}',
+        "Here: " + "[ [" * 150 + ' x {"a": 1}',
+    ],
+    ids=["a run of 201", "100,000 apart", "300 braces", "after prose"],
+)
+def test_brackets_in_prose_do_not_count_toward_max_depth(reply: str, level: str) -> None:
+    """`max_depth` measures the nesting of what is read as JSON: openers that cannot begin it
+    (a run of them is judged by its innermost, `[[ here`) are prose, however many."""
+    assert outform.parse(reply, OBJECT, level=level).value == {"a": 1}
+
+
+@pytest.mark.parametrize("level", ["minimal", "full"])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Here: " + '{"a": ' * 201 + "1" + "}" * 201,
+        "Use [ here. " * 1000 + "[" * 201 + "1",
+        "[ here " + "[" * 201 + "]" * 201,
+        "{ or " * 300 + "[" * 201,
+    ],
+    ids=["after prose", "after prose brackets", "inside a prose bracket", "left open"],
+)
+def test_json_nested_too_deep_after_prose_brackets_is_still_refused(reply: str, level: str) -> None:
+    with pytest.raises(InputError, match="over the limit of 200"):
+        outform.parse(reply, OBJECT, level=level)
+
+
 def test_max_depth_holds_for_a_typed_reply_valid_as_sent() -> None:
     class Deep(BaseModel):
         a: list[Any]

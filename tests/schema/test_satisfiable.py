@@ -33,6 +33,13 @@ EMPTY: list[tuple[dict[str, Any], str, str]] = [
     ({"type": "integer", "const": "a"}, "", "'const' does not fit"),
     ({"type": "string", "enum": ["abc", "de"], "maxLength": 1}, "", "no member of 'enum'"),
     ({"const": 1, "enum": [2, 3]}, "", "'const' is not a member of 'enum'"),
+    # members of several types: each judged by the rules of its own type
+    (
+        {"type": ["string", "integer"], "enum": ["ab", 7, None], "minLength": 3, "maximum": 5},
+        "",
+        "no member",
+    ),
+    ({"enum": ["abc", [1, 2]], "maxLength": 2, "minItems": 3}, "", "no member of 'enum'"),
     ({"type": "string", "minLength": 3, "maxLength": 2}, "", "'minLength' 3 is above"),
     ({"type": "array", "minItems": 3, "maxItems": 2}, "", "'minItems' 3 is above"),
     ({"type": "object", "required": ["a", "b"], "maxProperties": 1}, "", "2 properties"),
@@ -91,6 +98,9 @@ SATISFIABLE: list[tuple[dict[str, Any], Any]] = [
     ({"anyOf": [False, {"type": "null"}]}, None),
     ({"type": "integer", "if": {"minimum": 0}, "then": {"maximum": 9}}, 3),
     ({"not": {"type": "integer"}, "type": "number"}, 1.5),
+    ({"type": ["string", "integer"], "enum": ["abc", 7, None], "maxLength": 2}, 7),
+    ({"enum": ["abc", "a", [1, 2]], "maxLength": 2, "minItems": 3}, "a"),
+    ({"type": "string", "enum": [True, 1, "x"], "minLength": 1}, "x"),
 ]
 
 

@@ -66,6 +66,36 @@ def test_a_full_queue_drops_new_events_and_the_next_batch_says_how_many() -> Non
     assert sum(b.dropped for b in sink.batches) == 50
 
 
+def test_events_built_later_keep_their_place_and_count_against_the_bound() -> None:
+    sink = ListSink()
+    recorder = Recorder([sink], queue_size=10, flush_interval=60)
+    recorder._wake.clear()
+    events = [Event("run.start", run=RunInfo(f"r{i}")) for i in range(12)]
+    recorder.record(events[0])
+    recorder.record_later(8, lambda: events[1:9])
+    recorder.record_later(3, lambda: events[9:12])  # one fits: two dropped
+    recorder.record(events[11])  # the queue is full
+    assert (recorder.backlog, recorder.dropped) == (10, 3)
+    recorder.flush()
+    recorder.close()
+    assert sink.events == events[:10]
+    assert sum(b.dropped for b in sink.batches) == 3
+
+
+def test_events_that_fail_to_build_are_counted_as_dropped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    sink = ListSink()
+    recorder = Recorder([sink], flush_interval=60)
+    recorder.record_later(4, lambda: 1 / 0)  # type: ignore[arg-type,return-value]
+    recorder.record(Event("run.end"))
+    recorder.flush()
+    recorder.close()
+    assert [e.name for e in sink.events] == ["run.end"]
+    assert sum(b.dropped for b in sink.batches) == 4
+    assert "building 4 events failed" in caplog.text
+
+
 def test_a_failing_sink_is_logged_and_the_others_still_get_the_batch(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -4,6 +4,7 @@ run per call, its attempts, each provider call, each change, each re-ask, the ou
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,9 +17,11 @@ import outform
 import outform.config
 from outform.agent import Envelope
 from outform.errors import ConfigError, ServerError, StreamAbortedError
+from outform.parse.result import Change
 from outform.run import GenerationError, RefusalError
 from outform.streaming import parse_stream
 from outform.trace import Event, RunInfo, labels, runtime
+from outform.trace.events import Change as ChangeRecord
 from outform.trace.events import FormatChoice, Precheck, ProviderCall, Reask, RunEnd, StreamAbort
 from outform.transport import AsyncTransport, RetryPolicy, Transport
 from tests.providers import openai_wire
@@ -440,6 +443,33 @@ def test_a_repaired_reply_is_a_run_with_its_changes(recorded: ListSink) -> None:
     end = events[-1].data
     assert isinstance(end, RunEnd) and (end.outcome, end.changes) == ("valid", 2)
     assert events[0].run is not None and events[0].run.provider is None
+
+
+def test_the_change_events_of_a_parse_are_built_off_the_callers_clock(
+    recorded: ListSink, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Turning many changes into events costs more than coercing them: the caller's thread
+    (and its `time_limit`) only copies their values; the recorder's thread builds the events,
+    one per change, showing the values as they were even if the caller changes the result."""
+    built_on: set[str] = set()
+    event = Change.event
+
+    def watched(change: Change, **fields: Any) -> Event:
+        built_on.add(threading.current_thread().name)
+        return event(change, **fields)
+
+    monkeypatch.setattr(Change, "event", watched)
+    schema = {"type": "object", "properties": {"tags": {"type": "array"}, "a": {"type": "integer"}}}
+    result = outform.parse('Here: {"tags": "x", "a": "1"}', schema)
+    result.data["tags"].append("added later")
+    events = recorded.flushed()
+    assert built_on == {"outform-trace-writer"}
+    changes = [e for e in events if e.name == "output.change"]
+    assert [(e.path, e.transform) for e in changes] == [
+        (c.path, c.transform) for c in result.changes
+    ]
+    (wrapped,) = [e.data for e in changes if e.transform == "wrap_in_array"]
+    assert isinstance(wrapped, ChangeRecord) and wrapped.after == '["x"]'
 
 
 def test_a_reply_that_cannot_be_made_valid_is_an_invalid_run(recorded: ListSink) -> None:

@@ -138,6 +138,12 @@ class _Exact:
         return repr(self.value)
 
 
+_KEPT: frozenset[type] = frozenset({str, int, float, bool, type(None)})
+"""Types `guard_copy` keeps as they are (immutable, compared by `==`)."""
+_KEPT_EXACT: frozenset[type] = frozenset({str, type(None)})
+"""The same where booleans and the numbers 0 and 1 must be compared exactly."""
+
+
 def guard_copy(value: Any, exact: bool = False) -> Any:
     """A deep copy of a schema to compare the caller's dict with on a cache hit: `==` stops at
     the first difference and returns at once for the strings and numbers it shares with the
@@ -149,6 +155,8 @@ def guard_copy(value: Any, exact: bool = False) -> Any:
             key: guard_copy(item, exact or key in _EXACT_KEYWORDS) for key, item in value.items()
         }
     if kind is list or isinstance(value, list):
+        if set(map(type, value)) <= (_KEPT_EXACT if exact else _KEPT):
+            return list(value)  # (a million-member enum of strings: one copy in C)
         return [guard_copy(item, exact) for item in value]
     if exact and kind in (bool, int, float) and value in (0, 1):
         return _Exact(value)

@@ -32,6 +32,9 @@ _JSON_LANGS = frozenset({"json", "jsonc", "json5", "javascript", "js", "ndjson",
 
 _IN_JSON = re.compile(r'(?:[^{}\[\]"\\]++|"(?:[^"\\]++|\\.)*+"|\\.)*+([{}\[\]"\\])?', re.DOTALL)
 _IN_PROSE = re.compile(r"[{}\[\]]")
+_OPENER_RUN = re.compile(r"[{\[](?:\s*[{\[])*")
+"""Openers one after another: the innermost decides whether they begin JSON (`[[ here` is
+prose; `[[1]` is not)."""
 _FLAT_BODY = r'(?:[^{}\[\]"\\]++|"(?:[^"\\]++|\\.)*+"|\\.)*+'
 _FLAT = {
     "{": re.compile(r"\{" + _FLAT_BODY + r"\}", re.DOTALL),
@@ -201,6 +204,8 @@ def scan(text: str, deadline: Deadline | None = None) -> Scan:
     length = len(text)
     steps = 0
     open_string = False
+    run_end = 0  # where the run of openers last judged in prose ends, and its verdict
+    run_is_json = False
     while pos < length:
         # Inside JSON, strings and escapes are skipped in the same match that finds the next
         # bracket; in prose, only brackets are structure.
@@ -223,7 +228,15 @@ def scan(text: str, deadline: Deadline | None = None) -> Scan:
             deadline.check()
         if ch in _OPENERS:
             level = len(stack)
-            is_json = level > prose or _opens_json(text, index)
+            if level > prose:
+                is_json = True
+            elif index < run_end:
+                is_json = run_is_json  # a later opener of the same run: the same verdict
+            else:
+                run = _OPENER_RUN.match(text, index)
+                assert run is not None  # it starts with this opener
+                run_end = run.end()
+                is_json = run_is_json = _opens_json(text, run_end - 1)
             flat = _FLAT[ch].match(text, index) if is_json else None
             if flat is not None:
                 # A region with no brackets inside: opened and closed in one match.
@@ -270,14 +283,16 @@ def scan(text: str, deadline: Deadline | None = None) -> Scan:
                 if level == 0:
                     deepest = max(deepest, span.depth)
     if stack:
-        deepest = max(deepest, *peaks)
-        # Openers left open that are prose: what closed inside them was found in prose.
+        # Openers left open that are prose: what closed inside them was found in prose. Only
+        # the regions read as JSON count toward the nesting, not the prose brackets around.
         for level in range(1, prose + 1):
             spans += inner[level]
+            deepest = max(deepest, 0, *(span.depth for span in inner[level]))
         if prose < len(opened):
             start = opened[prose]
             depth = max(peaks[prose:]) - prose
             spans.append(Span(start, length, _root(text[start]), depth, False))
+            deepest = max(deepest, depth)
     return Scan(spans, deepest, unmatched, open_string)
 
 

@@ -46,6 +46,7 @@ from outform.parse.partial import Kind
 from outform.parse.validate import summarize
 from outform.schema import pointer
 from outform.schema.compiled import CompiledSchema
+from outform.schema.types import JSON_TYPE_NAMES
 
 _MAX_ALTERNATIVES = 64
 _STRING_DONE = frozenset(
@@ -64,15 +65,7 @@ _STRING_DONE = frozenset(
 )
 """Keywords already settled for a string once it is complete (type at its start, maxLength as
 it grew): a string under only these needs no final look."""
-_TYPE_OF = {
-    type(None): "null",
-    bool: "boolean",
-    int: "integer",
-    float: "number",
-    str: "string",
-    list: "array",
-    dict: "object",
-}
+_TYPE_OF = JSON_TYPE_NAMES
 
 
 class _Forbidden:

@@ -17,11 +17,23 @@ if TYPE_CHECKING:
 
 _OPENERS = ("{", "[")
 
+ESCAPE_WINDOW = 64
+"""How many characters from a value's start `looks_escaped` reads."""
+
 
 def looks_escaped(text: str) -> bool:
     """Text like `{\\"k\\": 1}`: JSON whose quotes are all backslash-escaped."""
     head = text[:3]
-    return head in ('{\\"', '[\\"', "[{\\") or (head[:1] in "{[" and '\\"' in text[:64])
+    return head in ('{\\"', '[\\"', "[{\\") or (head[:1] in "{[" and '\\"' in text[:ESCAPE_WINDOW])
+
+
+def may_look_escaped(prefix: str) -> bool:
+    """Whether more text after `prefix` (a value's start, still arriving) could make it look
+    escaped. While fewer than `ESCAPE_WINDOW` characters are known, the verdict waits when
+    the text holds a backslash: a chunk may end inside the first escape (`{\\`, `{\\u00`), and
+    `{\\u0022k\\u0022: \\"v\\"}` shows its first `\\"` only later. Up to the first backslash
+    unescaping changes nothing, so a syntax error before it is final."""
+    return len(prefix) < ESCAPE_WINDOW and prefix[:1] in "{[" and "\\" in prefix
 
 
 def unescape_text(text: str) -> str | None:

@@ -151,11 +151,11 @@ class _Finder:
         if not values:
             empty = "'const' is not a member of 'enum'" if "const" in node else "'enum' is empty"
             return self._empty(node, location, empty)
-        fitting = [v for v in values if _fits(v, node, found, numbers)]
+        fitting = _fitting_kinds(values, node, found, numbers)
         if not fitting:
             what = "'const' does not fit" if "const" in node else "no member of 'enum' fits"
             return self._empty(node, location, f"{what} the node's type, bounds and sizes")
-        return frozenset().union(*(_kind_of(v) for v in fitting)) & found
+        return fitting & found
 
     # -- sub-schemas --------------------------------------------------------------------
 
@@ -368,6 +368,29 @@ def _ruled_out(node: Mapping[str, Any], numbers: Interval) -> dict[str, str]:
 
 def _inverted(node: Mapping[str, Any], low: str, high: str) -> str:
     return f"'{low}' {node[low]} is above '{high}' {node[high]}"
+
+
+def _fitting_kinds(
+    values: list[Any], node: Mapping[str, Any], kinds: Kinds, numbers: Interval
+) -> Kinds:
+    """The kinds of the enum members that meet the node's type, bounds, lengths and counts.
+    Members are grouped by type in one pass in C; strings are then judged by their distinct
+    lengths, the other types member by member (an enum of a million strings costs no Python
+    per member)."""
+    types = set(map(type, values))
+    found: set[str] = set()
+    for kind in types:
+        members = values if len(types) == 1 else [v for v in values if type(v) is kind]
+        if kind is str:
+            if "string" in kinds:
+                low, high = _number(node, "minLength", 0), _number(node, "maxLength", math.inf)
+                if any(low <= n <= high for n in set(map(len, members))):
+                    found.add("string")
+            continue
+        for value in members:
+            if _fits(value, node, kinds, numbers):
+                found |= _kind_of(value)
+    return frozenset(found)
 
 
 def _fits(value: Any, node: Mapping[str, Any], kinds: Kinds, numbers: Interval) -> bool:

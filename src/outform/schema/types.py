@@ -22,6 +22,19 @@ _TYPE_HINTS = {
 }
 
 
+JSON_TYPE_NAMES: dict[type, str] = {
+    type(None): "null",
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    str: "string",
+    list: "array",
+    tuple: "array",
+    dict: "object",
+}
+"""`json_type` by the exact type of a value."""
+
+
 def json_type(value: Any) -> str:
     """The JSON Schema type name of a Python JSON value."""
     if value is None:
@@ -58,6 +71,9 @@ def own_types(schema: dict[str, Any]) -> frozenset[str] | None:
         return frozenset(k for k in kind if isinstance(k, str))
     values = choices(schema)
     if values is not None:
+        kinds = set(map(type, values))  # (one pass in C: enums may have a million members)
+        if kinds <= JSON_TYPE_NAMES.keys():
+            return frozenset(JSON_TYPE_NAMES[k] for k in kinds)
         return frozenset(json_type(v) for v in values)
     hinted = {hint for key, hint in _TYPE_HINTS.items() if key in schema}
     return frozenset(hinted) if len(hinted) == 1 else None

@@ -27,7 +27,7 @@ import threading
 import time
 import weakref
 from collections import Counter, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat, starmap
 from typing import Protocol
@@ -89,6 +89,17 @@ class _Flush:
         self.done = threading.Event()
 
 
+class _Later:
+    """Events to build on the writer thread (`Recorder.record_later`): the first `count` of
+    what `build()` returns."""
+
+    __slots__ = ("build", "count")
+
+    def __init__(self, count: int, build: Callable[[], Sequence[Event]]) -> None:
+        self.count = count
+        self.build = build
+
+
 class Recorder:
     def __init__(
         self,
@@ -103,10 +114,12 @@ class Recorder:
         the current traceparent when they start."""
         self.queue_size = queue_size
         self.flush_interval = flush_interval
-        self._queue: deque[Event | _Flush] = deque()
+        self._queue: deque[Event | _Flush | _Later] = deque()
         self._tallies: deque[caller.Block | CountedRun | None] = deque()
         self._block = caller.current_block
         self._dropped = 0
+        self._later = 0
+        """Events queued in `_Later` items beyond the one place in the queue each takes."""
         self._drop_lock = threading.Lock()
         self._wake = threading.Event()
         self._closing = False
@@ -121,10 +134,23 @@ class Recorder:
 
     def record(self, event: Event) -> None:
         """Queue one event for the sinks."""
-        if len(self._queue) < self.queue_size:
+        if len(self._queue) + self._later < self.queue_size:
             self._queue.append(event)
         else:
             self._drop()
+
+    def record_later(self, count: int, build: Callable[[], Sequence[Event]]) -> None:
+        """Queue `count` events that `build()` makes on the writer thread, in their place in
+        the queue (building many events costs more than the work that caused them). They
+        count against the queue's bound like as many events: those past it are dropped."""
+        with self._drop_lock:
+            room = self.queue_size - len(self._queue) - self._later
+            kept = max(0, min(count, room))
+            self._dropped += count - kept
+            if kept:
+                self._later += kept - 1
+        if kept:
+            self._queue.append(_Later(kept, build))
 
     def record_all(self, events: Iterable[Event]) -> None:
         for event in events:
@@ -155,7 +181,7 @@ class Recorder:
     @property
     def backlog(self) -> int:
         """Events queued and not yet handed to the sinks."""
-        return len(self._queue)
+        return len(self._queue) + self._later
 
     @property
     def dropped(self) -> int:
@@ -198,6 +224,7 @@ class Recorder:
         self._queue = deque()
         self._tallies = deque()
         self._dropped = 0
+        self._later = 0
         self._wake = threading.Event()
         self._lock = threading.Lock()
         self._drop_lock = threading.Lock()
@@ -227,6 +254,18 @@ class Recorder:
             except Exception:
                 log.exception("outform trace: closing a sink failed: %r", sink)
 
+    def _build(self, later: _Later) -> Sequence[Event]:
+        """The events of a `_Later` item (none, counted as dropped, if building fails)."""
+        try:
+            events = later.build()[: later.count]
+        except Exception:
+            log.exception("outform trace: building %d events failed", later.count)
+            events = ()
+        with self._drop_lock:
+            self._later -= later.count - 1
+            self._dropped += later.count - len(events)
+        return events
+
     def _drain(self, sinks: Sequence[Sink]) -> list[_Flush]:
         batch = Batch()
         markers: list[_Flush] = []
@@ -235,6 +274,8 @@ class Recorder:
             item = queue.popleft()
             if isinstance(item, _Flush):
                 markers.append(item)
+            elif isinstance(item, _Later):
+                batch.events.extend(map(_clean, self._build(item)))
             else:
                 batch.events.append(_clean(item))
         # After the events: every tally recorded before a flush marker was queued is taken.

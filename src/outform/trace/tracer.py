@@ -215,13 +215,20 @@ class RunTrace:
                 ]
             )
 
-    def changes(self, changes: Iterable[Any]) -> None:
-        """One `output.change` per change of a parse result (`outform.parse.result.Change`)."""
-        if self.wanted:
-            info, attempt, schema_hash = self.info, self.attempt, self.schema_hash
-            self.deliver(
-                [c.event(run=info, attempt=attempt, schema_hash=schema_hash) for c in changes]
-            )
+    def changes(self, changes: Sequence[Any]) -> None:
+        """One `output.change` per change of a parse result (`outform.parse.result.Change`).
+        Observers get them in line; for the sinks alone they are built on the recorder's
+        thread (`deferred_events`), so a reply with many changes does not pay for its record
+        on the caller's clock (docs/pipeline.md, "Limits")."""
+        if not self.wanted:
+            return
+        fields = {"run": self.info, "attempt": self.attempt, "schema_hash": self.schema_hash}
+        if self.observed and (self.observers or global_observers()):
+            self.deliver([c.event(**fields) for c in changes])
+        elif self.recorder is not None:
+            from outform.parse.result import deferred_events  # (parse imports trace)
+
+            self.recorder.record_later(len(changes), deferred_events(changes, **fields))
 
     def validation_failed(self, violations: Sequence[Any]) -> None:
         if self.wanted:
