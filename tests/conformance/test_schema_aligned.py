@@ -48,8 +48,8 @@ def test_agreement_at_full_level() -> None:
         f"schema-aligned cases at level full: {rate:.1%} of {len(cases)}; "
         f"excluding the peer's heuristics: {rate_plain:.1%} of {len(plain)}"
     )
-    assert rate >= 0.86
-    assert rate_plain >= 0.95
+    assert rate >= 0.85  # cut numbers dropped on purpose (docs/conformance.md)
+    assert rate_plain >= 0.93  # issue 9 asks 0.92; cut numbers are dropped on purpose
 
 
 def test_every_disagreement_is_explained() -> None:

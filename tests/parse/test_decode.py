@@ -46,7 +46,7 @@ def test_python_literals_need_tier_two() -> None:
 
 
 def test_a_truncated_document_is_completed_at_tier_two_with_what_was_done() -> None:
-    decoded = decode('{"a": [1, 2', 2)
+    decoded = decode('{"a": [1, 2,', 2)
     assert isinstance(decoded, Decoded)
     assert decoded.value == {"a": [1, 2]}
     assert decoded.detail

@@ -277,7 +277,7 @@ def test_an_object_schema_picks_the_first_object_of_several() -> None:
 
 
 def test_a_truncated_object_is_completed_at_level_full() -> None:
-    result = outform.parse('Result: {"a": [1, 2', OBJECT, level="full")
+    result = outform.parse('Result: {"a": [1, 2,', OBJECT, level="full")
     assert result.value == {"a": [1, 2]}
     assert transforms(result) == ["extract_truncated", "json_repair"]
 

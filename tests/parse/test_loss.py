@@ -8,8 +8,8 @@ import pytest
 
 import outform
 from outform import OutputError
-from outform.parse.decode import Decoded, DecodeFailure, decode, decode_tier
-from outform.parse.loss import Loss, assess, content_size, region
+from outform.parse.decode import Decoded, DecodeFailure, _repair_text, decode, decode_tier
+from outform.parse.loss import Loss, Measure, assess, measure, region
 
 # json-repair reads this as {"name": "x"}: the stray closers end the object early.
 BROKEN = '{"name": "x", }}}, "items": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]}'
@@ -17,25 +17,135 @@ WITH_DEFAULT = {
     "type": "object",
     "properties": {"name": {"type": "string"}, "items": {"type": "array", "default": []}},
 }
+ANY: dict[str, Any] = {"type": "object"}
 
 
-def test_content_leaves_out_whitespace_and_comments_and_counts_an_escape_once() -> None:
-    assert content_size('{ "a" : 1 }') == len('{"a":1}')
-    assert content_size('{"a": 1, // why\n /* more */ "b": "x//y"}') == len('{"a":1,"b":"x//y"}')
-    assert content_size('["\\u00e9"]') == len('["é"]')
+# -- the measure: letters and digits, each re-spelling counted alike ----------------------
 
 
-def test_the_region_read_runs_from_the_first_bracket_to_the_last() -> None:
+def test_content_is_letters_and_digits_without_comments_an_escape_counting_as_what_it_means() -> (
+    None
+):
+    assert measure('{ "a" : 1 }') == Measure(letters=1, digits=1)
+    assert measure('{"a": 1, // why\n /* more */ "b": "x//y"}') == measure('{"a":1,"b":"x//y"}')
+    assert measure('["\\u00e9", "a\\nb"]') == measure('["é", "ab"]')
+
+
+def test_a_number_counts_the_digits_of_its_shortest_spelling() -> None:
+    for written, read in [("1.50", "1.5"), ("1e3", "1000.0"), ("100e-2", "1.0"), ("0x1F", "31")]:
+        assert measure(f"[{written}]") == measure(f"[{read}]"), written
+
+
+def test_python_literals_have_as_many_letters_as_json_ones() -> None:
+    assert measure("[None, True, False]") == measure("[null,true,false]")
+
+
+def test_the_region_read_runs_from_the_first_bracket_to_the_last_unless_left_open() -> None:
     assert region('Sure! {"a": [1]} Hope it helps.') == '{"a": [1]}'
     assert region('Cut: {"a": [1') == '{"a": [1'
+    assert region('{"items": [], "total": 12') == '{"items": [], "total": 12'
+    assert region('{"a": "[x"} thanks') == '{"a": "[x"}'
     assert region("no brackets") == "no brackets"
 
 
-def test_respelling_is_no_loss_and_keeping_less_than_half_is_refused() -> None:
-    assert Loss(100, 99).lost == 0  # within the slack
-    assert not Loss(100, 60).refused and Loss(100, 60).lost == 40
-    assert Loss(100, 40).refused
+def test_punctuation_is_no_loss_letters_are_recorded_digits_and_halves_are_refused() -> None:
     assert assess('{"a": 1, "b": 2,}', '{"a":1,"b":2}').lost == 0
+    letters = Loss(Measure(10, 0), Measure(8, 0))
+    assert (letters.lost, letters.refused) == (2, False)
+    assert Loss(Measure(10, 5), Measure(10, 4)).refused  # one digit
+    assert Loss(Measure(100, 0), Measure(40, 0)).refused  # less than half
+
+
+def test_forty_thousand_trailing_commas_are_no_loss() -> None:
+    """The old character count called each trailing comma a discarded character."""
+    items = ",\n".join(f'{{"name": "item{i}", "price": "$1.50",}}' for i in range(40_000))
+    reply = '{"items": [' + items + ",]}"
+    result = outform.parse(reply, ANY, level="full")
+    assert len(result.value["items"]) == 40_000
+    assert result.changes and not result.lossy
+
+
+# -- a number cut short is refused --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "written",
+    ["1 234 567", "1 000 000", "+47 123 45 678", "10:30", "9 / 10", "1 2"],
+)
+def test_a_reading_that_cuts_a_number_short_is_refused(written: str) -> None:
+    """json-repair reads `1 234 567` as 1 (and `10:30` as 10): the digits it drops are few,
+    but the number is another. No tier's reading that drops a digit counts."""
+    reply = '{"name": "Ana", "n": ' + written + ', "city": "Oslo"}'
+    outcome = decode_tier(reply, 2)
+    assert isinstance(outcome, DecodeFailure) and outcome.refused
+    assert "a number cut short or dropped" in outcome.message
+    with pytest.raises(OutputError) as caught:
+        outform.parse(reply, ANY, level="full")
+    assert "digits" in caught.value.what
+
+
+def test_a_reading_that_merges_two_members_is_refused() -> None:
+    """json-repair reads `"b": "x" "y", "c": true` as {"b": "x", 'y", "c': true}: `c` is gone
+    and a key is invented, with every letter kept."""
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "boolean"}},
+    }
+    reply = '{"a": 1, "b": "x" "y", "c": true}'
+    outcome = decode_tier(reply, 2)
+    assert isinstance(outcome, DecodeFailure) and "merged" in outcome.message
+    with pytest.raises(OutputError):
+        outform.parse(reply, schema, level="full")
+    # A key that holds a quote the reply escaped is no merge.
+    assert outform.parse('{"say \\"hi\\"": 1,}', ANY, level="full").value == {'say "hi"': 1}
+
+
+# -- the end of a cut reply ---------------------------------------------------------------
+
+
+def test_a_number_cut_off_at_the_end_is_dropped_and_recorded_as_lossy() -> None:
+    """A number nothing ends may be the start of a longer one (`12` of `1234.56`): as in a
+    stream, it is not a value. Dropped with its key, like a key left without a value."""
+    schema = {
+        "type": "object",
+        "properties": {"items": {"type": "array"}, "total": {"type": "number"}},
+    }
+    result = outform.parse('{"items": [], "total": 12', schema, level="full")
+    assert result.value == {"items": []}
+    (change,) = result.changes
+    assert "dropped the number 12 cut off at the end" in change.detail
+    assert change.lost == len("total12") and result.lossy
+
+    ints = {"type": "array", "items": {"type": "integer"}}
+    result = outform.parse("[1, 2, 34", ints, level="full")
+    assert result.value == [1, 2] and result.lossy
+    # What ends the number (a comma) makes it whole; whitespace before the end does not.
+    assert outform.parse("[1, 2, 34,", ints, level="full").value == [1, 2, 34]
+    assert outform.parse("[1, 2, 34 \n", ints, level="full").value == [1, 2]
+
+
+def test_a_required_number_cut_off_at_the_end_is_a_violation_not_a_prefix() -> None:
+    schema = {"type": "object", "properties": {"total": {"type": "number"}}, "required": ["total"]}
+    with pytest.raises(OutputError) as caught:
+        outform.parse('{"total": 1234', schema, level="full")
+    assert "total" in str(caught.value)
+
+
+def test_a_key_left_without_a_value_at_the_end_is_dropped_and_recorded_as_lossy() -> None:
+    result = outform.parse('{"a": 1, "b": ', ANY, level="full")
+    assert result.value == {"a": 1}
+    assert [c.lost for c in result.changes] == [1]
+
+
+# -- json-repair's own failures ------------------------------------------------------------
+
+
+def test_a_failure_inside_json_repair_is_a_tier_that_could_not_read_not_a_crash() -> None:
+    """json-repair asserts on this fuzz input (`assert isinstance(raw_key, str)`)."""
+    reply = '{r"""""```json```}1'
+    assert _repair_text(reply) is None
+    with pytest.raises(OutputError):
+        outform.parse(reply, {"enum": ["red", "green"]}, level="full")
 
 
 def test_a_tolerant_reading_that_keeps_less_than_half_is_refused() -> None:
@@ -43,9 +153,8 @@ def test_a_tolerant_reading_that_keeps_less_than_half_is_refused() -> None:
     outcome = decode_tier(reply, 2)
     assert isinstance(outcome, DecodeFailure)
     assert outcome.refused
-    assert (
-        outcome.message
-        == "json_repair's reading keeps 12 of 67 characters of content (55 discarded)"
+    assert outcome.message == (
+        "json_repair's reading keeps 5 of 50 letters and digits of content (45 discarded)"
     )
     assert isinstance(decode('{"name": "x",}', 2), Decoded)
 
@@ -55,7 +164,7 @@ def test_a_default_never_replaces_what_the_reply_held() -> None:
     the rest; the reply's items were gone, with exit code 0."""
     with pytest.raises(OutputError) as caught:
         outform.parse(BROKEN, WITH_DEFAULT, level="full")
-    assert "keeps 12 of 62 characters" in caught.value.what
+    assert "keeps 5 of" in caught.value.what
 
 
 def test_a_smaller_loss_is_recorded_with_its_size() -> None:
@@ -66,7 +175,7 @@ def test_a_smaller_loss_is_recorded_with_its_size() -> None:
     assert result.lossy
     (change,) = [c for c in result.changes if c.lossy]
     assert change.transform == "json_repair"
-    assert change.lost == content_size(', }}}, "other": "yyyyyyyyyyyyyyyyyyyyyy"')
+    assert change.lost == len("otheryyyyyyyyyyyyyyyyyyyyyy")
     assert "discarded" in change.detail
     assert change.to_dict()["lossy"] is True
 
@@ -79,10 +188,16 @@ def test_a_dropped_key_is_recorded_as_a_loss_of_its_size() -> None:
     }
     result = outform.parse('{"a": 1, "note": "hello there"}', schema)
     (change,) = result.changes
-    assert (change.transform, change.lost) == ("drop_unexpected_key", len('"note":"hellothere"'))
+    assert (change.transform, change.lost) == ("drop_unexpected_key", len("notehellothere"))
 
 
 def test_a_reply_read_without_loss_has_no_lossy_change() -> None:
     result = outform.parse("{'a': 1, /* why */ 'b': [1, 2,],}", {"type": "object"}, level="full")
     assert result.value == {"a": 1, "b": [1, 2]}
+    assert result.changes and not result.lossy
+
+
+def test_a_number_re_spelled_by_a_tolerant_reading_is_no_loss() -> None:
+    result = outform.parse("{'p': 1.50, 'q': 1e3, 'r': 3.14159265358979323846,}", ANY, level="full")
+    assert result.value == {"p": 1.5, "q": 1000.0, "r": 3.141592653589793}
     assert result.changes and not result.lossy

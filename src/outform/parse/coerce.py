@@ -17,12 +17,12 @@ import operator
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
+from outform.parse import loss
 from outform.parse.allowlist import Allowlist, conversion, permits
 from outform.parse.choices import Choices
 from outform.parse.context import Deadline
 from outform.parse.decode import MAX_REPAIR_CHARS, Decoded, decode
 from outform.parse.hint import preview
-from outform.parse.loss import nonblank
 from outform.parse.result import Change
 from outform.parse.scalars import (
     as_integer,
@@ -482,7 +482,7 @@ class _Walk:
             else:
                 if additional is False and at.lossy:
                     dropped = result.pop(key)
-                    lost = nonblank(f'"{key}":') + nonblank(encode(dropped))
+                    lost = loss.size(encode({key: dropped}))
                     path = pointer.join(at.path, key)
                     _record(
                         out,

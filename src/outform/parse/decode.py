@@ -7,8 +7,10 @@ truncation, Python literals). json-repair cannot be interrupted, so it only read
 to `max_repair_chars`. NaN and Infinity are not JSON numbers: a text that writes one is read
 by no tier (pyjson5 would read a float JSON cannot hold, json-repair a string the reply did not
 write). A tolerant reading is refused when its value is not JSON (a number out of range, a lone
-surrogate) or when it keeps less than half of what it read (see loss.py); a
-smaller loss is returned with the value, to be recorded.
+surrogate) or when it loses content the loss rule refuses (a digit, members merged, more
+than half: see loss.py); a smaller loss is returned with the value, to be recorded. A failure
+inside json-repair itself (an assertion of its own, on input it does not expect) means that
+tier could not read the region, like any other failure of a tier.
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ class Decoded:
     tier: int
     detail: str = ""
     lost: int = 0
-    """Characters of content the tolerant reading discarded (see loss.py)."""
+    """Letters and digits of content the tolerant reading discarded (see loss.py)."""
+    dropped: tuple[str, ...] = ()
+    """What a rule dropped on purpose at the end of a cut reply (see delimit.py)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,12 +156,13 @@ def _accept(text: str, decoded: Decoded, deadline: Deadline | None) -> Decoded |
     flaw = values.flaw(decoded.value, deadline)
     if flaw is not None:
         return DecodeFailure(f"{name} read {flaw}", 0, refused=True)
-    measured = loss.assess(text, values.encode(decoded.value))
+    dropped = loss.measure("".join(decoded.dropped))
+    measured = loss.assess(text, values.encode(decoded.value), dropped)
     if measured.refused:
         return DecodeFailure(measured.describe(f"{name}'s reading"), 0, refused=True)
     if measured.lost:
         detail = f"{decoded.detail}; {measured.describe(f'{name} reading')}"
-        return Decoded(decoded.value, decoded.tier, detail, measured.lost)
+        return Decoded(decoded.value, decoded.tier, detail, measured.lost, decoded.dropped)
     return decoded
 
 
@@ -179,10 +184,13 @@ def _repair(text: str, deadline: Deadline | None) -> Decoded | None:
             notes = [delimited.detail]
             if delimited.closers:
                 notes.append(f"closed {len(delimited.closers)} bracket(s) left open at the end")
-            return Decoded(closed.value, 2, "; ".join(notes))
+            return Decoded(closed.value, 2, "; ".join(notes), dropped=delimited.dropped)
         decoded = _repair_text(delimited.text)
         if decoded is not None:
-            return Decoded(decoded.value, 2, f"{delimited.detail}; {decoded.detail}")
+            detail = f"{delimited.detail}; {decoded.detail}"
+            return Decoded(decoded.value, 2, detail, dropped=delimited.dropped)
+        if delimited.dropped:
+            return None  # the text as written ends in what was dropped: not read again
     return _repair_text(text)
 
 
@@ -191,7 +199,9 @@ def _repair_text(text: str) -> Decoded | None:
         value, log = json_repair.repair_json(
             text, return_objects=True, skip_json_loads=True, logging=True
         )
-    except (RecursionError, ValueError, TypeError, IndexError):
+    except (RecursionError, ValueError, TypeError, IndexError, AssertionError):
+        # json-repair's own failures (an assertion of its parser, issue 9): it could not read
+        # the region, as when it returns nothing; the pipeline goes on to its other readings.
         return None
     if value == "" and text.strip() not in ('""', "''"):
         return None  # json-repair's way of saying "nothing salvageable"

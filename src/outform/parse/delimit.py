@@ -18,7 +18,11 @@ as JSON strings the values whose extent a rule decides:
   followed by the next key, or to the `}` (in an array: `,` or `]`).
 - **The end of a cut reply.** A string still open at the end keeps its text to the very end,
   trailing spaces and line breaks included (json-repair trims them); a key left without a value
-  at the end (`"nick":`, `"nick"`) is dropped, so the field is absent rather than `""`.
+  at the end (`"nick":`, `"nick"`) is dropped, so the field is absent rather than `""`; so is
+  a number that nothing but the end of the reply follows (`"total": 12`, `[1, 2, 34`: the
+  reply may have been writing 1234.56), with its key: the stream parser too shows no number
+  before something ends it, and here the reply ends instead. What is dropped is kept in
+  `dropped`, for the loss rule (loss.py).
 
 Only where a token starts (after `{`, `[`, `,`, `:` or at the start) is anything rewritten;
 everything else is copied as written. The pass is linear: each character is looked at a bounded
@@ -27,6 +31,7 @@ number of times (a search for a string's end that fails is not tried again).
 
 from __future__ import annotations
 
+import re
 import textwrap
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -48,6 +53,10 @@ _VALUE_START = frozenset("\"'{[-+.0123456789`")
 _WORDS = ("true", "false", "null", "True", "False", "None", "NaN", "Infinity")
 _KEY_LOOKAHEAD = 256
 """How far a quoted key after a `,` is looked for (keys are short; this keeps the pass linear)."""
+_CUT_NUMBER = re.compile(r"[-+]?(?:\d[\d.]*(?:[eE][-+]?\d*)?|\.\d*|)")
+"""A number (or its start: `-`, `1.`, `1e`)."""
+_AT_END = re.compile(r"\s*\Z")
+"""Nothing but whitespace to the end: what a number there ends with is the reply's end."""
 _CONTROL = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
 
 
@@ -59,6 +68,9 @@ class Delimited:
     notes: tuple[str, ...]
     closers: str = ""
     """The brackets still open at the end, closed in order (for a reply cut off)."""
+    dropped: tuple[str, ...] = ()
+    """What the end of a cut reply lost on purpose: a key left without a value, a number cut
+    off (with its key)."""
 
     @property
     def closed(self) -> str:
@@ -80,7 +92,9 @@ def delimit(text: str, deadline: Deadline | None = None) -> Delimited | None:
 
 class _Pass:
     __slots__ = (
+        "cut",
         "deadline",
+        "dropped",
         "exhausted",
         "n",
         "notes",
@@ -104,6 +118,9 @@ class _Pass:
         self.role: Role = "item"
         self.pending_key: str | None = None
         """A key read whose value has not started yet (dropped if the text ends there)."""
+        self.cut: int | None = None
+        """Where (in `out`) a number that runs to the very end of the text is (dropped)."""
+        self.dropped: list[str] = []
         self.exhausted: set[tuple[str, Role, bool]] = set()
         """Searches for a string's end that failed: from any later start they fail again (the
         rule looks only at what follows a quote), so they are not tried again."""
@@ -169,16 +186,30 @@ class _Pass:
             else:
                 i = self._bare(i)
         if self.pending_key is not None and self.stack and self.stack[-1] == "{":
-            del out[self.starts[-1] :]
             key = clip(self.pending_key, 40)
-            self._note(f"dropped the key {key!r} left without a value at the end")
+            self._drop(self.starts[-1], f"dropped the key {key!r} left without a value at the end")
+        elif self.cut is not None and self.stack:
+            number = clip(out[self.cut].strip(), 40)
+            note = f"dropped the number {number} cut off at the end (it may have been longer)"
+            if self.stack[-1] == "{":
+                self._drop(self.starts[-1], note)
+            else:
+                self._drop(self.cut, note)
+                while out and out[-1].strip() in ("", ","):
+                    self.dropped.append(out.pop())  # the comma before the item
         if not self.notes:
             return None
         notes = tuple(
             note if count == 1 else f"{note} (×{count})" for note, count in self.notes.items()
         )
         closers = "".join("}" if opener == "{" else "]" for opener in reversed(self.stack))
-        return Delimited("".join(out), notes, closers)
+        return Delimited("".join(out), notes, closers, tuple(self.dropped))
+
+    def _drop(self, start: int, note: str) -> None:
+        """Drop what `out` holds from `start` on (the end of a cut reply), and say so."""
+        self.dropped.append("".join(self.out[start:]))
+        del self.out[start:]
+        self._note(note)
 
     def _note(self, note: str) -> None:
         self.notes[note] = self.notes.get(note, 0) + 1
@@ -219,6 +250,12 @@ class _Pass:
         while j < n and text[j] not in ",:{}[]\n":
             j += 1
         word = text[i:j]
+        if (
+            self.role in ("value", "item")
+            and _AT_END.match(text, j)
+            and _CUT_NUMBER.fullmatch(word.rstrip())
+        ):
+            self.cut = len(self.out)
         self.out.append(word)
         if self.role == "key":
             self.pending_key = word.strip()

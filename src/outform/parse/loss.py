@@ -1,87 +1,237 @@
 """The loss rule: a repair may not discard what the reply said without saying so.
 
 A tolerant decoder reads a *region* of the reply (from its first bracket to its last, or all of
-it when it has none) and returns a value. The region's *content* is its count of characters
-other than whitespace, leaving out comments and counting a `\\uXXXX` escape as the one
-character it stands for; the value *keeps* the same count of its compact JSON text. Then:
+it when it has none) and returns a value. What carries content is the region's letters and
+digits: brackets, commas, colons, quotes, whitespace and comments are punctuation a JSON5 or
+json-repair re-spelling may remove. So the region's *content* is its count of letters and of
+digits, measured by :func:`measure`, and the value *keeps* the same measure of its compact JSON
+(its keys, strings, numbers and `true` / `false` / `null`). Both sides are measured alike:
 
-- `lost = content - kept`; up to `max(SLACK, content / 50)` is the noise of re-spelling
-  (trailing commas, `1.50` written `1.5`) and is no loss;
-- a value that keeps less than half of the content is **refused**: the decode does not count,
-  and the error says how much it would have discarded;
-- any other loss is **recorded**: the change carries `lost`, and is flagged `lossy`.
+- comments count for nothing;
+- an escape counts as what it stands for (`\\u00e9` as one letter, `\\n` as nothing);
+- a number with a fraction or an exponent counts the digits of its shortest spelling
+  (`1.50` and `1.5` both count 2, `1e3` and `1000.0` both 5, `0x1F` and `31` both 2), so that
+  re-spelling a number is no loss; Python's `None` / `True` / `False` have as many letters as
+  `null` / `true` / `false`.
 
-The same rule is applied by every tolerant decode (the reply, a region of it, JSON written
-inside a string value), and to a region read alone out of a reply that is one broken JSON
-document (the rest of the document is content too); stages that drop a value the schema
-forbids record its size the same way. See "Loss" in docs/pipeline.md.
+Then:
+
+- a **digit** the value does not keep is **refused**: a number cut short (`1 234 567` read as
+  1, `10:30` as 10, `9 / 10` as 9) or dropped is a different answer, never a re-spelling;
+- a key holding a member boundary the reply did not write escaped (a quote next to a comma or
+  colon: `"x" "y", "c": true` read as the key `y", "c`) was read across the end of a string,
+  merging two members: **refused**;
+- a value that keeps less than half of the content is **refused**;
+- any other loss (letters) is **recorded**: the change carries `lost`, and is flagged `lossy`.
+
+What a rule drops on purpose and says so (a key left without a value at the end of a cut reply,
+a number cut off at the end) is recorded as `lost` too, but is never a reason to refuse. The
+same rule is applied by every tolerant decode (the reply, a region of it, JSON written inside
+a string value), and to a region read alone out of a reply that is one broken JSON document
+(the rest of the document is content too); stages that drop a value the schema forbids record
+its measure the same way. See "Loss" in docs/pipeline.md.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
-
-SLACK = 16
-"""Characters a lossless re-spelling may shed (trailing commas, number spellings)."""
 
 _COMMENTS = re.compile(
     r'"(?:[^"\\\n]|\\.)*+"?'  # a double-quoted string (skipped, even unterminated)
     r"|'(?:[^'\\\n]|\\.)*+'?"  # a single-quoted string
     r"|(//[^\n]*+|/\*(?s:.*?)(?:\*/|\Z))"  # a comment
 )
+_QUOTED = re.compile(r'"(?:[^"\\\n]|\\.)*+"')
+_BOUNDARY = re.compile(r'\\"\s*[,:]|[,:]\s*\\"')
+"""An escaped quote next to a comma or colon, as a key holding a member boundary is written."""
+_NOT_ALNUM = re.compile(r"[\W_]+")
+_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|(.))", re.DOTALL)
+# A number that a decoder may write otherwise: with a fraction, an exponent, or in hex.
+_RESPELLABLE = re.compile(
+    r"(?<![\w.])(?:0[xX][0-9a-fA-F]+|(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+)(?![\w.])"
+)
+_DIGITS = "0123456789"
+_NOT_LETTER = bytes(b for b in range(128) if not chr(b).isalpha())
+_NOT_DIGIT = bytes(b for b in range(128) if not chr(b).isdigit())
+_EXPONENT_OR_HEX = re.compile(r"[eExX]")
+_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"(:?)', re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class Measure:
+    """Letters and digits: the characters of a text that carry content."""
+
+    letters: int = 0
+    digits: int = 0
+
+    @property
+    def size(self) -> int:
+        return self.letters + self.digits
+
+    def __add__(self, other: Measure) -> Measure:
+        return Measure(self.letters + other.letters, self.digits + other.digits)
+
+
+NOTHING = Measure()
 
 
 @dataclass(frozen=True, slots=True)
 class Loss:
-    content: int
-    kept: int
+    content: Measure
+    kept: Measure
+    dropped: Measure = NOTHING
+    """What a rule dropped on purpose, already said in the change's detail."""
+    merged: int = 0
+    """Member boundaries inside the value's keys that the reply did not escape."""
+
+    @property
+    def lost_letters(self) -> int:
+        return max(0, self.content.letters - self.dropped.letters - self.kept.letters)
+
+    @property
+    def lost_digits(self) -> int:
+        return max(0, self.content.digits - self.dropped.digits - self.kept.digits)
 
     @property
     def lost(self) -> int:
-        """Characters of content the value does not carry (0 within the slack)."""
-        lost = self.content - self.kept
-        return lost if lost > max(SLACK, self.content // 50) else 0
+        """Letters and digits of content the value does not carry."""
+        return self.lost_letters + self.lost_digits + self.dropped.size
 
     @property
     def refused(self) -> bool:
-        """The value keeps less than half of what the region said."""
-        return self.lost > 0 and self.kept * 2 < self.content
+        """A digit lost, members merged, or less than half of the content kept (what a rule
+        dropped on purpose aside)."""
+        unexplained = self.lost_letters + self.lost_digits
+        said = self.content.size - self.dropped.size
+        return bool(self.lost_digits or self.merged or (unexplained and self.kept.size * 2 < said))
 
     def describe(self, reading: str) -> str:
-        return (
-            f"{reading} keeps {self.kept:,} of {self.content:,} characters of content "
-            f"({self.lost:,} discarded)"
+        content, kept = self.content.size, self.kept.size
+        if self.merged:
+            return (
+                f"{reading} makes a key of a quote the reply wrote as the end of a string "
+                "(two members merged into one)"
+            )
+        text = (
+            f"{reading} keeps {kept:,} of {content:,} letters and digits of content "
+            f"({self.lost:,} discarded"
         )
+        if self.lost_digits:
+            text += f", {self.lost_digits:,} of them digits: a number cut short or dropped"
+        return text + ")"
 
 
 def region(text: str) -> str:
     """The part of a candidate a decoder reads as JSON: from its first opening bracket to its
-    last closing one (or to the end when it is left open); all of it when it has none."""
+    last closing one, or to the end when it is left open (more brackets opened than closed,
+    outside double-quoted strings: a cut reply's tail is content); all of it when it has
+    none."""
     starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
     if not starts:
         return text
     start = min(starts)
     end = max(text.rfind("}"), text.rfind("]"))
-    return text[start : end + 1] if end > start else text[start:]
+    if end > start and not _left_open(text[start:]):
+        return text[start : end + 1]
+    return text[start:]
 
 
-def content_size(text: str) -> int:
-    """Characters of content in `text` (see the module's docstring). Linear."""
-    size = nonblank(text) - text.count("\\u") * 5
-    if "/" in text:
+def _left_open(text: str) -> bool:
+    opened, closed = _brackets(text)
+    if opened != closed and '"' in text:
+        # Brackets inside strings are text: counted again without them (only then, as the
+        # counts of a document written whole agree).
+        opened, closed = _brackets(_QUOTED.sub("", text))
+    return opened > closed
+
+
+def _brackets(text: str) -> tuple[int, int]:
+    return text.count("{") + text.count("["), text.count("}") + text.count("]")
+
+
+def measure(text: str, *, comments: bool = True, numbers: bool = True) -> Measure:
+    """The letters and digits of content in `text` (see the module's docstring). Linear: a few
+    passes in C, and one Python step per escape, comment or number with a fraction.
+    `comments=False` for JSON (a value's text), which has none; `numbers=False` counts numbers
+    (and comments) as written."""
+    letters, digits = _letters_and_digits(text)
+    if not numbers:
+        comments = False
+    if comments and ("//" in text or "/*" in text):
         for match in _COMMENTS.finditer(text):
             if match.lastindex:
-                size -= nonblank(match.group(1))
-    return size
+                gone = _letters_and_digits(match.group(1))
+                letters, digits = letters - gone[0], digits - gone[1]
+    if "\\" in text:
+        for match in _ESCAPE.finditer(text):
+            hexa, char = match.groups()
+            shown = _count("u" + hexa if hexa else char)
+            meant = _count(chr(int(hexa, 16))) if hexa else NOTHING
+            letters += meant.letters - shown.letters
+            digits += meant.digits - shown.digits
+    for match in _RESPELLABLE.finditer(text) if numbers else ():
+        token = match.group()
+        if len(token) < 16 and token[-1] != "0" and not _EXPONENT_OR_HEX.search(token):
+            continue  # already written as Python writes it: nothing to count again
+        shortest = _shortest(token)
+        if shortest is not None:
+            written, meant = _count(token), _count(shortest)
+            letters += meant.letters - written.letters
+            digits += meant.digits - written.digits
+    return Measure(letters, digits)
 
 
-def nonblank(text: str) -> int:
-    """Characters of `text` other than whitespace."""
-    return len("".join(text.split()))
+def _letters_and_digits(text: str) -> tuple[int, int]:
+    """A few passes in C: for ASCII, what is not a letter (or a digit) deleted from the bytes;
+    otherwise everything that is not a letter or digit removed by a regex."""
+    if text.isascii():
+        data = text.encode("ascii")
+        return len(data.translate(None, _NOT_LETTER)), len(data.translate(None, _NOT_DIGIT))
+    digits = sum(text.count(d) for d in _DIGITS)
+    return len(_NOT_ALNUM.sub("", text)) - digits, digits
 
 
-def assess(text: str, value_json: str) -> Loss:
+def _count(text: str) -> Measure:
+    return Measure(sum(c.isalpha() for c in text), sum(c.isdigit() for c in text))
+
+
+def _shortest(token: str) -> str | None:
+    """The shortest spelling of a number token as Python writes it, or None when it has none
+    (out of range)."""
+    if token[:2] in ("0x", "0X"):
+        return str(int(token, 16))
+    number = float(token)
+    return repr(number) if math.isfinite(number) else None
+
+
+def merged_keys(value_json: str, text: str) -> int:
+    """Member boundaries inside the keys of `value_json` that `text` does not write escaped: a
+    key holding a quote next to a comma or a colon (`y", "c`) was read across the end of a
+    string, two members merged into one. (A quote inside a word, `k"e"y`, is no boundary.)"""
+    if '\\"' not in value_json:
+        return 0
+    held = sum(len(_BOUNDARY.findall(body)) for body, colon in _STRING.findall(value_json) if colon)
+    return max(0, held - len(_BOUNDARY.findall(text))) if held else 0
+
+
+def assess(text: str, value_json: str, dropped: Measure = NOTHING) -> Loss:
     """The loss of a decode of candidate `text` into the value whose compact JSON is
-    `value_json`."""
-    return Loss(content_size(region(text)), nonblank(value_json))
+    `value_json`; `dropped` is what a rule dropped on purpose and said so."""
+    read = region(text)
+    merged = merged_keys(value_json, read)
+    # Counted as written first (a few passes in C): when both sides agree exactly, the reading
+    # kept every letter and digit as the reply wrote them, and comments and number spellings
+    # need no second look (a large reply with trailing commas pays only this).
+    content = measure(read, numbers=False)
+    kept = measure(value_json, numbers=False)
+    if content != kept + dropped:
+        content, kept = measure(read), measure(value_json, comments=False)
+    return Loss(content, kept, dropped, merged)
+
+
+def size(value_json: str) -> int:
+    """The content of a dropped member (its compact JSON), at least 1: a member dropped is
+    never nothing, even `"": ""`."""
+    return max(1, measure(value_json, comments=False).size)

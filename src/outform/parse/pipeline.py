@@ -507,7 +507,7 @@ class Pipeline(Generic[T]):
         # In a reply that is one broken JSON document, the rest of the document is content
         # too: a region read alone falls under the loss rule, measured against the whole.
         whole_content = (
-            loss.content_size(loss.region(whole.text))
+            loss.measure(loss.region(whole.text))
             if extraction.document and extraction.unmatched
             else None
         )
@@ -540,7 +540,8 @@ class Pipeline(Generic[T]):
                 strict.add(candidate)
             lost = 0
             if whole_content is not None and candidate.kind in ("span", "unclosed"):
-                measured = loss.Loss(whole_content, loss.nonblank(values.encode(outcome.value)))
+                kept = loss.measure(values.encode(outcome.value), comments=False)
+                measured = loss.Loss(whole_content, kept)
                 if measured.refused:
                     refusal = measured.describe("reading one region of the broken JSON document")
                     failures.append((candidate, decoding.DecodeFailure(refusal, 0, refused=True)))
@@ -706,7 +707,7 @@ class Pipeline(Generic[T]):
         value recorded, lossy when it differs from the kept one."""
         for r in repeats:
             kept, dropped = r.written[-1], r.written[:-1]
-            lost = sum(loss.nonblank(values.encode({r.key: v})) - 2 for v in dropped if v != kept)
+            lost = sum(loss.size(values.encode({r.key: v})) for v in dropped if v != kept)
             run.change(
                 r.pointer,
                 "syntactic",
@@ -737,7 +738,7 @@ class Pipeline(Generic[T]):
                 preview(dropped),
                 None,
                 detail="the type does not declare this key and ignores it (extra='ignore')",
-                lost=loss.nonblank(values.encode({key: dropped})) - 2,
+                lost=loss.size(values.encode({key: dropped})),
             )
 
     def _record_extraction(self, candidate: extract.Candidate, run: Run, lost: int = 0) -> None:
