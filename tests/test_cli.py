@@ -20,9 +20,9 @@ import orjson
 import pytest
 
 import outform.config
-from outform.cli import EXIT_CODES, EXIT_INPUT, main
+from outform.cli import EXIT_CODES, EXIT_INPUT, EXIT_INTERNAL, main
 from outform.cli.app import app
-from outform.parse import Options, clear_cache
+from outform.parse import Options, Pipeline, clear_cache
 
 CONSOLE_SCRIPT = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "outform"
 SCHEMA = {
@@ -433,6 +433,22 @@ def test_nan_in_a_reply_is_an_invalid_reply_with_a_precise_error_not_an_internal
         assert result.code == 1, result.err
         assert "writes NaN, which is not a JSON number" in result.err_text
         assert result.out == ""
+
+
+def test_a_fault_of_outforms_own_exits_3_as_an_internal_error(
+    capsys: pytest.CaptureFixture[str], workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug inside a stage (injected here) reaches the CLI as an InternalError: exit 3, the
+    stage named, no traceback; not exit 2, which says the user did something wrong."""
+
+    def broken(self: object, text: str) -> None:
+        raise RuntimeError("injected fault")
+
+    monkeypatch.setattr(Pipeline, "_slow", broken)
+    result = run(capsys, reply(workdir, '{"a": "12"}'), "-s", "schema.json")
+    assert result.code == EXIT_INTERNAL == 3
+    assert "outform failed in stage" in result.err_text and "injected fault" in result.err_text
+    assert "this is a bug in outform" in result.err_text
 
 
 def test_shadow_mode_exits_0_for_a_reply_valid_as_sent(

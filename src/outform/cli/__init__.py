@@ -35,7 +35,7 @@ from outform.cli.app import (
     stderr,
 )
 from outform.cli.io import print_error, print_output_error
-from outform.errors import InputError, OutformError, OutputError, ProviderError
+from outform.errors import InputError, InternalError, OutformError, OutputError, ProviderError
 
 __all__ = [
     "EXIT_CODES",
@@ -77,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     except ProviderError as error:
         print_error(error)
         return EXIT_PROVIDER
+    except InternalError as error:  # a fault of outform's, caught at a public function
+        print_error(error)
+        return EXIT_INTERNAL
     except OutformError as error:
         print_error(error)
         return EXIT_USAGE

@@ -384,7 +384,14 @@ class Pipeline(Generic[T]):
                 return None
         except UnicodeEncodeError:
             return None  # a lone surrogate: the slow path says where
-        value: Any = text if self.adapter is None else self.adapter.validate_python(text)
+        value: Any = text
+        if self.adapter is not None:
+            try:
+                value = self.adapter.validate_python(text)
+            except PydanticValidationError:
+                # A type Pydantic reads from a string (a date, a UUID) that the text as written
+                # is not: the slow path reads the JSON string it may spell, or says why not.
+                return None
         return ParseResult(
             value=value,
             text=text,
@@ -427,7 +434,7 @@ class Pipeline(Generic[T]):
         # reply's own fault is in the violations).
         notes = [f.message for _, f in failures if f.refused or f.skipped]
         if attempts:
-            best = attempts[0]
+            best = _judged(attempts)
             late = [c for c in run.changes if not any(c is b for b in best.run.changes)]
             best.run.changes.extend(late)
             return self._fail(original, best.value, best.run, best.violations, notes)
@@ -912,6 +919,19 @@ def _with_presence(schema: Any, defaults: Defaults) -> Any:
     if not isinstance(both, list):
         return None
     return compile_schema({**schema, "allOf": [*both, presence]}).validator
+
+
+def _judged(attempts: Sequence[_Attempt]) -> _Attempt:
+    """The attempt a failure reports: the first one, except that a reply which is one JSON
+    string is judged as the string it spells, not as its text with the quotes (`"May 1"` for a
+    date is "May 1" that is not a date, not a text that starts with a quote)."""
+    first = attempts[0]
+    if first.candidate.kind == "text":
+        for attempt in attempts[1:]:
+            strict = not any(c.stage == "tolerant" for c in attempt.run.changes)
+            if attempt.candidate.kind == "whole" and strict and isinstance(attempt.value, str):
+                return attempt
+    return first
 
 
 def _lists_scalars(compiled: CompiledSchema, accepted: frozenset[str]) -> bool:
