@@ -465,10 +465,55 @@ def test_shadow_mode_exits_0_for_a_reply_valid_as_sent(
 
 
 @pytest.mark.parametrize(
+    ("flag", "value", "said"),
+    [
+        ("--max-chars", "0", "--max-chars must be greater than or equal to 1"),
+        ("--max-chars", "many", "--max-chars must be a valid integer"),
+        ("--max-depth", "1000", "--max-depth must be an integer from 1 to 250, got 1000"),
+        ("--time-limit", "-1", "--time-limit must be greater than or equal to 0"),
+    ],
+)
+def test_a_flag_out_of_range_is_told_in_one_style_naming_the_flag(
+    capsys: pytest.CaptureFixture[str], workdir: Path, flag: str, value: str, said: str
+) -> None:
+    """Whether the command line (a range on the flag) or the library (a bound of the option)
+    refuses the value, the error is outform's: the flag named in `what` and `where`, no usage
+    banner, exit 2."""
+    result = run(capsys, reply(workdir, '{"a": 1}'), flag, value)
+    assert result.code == 2
+    assert result.err.startswith(f"error: {said}"), result.err
+    assert f"where: {flag}" in result.err
+    assert "Usage:" not in result.err and "_" not in flag
+
+
+def test_an_unknown_option_keeps_the_usage_line(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    """A malformed command line (an option that does not exist) is shown with the command's
+    usage line: what to type instead is the whole command."""
+    result = run(capsys, reply(workdir, '{"a": 1}'), "--no-such-flag")
+    assert result.code == 2
+    assert "Usage: outform parse" in result.err and "No such option: --no-such-flag" in result.err
+
+
+def test_a_schema_regex_that_does_not_compile_gets_a_fix_about_the_pattern(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    (workdir / "bad.json").write_text(
+        '{"properties": {"a": {"type": "string", "pattern": "(?<=a"}}}'
+    )
+    result = run(capsys, reply(workdir, '{"a": "x"}'), "-s", "bad.json")
+    assert result.code == 2
+    assert "regular expression '(?<=a' cannot be compiled" in result.err_text
+    assert "where: schema at /properties/a/pattern" in result.err_text
+    assert "$ref" not in result.err
+
+
+@pytest.mark.parametrize(
     ("args", "message"),
     [
         (["-s", "schema.json", "-t", "json:JSONDecoder"], "give --schema or --type, not both"),
-        (["--max-chars", "0"], "Invalid value for '--max-chars'"),
+        (["--max-chars", "0"], "--max-chars must be greater than or equal to 1"),
         (["-s", "schema.json", "--level", "max"], "unknown level 'max'"),
         (["-s", "missing.json"], "cannot read the schema file"),
         (["-s", "schema.json", "--frobnicate"], "No such option"),

@@ -34,7 +34,7 @@ from outform.format import (
     ResponseFormat,
     TextFormat,
 )
-from outform.parse import allowlist, duplicates, extract, ignored, loss, unescape, values
+from outform.parse import allowlist, duplicates, extract, folded, ignored, loss, unescape, values
 from outform.parse import decode as decoding
 from outform.parse.coerce import Coercer
 from outform.parse.context import Deadline, Options, Run, too_deep, too_long
@@ -150,11 +150,18 @@ class Pipeline(Generic[T]):
             schema, output_type = {"type": "object"}, None
         else:
             schema, output_type = {}, None
-        self.compiled: CompiledSchema = compile_schema(schema)
-        self._fast_validator = self.compiled.validator
         self.adapter: TypeAdapter[Any] | None = (
             adapter_for(output_type) if output_type is not None else None
         )
+        # Sets, frozensets and maps whose keys are not strings may hold fewer items than the
+        # reply wrote: found, and recorded, by this (see folded.py).
+        self._folding = folded.folding_validator(self.adapter) if self.adapter else None
+        if self._folding is not None:
+            # The type's schema says `uniqueItems` for a set; the type itself folds equal items
+            # (recorded), so the check is left to it.
+            schema = folded.without_unique_items(schema)
+        self.compiled: CompiledSchema = compile_schema(schema)
+        self._fast_validator = self.compiled.validator
         # Keys the type ignores (Pydantic's default) are found, and recorded, by this.
         self._closed = ignored.closed_validator(self.adapter) if self.adapter is not None else None
         self._closed_check = (
@@ -315,6 +322,8 @@ class Pipeline(Generic[T]):
                 return None  # Pydantic reads NaN and Infinity; the slow path refuses them
             if self._may_drop_keys(text, typed):
                 return None  # a key written twice, or one the type ignores: recorded there
+            if self._folding is not None and folded.folds(self._folding, orjson.loads(text)):
+                return None  # equal items folded by a set (or keys by a map): recorded there
             return ParseResult(
                 value=typed,
                 text=text,
@@ -660,6 +669,7 @@ class Pipeline(Generic[T]):
                 found = pydantic_violations(exc)
             else:
                 self._record_ignored(value, run)
+                self._record_folded(value, run)
         semantic = tuple(dict.fromkeys(c.transform for c in run.changes if c.stage == "semantic"))
         if semantic:
             outcome: EventName = "output.coercion.fail" if found else "output.coercion.success"
@@ -705,6 +715,23 @@ class Pipeline(Generic[T]):
                 lost=loss.nonblank(values.encode({key: dropped})) - 2,
             )
 
+    def _record_folded(self, value: Any, run: Run) -> None:
+        """Items a set (or keys a map) of the typed output folds together, recorded as
+        dropped: `result.value` holds fewer than `result.data`."""
+        if self._folding is None:
+            return
+        for fold in folded.folds(self._folding, value):
+            run.change(
+                fold.path,
+                "semantic",
+                "fold_equal_items",
+                preview(fold.dropped),
+                None,
+                detail=f"{fold.written} items written, {fold.kept} kept: the type holds one "
+                "of the items (or keys) that are equal",
+                lost=fold.lost,
+            )
+
     def _record_extraction(self, candidate: extract.Candidate, run: Run, lost: int = 0) -> None:
         if not candidate.transforms:
             return
@@ -738,6 +765,13 @@ class Pipeline(Generic[T]):
     def _process_value(self, point: ProcessorPoint, value: Any, run: Run) -> Any:
         for processor in self._at[point]:
             updated = _call(processor, value)
+            if (flaw := values.flaw(updated, run.deadline)) is not None:
+                raise UsageError(
+                    f"processor {processor.label!r} returned a value that is not JSON: {flaw}",
+                    where=point,
+                    fix="return JSON values only: finite numbers, string keys, Unicode text "
+                    "(None where the schema allows null)",
+                )
             if updated != value:
                 run.change(
                     "", "custom", processor.label, preview(value), preview(updated), detail=point
