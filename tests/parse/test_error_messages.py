@@ -77,7 +77,7 @@ class Home(BaseModel):
 @pytest.mark.parametrize("level", ["off", "full"])
 def test_a_discriminated_union_says_which_tag_is_missing_and_its_values(level: str) -> None:
     assert explained('{"pet": {"good": true}}', Home, level=level) == (
-        "- at pet: missing required field 'kind' (one of \"cat\", \"dog\")"
+        '- at pet: missing required field \'kind\' (one of "cat", "dog")'
     )
     assert explained('{"pet": {"kind": "cow", "good": true}}', Home, level=level) == (
         '- at pet.kind: expected one of "cat", "dog", found string "cow"'
@@ -95,7 +95,7 @@ def test_a_union_told_apart_by_a_constant_says_so_without_a_discriminator_keywor
         ]
     }
     assert explained('{"x": 1}', schema) == (
-        "- at (root): missing required field 't' (one of \"a\", \"b\", \"c\")"
+        '- at (root): missing required field \'t\' (one of "a", "b", "c")'
     )
 
 
@@ -117,10 +117,11 @@ def test_a_processor_returning_nan_is_a_usage_error_naming_it() -> None:
 
 
 def test_a_schema_regex_that_does_not_compile_is_named_with_its_location() -> None:
-    for schema, where in [
+    cases: list[tuple[dict[str, Any], str]] = [
         ({"properties": {"a": {"type": "string", "pattern": "(?<=a"}}}, "/properties/a/pattern"),
         ({"patternProperties": {"[a-": {}}}, "/patternProperties/[a-"),
-    ]:
+    ]
+    for schema, where in cases:
         with pytest.raises(outform.SchemaError) as caught:
             outform.parse("{}", schema)
         assert "cannot be compiled" in caught.value.what

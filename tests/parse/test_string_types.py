@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import enum
 import uuid
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
@@ -28,11 +28,11 @@ class Colour(enum.Enum):
 Slug = Annotated[str, StringConstraints(pattern=r"^[a-z]+$")]
 
 SPELLED: list[tuple[Any, str, Any]] = [
-    (datetime, "2024-05-01T10:00:00Z", datetime(2024, 5, 1, 10, tzinfo=timezone.utc)),
+    (datetime, "2024-05-01T10:00:00Z", datetime(2024, 5, 1, 10, tzinfo=UTC)),
     (date, "2024-05-01", date(2024, 5, 1)),
     (time, "10:30:00", time(10, 30)),
     (timedelta, "PT1H", timedelta(hours=1)),
-    (uuid.UUID, "12345678-1234-5678-1234-567812345678", uuid.UUID(int=0x12345678123456781234567812345678)),
+    (uuid.UUID, str(uuid.UUID(int=2**100)), uuid.UUID(int=2**100)),
     (Decimal, "1.5", Decimal("1.5")),
     (Colour, "red", Colour.RED),
     (Literal["x", "y"], "y", "y"),

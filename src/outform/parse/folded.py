@@ -44,7 +44,9 @@ class Fold:
     @property
     def lost(self) -> int:
         """The characters of the dropped items (JSON, without blanks and brackets)."""
-        return sum(max(1, loss.nonblank(values.encode(item)) - _brackets(item)) for item in self.dropped)
+        return sum(
+            max(1, loss.nonblank(values.encode(item)) - _brackets(item)) for item in self.dropped
+        )
 
 
 def _brackets(item: Any) -> int:
@@ -115,9 +117,9 @@ def _string_keys(node: dict[str, Any]) -> bool:
 def _compare(given: Any, handler: Any) -> Any:
     built = handler(given)
     if isinstance(given, list | dict) and len(built) < len(given):
-        raise PydanticCustomError(
-            _ERROR, "folded", {"written": len(given), "kept": len(built), "dropped": _dropped(given, handler)}
-        )
+        dropped = _dropped(given, handler)
+        counts = {"written": len(given), "kept": len(built), "dropped": dropped}
+        raise PydanticCustomError(_ERROR, "folded", counts)
     return built
 
 

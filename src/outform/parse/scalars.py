@@ -8,11 +8,11 @@ number whose only separator is one `,` followed by exactly three digits, after o
 digits that are not a lone 0 ("1,234", "$1,000"), and one whose only separator is such a `.`
 next to a currency sign ("€1.234"): under one locale it groups thousands (1234), under another
 it marks decimals (1.234), whatever the currency sign says, so it is refused with a note saying
-so (`locale_note`), never guessed; so is one whose digits are grouped by spaces ("1 234 567",
-"1 234,50 €": thousands in some locales, several numbers in others). A bare "1.234" or "3.141"
-is a JSON number as written (the point is JSON's decimal point), and is read as one. In lenient
-mode a string holding exactly one number among words ("about 42 apples") gives that number; two numbers
-("between 3 and 5") give nothing.
+so (`locale_note`), never guessed; so is one whose digits are grouped by spaces
+("1 234 567", "1 234,50 €": thousands in some locales, several numbers in others). A bare
+"1.234" or "3.141" is a JSON number as written (the point is JSON's decimal point), and is read
+as one. In lenient mode a string holding exactly one number among words ("about 42 apples")
+gives that number; two numbers ("between 3 and 5") give nothing.
 """
 
 from __future__ import annotations
