@@ -15,7 +15,6 @@ no such container get no check.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +22,7 @@ from pydantic import TypeAdapter
 from pydantic_core import PydanticCustomError, SchemaValidator, ValidationError
 
 from outform.parse import loss, values
+from outform.parse.ignored import rewritten_validator
 from outform.schema import pointer
 
 _FOLDING = {"set", "frozenset", "dict"}
@@ -56,17 +56,7 @@ def _brackets(item: Any) -> int:
 def folding_validator(adapter: TypeAdapter[Any]) -> SchemaValidator | None:
     """A validator of the adapter's type, as plain data, that raises where a set, frozenset or
     dict holds fewer items than it was given; None when the type has no such container."""
-    try:
-        schema = copy.deepcopy(adapter.core_schema)
-    except (TypeError, AttributeError, copy.Error):
-        return None
-    wrapped = _wrap(schema)
-    if wrapped is None:
-        return None
-    try:
-        return SchemaValidator(wrapped)
-    except Exception:  # a schema pydantic-core cannot rebuild: no check, as before
-        return None
+    return rewritten_validator(adapter, _wrap)
 
 
 def _wrap(node: Any) -> Any:
