@@ -322,7 +322,7 @@ class Pipeline(Generic[T]):
                 return None  # Pydantic reads NaN and Infinity; the slow path refuses them
             if self._may_drop_keys(text, typed):
                 return None  # a key written twice, or one the type ignores: recorded there
-            if self._folding is not None and folded.folds(self._folding, orjson.loads(text)):
+            if self._folding is not None and self._may_fold(text):
                 return None  # equal items folded by a set (or keys by a map): recorded there
             return ParseResult(
                 value=typed,
@@ -381,6 +381,15 @@ class Pipeline(Generic[T]):
             return True
         closed = self._closed_check
         return closed is not None and not closed.is_valid(data)
+
+    def _may_fold(self, text: str) -> bool:
+        """Whether the typed reading of `text` folded equal items (see folded.py); a text
+        orjson cannot read alike (an integer beyond 64 bits) is left to the slow path too."""
+        assert self._folding is not None
+        try:
+            return bool(folded.folds(self._folding, orjson.loads(text)))
+        except (orjson.JSONDecodeError, ValueError, TypeError):
+            return True
 
     def _fast_verbatim(self, text: str) -> ParseResult[T] | None:
         """A plain string is wanted and the reply, as written, is one."""
