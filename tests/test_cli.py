@@ -20,9 +20,9 @@ import orjson
 import pytest
 
 import outform.config
-from outform.cli import EXIT_CODES, EXIT_INPUT, main
+from outform.cli import EXIT_CODES, EXIT_INPUT, EXIT_INTERNAL, main
 from outform.cli.app import app
-from outform.parse import Options, clear_cache
+from outform.parse import Options, Pipeline, clear_cache
 
 CONSOLE_SCRIPT = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "outform"
 SCHEMA = {
@@ -435,6 +435,22 @@ def test_nan_in_a_reply_is_an_invalid_reply_with_a_precise_error_not_an_internal
         assert result.out == ""
 
 
+def test_a_fault_of_outforms_own_exits_3_as_an_internal_error(
+    capsys: pytest.CaptureFixture[str], workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug inside a stage (injected here) reaches the CLI as an InternalError: exit 3, the
+    stage named, no traceback; not exit 2, which says the user did something wrong."""
+
+    def broken(self: object, text: str) -> None:
+        raise RuntimeError("injected fault")
+
+    monkeypatch.setattr(Pipeline, "_slow", broken)
+    result = run(capsys, reply(workdir, '{"a": "12"}'), "-s", "schema.json")
+    assert result.code == EXIT_INTERNAL == 3
+    assert "outform failed in stage" in result.err_text and "injected fault" in result.err_text
+    assert "this is a bug in outform" in result.err_text
+
+
 def test_shadow_mode_exits_0_for_a_reply_valid_as_sent(
     capsys: pytest.CaptureFixture[str], workdir: Path
 ) -> None:
@@ -449,10 +465,55 @@ def test_shadow_mode_exits_0_for_a_reply_valid_as_sent(
 
 
 @pytest.mark.parametrize(
+    ("flag", "value", "said"),
+    [
+        ("--max-chars", "0", "--max-chars must be greater than or equal to 1"),
+        ("--max-chars", "many", "--max-chars must be a valid integer"),
+        ("--max-depth", "1000", "--max-depth must be an integer from 1 to 250, got 1000"),
+        ("--time-limit", "-1", "--time-limit must be greater than or equal to 0"),
+    ],
+)
+def test_a_flag_out_of_range_is_told_in_one_style_naming_the_flag(
+    capsys: pytest.CaptureFixture[str], workdir: Path, flag: str, value: str, said: str
+) -> None:
+    """Whether the command line (a range on the flag) or the library (a bound of the option)
+    refuses the value, the error is outform's: the flag named in `what` and `where`, no usage
+    banner, exit 2."""
+    result = run(capsys, reply(workdir, '{"a": 1}'), flag, value)
+    assert result.code == 2
+    assert result.err.startswith(f"error: {said}"), result.err
+    assert f"where: {flag}" in result.err
+    assert "Usage:" not in result.err and "_" not in flag
+
+
+def test_an_unknown_option_keeps_the_usage_line(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    """A malformed command line (an option that does not exist) is shown with the command's
+    usage line: what to type instead is the whole command."""
+    result = run(capsys, reply(workdir, '{"a": 1}'), "--no-such-flag")
+    assert result.code == 2
+    assert "Usage: outform parse" in result.err and "No such option: --no-such-flag" in result.err
+
+
+def test_a_schema_regex_that_does_not_compile_gets_a_fix_about_the_pattern(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    (workdir / "bad.json").write_text(
+        '{"properties": {"a": {"type": "string", "pattern": "(?<=a"}}}'
+    )
+    result = run(capsys, reply(workdir, '{"a": "x"}'), "-s", "bad.json")
+    assert result.code == 2
+    assert "regular expression '(?<=a' cannot be compiled" in result.err_text
+    assert "where: schema at /properties/a/pattern" in result.err_text
+    assert "$ref" not in result.err
+
+
+@pytest.mark.parametrize(
     ("args", "message"),
     [
         (["-s", "schema.json", "-t", "json:JSONDecoder"], "give --schema or --type, not both"),
-        (["--max-chars", "0"], "Invalid value for '--max-chars'"),
+        (["--max-chars", "0"], "--max-chars must be greater than or equal to 1"),
         (["-s", "schema.json", "--level", "max"], "unknown level 'max'"),
         (["-s", "missing.json"], "cannot read the schema file"),
         (["-s", "schema.json", "--frobnicate"], "No such option"),

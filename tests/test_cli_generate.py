@@ -164,6 +164,19 @@ def test_no_valid_reply_within_the_retries_exits_1_with_every_attempt(
     assert "Reply again" not in result.err
 
 
+def test_the_fix_for_no_valid_reply_names_flags_on_the_command_line(
+    capsys: pytest.CaptureFixture[str], server: FakeServer
+) -> None:
+    """The library's fix ("raise `retries` or `token_budget`, use level='full'") is told in the
+    flags that do it; the Python error keeps the argument names (tests/test_run.py)."""
+    answer(server, {"name": "Ada"})
+    result = generate(capsys, server, "-s", "person.json", "--retries", "0")
+    assert result.code == EXIT_INVALID
+    text = " ".join(result.err.split())
+    assert "fix: raise --retries or --token-budget, use --level full" in text
+    assert "level='full'" not in text and "`retries`" not in text
+
+
 def test_no_valid_reply_with_json_is_a_document_saying_so(
     capsys: pytest.CaptureFixture[str], server: FakeServer
 ) -> None:

@@ -192,6 +192,8 @@ def test_the_reask_context_stays_bounded(server: FakeServer, transport: Transpor
     assert len(caught.value.attempts) == 4
     assert all(a.hint is not None and a.hint.is_syntax for a in caught.value.attempts)
     assert caught.value.usage.total_tokens == 60
+    # Python callers are told the argument names (the CLI shows its flags instead).
+    assert caught.value.fix is not None and "`retries` or `token_budget`" in caught.value.fix
 
 
 def test_a_token_budget_stops_the_reasks(server: FakeServer, transport: Transport) -> None:

@@ -145,17 +145,16 @@ class OutputError(OutformError):
         return super().render() + "\n" + self.hint.explain(indent="  ")
 
     def __reduce__(self) -> tuple[Any, ...]:
-        state = {"what": self.what, "where": self.where, "fix": self.fix}
-        return (_rebuild_output_error, (type(self), state, self.hint, self.result))
+        # Every attribute (a subclass's too: a GenerationError's attempts), for pickling and
+        # copying alike; not the constructor, whose arguments differ between subclasses.
+        return (_rebuild_output_error, (type(self), dict(self.__dict__)))
 
 
-def _rebuild_output_error(
-    cls: type[OutputError],
-    state: dict[str, Any],
-    hint: RetryHint,
-    result: ParseResult[Any] | None,
-) -> OutputError:
-    return cls(state["what"], hint=hint, result=result, where=state["where"], fix=state["fix"])
+def _rebuild_output_error(cls: type[OutputError], state: dict[str, Any]) -> OutputError:
+    error = cls.__new__(cls)
+    error.__dict__.update(state)
+    OutformError.__init__(error, state["what"], where=state["where"], fix=state["fix"])
+    return error
 
 
 class DialectError(SchemaError):

@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import sys
 
+import typer
+
 from outform.cli import (
     batch_cmd,
     config_cmd,
@@ -34,8 +36,8 @@ from outform.cli.app import (
     app,
     stderr,
 )
-from outform.cli.io import print_error, print_output_error
-from outform.errors import InputError, OutformError, OutputError, ProviderError
+from outform.cli.io import bad_value, print_error, print_output_error
+from outform.errors import InputError, InternalError, OutformError, OutputError, ProviderError
 
 __all__ = [
     "EXIT_CODES",
@@ -64,10 +66,23 @@ _COMMANDS = (
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app, turn errors into messages and exit codes."""
     try:
-        app(args=argv, prog_name="outform")
-    except SystemExit as done:  # click's own usage errors and --help end here
+        # Not standalone: click's errors come here, so that a bad flag value is told as every
+        # other error is (an unknown option or a missing argument keeps click's usage line).
+        returned = app(args=argv, prog_name="outform", standalone_mode=False)
+    except SystemExit as done:
         code = done.code
         return code if isinstance(code, int) else (EXIT_OK if code is None else EXIT_USAGE)
+    except typer.BadParameter as error:
+        print_error(bad_value(error))
+        return EXIT_USAGE
+    except typer.TyperException as error:  # click's own: shown as click shows it
+        show = getattr(error, "show", None)
+        if show is not None:
+            show()
+        return error.exit_code
+    except typer.Abort:
+        stderr.print("aborted", style="red")
+        return EXIT_INTERRUPTED
     except OutputError as error:
         print_output_error(error)
         return EXIT_INVALID
@@ -77,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     except ProviderError as error:
         print_error(error)
         return EXIT_PROVIDER
+    except InternalError as error:  # a fault of outform's, caught at a public function
+        print_error(error)
+        return EXIT_INTERNAL
     except OutformError as error:
         print_error(error)
         return EXIT_USAGE
@@ -93,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
             markup=False,
         )
         return EXIT_INTERNAL
-    return EXIT_OK
+    return returned if isinstance(returned, int) else EXIT_OK  # an Exit's code, or None
 
 
 def run() -> None:

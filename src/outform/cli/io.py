@@ -8,6 +8,7 @@ pipe, a CI log) they are plain lines, one per change, that no column width can b
 from __future__ import annotations
 
 import copy
+import functools
 import importlib
 import re
 import sys
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import typer
 from pydantic_core import to_jsonable_python
 from rich.table import Table
 from rich.text import Text
@@ -222,23 +224,76 @@ LIBRARY_FLAGS = {
 pass it). Keys never go on the command line: `api_key` is read from a named variable."""
 
 
+@functools.cache
+def command_flags() -> dict[str, str]:
+    """Every option of every command, by its library argument name: `max_depth` ->
+    `--max-depth` (a name two commands spell differently is left out)."""
+    from outform.cli.app import app
+
+    flags: dict[str, set[str]] = {}
+    stack: list[Any] = [typer.main.get_command(app)]
+    while stack:
+        command = stack.pop()
+        stack.extend(getattr(command, "commands", {}).values())
+        for param in command.params:
+            long = [o for o in param.opts if o.startswith("--")]
+            if param.param_type_name == "option" and param.name and long:
+                flags.setdefault(param.name, set()).add(max(long, key=len))
+    return {name: next(iter(spelled)) for name, spelled in flags.items() if len(spelled) == 1}
+
+
 def for_cli(error: OutformError) -> OutformError:
-    """`error` as the command line says it: a library argument in `where` becomes its flag,
-    and "pass api_key=" in `fix` becomes "pass --api-key-env NAME"."""
-    where, fix = error.where, error.fix
-    if where in LIBRARY_FLAGS:
-        where = LIBRARY_FLAGS[where][0]
+    """`error` as the command line says it: a library argument becomes its flag in `where`
+    (`max_depth` -> `--max-depth`), in a `what` that starts with it ("max_depth must be ..."),
+    and in `fix` ("raise `retries`" -> "raise --retries", "level='full'" -> "--level full";
+    "pass api_key=" -> "pass --api-key-env NAME")."""
+    flags = {**command_flags(), **{name: flag for name, (flag, _) in LIBRARY_FLAGS.items()}}
+    what, where, fix = error.what, error.where, error.fix
+    if where in flags:
+        where = flags[where]
+    first = what.split(" ", 1)
+    if len(first) == 2 and first[0] in flags and first[1].startswith("must be"):
+        what = f"{flags[first[0]]} {first[1]}"
     if fix:
         fix = re.sub(
             r"\b(" + "|".join(LIBRARY_FLAGS) + r")=",
             lambda found: LIBRARY_FLAGS[found.group(1)][1],
             fix,
         )
-    if (where, fix) == (error.where, error.fix):
+        fix = _ASSIGNED.sub(lambda m: _flagged(m, flags, f"{{}} {m.group(2)}"), fix)
+        fix = _QUOTED.sub(lambda m: _flagged(m, flags, "{}"), fix)
+    if (what, where, fix) == (error.what, error.where, error.fix):
         return error
     shown = copy.copy(error)
-    shown.where, shown.fix = where, fix
+    shown.what, shown.where, shown.fix = what, where, fix
     return shown
+
+
+_ASSIGNED = re.compile(r"\b([a-z_]+)='?([\w.-]+)'?")
+"""`level='full'`, `retries=3`: a library argument given a value."""
+_QUOTED = re.compile(r"`([a-z_]+)`")
+"""`retries`: a library argument named in backquotes."""
+
+
+def _flagged(match: re.Match[str], flags: dict[str, str], template: str) -> str:
+    flag = flags.get(match.group(1))
+    return template.format(flag) if flag is not None else match.group(0)
+
+
+def bad_value(error: typer.BadParameter) -> UsageError:
+    """A flag's value click refused (out of range, not a number), as outform says it."""
+    param = error.param
+    long = [o for o in param.opts if o.startswith("--")] if param is not None else []
+    flag = max(long, key=len) if long else (error.param_hint or "an option")
+    name = error.ctx.command_path if error.ctx is not None else "outform"
+    message = error.message.rstrip(".")
+    should = "Input should be "
+    said = f"must be {message[len(should) :]}" if message.startswith(should) else f": {message}"
+    return UsageError(
+        f"{flag} {said}".replace(" :", ":"),
+        where=str(flag),
+        fix=f"see '{name} --help' for what {flag} takes",
+    )
 
 
 def print_error(error: OutformError) -> None:

@@ -15,6 +15,7 @@ no such object get neither.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -38,16 +39,24 @@ def closed_validator(adapter: TypeAdapter[Any]) -> SchemaValidator | None:
 
     Models and dataclasses are read as their fields (a class keeps its own prebuilt validator,
     which would ignore the change), so this validator only finds keys, it builds no value."""
+    return rewritten_validator(adapter, lambda schema: _close(schema, None))
+
+
+def rewritten_validator(
+    adapter: TypeAdapter[Any], rewrite: Callable[[Any], Any]
+) -> SchemaValidator | None:
+    """A validator of a copy of the adapter's core schema as `rewrite` returns it; None when it
+    returns None (nothing to check) or pydantic-core cannot rebuild it (no check, as before)."""
     try:
         schema = copy.deepcopy(adapter.core_schema)
     except (TypeError, AttributeError, copy.Error):
         return None
-    closed = _close(schema, None)
-    if closed is None:
+    rewritten = rewrite(schema)
+    if rewritten is None:
         return None
     try:
-        return SchemaValidator(closed)
-    except Exception:  # a schema pydantic-core cannot rebuild: no check, as before
+        return SchemaValidator(rewritten)
+    except Exception:
         return None
 
 

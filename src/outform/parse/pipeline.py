@@ -34,7 +34,7 @@ from outform.format import (
     ResponseFormat,
     TextFormat,
 )
-from outform.parse import allowlist, duplicates, extract, ignored, loss, unescape, values
+from outform.parse import allowlist, duplicates, extract, folded, ignored, loss, unescape, values
 from outform.parse import decode as decoding
 from outform.parse.coerce import Coercer
 from outform.parse.context import Deadline, Options, Run, too_deep, too_long
@@ -160,11 +160,18 @@ class Pipeline(Generic[T]):
             schema, output_type = {"type": "object"}, None
         else:
             schema, output_type = {}, None
-        self.compiled: CompiledSchema = compile_schema(schema)
-        self._fast_validator = self.compiled.validator
         self.adapter: TypeAdapter[Any] | None = (
             adapter_for(output_type) if output_type is not None else None
         )
+        # Sets, frozensets and maps whose keys are not strings may hold fewer items than the
+        # reply wrote: found, and recorded, by this (see folded.py).
+        self._folding = folded.folding_validator(self.adapter) if self.adapter else None
+        if self._folding is not None:
+            # The type's schema says `uniqueItems` for a set; the type itself folds equal items
+            # (recorded), so the check is left to it.
+            schema = folded.without_unique_items(schema)
+        self.compiled: CompiledSchema = compile_schema(schema)
+        self._fast_validator = self.compiled.validator
         # Keys the type ignores (Pydantic's default) are found, and recorded, by this.
         self._closed = ignored.closed_validator(self.adapter) if self.adapter is not None else None
         self._closed_check = (
@@ -327,6 +334,8 @@ class Pipeline(Generic[T]):
                 return None  # Pydantic reads NaN and Infinity; the slow path refuses them
             if self._may_drop_keys(text, typed):
                 return None  # a key written twice, or one the type ignores: recorded there
+            if self._folding is not None and self._may_fold(text):
+                return None  # equal items folded by a set (or keys by a map): recorded there
             return ParseResult(
                 value=typed,
                 text=text,
@@ -385,6 +394,15 @@ class Pipeline(Generic[T]):
         closed = self._closed_check
         return closed is not None and not closed.is_valid(data)
 
+    def _may_fold(self, text: str) -> bool:
+        """Whether the typed reading of `text` folded equal items (see folded.py); a text
+        orjson cannot read alike (an integer beyond 64 bits) is left to the slow path too."""
+        assert self._folding is not None
+        try:
+            return bool(folded.folds(self._folding, orjson.loads(text)))
+        except (orjson.JSONDecodeError, ValueError, TypeError):
+            return True
+
     def _fast_verbatim(self, text: str) -> ParseResult[T] | None:
         """A plain string is wanted and the reply, as written, is one."""
         if "<" in text and extract.strip_reasoning(text)[1]:
@@ -396,7 +414,14 @@ class Pipeline(Generic[T]):
                 return None
         except UnicodeEncodeError:
             return None  # a lone surrogate: the slow path says where
-        value: Any = text if self.adapter is None else self.adapter.validate_python(text)
+        value: Any = text
+        if self.adapter is not None:
+            try:
+                value = self.adapter.validate_python(text)
+            except PydanticValidationError:
+                # A type Pydantic reads from a string (a date, a UUID) that the text as written
+                # is not: the slow path reads the JSON string it may spell, or says why not.
+                return None
         return ParseResult(
             value=value,
             text=text,
@@ -439,7 +464,7 @@ class Pipeline(Generic[T]):
         # reply's own fault is in the violations).
         notes = [f.message for _, f in failures if f.refused or f.skipped]
         if attempts:
-            best = attempts[0]
+            best = _judged(attempts)
             late = [c for c in run.changes if not any(c is b for b in best.run.changes)]
             best.run.changes.extend(late)
             return self._fail(original, best.value, best.run, self._reasons(best), notes)
@@ -685,6 +710,7 @@ class Pipeline(Generic[T]):
                 found = pydantic_violations(exc)
             else:
                 self._record_ignored(value, run)
+                self._record_folded(value, run)
         semantic = tuple(dict.fromkeys(c.transform for c in run.changes if c.stage == "semantic"))
         if semantic:
             failed = not valid or found
@@ -741,6 +767,23 @@ class Pipeline(Generic[T]):
                 lost=loss.size(values.encode({key: dropped})),
             )
 
+    def _record_folded(self, value: Any, run: Run) -> None:
+        """Items a set (or keys a map) of the typed output folds together, recorded as
+        dropped: `result.value` holds fewer than `result.data`."""
+        if self._folding is None:
+            return
+        for fold in folded.folds(self._folding, value):
+            run.change(
+                fold.path,
+                "semantic",
+                "fold_equal_items",
+                preview(fold.dropped),
+                None,
+                detail=f"{fold.written} items written, {fold.kept} kept: the type holds one "
+                "of the items (or keys) that are equal",
+                lost=fold.lost,
+            )
+
     def _record_extraction(self, candidate: extract.Candidate, run: Run, lost: int = 0) -> None:
         if not candidate.transforms:
             return
@@ -774,6 +817,13 @@ class Pipeline(Generic[T]):
     def _process_value(self, point: ProcessorPoint, value: Any, run: Run) -> Any:
         for processor in self._at[point]:
             updated = _call(processor, value)
+            if (flaw := values.flaw(updated, run.deadline)) is not None:
+                raise UsageError(
+                    f"processor {processor.label!r} returned a value that is not JSON: {flaw}",
+                    where=point,
+                    fix="return JSON values only: finite numbers, string keys, Unicode text "
+                    "(None where the schema allows null)",
+                )
             if updated != value:
                 run.change(
                     "", "custom", processor.label, preview(value), preview(updated), detail=point
@@ -955,6 +1005,19 @@ def _with_presence(schema: Any, defaults: Defaults) -> Any:
     if not isinstance(both, list):
         return None
     return compile_schema({**schema, "allOf": [*both, presence]}).validator
+
+
+def _judged(attempts: Sequence[_Attempt]) -> _Attempt:
+    """The attempt a failure reports: the first one, except that a reply which is one JSON
+    string is judged as the string it spells, not as its text with the quotes (`"May 1"` for a
+    date is "May 1" that is not a date, not a text that starts with a quote)."""
+    first = attempts[0]
+    if first.candidate.kind == "text":
+        for attempt in attempts[1:]:
+            strict = not any(c.stage == "tolerant" for c in attempt.run.changes)
+            if attempt.candidate.kind == "whole" and strict and isinstance(attempt.value, str):
+                return attempt
+    return first
 
 
 def _lists_scalars(compiled: CompiledSchema, accepted: frozenset[str]) -> bool:

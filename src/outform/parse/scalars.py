@@ -8,10 +8,11 @@ number whose only separator is one `,` followed by exactly three digits, after o
 digits that are not a lone 0 ("1,234", "$1,000"), and one whose only separator is such a `.`
 next to a currency sign ("€1.234"): under one locale it groups thousands (1234), under another
 it marks decimals (1.234), whatever the currency sign says, so it is refused with a note saying
-so (`locale_note`), never guessed. A bare "1.234" or "3.141" is a JSON number as written (the
-point is JSON's decimal point), and is read as one. In lenient mode a
-string holding exactly one number among words ("about 42 apples") gives that number; two numbers
-("between 3 and 5") give nothing.
+so (`locale_note`), never guessed; so is one whose digits are grouped by spaces
+("1 234 567", "1 234,50 €": thousands in some locales, several numbers in others). A bare
+"1.234" or "3.141" is a JSON number as written (the point is JSON's decimal point), and is read
+as one. In lenient mode a string holding exactly one number among words ("about 42 apples")
+gives that number; two numbers ("between 3 and 5") give nothing.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ _AMBIGUOUS = re.compile(r"[+-]?(?!0[.,])\d{1,3}[.,]\d{3}")
 """One separator, three digits after it: thousands or decimals, by locale."""
 _LOCALE = re.compile(r"[+-]?\d{1,3}(?:\.\d{3})+(?:,\d+)?|[+-]?\d+,\d+")
 """A decimal comma ("12,5") or points grouping thousands ("1.234,56")."""
+_SPACED = re.compile(r"[+-]?\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?:[.,]\d+)?")
+"""Spaces (plain, no-break or narrow no-break) grouping thousands ("1 234 567", "1 234,50")."""
 _CHUNK_STRIP = "\"'`*_()[]{}<>:;!?,."
 
 _TRUE = frozenset({"true", "yes", "1", "y", "on"})
@@ -93,6 +96,11 @@ def locale_note(text: str) -> str | None:
         return (
             f"it may mean {s.replace(separator, '')} or {s.replace(separator, '.')}, as "
             f"{separator!r} groups thousands or marks decimals by locale; write a JSON number"
+        )
+    if _SPACED.fullmatch(s):
+        return (
+            "spaces between digit groups mark thousands in some locales, where the decimal "
+            "mark may be a comma, and separate numbers in others; write a JSON number"
         )
     if _LOCALE.fullmatch(s):
         return (

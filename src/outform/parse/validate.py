@@ -73,14 +73,19 @@ def pydantic_violations(error: PydanticValidationError) -> tuple[Violation, ...]
     for item in error.errors(include_url=False):
         loc = pointer.from_parts(item.get("loc", ()))
         kind: Any = "missing" if item.get("type") == "missing" else "custom"
-        expected = str(item.get("loc", ("",))[-1]) if kind == "missing" else item.get("msg", "")
         missing = kind == "missing"
+        found = describe(item.get("input"))
+        if missing:
+            expected = str(item.get("loc", ("",))[-1])
+        else:
+            expected, why = _phrased(str(item.get("msg", "")))
+            found += f" ({why})" if why else ""
         out.append(
             Violation(
                 path=loc.rsplit("/", 1)[0] if missing else loc,
                 kind=kind,
                 expected=expected,
-                found=describe(item.get("input")),
+                found=found,
                 keyword=str(item.get("type", "")),
                 field=expected if missing else "",
             )
@@ -101,6 +106,22 @@ def _missing(
         expected = f"{name!r} ({shape})" if shape else repr(name)
         found.append(Violation(path, "missing", expected, "nothing", keyword, field=name))
     return found
+
+
+_SHOULD_BE = "Input should be "
+
+
+def _phrased(message: str) -> tuple[str, str]:
+    """A Pydantic message in outform's phrasing: (what was expected, why the value is not
+    it). "Input should be a valid date or datetime, input is too short" gives ("a valid date
+    or datetime", "input is too short"); a message of another form is the reason, under "a
+    value the type accepts"."""
+    if message.startswith(_SHOULD_BE):
+        expected, _, why = message[len(_SHOULD_BE) :].partition(", ")
+        return expected, why
+    if message[:1].isupper() and not message[1:2].isupper():
+        message = message[0].lower() + message[1:]  # a reason after a parenthesis
+    return "a value the type accepts", message
 
 
 def _violation(compiled: CompiledSchema, error: jsonschema_rs.ValidationError) -> Violation:
@@ -126,6 +147,9 @@ def _violation(compiled: CompiledSchema, error: jsonschema_rs.ValidationError) -
             path, "type", " or ".join(str(t) for t in types), describe(error.instance), keyword
         )
     if keyword in ("anyOf", "oneOf"):
+        tagged = _tagged(compiled, node, path, error.instance, keyword)
+        if tagged is not None:
+            return tagged
         expected = summarize(compiled, node) if isinstance(node, dict) else keyword
         return Violation(path, "type", expected, describe(error.instance), keyword)
     if keyword == "enum":
@@ -139,6 +163,82 @@ def _violation(compiled: CompiledSchema, error: jsonschema_rs.ValidationError) -
     return Violation(
         path, "constraint", _constraint(keyword, info), describe(error.instance), keyword
     )
+
+
+def _tagged(
+    compiled: CompiledSchema, node: Any, path: str, instance: Any, keyword: str
+) -> Violation | None:
+    """A union of objects told apart by one property (a discriminated union: `discriminator`
+    names it, or every branch requires it with its own constant), for an object whose tag is
+    missing or takes no branch's value: that is what the violation says, not "object | object"."""
+    if not isinstance(instance, dict) or not isinstance(node, dict):
+        return None
+    found = _tag(compiled, node, keyword)
+    if found is None:
+        return None
+    name, branches = found
+    allowed = [value for values in branches for value in values[1]]
+    shown = ", ".join(preview(v) for v in allowed)
+    if name not in instance:
+        return Violation(path, "missing", f"{name!r} (one of {shown})", "nothing", keyword, name)
+    if instance[name] not in allowed:
+        where = pointer.join(path, name)
+        return Violation(where, "enum", f"one of {shown}", describe(instance[name]), keyword)
+    # The tag chose a branch: a field that branch requires and the object lacks is named.
+    chosen = next(branch for branch, values in branches if instance[name] in values)
+    for field in chosen.get("required", []):
+        if isinstance(field, str) and field not in instance:
+            tag = f"{name} {preview(instance[name])}"
+            return Violation(path, "missing", f"{field!r} (for {tag})", "nothing", keyword, field)
+    return None  # its other faults are reported as before
+
+
+def _tag(
+    compiled: CompiledSchema, node: dict[str, Any], keyword: str
+) -> tuple[str, list[tuple[dict[str, Any], list[Any]]]] | None:
+    """The tag property of a union and each branch with the values it takes there, or None."""
+    branches = node.get(keyword)
+    if not isinstance(branches, list) or len(branches) < 2:
+        return None
+    resolved = [_resolved(compiled, b) for b in branches]
+    if not all(isinstance(b, dict) for b in resolved):
+        return None
+    discriminator = node.get("discriminator")
+    named = discriminator.get("propertyName") if isinstance(discriminator, dict) else None
+    candidates = [named] if isinstance(named, str) else list(resolved[0].get("required", []))
+    for name in candidates:
+        allowed = [_constant(compiled, b, name) for b in resolved]
+        if all(a is not _NONE for a in allowed):
+            return name, list(zip(resolved, allowed, strict=True))
+    return None
+
+
+_NONE: list[Any] = []
+
+
+def _resolved(compiled: CompiledSchema, branch: Any) -> Any:
+    if isinstance(branch, dict) and isinstance(branch.get("$ref"), str):
+        target = compiled.ref_location(branch["$ref"])
+        if target is not None:
+            try:
+                return compiled.resolve(target)[1]
+            except KeyError:
+                return None
+    return branch
+
+
+def _constant(compiled: CompiledSchema, branch: dict[str, Any], name: str) -> list[Any]:
+    """The values a branch's required property `name` may take (`const` or `enum`), else
+    `_NONE`."""
+    properties = branch.get("properties")
+    if name not in branch.get("required", []) or not isinstance(properties, dict):
+        return _NONE
+    schema = _resolved(compiled, properties.get(name))
+    if isinstance(schema, dict) and "const" in schema:
+        return [schema["const"]]
+    if isinstance(schema, dict) and isinstance(schema.get("enum"), list) and schema["enum"]:
+        return list(schema["enum"])
+    return _NONE
 
 
 _BOUNDS = {

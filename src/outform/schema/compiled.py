@@ -45,6 +45,28 @@ def _copied(value: Any) -> Any:
     return value if kind in _ATOMS else copy.deepcopy(value)
 
 
+def _uncompiled(exc: Exception, where: str) -> SchemaError:
+    """Why jsonschema-rs cannot compile a schema that passed the meta-schema: a regular
+    expression its engine cannot compile (named with its location), else a `$ref` that
+    points nowhere."""
+    if (
+        isinstance(exc, jsonschema_rs.ValidationError)
+        and isinstance(exc.kind, jsonschema_rs.ValidationErrorKind.Format)
+        and exc.kind.format == "regex"
+    ):
+        return SchemaError(
+            f"the schema's regular expression {exc.instance!r} cannot be compiled",
+            where=f"{where} at {pointer.from_parts(exc.instance_path) or '/'}",
+            fix="write the regular expression there in the ECMA 262 syntax JSON Schema uses "
+            "(every group closed, every escape known), or remove it",
+        )
+    return SchemaError(
+        f"the schema cannot be compiled: {str(exc).splitlines()[0]}",
+        where=where,
+        fix="check every '$ref' points at an existing location of the document",
+    )
+
+
 class CompiledSchema:
     """A validated, compiled JSON Schema with helpers to navigate it."""
 
@@ -68,11 +90,7 @@ class CompiledSchema:
         try:
             self.validator = jsonschema_rs.validator_for(self.root, retriever=_refuse_remote)
         except (jsonschema_rs.ValidationError, jsonschema_rs.ReferencingError, ValueError) as exc:
-            raise SchemaError(
-                f"the schema cannot be compiled: {str(exc).splitlines()[0]}",
-                where=where,
-                fix="check every '$ref' points at an existing location of the document",
-            ) from None
+            raise _uncompiled(exc, where) from None
         self._registry: jsonschema_rs.Registry | None = None
         self._reporter: jsonschema_rs.Validator | None = None
         self._sub: dict[str, jsonschema_rs.Validator] = {}
