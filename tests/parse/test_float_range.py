@@ -38,6 +38,8 @@ def test_refused_in_arrays_and_as_the_root(literal: str) -> None:
         outform.parse(f"[{literal}]", type=list[float])
     with pytest.raises(OutputError):
         outform.parse(literal, type=float)
+    with pytest.raises(OutputError):  # a number written as a string: the same rule
+        outform.parse(f'{{"x": "{literal}"}}', type=Reading)
 
 
 def test_the_refusal_says_why_and_asks_again() -> None:
@@ -48,10 +50,13 @@ def test_the_refusal_says_why_and_asks_again() -> None:
     assert "1e-400 is out of range: too small for a float (read as 0)" in message
 
 
-@pytest.mark.parametrize("literal", ["0.0e-999", "-0.000e500", "1e308", "2.2e-308", "5e-324"])
+@pytest.mark.parametrize(
+    "literal", ["0.0e-999", "-0.000e500", "0e-400", "1e308", "2.2e-308", "5e-324"]
+)
 def test_zero_and_numbers_within_range_are_read(literal: str) -> None:
     result = outform.parse(f'{{"x": {literal}}}', type=Reading)
     assert result.value.x == float(literal)
+    assert outform.parse(f'{{"x": "{literal}"}}', type=Reading).value.x == float(literal)
     assert result.data == {"x": float(literal)}
 
 

@@ -4,6 +4,8 @@ a negation governs names nothing (src/outform/parse/negation.py)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 
@@ -14,7 +16,7 @@ FLAG = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
 LEVEL = {"enum": ["LOW", "MEDIUM", "HIGH"]}
 
 
-def full(reply: str, schema: dict[str, object]) -> object:
+def full(reply: str, schema: Mapping[str, Any]) -> object:
     return outform.parse(reply, schema=schema, level="full").value
 
 

@@ -65,7 +65,8 @@ def parse_number(text: str, *, lenient: bool = False) -> Number | None:
         return found if isinstance(found, Number) else None
     value, how = number
     if isinstance(value, float) and (
-        not math.isfinite(value) or (value == 0 and s.lstrip("+-").strip("0.") != "")
+        not math.isfinite(value)
+        or (value == 0 and s.lower().partition("e")[0].lstrip("+-").strip("0.") != "")
     ):
         return None  # out of a float's range: read as infinity, or as 0 though not 0
     return Number(value, "+".join([*hows, how]) if hows else how)
