@@ -6,7 +6,7 @@ At level `full` a sentence may give a value ("The answer is: true." -> true, "I'
 ("not true", "Not HIGH", "HIGH is not right"), so it is never read as the value. The scope is
 kept simple, and wide rather than narrow: a clause (the text between two of `, ; : . ! ?`, a
 line break, a bracket, or the word "but") that holds a negation word (not, no, never, neither,
-nor, none, cannot, without, or a word ending in n't) negates every word in it, before the
+nor, none, cannot, or a word ending in n't) negates every word in it, before the
 negation or after it. A clause without one is read as before: "I'd say MEDIUM, not high" names
 MEDIUM, "It is low, not HIGH" names low.
 """
@@ -18,7 +18,7 @@ import itertools
 import re
 
 _NEGATION = re.compile(
-    r"(?<!\w)(?:not|no|never|neither|nor|none|cannot|without|\w+n[’']t)(?!\w)",
+    r"(?<!\w)(?:not|no|never|neither|nor|none|cannot|\w+n[’']t)(?!\w)",
     re.IGNORECASE,
 )
 _CLAUSE_END = re.compile(
