@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from outform.parse.negation import Negations
 from outform.parse.scalars import STRIP, fold_accents, normalize_token
 from outform.schema.types import json_type
 
@@ -215,7 +216,8 @@ class Choices:
 
         Members written exactly as declared are looked for first; only when none is, the
         search ignores case and accents. Where one mention lies inside a longer one ("1040" in
-        "1040-X"), the longer counts.
+        "1040-X"), the longer counts. A mention a negation governs ("Not HIGH", "It is low,
+        not HIGH") names nothing (see negation.py).
         """
         for fold in (False, True):
             table: _Index | frozenset[str]
@@ -229,6 +231,9 @@ class Choices:
                 table, lengths = self.string_set, self._lengths
             haystack = fold_accents(text).casefold() if fold else text
             spans = _find(haystack, table, lengths, deadline)
+            if spans:
+                negations = Negations(haystack)
+                spans = [span for span in spans if not negations.govern(span[0], span[1])]
             if not spans:
                 continue
             spans.sort(key=lambda span: (span[0], -(span[1] - span[0])))

@@ -26,9 +26,10 @@ from outform.parse.hint import preview
 from outform.parse.result import Change
 from outform.parse.scalars import (
     as_integer,
+    bool_note,
     is_null_word,
-    locale_note,
     normalize_key,
+    number_note,
     parse_bool,
     parse_number,
 )
@@ -427,10 +428,13 @@ class _Walk:
             inner = Coercion(value)  # kept only if the conversion itself is allowed
             converted, transform, lost = self.convert(value, kind, allowed, at, inner)
             if converted is _NO:
+                note = None
                 if kind == "string" and allowed & {"integer", "number"}:
-                    note = locale_note(value)
-                    if note is not None:
-                        out.blocked.append((at.path, note))
+                    note = number_note(value, lenient=self.lenient and at.lossy)
+                if kind == "string" and note is None and "boolean" in allowed and self.lenient:
+                    note = bool_note(value)
+                if note is not None:
+                    out.blocked.append((at.path, note))
                 return value
             target, name = conversion(value, converted, allowed)
             if not permits(self.allowlist, target, name):

@@ -4,7 +4,8 @@ Tier 0 is orjson: exact JSON, fast (an integer orjson would read as a float is r
 exactly). Tier 1 is pyjson5: JSON5 (comments, trailing commas, single quotes, unquoted keys).
 Tier 2 is json-repair: anything it can salvage (missing quotes, commas and brackets,
 truncation, Python literals). json-repair cannot be interrupted, so it only reads regions of up
-to `max_repair_chars`. NaN and Infinity are not JSON numbers: a text that writes one is read
+to `max_repair_chars`. NaN and Infinity are not JSON numbers, and a number out of a float's
+range (`1e400`, `1e-400`) is not the number a float reads: a text that writes one is read
 by no tier (pyjson5 would read a float JSON cannot hold, json-repair a string the reply did not
 write). A tolerant reading is refused when its value is not JSON (a number out of range, a lone
 surrogate) or when it loses content the loss rule refuses (a digit, members merged, more
@@ -57,6 +58,14 @@ class DecodeFailure:
     skipped: bool = False
     nonfinite: str = ""
     """The NaN or Infinity the text writes (at `position`): no tier reads it."""
+    out_of_range: str = ""
+    """Why a number the text writes (at `position`) is out of a float's range: no tier
+    reads it (see values.out_of_range)."""
+
+    @property
+    def unreadable(self) -> bool:
+        """A number no tier reads: the reply must be written again."""
+        return bool(self.nonfinite or self.out_of_range)
 
     def around(self, text: str) -> str:
         """The text around the failure, for a before/after preview."""
@@ -70,29 +79,47 @@ class DecodeFailure:
 def strict(text: str) -> Any:
     """The JSON value of `text`, every integer exact; raises orjson.JSONDecodeError (or a
     ValueError for an integer of more than 4300 digits)."""
-    value = orjson.loads(text)
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        if not values.may_be_inexact(text):
+            raise
+        return _exact_or_refused(text)  # orjson refuses an integer past a float's range
     if values.may_be_inexact(text):
         return values.decode_exact(text)
     return value
+
+
+def _exact_or_refused(text: str) -> Any:
+    """The exact reading of a text orjson refused, or orjson's error when that fails too."""
+    try:
+        return values.decode_exact(text)
+    except ValueError:
+        return orjson.loads(text)
 
 
 def strict_failure(text: str) -> DecodeFailure | None:
     try:
         orjson.loads(text)
     except orjson.JSONDecodeError as exc:
-        return _nonfinite(text) or DecodeFailure(exc.msg, exc.pos)
+        return _unreadable(text) or DecodeFailure(exc.msg, exc.pos)
     return None
 
 
-def _nonfinite(text: str) -> DecodeFailure | None:
-    """The failure of a text that writes NaN or Infinity as a value, or None."""
+def _unreadable(text: str) -> DecodeFailure | None:
+    """The failure of a text that writes NaN or Infinity as a value, or a number out of a
+    float's range (which orjson reads as 0 or refuses, pyjson5 reads as 0, json-repair as
+    infinity), or None."""
     found = values.nonfinite_literal(text)
-    if found is None:
-        return None
-    position, word = found
-    return DecodeFailure(
-        f"{word} is not a JSON number (JSON has no NaN or Infinity)", position, nonfinite=word
-    )
+    if found is not None:
+        position, word = found
+        return DecodeFailure(
+            f"{word} is not a JSON number (JSON has no NaN or Infinity)", position, nonfinite=word
+        )
+    out = values.out_of_range(text)
+    if out is not None:
+        return DecodeFailure(out.describe(), out.position, out_of_range=out.describe())
+    return None
 
 
 def decode(
@@ -105,12 +132,15 @@ def decode(
     """Decode with tiers 0..max_tier; the first that succeeds wins (the strict failure is
     reported when none does)."""
     try:
-        return Decoded(strict(text), 0)
+        value = strict(text)
     except orjson.JSONDecodeError as exc:
-        failure = _nonfinite(text) or DecodeFailure(exc.msg, exc.pos)
+        failure = _unreadable(text) or DecodeFailure(exc.msg, exc.pos)
     except ValueError as exc:
         return DecodeFailure(str(exc), 0)
-    if failure.nonfinite:
+    else:
+        # orjson reads 1e-400 as 0 without a word; 1e400 it refuses (the branch above)
+        return _unreadable(text) or Decoded(value, 0)
+    if failure.unreadable:
         return failure
     for tier in range(1, max_tier + 1):
         decoded = decode_tier(text, tier, deadline=deadline, max_repair_chars=max_repair_chars)
@@ -129,9 +159,9 @@ def decode_tier(
     """Decode with exactly one tolerant tier (1 or 2), under the loss rule."""
     if deadline is not None:
         deadline.check()
-    nonfinite = _nonfinite(text)
-    if nonfinite is not None:
-        return nonfinite
+    unreadable = _unreadable(text)
+    if unreadable is not None:
+        return unreadable
     if tier == 1:
         decoded = _json5(text)
     elif len(text) > max_repair_chars:

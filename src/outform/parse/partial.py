@@ -43,6 +43,7 @@ from outform.errors import OutputError
 from outform.jsontext import loads_exact, may_be_inexact
 from outform.parse.extract import _JSON_LANGS, _OPENER_RUN, _REASONING_TAGS
 from outform.parse.hint import RetryHint, Violation, clip
+from outform.parse.values import out_of_range
 
 Kind = Literal["object", "array", "string"]
 
@@ -1457,7 +1458,23 @@ def _read(text: str) -> Any:
     """orjson's reading of JSON text, integers beyond 64 bits kept exact, as the pipeline reads
     them (orjson reads them as floats: the checker judged 12345678901234567890123 not to be
     that enum member). Raises orjson.JSONDecodeError for text that is not JSON."""
-    value = orjson.loads(text)
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        out = out_of_range(text)
+        if out is not None:  # orjson's own words: "number is infinity when parsed as double"
+            raise orjson.JSONDecodeError(out.describe(), text, out.position) from None
+        if not may_be_inexact(text):
+            raise
+        try:  # orjson refuses an integer past a float's range, which is read exactly
+            return loads_exact(text)
+        except ValueError:
+            raise orjson.JSONDecodeError(
+                "a number past a float's range, not an integer", text, 0
+            ) from None
+    out = out_of_range(text)
+    if out is not None:  # orjson reads 1e-400 as 0 (1e400 it refuses itself)
+        raise orjson.JSONDecodeError(out.describe(), text, out.position)
     if may_be_inexact(text):
         try:
             return loads_exact(text)

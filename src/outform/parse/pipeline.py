@@ -332,6 +332,8 @@ class Pipeline(Generic[T]):
                 return None
             if values.nonfinite_literal(text) is not None:
                 return None  # Pydantic reads NaN and Infinity; the slow path refuses them
+            if values.out_of_range(text, integers=True) is not None:
+                return None  # Pydantic reads 1e400 as infinity: the slow path refuses it
             if self._may_drop_keys(text, typed):
                 return None  # a key written twice, or one the type ignores: recorded there
             if self._folding is not None and self._may_fold(text):
@@ -347,7 +349,11 @@ class Pipeline(Generic[T]):
             data = orjson.loads(text)
         except orjson.JSONDecodeError:
             return None
-        if values.may_be_inexact(text):
+        marks = values.number_marks(text)
+        long_run = values.LONG_RUN in marks
+        if (long_run or values.LONG_EXPONENT in marks) and values.out_of_range(text) is not None:
+            return None  # orjson reads 1e-400 as 0: the slow path refuses it
+        if long_run:
             # orjson reads an integer beyond 64 bits as a float, which loses digits (2**64 + 1
             # reads as 2**64) and, under a schema, may be judged otherwise than the integer:
             # read every digit and judge what was written.
@@ -462,14 +468,17 @@ class Pipeline(Generic[T]):
             attempts.append(attempt)
         # Tolerant readings refused or skipped are told to the caller (not to the model: the
         # reply's own fault is in the violations).
-        notes = [f.message for _, f in failures if f.refused or f.skipped]
+        notes = [f.message for _, f in failures if f.refused or f.skipped or f.unreadable]
         if attempts:
             best = _judged(attempts)
             late = [c for c in run.changes if not any(c is b for b in best.run.changes)]
             best.run.changes.extend(late)
             return self._fail(original, best.value, best.run, self._reasons(best), notes)
-        nonfinite = any(f.nonfinite for _, f in failures)
-        fix = "no level reads NaN or Infinity: JSON has no such numbers" if nonfinite else None
+        fix = None
+        if any(f.nonfinite for _, f in failures):
+            fix = "no level reads NaN or Infinity: JSON has no such numbers"
+        elif any(f.out_of_range for _, f in failures):
+            fix = "no level reads a number a float cannot hold: the model must write it again"
         return self._fail(original, None, run, (self._syntax_violation(failures),), notes, fix=fix)
 
     def _attempts(
@@ -709,6 +718,7 @@ class Pipeline(Generic[T]):
             except PydanticValidationError as exc:
                 found = pydantic_violations(exc)
             else:
+                found = self._integer_overflow(candidate.text, typed)
                 self._record_ignored(value, run)
                 self._record_folded(value, run)
         semantic = tuple(dict.fromkeys(c.transform for c in run.changes if c.stage == "semantic"))
@@ -727,6 +737,25 @@ class Pipeline(Generic[T]):
         deadline.enter("validate")
         found = violations(self.compiled, attempt.value, deadline)
         return allowlist.explain(found, attempt.blocked)
+
+    def _integer_overflow(self, text: str, typed: Any) -> tuple[Violation, ...]:
+        """A float field given an integer beyond a float's range (Pydantic reads 10**400 as
+        infinity), found only when the text writes one (an integer field keeps it exact)."""
+        out = values.out_of_range(text, integers=True)
+        if out is None or self.adapter is None:
+            return ()
+        dumped = self.adapter.dump_python(typed)
+        if values.flaw(dumped) is None:
+            return ()
+        return (
+            Violation(
+                "",
+                "constraint",
+                "a number a float holds (from 1e-308 to 1e308 in size)",
+                f"{out.describe()} (for a float field)",
+                "maximum",
+            ),
+        )
 
     def _record_repeated(self, repeats: list[duplicates.Repeat], run: Run) -> None:
         """Keys written twice: the last value kept (as every JSON reader does), each dropped
@@ -957,7 +986,13 @@ class Pipeline(Generic[T]):
         json_like = [(c, f) for c, f in failures if c.root != "other"]
         if not json_like:
             return _syntax("the reply contains no JSON value")
-        candidate, failure = next(((c, f) for c, f in json_like if f.nonfinite), json_like[0])
+        candidate, failure = next(((c, f) for c, f in json_like if f.unreadable), json_like[0])
+        if failure.out_of_range:
+            return _syntax(
+                f"the JSON writes a number a float cannot hold: {failure.out_of_range} (near "
+                f"{failure.around(candidate.text)!r}); write a number a float holds (from "
+                "1e-308 to 1e308 in size), or 0"
+            )
         if failure.nonfinite:
             return _syntax(
                 f"the JSON writes {failure.nonfinite}, which is not a JSON number (near "

@@ -8,11 +8,13 @@ number whose only separator is one `,` followed by exactly three digits, after o
 digits that are not a lone 0 ("1,234", "$1,000"), and one whose only separator is such a `.`
 next to a currency sign ("€1.234"): under one locale it groups thousands (1234), under another
 it marks decimals (1.234), whatever the currency sign says, so it is refused with a note saying
-so (`locale_note`), never guessed; so is one whose digits are grouped by spaces
+so (`number_note`), never guessed; so is one whose digits are grouped by spaces
 ("1 234 567", "1 234,50 €": thousands in some locales, several numbers in others). A bare
 "1.234" or "3.141" is a JSON number as written (the point is JSON's decimal point), and is read
 as one. In lenient mode a string holding exactly one number among words ("about 42 apples")
-gives that number; two numbers ("between 3 and 5") give nothing.
+gives that number; two numbers ("between 3 and 5") give nothing, and neither does one that is
+not the value: multiplied by a scale word ("2 million"), a bound ("more than 100", "<100"), an
+accounting negative ("(1,234.50)") or negated ("not 42"); the refusal says why (`number_note`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import math
 import re
 import unicodedata
 from dataclasses import dataclass
+
+from outform.parse.negation import Negations
 
 _CURRENCY = "$€£¥₹₩₽¢₺₪₫₱₦฿"
 _PLAIN = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
@@ -54,15 +58,20 @@ def parse_number(text: str, *, lenient: bool = False) -> Number | None:
     """The number a string spells, or None when it is not unambiguously one."""
     s = text.strip().rstrip(".,;").strip()
     if not s or len(s) > 64:
-        return _in_text(text) if lenient else None
+        found = _in_text(text) if lenient else None
+        return found if isinstance(found, Number) else None
     hows: list[str] = []
     s = _unit_free(s, hows)
     number = _number(s, currency="currency" in hows)
     if number is None:
-        return _in_text(text) if lenient else None
+        found = _in_text(text) if lenient else None
+        return found if isinstance(found, Number) else None
     value, how = number
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
+    if isinstance(value, float) and (
+        not math.isfinite(value)
+        or (value == 0 and s.lower().partition("e")[0].lstrip("+-").strip("0.") != "")
+    ):
+        return None  # out of a float's range: read as infinity, or as 0 though not 0
     return Number(value, "+".join([*hows, how]) if hows else how)
 
 
@@ -80,9 +89,14 @@ def _unit_free(s: str, hows: list[str]) -> str:
     return s
 
 
-def locale_note(text: str) -> str | None:
-    """Why a string that spells a number under some locale is not read as one (the note a
-    refused conversion carries to the caller and to the model), or None."""
+def number_note(text: str, *, lenient: bool = False) -> str | None:
+    """Why a string that spells a number under some locale, or (`lenient`) a sentence whose
+    one number is not the value, is not read as a number (the note a refused conversion
+    carries to the caller and to the model), or None."""
+    if lenient:
+        found = _in_text(text)
+        if isinstance(found, str):
+            return found
     s = text.strip().rstrip(".,;").strip()
     if not s or len(s) > 64:
         return None
@@ -110,21 +124,112 @@ def locale_note(text: str) -> str | None:
     return None
 
 
-def _in_text(text: str) -> Number | None:
-    """The single number written among words, or None when there is none, several, or a
-    word mixing digits and letters ("v2", "1.234,56") that makes the reading unclear."""
+def _in_text(text: str) -> Number | str | None:
+    """The single number written among words; None when there is none, several, or a word
+    mixing digits and letters ("v2", "1.234,56") that makes the reading unclear; or why the
+    one number written is not the value (see `_not_the_number`)."""
     if len(text) > 10_000:
         return None
-    found: list[Number] = []
-    for chunk in text.split():
+    found: list[tuple[Number, int]] = []
+    words = [(m.start(), m.group()) for m in _WORD.finditer(text)]
+    for index, (_, chunk) in enumerate(words):
         core = chunk.strip(_CHUNK_STRIP)
         if not any(c.isdigit() for c in core):
             continue
         number = parse_number(core)
         if number is None or found:
             return None
-        found.append(number)
-    return Number(found[0].value, "in_text") if found else None
+        found.append((number, index))
+    if not found:
+        return None
+    number, index = found[0]
+    why = _not_the_number(text, words, index)
+    return why or Number(number.value, "in_text")
+
+
+_WORD = re.compile(r"\S+")
+_SCALE = frozenset(
+    {
+        "hundred",
+        "hundreds",
+        "thousand",
+        "thousands",
+        "million",
+        "millions",
+        "billion",
+        "billions",
+        "trillion",
+        "trillions",
+        "lakh",
+        "lakhs",
+        "crore",
+        "crores",
+        "dozen",
+        "dozens",
+        "grand",
+        "k",
+        "m",
+        "b",
+        "bn",
+        "mn",
+        "mm",
+        "mil",
+        "mln",
+        "tn",
+    }
+)
+"""Words that multiply the number before them: "2 million" is not 2 (and "5 m", which may be
+metres or millions, is refused rather than guessed)."""
+_BOUNDS = (
+    "more than",
+    "less than",
+    "fewer than",
+    "greater than",
+    "larger than",
+    "smaller than",
+    "higher than",
+    "lower than",
+    "at least",
+    "at most",
+    "up to",
+    "no more than",
+    "no less than",
+    "over",
+    "under",
+    "above",
+    "below",
+    "exceeding",
+    "upwards of",
+    "beyond",
+    "within",
+)
+"""Words that make the number a bound: "more than 100" is not 100."""
+_COMPARISON = "<>≤≥≈"
+
+
+def _not_the_number(text: str, words: list[tuple[int, str]], index: int) -> str:
+    """Why the number written as `words[index]` is not the value the sentence gives, or "":
+    a scale word after it ("2 million"), a bound before it ("more than 100", "<100"), the
+    accounting spelling of a negative number ("(1,234.50)"), or a negation ("not 42")."""
+    at, chunk = words[index]
+    following = words[index + 1][1].strip(_CHUNK_STRIP).casefold() if index + 1 < len(words) else ""
+    if following in _SCALE:
+        return f"{chunk!r} is followed by the scale word {following!r}; write the whole number"
+    preceding = " ".join(w for _, w in words[max(0, index - 3) : index]).casefold()
+    bound = next((b for b in _BOUNDS if preceding == b or preceding.endswith(" " + b)), None)
+    if bound is not None:
+        return f"{bound!r} makes {chunk!r} a bound, not a value; write the value"
+    sign = words[index - 1][1] if index else ""
+    if chunk.lstrip(_CHUNK_STRIP.replace("<>", ""))[:1] in _COMPARISON or (
+        sign and not sign.strip(_COMPARISON + "=~")
+    ):
+        return f"{chunk!r} is a comparison, not a value; write the value"
+    core = chunk.strip(".,;:!?")
+    if core.startswith("(") and core.endswith(")"):
+        return f"{chunk!r} may be an accounting negative; write a JSON number (-1234.5)"
+    if Negations(text).govern(at, at + len(chunk)):
+        return f"{chunk!r} is negated; write the value"
+    return ""
 
 
 def _ambiguous(s: str, currency: bool) -> bool:
@@ -135,7 +240,7 @@ def _ambiguous(s: str, currency: bool) -> bool:
 
 def _number(s: str, *, currency: bool = False) -> tuple[int | float, str] | None:
     if _ambiguous(s, currency):
-        return None  # see locale_note
+        return None  # see number_note
     if _PLAIN.fullmatch(s):
         return _to_number(s), "plain"
     if _GROUPED.fullmatch(s):
@@ -175,10 +280,28 @@ def parse_bool(text: str, *, lenient: bool = False) -> bool | None:
     if token in _FALSE:
         return False
     if lenient and len(text) <= 10_000:
-        words = {w.casefold() for w in _BOOL_WORD.findall(text)}
+        words = _plain_bool_words(text)
         if len(words) == 1:
             return bool(words.pop() == "true")
     return None
+
+
+def _plain_bool_words(text: str) -> set[str]:
+    """The words true and false a sentence writes, but for those a negation governs."""
+    found = list(_BOOL_WORD.finditer(text))
+    negations = Negations(text) if found else None
+    return {
+        m.group().casefold()
+        for m in found
+        if negations is None or not negations.govern(m.start(), m.end())
+    }
+
+
+def bool_note(text: str) -> str | None:
+    """Why a sentence that writes true or false is not read as a boolean (lenient), or None."""
+    if len(text) > 10_000 or _plain_bool_words(text) or not _BOOL_WORD.search(text):
+        return None
+    return "its true or false is negated, which says what the value is not; write true or false"
 
 
 def is_null_word(text: str) -> bool:

@@ -13,6 +13,7 @@ import functools
 import json
 import math
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import jsonschema_rs
@@ -20,6 +21,7 @@ import orjson
 
 from outform import jsontext
 from outform.jsontext import dumps_text
+from outform.parse.hint import clip
 
 if TYPE_CHECKING:
     from outform.parse.context import Deadline
@@ -116,6 +118,82 @@ def nonfinite_literal(text: str) -> tuple[int, str] | None:
         if match.group(1) is not None:
             return match.start(1), match.group(1)
     return None
+
+
+_MARKS = bytes.maketrans(b"123456789E", b"000000000e")
+LONG_RUN = b"0" * 19
+"""In `number_marks`: a run of 19 digits (an integer orjson may read as a float)."""
+LONG_EXPONENT = b"e000"
+"""In `number_marks`: an exponent of three digits or more."""
+_LITERAL = re.compile(r"(?<![\w.])-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_NUMBER = re.compile(
+    r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\Z)|(?<![\w.])(-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)'
+)
+
+
+def number_marks(text: str) -> bytes:
+    """`text` as UTF-8 with every digit a `0`, `E` an `e`, and signs deleted (so that one
+    search finds `e400`, `e+400` and `e-400`): one translation in C that the checks of the
+    fast path share (`out_of_range`, and a run of 19 digits, which a hyphen between digits may
+    then join: a needless exact reading, never a missed one)."""
+    return text.encode("utf-8", "surrogatepass").translate(_MARKS, b"+-")
+
+
+@dataclass(frozen=True, slots=True)
+class OutOfRange:
+    """A number literal a 64-bit float cannot hold (see `out_of_range`)."""
+
+    position: int
+    literal: str
+    why: str
+    """"too large" (a float reads it as infinity) or "too small" (as zero, though not zero)."""
+
+    def describe(self) -> str:
+        reading = "infinity" if self.why == "too large" else "0"
+        return (
+            f"{clip(self.literal, 24)} is out of range: {self.why} for a float (read as {reading})"
+        )
+
+
+def out_of_range(
+    text: str, *, integers: bool = False, marks: bytes | None = None
+) -> OutOfRange | None:
+    """The first number literal of `text` (outside its strings) that a 64-bit float reads as
+    infinity, or as zero although one of its digits is not zero (see
+    docs/pipeline.md#values), or None. Integers (no fraction, no exponent) count only with
+    `integers`: outform keeps them exact, but a float field reads them as floats.
+
+    Nearly free: such a literal has an exponent of three digits or a run of 19 digits (a
+    float's range is 1e-324 to 1e308), which two searches of `number_marks` rule out; then
+    the literals are tried, and only when one is out of range is the text scanned again for
+    whether it lies outside the strings (a UUID's "550e8400" is not a number)."""
+    if len(text) < 5:
+        return None
+    marks = number_marks(text) if marks is None else marks
+    if LONG_EXPONENT not in marks and LONG_RUN not in marks:
+        return None
+    if not any(_reading(m.group(), integers) for m in _LITERAL.finditer(text)):
+        return None
+    for match in _NUMBER.finditer(text):
+        literal = match.group(1)
+        if literal is not None and (why := _reading(literal, integers)):
+            return OutOfRange(match.start(1), literal, why)
+    return None
+
+
+def _reading(literal: str, integers: bool) -> str:
+    """ "too large" or "too small" when a float cannot hold the number `literal`, else ""."""
+    if len(literal) < 5:
+        return ""
+    mantissa, exponent, _ = literal.replace("E", "e").partition("e")
+    if not exponent and "." not in mantissa and not integers:
+        return ""
+    number = float(literal)
+    if math.isinf(number):
+        return "too large"
+    if number == 0 and mantissa.strip("-0.") != "":
+        return "too small"
+    return ""
 
 
 def _surrogate(text: str) -> str | None:
