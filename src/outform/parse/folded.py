@@ -43,14 +43,9 @@ class Fold:
 
     @property
     def lost(self) -> int:
-        """The characters of the dropped items (JSON, without blanks and brackets)."""
-        return sum(
-            max(1, loss.nonblank(values.encode(item)) - _brackets(item)) for item in self.dropped
-        )
-
-
-def _brackets(item: Any) -> int:
-    return 2 if isinstance(item, dict) else 0
+        """The content of the dropped items (their letters and digits, at least 1 each: see
+        loss.py), as for every other dropped value."""
+        return sum(loss.size(values.encode(item)) for item in self.dropped)
 
 
 def folding_validator(adapter: TypeAdapter[Any]) -> SchemaValidator | None:
