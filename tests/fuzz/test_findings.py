@@ -160,6 +160,11 @@ NAME_NAME = {
 }
 B_INTEGER = {"type": "object", "properties": {"b": {"type": ["integer", "null"]}}}
 
+_PAST_64 = "\nThat is the first answer; a second one follows, as the prompt asked.\n"
+"""Prose after a first value holding an escape: whether a value looks escaped (and is read
+unescaped, as the pipeline does) is decided from its first 64 characters, so the stream's
+verdict on that value waits for them (docs/streaming.md, "Early stop")."""
+
 FIRST_VALUES: list[tuple[Case, list[int], str, str]] = [
     # seed 154706: an escaped lone surrogate (half of a UTF-16 pair: no Unicode text holds it)
     (
@@ -172,13 +177,17 @@ FIRST_VALUES: list[tuple[Case, list[int], str, str]] = [
     (Case("fences", "```json\n0x1F\n```\n{}", {}), [], "syntax", "0x1F"),
     # seeds 446883, 579512: a lone low surrogate inside the first object
     (
-        Case("reasoning", '{"a": ["\\udc00"]}\n<thought>x</thought> {"a": {"b": 1}}', OBJECT),
+        Case(
+            "reasoning",
+            '{"a": ["\\udc00"]}' + _PAST_64 + '<thought>x</thought> {"a": {"b": 1}}',
+            OBJECT,
+        ),
         [3],
         "syntax",
         '{"a": ["\\udc00"]}',
     ),
     (
-        Case("mixed_prose", '{"b": "1,234\\udc00"} Sure! {"b": "null"}', B_INTEGER),
+        Case("mixed_prose", '{"b": "1,234\\udc00"}' + _PAST_64 + 'Sure! {"b": "null"}', B_INTEGER),
         [31],
         "syntax",
         '{"b": "1,234\\udc00"}',

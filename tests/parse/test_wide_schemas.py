@@ -100,7 +100,7 @@ def test_a_typed_output_failing_its_own_checks_reports_them() -> None:
         outform.parse('Here: {"n": "3"}', type=Even)
     (violation,) = caught.value.hint.violations
     assert (violation.path, violation.kind) == ("/n", "custom")
-    assert "even" in violation.expected
+    assert "even" in violation.found  # the type's reason (see validate._phrased)
 
 
 # -- one error per object, not per missing name ---------------------------------------------
