@@ -48,9 +48,10 @@ def may_be_inexact(text: str) -> bool:
     """Whether orjson's reading of `text` may have turned an integer into a float: it holds a
     run of 19 digits. Searched for as 19 zeros in its UTF-8 bytes with every digit made a zero
     (three passes in C: a tenth of the cost of a regex, which tries a match at every digit)."""
-    return len(text) >= 19 and _LONG_INTEGER in text.encode("utf-8", "surrogatepass").translate(
-        _DIGITS_AS_ZERO
-    )
+    if len(text) < 19:
+        return False
+    marks = text.encode("utf-8", "surrogatepass").translate(_DIGITS_AS_ZERO)
+    return marks.find(_LONG_INTEGER) >= 0  # (`in` costs more: it tries an integer first)
 
 
 def loads_exact(text: str) -> Any:

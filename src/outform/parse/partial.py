@@ -43,7 +43,7 @@ from outform.errors import OutputError
 from outform.jsontext import loads_exact, may_be_inexact
 from outform.parse.extract import _JSON_LANGS, _OPENER_RUN, _REASONING_TAGS
 from outform.parse.hint import RetryHint, Violation, clip
-from outform.parse.values import out_of_range
+from outform.parse.values import ordinary_numbers, out_of_range
 
 Kind = Literal["object", "array", "string"]
 
@@ -101,8 +101,8 @@ class PartialList(Sequence[Any]):
         if index < self._n:
             return self._items[index]
         tail = self._tail
-        if type(tail) is _Later:
-            tail = self._tail = tail.build()
+        if type(tail) is tuple:
+            tail = self._tail = _later(tail)
         return tail
 
     def __iter__(self) -> Iterator[Any]:
@@ -112,8 +112,8 @@ class PartialList(Sequence[Any]):
 
     def _open(self) -> Any:
         tail = self._tail
-        if type(tail) is _Later:
-            tail = self._tail = tail.build()
+        if type(tail) is tuple:
+            tail = self._tail = _later(tail)
         return tail
 
     @property
@@ -162,8 +162,8 @@ class PartialDict(Mapping[str, Any]):
     def __getitem__(self, key: str) -> Any:
         value = self._value
         if value is not MISSING and key == self._key:
-            if type(value) is _Later:
-                value = self._value = value.build()
+            if type(value) is tuple:
+                value = self._value = _later(value)
             return value
         if self._has(key):
             return self._items[key]
@@ -195,8 +195,8 @@ class PartialDict(Mapping[str, Any]):
 
     def _open(self) -> Any:
         value = self._value
-        if type(value) is _Later:
-            value = self._value = value.build()
+        if type(value) is tuple:
+            value = self._value = _later(value)
         return value
 
     def __repr__(self) -> str:
@@ -210,30 +210,26 @@ Level = tuple[Any, int, bool, Any]
 it is an array, and the key (or index) of the member being written in it."""
 
 
-class _Later:
-    """The open member of a snapshot's root view, built when first read: a snapshot then costs
-    one view however deep the value is open (most are never read below the root). It holds
-    the open containers as they were: storage only grows (a repeated key copies it), and a
-    container's kind and keys never change, so building later shows what was there then."""
+Later = tuple[tuple[Level, ...], Any, int, bool, Any, "_LiveString | None", int]
+"""The open member of a snapshot's root view, as a recipe built when first read (`_later`): a
+snapshot then costs one view and this tuple however deep the value is open (most are never
+read below the root). It holds the open containers as they were: storage only grows (a
+repeated key copies it), and a container's kind and keys never change, so building later
+shows what was there then. Its fields: the open containers but the innermost (`outer`, the
+root first: the root's view is the snapshot); the innermost's storage, how many members it
+shows, whether it is an array, and the key of the open string in it; the open string (or
+None) and how many of its characters are shown. A tuple, the cheapest object to make and
+drop once per chunk: no JSON value is one, so a view tells a recipe from a value by its type."""
 
-    __slots__ = ("inner", "last", "length", "outer", "string")
 
-    outer: tuple[Level, ...]
-    """The open containers but the innermost, the root first (the root's view is built)."""
-    last: Level
-    """The innermost open container."""
-    inner: Any
-    """The value being written in the innermost container (or MISSING), unless it is:"""
-    string: _LiveString | None
-    """the open string, shown `length` characters long (the text is made when read too)."""
-    length: int
-
-    def build(self) -> Any:
-        string = self.string
-        inner = self.inner if string is None else string.show(self.length)
-        for backing, n, array, key in (self.last, *reversed(self.outer[1:])):
-            inner = _view(backing, n, array, key, inner)
-        return inner
+def _later(recipe: Later) -> Any:
+    """The open member a snapshot's root view noted (`Later`), built."""
+    outer, backing, n, array, key, string, length = recipe
+    inner = MISSING if string is None else string.show(length)
+    inner = _view(backing, n, array, key, inner)
+    for backing, n, array, key in reversed(outer[1:]):
+        inner = _view(backing, n, array, key, inner)
+    return inner
 
 
 def _view(backing: Any, n: int, array: bool, key: Any, inner: Any) -> Any:
@@ -345,13 +341,17 @@ class Listener(Protocol):
 
 # -- the parser ------------------------------------------------------------------------------
 
-_STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"'
+_CHARS = r'[^"\\]*+(?:\\.[^"\\]*+)*+'
+"""A string's characters up to its closing quote (or the end), escapes taken whole: unrolled,
+so that a run of plain characters costs one step of the regex engine, not one per character
+(`(?:[^"\\]|\\.)*` tries an alternation at each one)."""
+_STRING = '"' + _CHARS + '"'
 _FLAT = r'(?:[^"{}\[\]\\]++|' + _STRING + r")*+"
 _NEST1 = r"(?:\{" + _FLAT + r"\}|\[" + _FLAT + r"\])"
 _NEST2 = r"(?:\{(?:[^\"{}\[\]\\]++|" + _STRING + "|" + _NEST1 + r")*+\}|\[(?:[^\"{}\[\]\\]++|"
 _NEST2 += _STRING + "|" + _NEST1 + r")*+\])"
 _RUN_BODY = r'(?:[^"{}\[\],\\]++|' + _STRING + "|" + _NEST2 + r"|(,))"
-_OPEN_STRING = r'(?:(")(?:[^"\\]|\\.)*+\Z)?'
+_OPEN_STRING = '(?:(")' + _CHARS + r"\Z)?"
 _RUN = re.compile("()" + _RUN_BODY + "*+" + _OPEN_STRING, re.DOTALL)
 """One run of a container's text, in one call: strings, scalars, whitespace, colons, and whole
 containers nested up to two levels deep (an item such as `{"tags": ["a"], "id": 1}`), up to
@@ -359,16 +359,12 @@ the next bracket that opens a container not closed yet, closes this one, or an u
 string. Group 2 ends up at the run's last comma at this level (a repeated group keeps its last
 match). Group 3 is the quote of a string still open at the end of the text (one that does not
 end in the middle of an escape), which the run takes in too. (Group 1 is `_STRING_RUN`'s.)"""
-_STRING_RUN = re.compile(
-    r'[^"\\]*+(?:\\.[^"\\]*+)*+(")' + _RUN_BODY + "*+" + _OPEN_STRING, re.DOTALL
-)
+_STRING_RUN = re.compile(_CHARS + '(")' + _RUN_BODY + "*+" + _OPEN_STRING, re.DOTALL)
 """The end of a string the text starts inside (group 1: its closing quote), then a run as
 `_RUN` (the same groups): one call for the commonest chunk, which ends a string and goes on."""
-_STR_BODY = re.compile(r'[^"\\]*+(?:\\.[^"\\]*+)*+', re.DOTALL)
+_STR_BODY = re.compile(_CHARS, re.DOTALL)
 _RUN_SLOW = re.compile("()" + _RUN_BODY + "*" + _OPEN_STRING, re.DOTALL)
-_STRING_RUN_SLOW = re.compile(
-    r'[^"\\]*+(?:\\.[^"\\]*+)*+(")' + _RUN_BODY + "*" + _OPEN_STRING, re.DOTALL
-)
+_STRING_RUN_SLOW = re.compile(_CHARS + '(")' + _RUN_BODY + "*" + _OPEN_STRING, re.DOTALL)
 """The same, without the possessive outer repeat: CPython 3.11's `re` can fail on a capturing
 group inside a possessive repeat ("The span of capturing group is wrong")."""
 _UNITS = re.compile(
@@ -378,15 +374,15 @@ _PENDING_ESCAPE = re.compile(r"(?:\\u[dD][89abAB][0-9a-fA-F]{2})?(?:\\(?:u[0-9a-
 _CONTROL = re.compile(r"[\x00-\x1f]")
 _WS = re.compile(r"[ \t\n\r]*")
 _LEAD_COMMA = re.compile(r"[ \t\n\r]*,")
-_KEY_PART = re.compile(r'[ \t\n\r]*("(?:[^"\\]|\\.)*+")[ \t\n\r]*:[ \t\n\r]*', re.DOTALL)
-_KEY_PREFIX = re.compile(r'[ \t\n\r]*("(?:[^"\\]|\\.)*+")[ \t\n\r]*(?::[ \t\n\r]*)?', re.DOTALL)
+_KEY_PART = re.compile(r"[ \t\n\r]*(" + _STRING + r")[ \t\n\r]*:[ \t\n\r]*", re.DOTALL)
+_KEY_PREFIX = re.compile(r"[ \t\n\r]*(" + _STRING + r")[ \t\n\r]*(?::[ \t\n\r]*)?", re.DOTALL)
 _SCALAR_PREFIX = (
     r"(?:-?(?:0|[1-9][0-9]*+)?(?:\.[0-9]*+)?(?:[eE][+-]?[0-9]*+)?"
     r"|t(?:r(?:ue?)?)?|f(?:a(?:l(?:se?)?)?)?|n(?:u(?:ll?)?)?)"
 )
 _ARRAY_PARTIAL = re.compile(r"[ \t\n\r]*" + _SCALAR_PREFIX)
 _OBJECT_PARTIAL = re.compile(
-    r'[ \t\n\r]*("(?:[^"\\]|\\.)*+")[ \t\n\r]*:[ \t\n\r]*' + _SCALAR_PREFIX, re.DOTALL
+    r"[ \t\n\r]*(" + _STRING + r")[ \t\n\r]*:[ \t\n\r]*" + _SCALAR_PREFIX, re.DOTALL
 )
 _ROOT_TOKEN = re.compile(r"[-+.0-9A-Za-z]*")
 _LITERALS = {"t": "true", "f": "false", "n": "null"}
@@ -562,7 +558,7 @@ class PartialParser:
         self._keys: dict[str, str] = {}
         """Keys read before, by the text that wrote them (`"name": `)."""
         self._outer: tuple[Level, ...] = ()
-        """The live containers but the innermost, as snapshots show them (`_Later.outer`): one
+        """The live containers but the innermost, as snapshots show them (`Later`): one
         is added when a container inside it goes live, the last dropped when the innermost
         closes (nothing else changes a container that holds an open one)."""
 
@@ -586,10 +582,52 @@ class PartialParser:
     def value(self) -> Any:
         """The value so far (MISSING before anything can be shown). Costs one view: the open
         containers below the root are built when first read."""
-        if self._shown_version != self._version:
-            self._snapshot = self._build()
-            self._shown_version = self._version
-        return self._snapshot
+        version = self._version
+        if self._shown_version == version:
+            return self._snapshot
+        self._shown_version = version
+        stack = self._stack
+        if (
+            len(stack) > 1
+            and self._phase == _VALUE
+            and self._tentative < 0
+            and self._show_all
+            and stack[-1].live
+        ):
+            # The common case, once per chunk, written out here: one view, of the root, whose
+            # open member is a recipe (`Later`) for the views below it and an open string.
+            top = stack[-1]
+            backing = top.backing
+            live = self._live
+            outer = self._outer
+            later: Later
+            if live is None or not self._show_strings:
+                later = (outer, backing, len(backing), top.array, None, None, 0)
+            else:
+                length = live.length
+                if live.showing < _LONG_STRING:
+                    live.showing = length
+                else:
+                    length = live.due()
+                later = (outer, backing, len(backing), top.array, live.key, live, length)
+            backing, n, array, key = outer[0]
+            view: Any
+            if array:
+                view = _new(PartialList)
+                view._items = backing
+                view._n = n
+                view._tail = later
+            else:
+                view = _new(PartialDict)
+                view._items = backing
+                view._n = n
+                view._value = later
+                view._keys = None
+                view._key = key
+            self._snapshot = view
+            return view
+        snapshot = self._snapshot = self._build()
+        return snapshot
 
     def feed(self, text: str) -> bool:
         """Read the next chunk. Returns whether the value shown changed."""
@@ -598,27 +636,27 @@ class PartialParser:
         self.received += len(text)
         if self._phase >= _DONE:
             return False
-        before = self._version
         live = self._live
         if (
             live is not None
-            and self._instr
-            and live.raw == self._pos == self._base + len(self._buf)
             and '"' not in text
             and "\\" not in text
+            and self._instr
+            and live.raw == self._pos == self._base + len(self._buf)
             and self._tentative < 0
             and (text.isprintable() or _CONTROL.search(text) is None)
         ):
             # The chunk continues an open string with nothing pending: no scanning, no parsing.
+            size = len(text)
             live.parts.append(text)
-            live.length += len(text)
-            self._pos = live.raw = live.raw + len(text)
+            live.length += size
+            self._pos = self._base = live.raw = live.raw + size
             self._buf = ""
-            self._base = self._pos
             self._version += 1
             if self.listener is not None:
                 self._grew(live, text)
             return True
+        before = self._version
         self._buf += text
         try:
             if self._phase == _VALUE and self._tentative < 0:
@@ -895,11 +933,11 @@ class PartialParser:
         between brackets (a chunk that starts inside a string ends it in the same call), C
         calls for whole members; Python only for the brackets that open or close containers
         still open at a chunk's end, and for the strings open there."""
-        buf, base = self._buf, self._base
+        buf = self._buf
+        base = self._base
         end = len(buf)
         pos = self._pos - base
         stack = self._stack
-        run = _RUN.match
         while pos < end:
             if self._instr:
                 match = None
@@ -932,19 +970,17 @@ class PartialParser:
                         self._root_done(value, stop + base, opened=False)
                     self._pos = pos + base
                     return
-                stop = match.start(1)
                 self._instr = False
-                live = self._live
                 top = stack[-1]
+                live = self._live
                 if live is not None and live.start == self._quote:
                     # The string shown as it grew is complete: its value joins its container.
-                    self._attach(
-                        top, live.key, self._close_string(live, stop + base), stop + 1 + base
-                    )
+                    close = match.start(1) + base
+                    self._attach(top, live.key, self._close_string(live, close), close + 1)
             else:
                 top = stack[-1]
                 try:
-                    match = run(buf, pos)
+                    match = _RUN.match(buf, pos)
                 except SystemError:  # pragma: no cover - the CPython bug noted at _RUN_SLOW
                     match = _RUN_SLOW.match(buf, pos)
                 assert match is not None  # the pattern matches the empty string
@@ -952,17 +988,17 @@ class PartialParser:
             comma = match.start(2)
             if comma >= 0:
                 top.comma = comma + base
-            pos = stop
             if stop >= end:
+                pos = stop
                 if match.lastindex == 3:  # a string open at the end of the text
                     self._instr = True
                     self._quote = match.start(3) + base
                 break
             char = buf[stop]
+            pos = stop + 1
             if char == '"':
                 self._instr = True
                 self._quote = stop + base
-                pos = stop + 1
             elif char in "{[":
                 if len(stack) >= self.max_depth:
                     self.too_deep = True
@@ -970,13 +1006,11 @@ class PartialParser:
                         f"the value nests deeper than {self.max_depth} levels", stop + base
                     )
                 stack.append(_Frame(char == "[", stop + base))
-                pos = stop + 1
             elif char in "}]":
                 if top.array != (char == "]"):
                     raise _SyntaxError(
                         f"{char!r} closes {'an array' if top.array else 'an object'}", stop + base
                     )
-                pos = stop + 1
                 if top.live:
                     self._close_live(top, stop + base)  # pops it once its members are read
                 else:
@@ -1000,13 +1034,14 @@ class PartialParser:
             cp = top.cp
             if cp >= 0:
                 comma = top.comma
-                if comma == cp and top.sep == _ITEM:  # the comma right after a member
-                    top.sep = _COMMA
-                    top.cp = cp = comma + 1
-                    top.comma = -1
-                elif comma >= cp:
-                    self._upto_comma(top)
-                    cp = top.cp
+                if comma >= cp:
+                    if comma == cp and top.sep == _ITEM:  # the comma right after a member
+                        top.sep = _COMMA
+                        top.cp = cp = comma + 1
+                        top.comma = -1
+                    else:
+                        self._upto_comma(top)
+                        cp = top.cp
                 if self._instr:
                     if self._live is None and (self._quote != cp or top.sep == _ITEM or top.array):
                         self._open_string(top, cp)  # (else a key being written: shown later)
@@ -1014,15 +1049,17 @@ class PartialParser:
                     self._tail(top, cp)
         live = self._live
         if live is not None and self._instr:
-            if live.raw == pos + base:
+            start = live.raw - base
+            if start == pos:
                 return  # nothing new
-            raw = buf[live.raw - base : pos]
-            if "\\" in raw or _CONTROL.search(raw) is not None:
+            raw = buf[start:pos]
+            if "\\" in raw or (not raw.isprintable() and _CONTROL.search(raw) is not None):
                 self._grow(live)
                 return
+            size = len(raw)
             live.parts.append(raw)
-            live.length += len(raw)
-            live.raw += len(raw)
+            live.length += size
+            live.raw += size
             self._version += 1
             if self.listener is not None:
                 self._grew(live, raw)
@@ -1080,26 +1117,27 @@ class PartialParser:
         """A live container closed: add its last members, hand it to its parent."""
         if frame.cp != close or frame.sep == _COMMA:  # (else its last member was just added)
             self._members(frame, close)
-        self._stack.pop()
+        stack = self._stack
+        stack.pop()
         self._outer = self._outer[:-1]
         value = frame.backing
         listener = self.listener
         if listener is not None:
             listener.close(frame.slot, value)
         self._version += 1
-        if not self._stack:
+        if not stack:
             self._root_done(value, close, opened=True)
             return
-        self._attach(self._stack[-1], frame.key, value, close + 1)
+        self._attach(stack[-1], frame.key, value, close + 1)
 
     def _attach(self, parent: _Frame, key: str | int | None, value: Any, after: int) -> None:
+        backing = parent.backing
         if parent.array:
-            parent.backing.append(value)
-        else:
-            assert isinstance(key, str)
-            if key in parent.backing:  # a repeated key: copy, so older snapshots stay as shown
-                parent.backing = dict(parent.backing)
-            parent.backing[key] = value
+            backing.append(value)
+        else:  # (the key is a str)
+            if key in backing:  # a repeated key: copy, so older snapshots stay as shown
+                backing = parent.backing = dict(backing)
+            backing[key] = value
         parent.sep = _ITEM
         parent.cp = after
         parent.comma = -1
@@ -1110,20 +1148,20 @@ class PartialParser:
         stack = self._stack
         listener = self.listener
         first = len(stack)
-        while first > 0 and not stack[first - 1].live:
+        while first and not stack[first - 1].live:
             first -= 1
         for index in range(first, len(stack)):
             frame = stack[index]
-            if index == 0:
-                frame.key = None
-                slot = listener.root() if listener is not None else None
-            else:
+            if index:
                 parent = stack[index - 1]
-                frame.key = self._open_member(parent, frame.start)
+                key = frame.key = self._open_member(parent, frame.start)
                 parent.cp = -1
                 backing = parent.backing
-                self._outer += ((backing, len(backing), parent.array, frame.key),)
-                slot = listener.child(parent.slot, frame.key) if listener is not None else None
+                self._outer += ((backing, len(backing), parent.array, key),)
+                slot = None if listener is None else listener.child(parent.slot, key)
+            else:
+                frame.key = None
+                slot = None if listener is None else listener.root()
             frame.live = True
             frame.backing = [] if frame.array else {}
             frame.slot = slot
@@ -1139,16 +1177,26 @@ class PartialParser:
 
     def _open_member(self, frame: _Frame, child: int) -> str | int:
         """Read `frame`'s members up to a child that starts at `child`; return the child's key."""
-        if frame.comma >= frame.cp:
-            self._upto_comma(frame)
-        if frame.sep == _ITEM:
+        cp = frame.cp
+        comma = frame.comma
+        if comma >= cp:
+            if comma == cp and frame.sep == _ITEM:  # the comma right after a member
+                frame.sep = _COMMA
+                frame.cp = cp = comma + 1
+                frame.comma = -1
+            else:
+                self._upto_comma(frame)
+                cp = frame.cp
+        elif frame.sep == _ITEM:
             raise _SyntaxError("a comma is missing", child)
-        text = self._buf[frame.cp - self._base : child - self._base]
+        base = self._base
         if frame.array:
-            if text.strip(" \t\n\r"):
-                raise _SyntaxError("a value is not followed by a comma", frame.cp)
+            if child != cp and self._buf[cp - base : child - base].strip(" \t\n\r"):
+                raise _SyntaxError("a value is not followed by a comma", cp)
             return len(frame.backing)
-        return self._member_key(text, frame.cp)
+        head = self._buf[cp - base : child - base]
+        key = self._keys.get(head)
+        return key if key is not None else self._member_key(head, cp)
 
     def _member_key(self, head: str, at: int) -> str:
         """The key of an object member whose value starts after `head` (`"name": `)."""
@@ -1255,7 +1303,8 @@ class PartialParser:
             # a key whose value has not started (checked first: orjson would raise on it).
             named = None if frame.array else _KEY_PREFIX.fullmatch(text)
             if named is not None:
-                self._early_key(frame, named.group(1))
+                if self.listener is not None:
+                    self._early_key(frame, named.group(1))
                 return
             try:
                 self._add(frame, stripped, cp)
@@ -1267,7 +1316,7 @@ class PartialParser:
         partial = (_ARRAY_PARTIAL if frame.array else _OBJECT_PARTIAL).fullmatch(text)
         if partial is None:
             raise _SyntaxError("not a JSON value", cp)
-        if not frame.array:
+        if not frame.array and self.listener is not None:
             self._early_key(frame, partial.group(1))
 
     def _open_string(self, frame: _Frame, cp: int) -> None:
@@ -1275,17 +1324,21 @@ class PartialParser:
         written (shown later, with its value), or a value shown as it grows."""
         quote = self._quote
         head = "" if quote == cp else self._buf[cp - self._base : quote - self._base]
-        blank = not head or not head.strip(" \t\n\r")
-        if blank and frame.sep != _ITEM and not frame.array:
+        blank = not head.strip(" \t\n\r")
+        sep = frame.sep
+        if blank and sep != _ITEM and not frame.array:
             return  # a key being written
-        if frame.sep == _ITEM:
+        if sep == _ITEM:
             raise _SyntaxError("a comma is missing", cp)
+        key: str | int | None
         if frame.array:
             if not blank:
                 raise _SyntaxError("a value is not followed by a comma", cp)
-            key: str | int = len(frame.backing)
+            key = len(frame.backing)
         else:
-            key = self._member_key(head, cp)
+            key = self._keys.get(head)
+            if key is None:
+                key = self._member_key(head, cp)
         listener = self.listener
         slot = None
         if listener is not None:
@@ -1347,10 +1400,11 @@ class PartialParser:
 
     def _close_string(self, live: _LiveString, close: int) -> str:
         """The string shown as it grew ends at `close`: its value."""
-        raw = self._buf[live.raw - self._base : close - self._base]
-        if raw:
+        start = live.raw
+        if close > start:
+            raw = self._buf[start - self._base : close - self._base]
             plain = "\\" not in raw and raw.isprintable()  # (no escape, no control character)
-            live.parts.append(raw if plain else self._decode(raw, live.raw))
+            live.parts.append(raw if plain else self._decode(raw, start))
         value = "".join(live.parts)
         self._live = None
         self._version += 1
@@ -1379,46 +1433,14 @@ class PartialParser:
         return bool(self._stack) and bool(self._stack[0].backing)
 
     def _build(self) -> Any:
-        stack = self._stack
-        if (
-            self._phase == _VALUE
-            and self._tentative < 0
-            and len(stack) > 1
-            and stack[-1].live
-            and self._show_all
-        ):
-            # The common case, once per snapshot: one view, of the root; the open containers
-            # below it, and an open string's text, are made when read (`_Later`).
-            top = stack[-1]
-            backing = top.backing
-            later = _new(_Later)
-            live = self._live if self._show_strings else None
-            if live is None:
-                later.last, later.string = (backing, len(backing), top.array, None), None
-            else:
-                length = live.length
-                if live.showing < _LONG_STRING:
-                    live.showing = length
-                else:
-                    length = live.due()
-                later.last, later.string = (backing, len(backing), top.array, live.key), live
-                later.length = length
-            outer = self._outer
-            if len(outer) + 1 != len(stack):  # pragma: no cover - kept in step with the stack
-                outer = self._outer = tuple(
-                    (frame.backing, len(frame.backing), frame.array, stack[index + 1].key)
-                    for index, frame in enumerate(stack[:-1])
-                )
-            later.outer, later.inner = outer, MISSING
-            backing, n, array, key = outer[0]
-            return _view(backing, n, array, key, later)
+        """The value shown, but in the common case (`value`)."""
         phase = self._phase
         if phase == _DONE:
             return self._value
         if self._tentative >= 0 or phase < _VALUE:
             return MISSING
         inner: Any = MISSING
-        key = None
+        key: Any = None  # (the key of the value being written in the next container out)
         live = self._live
         if live is not None and self._show_strings:
             inner = live.show(live.due())
@@ -1472,6 +1494,8 @@ def _read(text: str) -> Any:
             raise orjson.JSONDecodeError(
                 "a number past a float's range, not an integer", text, 0
             ) from None
+    if ordinary_numbers(text):  # the common case: one translation and two searches
+        return value
     out = out_of_range(text)
     if out is not None:  # orjson reads 1e-400 as 0 (1e400 it refuses itself)
         raise orjson.JSONDecodeError(out.describe(), text, out.position)

@@ -139,6 +139,14 @@ def number_marks(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass").translate(_MARKS, b"+-")
 
 
+def ordinary_numbers(text: str) -> bool:
+    """Whether `text` has neither an exponent of three digits nor a run of 19 digits (in its
+    `number_marks`): then every number in it is one a float holds and orjson reads exactly,
+    and `out_of_range` and `may_be_inexact` would both say so (a hot path's shortcut)."""
+    marks = text.encode("utf-8", "surrogatepass").translate(_MARKS, b"+-")  # (number_marks)
+    return marks.find(LONG_EXPONENT) < 0 and marks.find(LONG_RUN) < 0
+
+
 @dataclass(frozen=True, slots=True)
 class OutOfRange:
     """A number literal a 64-bit float cannot hold (see `out_of_range`)."""
@@ -170,8 +178,8 @@ def out_of_range(
     if len(text) < 5:
         return None
     marks = number_marks(text) if marks is None else marks
-    if LONG_EXPONENT not in marks and LONG_RUN not in marks:
-        return None
+    if marks.find(LONG_EXPONENT) < 0 and marks.find(LONG_RUN) < 0:
+        return None  # (`find`, not `in`: `in` first tries an integer, then clears the error)
     if not any(_reading(m.group(), integers) for m in _LITERAL.finditer(text)):
         return None
     for match in _NUMBER.finditer(text):
