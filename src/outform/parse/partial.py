@@ -93,7 +93,7 @@ class PartialList(Sequence[Any]):
     def __getitem__(self, index: int | slice) -> Any:
         if isinstance(index, slice):
             return list(self)[index]
-        size = len(self)
+        size = self._n + (self._tail is not MISSING)  # (len(self), without the call)
         if index < 0:
             index += size
         if not 0 <= index < size:
@@ -169,6 +169,17 @@ class PartialDict(Mapping[str, Any]):
             return self._items[key]
         raise KeyError(key)
 
+    def get(self, key: str, default: Any = None) -> Any:
+        """`Mapping.get` without the KeyError it raises and catches for a missing key."""
+        value = self._value
+        if value is not MISSING and key == self._key:
+            if type(value) is tuple:
+                value = self._value = _later(value)
+            return value
+        if self._has(key):
+            return self._items[key]
+        return default
+
     def __contains__(self, key: object) -> bool:
         if not isinstance(key, str):
             return False
@@ -226,10 +237,13 @@ def _later(recipe: Later) -> Any:
     """The open member a snapshot's root view noted (`Later`), built."""
     outer, backing, n, array, key, string, length = recipe
     inner = MISSING if string is None else string.show(length)
-    inner = _view(backing, n, array, key, inner)
-    for backing, n, array, key in reversed(outer[1:]):
+    level = len(outer)  # the innermost container's, then outwards to the root's child
+    while True:
         inner = _view(backing, n, array, key, inner)
-    return inner
+        level -= 1
+        if not level:
+            return inner
+        backing, n, array, key = outer[level]
 
 
 def _view(backing: Any, n: int, array: bool, key: Any, inner: Any) -> Any:
@@ -505,6 +519,48 @@ class PartialParser:
 
     Syntax errors do not raise: :attr:`error` is set and the value stays as it was.
     """
+
+    __slots__ = (
+        "_base",
+        "_buf",
+        "_close_tag",
+        "_fence",
+        "_in_fence",
+        "_instr",
+        "_keyed",
+        "_keys",
+        "_live",
+        "_outer",
+        "_phase",
+        "_pos",
+        "_quote",
+        "_scalar",
+        "_scalar_at",
+        "_scalar_end",
+        "_show_all",
+        "_show_strings",
+        "_shown_version",
+        "_snapshot",
+        "_stack",
+        "_tentative",
+        "_value",
+        "_version",
+        "end",
+        "error",
+        "extract",
+        "listener",
+        "max_depth",
+        "partial",
+        "received",
+        "roots",
+        "scalars",
+        "start",
+        "too_deep",
+    )
+    """Slots: the hot loop reads and writes a few dozen attributes per chunk. Without them,
+    more than 30 attributes (CPython's limit for keys shared between instances) move an
+    instance's attributes into a dict of its own, where each access costs more (6% of the
+    parser's instructions on the stream of issue 9)."""
 
     def __init__(
         self,
@@ -1023,10 +1079,9 @@ class PartialParser:
             else:
                 raise _SyntaxError("a backslash outside a string", stop + base)
         self._pos = pos + base
-        if self._phase != _VALUE:
-            return
-        # The end of the chunk: make what opened in it live, read the innermost container's
-        # new members, and the member being written in it.
+        # The end of the chunk (the value is still open: a close that ends it returned above):
+        # make what opened in it live, read the innermost container's new members, and the
+        # member being written in it.
         if not stack or not stack[-1].live:
             self._go_live()
         if stack:
@@ -1261,10 +1316,16 @@ class PartialParser:
         """Complete members, as written between two separators: one orjson call. False when
         the text holds none (only whitespace)."""
         array = frame.array
-        try:
-            parsed = _read("[" + text + "]" if array else "{" + text + "}")
-        except orjson.JSONDecodeError as exc:
-            raise _SyntaxError(_reason(exc), start + max(0, exc.pos - 1)) from None
+        wrapped = "[" + text + "]" if array else "{" + text + "}"
+        try:  # `_read`'s common case written out: a call fewer per member
+            parsed = _loads(wrapped)
+        except orjson.JSONDecodeError:
+            parsed = None  # (a container's text never reads as null)
+        if parsed is None or not ordinary_numbers(wrapped):
+            try:
+                parsed = _read(wrapped)
+            except orjson.JSONDecodeError as exc:
+                raise _SyntaxError(_reason(exc), start + max(0, exc.pos - 1)) from None
         if not parsed:
             return False
         backing = frame.backing
@@ -1468,6 +1529,7 @@ class PartialParser:
 
 
 _FENCE_MARK = re.compile(r"`+|~+")
+_loads = orjson.loads  # (one global lookup in `_add`, not two)
 
 
 def _skip(pattern: re.Pattern[str], text: str, pos: int) -> int:

@@ -142,9 +142,16 @@ def number_marks(text: str) -> bytes:
 def ordinary_numbers(text: str) -> bool:
     """Whether `text` has neither an exponent of three digits nor a run of 19 digits (in its
     `number_marks`): then every number in it is one a float holds and orjson reads exactly,
-    and `out_of_range` and `may_be_inexact` would both say so (a hot path's shortcut)."""
-    marks = text.encode("utf-8", "surrogatepass").translate(_MARKS, b"+-")  # (number_marks)
-    return marks.find(LONG_EXPONENT) < 0 and marks.find(LONG_RUN) < 0
+    and `out_of_range` and `may_be_inexact` would both say so (a hot path's shortcut). The
+    marks are searched as latin-1 text (one character per byte): `in` on bytes first tries
+    its argument as an integer and clears the error, `bytes.find` parses its arguments, and
+    either costs more than the translation itself."""
+    marks = text.encode("utf-8", "surrogatepass").translate(_MARKS, b"+-").decode("latin-1")
+    return _LONG_EXPONENT_TEXT not in marks and _LONG_RUN_TEXT not in marks
+
+
+_LONG_EXPONENT_TEXT = LONG_EXPONENT.decode()
+_LONG_RUN_TEXT = LONG_RUN.decode()
 
 
 @dataclass(frozen=True, slots=True)
