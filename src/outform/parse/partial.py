@@ -642,46 +642,40 @@ class PartialParser:
         if self._shown_version == version:
             return self._snapshot
         self._shown_version = version
-        stack = self._stack
-        if (
-            len(stack) > 1
-            and self._phase == _VALUE
-            and self._tentative < 0
-            and self._show_all
-            and stack[-1].live
-        ):
-            # The common case, once per chunk, written out here: one view, of the root, whose
-            # open member is a recipe (`Later`) for the views below it and an open string.
-            top = stack[-1]
-            backing = top.backing
-            live = self._live
-            outer = self._outer
-            later: Later
-            if live is None or not self._show_strings:
-                later = (outer, backing, len(backing), top.array, None, None, 0)
-            else:
-                length = live.length
-                if live.showing < _LONG_STRING:
-                    live.showing = length
+        outer = self._outer  # (a level per live container but the innermost: two are open)
+        if outer and self._phase == _VALUE and self._tentative < 0 and self._show_all:
+            top = self._stack[-1]
+            if top.live:
+                # The common case, once per chunk, written out: one view, of the root, whose
+                # open member is a recipe (`Later`) for the views below it and the open string.
+                backing = top.backing
+                live = self._live
+                later: Later
+                if live is None or not self._show_strings:
+                    later = (outer, backing, len(backing), top.array, None, None, 0)
                 else:
-                    length = live.due()
-                later = (outer, backing, len(backing), top.array, live.key, live, length)
-            backing, n, array, key = outer[0]
-            view: Any
-            if array:
-                view = _new(PartialList)
-                view._items = backing
-                view._n = n
-                view._tail = later
-            else:
-                view = _new(PartialDict)
-                view._items = backing
-                view._n = n
-                view._value = later
-                view._keys = None
-                view._key = key
-            self._snapshot = view
-            return view
+                    length = live.length
+                    if live.showing < _LONG_STRING:
+                        live.showing = length
+                    else:
+                        length = live.due()
+                    later = (outer, backing, len(backing), top.array, live.key, live, length)
+                backing, n, array, key = outer[0]
+                view: Any
+                if array:
+                    view = _new(PartialList)
+                    view._items = backing
+                    view._n = n
+                    view._tail = later
+                else:
+                    view = _new(PartialDict)
+                    view._items = backing
+                    view._n = n
+                    view._value = later
+                    view._keys = None
+                    view._key = key
+                self._snapshot = view
+                return view
         snapshot = self._snapshot = self._build()
         return snapshot
 
@@ -1082,10 +1076,10 @@ class PartialParser:
         # The end of the chunk (the value is still open: a close that ends it returned above):
         # make what opened in it live, read the innermost container's new members, and the
         # member being written in it.
-        if not stack or not stack[-1].live:
-            self._go_live()
         if stack:
             top = stack[-1]
+            if not top.live:
+                self._go_live()
             cp = top.cp
             if cp >= 0:
                 comma = top.comma
@@ -1102,6 +1096,8 @@ class PartialParser:
                         self._open_string(top, cp)  # (else a key being written: shown later)
                 elif cp - base < end:
                     self._tail(top, cp)
+        else:
+            self._go_live()  # (a top-level string)
         live = self._live
         if live is not None and self._instr:
             start = live.raw - base
