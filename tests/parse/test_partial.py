@@ -122,6 +122,17 @@ def test_partial_values_are_marked_and_complete_values_are_plain() -> None:
     assert not is_complete(value["open"][1])
 
 
+def test_a_view_shows_any_value_as_the_member_being_written() -> None:
+    """Layers built on snapshots (typed partial values) make views of their own values: a
+    tuple, or anything else, is shown as it is, never taken for the parser's lazy member."""
+    items = PartialList([1], 1, (2, 3))
+    assert items[-1] == (2, 3) and items[1] == (2, 3)
+    assert list(items) == [1, (2, 3)] and items.parts()[2] == (2, 3)
+    members = PartialDict({"a": 1}, 1, "b", ("x",))
+    assert members["b"] == ("x",) and members.get("b") == ("x",)
+    assert dict(members) == {"a": 1, "b": ("x",)} and members.parts()[3] == ("x",)
+
+
 def test_snapshots_share_structure_and_never_change_afterwards() -> None:
     parser = PartialParser()
     parser.feed('{"items": [{"id": 1}, {"id": 2}, ')

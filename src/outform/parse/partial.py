@@ -76,7 +76,9 @@ class PartialList(Sequence[Any]):
     """An array still being written: the first `n` items of an append-only list, then the
     item being written (if any). Read-only; the next snapshot's view may be longer."""
 
-    __slots__ = ("_items", "_n", "_tail")
+    __slots__ = ("_items", "_n", "_recipe", "_tail")
+    _recipe: Later
+    """(Set only while `_tail` is `_LATER`.)"""
 
     def __init__(self, items: list[Any], n: int, tail: Any = MISSING) -> None:
         self._items = items
@@ -101,8 +103,8 @@ class PartialList(Sequence[Any]):
         if index < self._n:
             return self._items[index]
         tail = self._tail
-        if type(tail) is tuple:
-            tail = self._tail = _later(tail)
+        if tail is _LATER:
+            tail = self._tail = _later(self._recipe)
         return tail
 
     def __iter__(self) -> Iterator[Any]:
@@ -112,8 +114,8 @@ class PartialList(Sequence[Any]):
 
     def _open(self) -> Any:
         tail = self._tail
-        if type(tail) is tuple:
-            tail = self._tail = _later(tail)
+        if tail is _LATER:
+            tail = self._tail = _later(self._recipe)
         return tail
 
     @property
@@ -141,7 +143,9 @@ class PartialDict(Mapping[str, Any]):
     """An object still being written: the first `n` members of an append-only dict, then the
     member being written (if any). Read-only; the next snapshot's view may hold more."""
 
-    __slots__ = ("_items", "_key", "_keys", "_n", "_value")
+    __slots__ = ("_items", "_key", "_keys", "_n", "_recipe", "_value")
+    _recipe: Later
+    """(Set only while `_value` is `_LATER`.)"""
 
     def __init__(
         self, items: dict[str, Any], n: int, key: str | None = None, value: Any = MISSING
@@ -162,8 +166,8 @@ class PartialDict(Mapping[str, Any]):
     def __getitem__(self, key: str) -> Any:
         value = self._value
         if value is not MISSING and key == self._key:
-            if type(value) is tuple:
-                value = self._value = _later(value)
+            if value is _LATER:
+                value = self._value = _later(self._recipe)
             return value
         if self._has(key):
             return self._items[key]
@@ -173,8 +177,8 @@ class PartialDict(Mapping[str, Any]):
         """`Mapping.get` without the KeyError it raises and catches for a missing key."""
         value = self._value
         if value is not MISSING and key == self._key:
-            if type(value) is tuple:
-                value = self._value = _later(value)
+            if value is _LATER:
+                value = self._value = _later(self._recipe)
             return value
         if self._has(key):
             return self._items[key]
@@ -206,8 +210,8 @@ class PartialDict(Mapping[str, Any]):
 
     def _open(self) -> Any:
         value = self._value
-        if type(value) is tuple:
-            value = self._value = _later(value)
+        if value is _LATER:
+            value = self._value = _later(self._recipe)
         return value
 
     def __repr__(self) -> str:
@@ -229,8 +233,12 @@ repeated key copies it), and a container's kind and keys never change, so buildi
 shows what was there then. Its fields: the open containers but the innermost (`outer`, the
 root first: the root's view is the snapshot); the innermost's storage, how many members it
 shows, whether it is an array, and the key of the open string in it; the open string (or
-None) and how many of its characters are shown. A tuple, the cheapest object to make and
-drop once per chunk: no JSON value is one, so a view tells a recipe from a value by its type."""
+None) and how many of its characters are shown. A plain tuple, the cheapest object to make
+and drop once per chunk (a class of its own costs three times as much)."""
+
+_LATER: Final = object()
+"""The open member of a view whose `_recipe` holds what it is (`Later`): a marker no value can
+be (typed layers put their own values, tuples included, in views)."""
 
 
 def _later(recipe: Later) -> Any:
@@ -666,14 +674,15 @@ class PartialParser:
                     view = _new(PartialList)
                     view._items = backing
                     view._n = n
-                    view._tail = later
+                    view._tail = _LATER
                 else:
                     view = _new(PartialDict)
                     view._items = backing
                     view._n = n
-                    view._value = later
+                    view._value = _LATER
                     view._keys = None
                     view._key = key
+                view._recipe = later
                 self._snapshot = view
                 return view
         snapshot = self._snapshot = self._build()
