@@ -319,22 +319,27 @@ class Pipeline(Generic[T]):
     # -- fast path ------------------------------------------------------------------------
 
     def _fast(self, text: str) -> ParseResult[T] | None:
-        # `max_depth` holds here too: a reply nested deeper takes the slow path, which refuses
-        # it (checked only for a reply long and bracketed enough to nest that deep).
+        # A reply the strict reader takes is checked for what it passes over silently, on the
+        # text's `number_marks` (one translation in C, then a search or a count per check):
+        # a number it misreads, nesting deeper than `max_depth` (a limit holds on every path;
+        # the slow path refuses it), a key written twice, or one a type ignores.
         if self.adapter is not None:
             # Typed: Pydantic parses and validates in one pass; strict, so that nothing is
             # converted without being recorded (anything else goes the slow way).
+            marks = values.number_marks(text)
             try:
-                if len(text) > self._depth_chars and not values.within_depth(text, self._max_depth):
+                if len(text) > self._depth_chars and not values.within_depth(
+                    text, self._max_depth, marks=marks
+                ):
                     return None
                 typed = self.adapter.validate_json(text, strict=True)
             except (PydanticValidationError, orjson.JSONDecodeError):
                 return None
             if values.nonfinite_literal(text) is not None:
                 return None  # Pydantic reads NaN and Infinity; the slow path refuses them
-            if values.out_of_range(text, integers=True) is not None:
+            if values.out_of_range(text, integers=True, marks=marks) is not None:
                 return None  # Pydantic reads 1e400 as infinity: the slow path refuses it
-            if self._may_drop_keys(text, typed):
+            if self._may_drop_keys(text, typed, marks.count(b":")):
                 return None  # a key written twice, or one the type ignores: recorded there
             if self._folding is not None and self._may_fold(text):
                 return None  # equal items folded by a set (or keys by a map): recorded there
@@ -351,7 +356,9 @@ class Pipeline(Generic[T]):
             return None
         marks = values.number_marks(text)
         long_run = values.LONG_RUN in marks
-        if (long_run or values.LONG_EXPONENT in marks) and values.out_of_range(text) is not None:
+        if (long_run or values.LONG_EXPONENT in marks) and values.out_of_range(
+            text, marks=marks
+        ) is not None:
             return None  # orjson reads 1e-400 as 0: the slow path refuses it
         if long_run:
             # orjson reads an integer beyond 64 bits as a float, which loses digits (2**64 + 1
@@ -361,9 +368,11 @@ class Pipeline(Generic[T]):
                 data = values.decode_exact(text)
             except ValueError:
                 return None  # over 4300 digits: the slow path says so
-        if len(text) > self._depth_chars and not values.within_depth(text, self._max_depth, data):
+        if len(text) > self._depth_chars and not values.within_depth(
+            text, self._max_depth, data, marks
+        ):
             return None
-        if duplicates.may_repeat(text, data):
+        if duplicates.may_repeat(text, data, marks.count(b":")):
             return None  # the slow path says which key was written twice
         complete = self._fast_complete
         if complete is not None and complete.is_valid(data):
@@ -385,17 +394,17 @@ class Pipeline(Generic[T]):
             _data=data,
         )
 
-    def _may_drop_keys(self, text: str, typed: Any) -> bool:
-        """Whether the typed reading of `text` may have dropped a key (written twice, or not
-        declared by a type that ignores such keys). Every key is followed by a `:`, so a text
-        with no more colons than the root model was given fields drops none; else the reply is
-        read once more by orjson and checked for both (see duplicates.py and ignored.py)."""
-        written = text.count(":")
+    def _may_drop_keys(self, text: str, typed: Any, written: int) -> bool:
+        """Whether the typed reading of `text`, which writes `written` colons, may have dropped
+        a key (written twice, or not declared by a type that ignores such keys). Every key is
+        followed by a `:`, so a text with no more colons than the root model was given fields
+        drops none; else the reply is read once more by orjson and checked for both (see
+        duplicates.py and ignored.py)."""
         given = getattr(typed, "__pydantic_fields_set__", None)
         if not written or (given is not None and written <= len(given)):
             return False
         data = orjson.loads(text)
-        if duplicates.may_repeat(text, data):
+        if duplicates.may_repeat(text, data, written):
             return True
         closed = self._closed_check
         return closed is not None and not closed.is_valid(data)
