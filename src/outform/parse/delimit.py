@@ -55,6 +55,7 @@ _KEY_LOOKAHEAD = 256
 """How far a quoted key after a `,` is looked for (keys are short; this keeps the pass linear)."""
 _CUT_NUMBER = re.compile(r"[-+]?(?:\d[\d.]*(?:[eE][-+]?\d*)?|\.\d*|)")
 """A number (or its start: `-`, `1.`, `1e`)."""
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _AT_END = re.compile(r"\s*\Z")
 """Nothing but whitespace to the end: what a number there ends with is the reply's end."""
 _NOT_ALNUM = re.compile(r"[\W_]+")
@@ -270,11 +271,12 @@ class _Pass:
 
     def _close(self, closer: str) -> str:
         """The closer to write: a closer closes the opener of its kind, and the brackets left
-        open inside it. One of the wrong kind, with no opener of its kind open, after a value
-        (`{"x": 1]`) closes the innermost container, whose closer the reply misspelled: read
-        as a stray bracket, the members after it would move into that container. Right after
-        another closer (`{"a": 1}}` in an array) it is a stray, a closer written twice, and is
-        dropped. Either is said in the notes."""
+        open inside it. One of the wrong kind, with no opener of its kind open: right after a
+        value the pass read whole (a quoted string, a number, a literal: `{"x": "y"]`) it is
+        the innermost container's closer, misspelled (read as a stray bracket, the members
+        after it would move into that container); right after another closer (`{"a": 1}}` in
+        an array) it is a closer written twice, and is dropped. Either is said in the notes;
+        after anything else (text the pass left to the decoder) it is copied as written."""
         opener = "{" if closer == "}" else "["
         if opener in self.stack:
             while self.stack:
@@ -290,12 +292,13 @@ class _Pass:
                     f"follows stays in the {kind})"
                 )
                 return ""
-            wrong = closer
-            closer = "}" if self._pop() == "{" else "]"
-            self._note(
-                f"read a {wrong!r} that closes nothing as the {closer!r} of the {kind} it ends "
-                "(the members after it stay outside)"
-            )
+            if _whole_value(last):
+                wrong = closer
+                closer = "}" if self._pop() == "{" else "]"
+                self._note(
+                    f"read a {wrong!r} that closes nothing as the {closer!r} of the {kind} it "
+                    "ends (the members after it stay outside)"
+                )
         self._after_value()
         return closer
 
@@ -599,6 +602,15 @@ def _colon_follows(text: str, k: int) -> bool:
     """Whether a `:` (not a URL's `://`) follows `k`, after spaces: what a key is followed by."""
     k = _skip_space(text, k)
     return k < len(text) and text[k] == ":" and not text.startswith("//", k + 1)
+
+
+def _whole_value(token: str) -> bool:
+    """Whether a token written out is a value read whole: a quoted string, a number or a
+    literal (not text left to the decoder, such as a word holding a quote)."""
+    token = token.strip()
+    if _is_quoted(token):
+        return _string_end(token, 1, token[0]) == len(token) - 1
+    return token in _WORDS or bool(_NUMBER.fullmatch(token))
 
 
 def _is_quoted(word: str) -> bool:
