@@ -524,7 +524,13 @@ class Pipeline(Generic[T]):
             leading += collected
         order += [(tier, c) for tier in tiers for c in leading]
         pieces = [c for c in candidates if c not in leading and c is not whole]
-        order += [(tier, c) for tier in tiers for c in pieces]
+        # A region found inside one that stops reading as JSON is tried as written with the
+        # others, and repaired only after them: the region around it is repaired first.
+        inside = [c for c in pieces if c.kind == "inside"]
+        pieces = [c for c in pieces if c.kind != "inside"]
+        order += [(0, c) for c in pieces] + [(0, c) for c in inside]
+        order += [(tier, c) for tier in tiers if tier for c in pieces]
+        order += [(tier, c) for tier in tiers if tier for c in inside]
         # Prose read by a tolerant decoder is a last resort: the pieces above were found first.
         order += [(tier, whole) for tier in tiers if tier and whole not in leading]
         if self._text_root == "last" or (
@@ -573,7 +579,7 @@ class Pipeline(Generic[T]):
             if tier == 0 and candidate.kind != "collected":
                 strict.add(candidate)
             lost = 0
-            if whole_content is not None and candidate.kind in ("span", "unclosed"):
+            if whole_content is not None and candidate.kind in ("span", "unclosed", "inside"):
                 kept = loss.measure(values.encode(outcome.value), comments=False)
                 measured = loss.Loss(whole_content, kept)
                 if measured.refused:
@@ -603,7 +609,11 @@ class Pipeline(Generic[T]):
         deadline.enter("extract")
         if "extract" in options.stages:
             extraction = extract.candidates(
-                text, self._wanted, collect=self._collect, deadline=deadline
+                text,
+                self._wanted,
+                collect=self._collect,
+                beside=not self._unconstrained,
+                deadline=deadline,
             )
         else:
             stripped = text.strip()
