@@ -103,3 +103,18 @@ def test_a_block_taken_for_a_single_root_says_what_else_the_reply_holds() -> Non
     result = outform.parse('{"a": 0}\n```\n{"a": 1}', {"type": "object"}, level="full")
     assert result.data == {"a": 1}
     assert "1 more value(s) in the reply outside its fenced blocks" in result.changes[-1].detail
+
+
+@pytest.mark.parametrize("size", [1, 3, 7, 8, 16, 25, 46])
+def test_whether_a_stream_stops_does_not_depend_on_its_chunks(size: int) -> None:
+    """At full, a violation waited for a character after it that is no quote or bracket; with
+    chunks that all ended on one, the reply ran to its end and `finish` took the second value.
+    A container the parser has closed is read by the pipeline as written: its violation stands."""
+    reply = '{"a": "one", "b": "x"}{"a": 2, "b": "y"}'
+    parser: StreamParser[Any] = StreamParser(PAIR, level="full")
+    with pytest.raises(StreamAbortedError) as caught:
+        for start in range(0, len(reply), size):
+            parser.feed(reply[start : start + size])
+        parser.finish()
+    assert caught.value.reason == "schema"
+    assert outform.parse(reply, PAIR, level="full").data == SECOND
