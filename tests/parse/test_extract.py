@@ -329,7 +329,9 @@ STRAY = [
 
 @pytest.mark.parametrize("reply", STRAY)
 @pytest.mark.parametrize("level", ["minimal", "full"])
-def test_a_stray_bracket_in_prose_does_not_hide_the_json_after_it(reply: str, level: str) -> None:
+def test_a_bracket_that_stops_reading_as_json_does_not_hide_the_json_after_it(
+    reply: str, level: str
+) -> None:
     """The bracket left open stops reading as JSON before `{"a": 1}`: it may not swallow it."""
     assert outform.parse(reply, OBJECT, level=level).value == {"a": 1}
 
