@@ -8,8 +8,9 @@ to `max_repair_chars`. NaN and Infinity are not JSON numbers, and a number out o
 range (`1e400`, `1e-400`) is not the number a float reads: a text that writes one is read
 by no tier (pyjson5 would read a float JSON cannot hold, json-repair a string the reply did not
 write). A tolerant reading is refused when its value is not JSON (a number out of range, a lone
-surrogate) or when it loses content the loss rule refuses (a digit, members merged, more
-than half: see loss.py); a smaller loss is returned with the value, to be recorded. A failure
+surrogate), when it loses content the loss rule refuses (a digit, members merged, more
+than half: see loss.py), or when json-repair made a key of text the reply does not write as
+a key (see keys.py); a smaller loss is returned with the value, to be recorded. A failure
 inside json-repair itself (an assertion of its own, on input it does not expect) means that
 tier could not read the region, like any other failure of a tier.
 """
