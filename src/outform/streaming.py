@@ -305,6 +305,8 @@ class StreamParser(Generic[T]):
         self._level = opts.level
         self._decided: bool | None = None
         self._unescapable = False
+        self._head = ""
+        """The first character of the followed value, once it is complete."""
         self._extracts = "extract" in opts.stages
         self._options = opts
         self._spent = 0.0
@@ -463,8 +465,11 @@ class StreamParser(Generic[T]):
         parser = self.parser
         if parser.error is not None:
             return False
-        if parser.done and parser.start is not None and self._window(parser.start)[:1] in "{[":
-            return True
+        if parser.done and parser.start is not None:
+            if not self._head:
+                self._head = self._window(parser.start)[:1]
+            if self._head in ("{", "["):
+                return True
         for chunk in reversed(self._chunks):
             tail = chunk.rstrip()
             if tail:

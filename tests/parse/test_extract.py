@@ -370,3 +370,20 @@ def test_several_values_in_prose_for_an_unconstrained_root_give_the_first_and_sa
     result = outform.parse('see [1] {"a": 1}', {}, level="full")
     assert result.value == [1]
     assert result.changes[-1].detail == "value 1 of 2 in the reply"
+
+
+def test_a_repair_of_the_open_region_keeps_the_regions_inside_it_whole() -> None:
+    """`["a", "b"]` reads as written inside `{name: ...`: the open region's repair, which keeps it
+    whole, is still the value."""
+    schema = {"type": "object", "required": ["name", "tags"]}
+    reply = 'Here: {name: "x", tags: ["a", "b"]'
+    assert outform.parse(reply, schema, level="full").value == {"name": "x", "tags": ["a", "b"]}
+
+
+def test_a_repair_that_tears_apart_a_region_read_as_written_is_refused() -> None:
+    """json-repair reads `[0, 1) then {"a": "x"}` as `[0, 1, "then {", "a", "x"]`, which this
+    schema takes: `{"a": "x"}` reads as JSON as written and is no part of that list."""
+    schema = {"type": "array", "items": {"type": ["number", "string"]}, "minItems": 3}
+    with pytest.raises(outform.OutputError) as caught:
+        outform.parse('Math: [0, 1) then {"a": "x"}', schema, level="full")
+    assert "tears apart a region" in caught.value.what

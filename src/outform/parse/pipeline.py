@@ -544,6 +544,9 @@ class Pipeline(Generic[T]):
         decoded: set[int] = set()
         tried: set[tuple[int, int]] = set()
         strict = _Regions()
+        # The regions found inside one that stops reading as JSON, read as written (where, and
+        # their JSON): a tolerant reading of a region around them must keep them whole.
+        intact: list[tuple[int, str]] = []
         # In a reply that is one broken JSON document, the rest of the document is content
         # too: a region read alone falls under the loss rule, measured against the whole.
         whole_content = (
@@ -576,8 +579,19 @@ class Pipeline(Generic[T]):
                     self._record_tolerant_failure(outcome, tier, candidate, run)
                 continue
             decoded.add(id(candidate))
-            if tier == 0 and candidate.kind != "collected":
+            if tier == 0 and candidate.kind == "inside":
+                intact.append((candidate.start, values.encode(outcome.value)))
+            elif tier == 0 and candidate.kind != "collected":
                 strict.add(candidate)
+            elif tier and intact and not _keeps_intact(candidate, outcome.value, intact):
+                refusal = (
+                    f"{decoding.TIER_NAMES[tier]}'s reading tears apart a region inside it that "
+                    "reads as JSON as written"
+                )
+                failure = decoding.DecodeFailure(refusal, 0, refused=True)
+                failures.append((candidate, failure))
+                self._record_tolerant_failure(failure, tier, candidate, run)
+                continue
             lost = 0
             if whole_content is not None and candidate.kind in ("span", "unclosed", "inside"):
                 kept = loss.measure(values.encode(outcome.value), comments=False)
@@ -1038,6 +1052,25 @@ class _Regions:
             self._dirty = False
         index = bisect.bisect_left(self._starts, candidate.start)
         return index < len(self._starts) and self._starts[index] < candidate.start + candidate.size
+
+
+def _keeps_intact(candidate: extract.Candidate, value: Any, intact: list[tuple[int, str]]) -> bool:
+    """Whether `value`, a tolerant reading of `candidate`, holds whole, in order, every region
+    inside it that reads as JSON as written (`intact`: where each is, and its JSON). A reading
+    that tears one apart (`[0, 1) then {"a": 1}` read as `[0, 1, "then {", "a", 1]`) is no
+    reading of it. Linear: each region's JSON is looked for after the previous one's."""
+    end = candidate.start + candidate.size
+    held = [text for start, text in sorted(intact) if candidate.start <= start < end]
+    if not held:
+        return True
+    written = values.encode(value)
+    position = 0
+    for text in held:
+        found = written.find(text, position)
+        if found == -1:
+            return False
+        position = found + len(text)
+    return True
 
 
 def _with_presence(schema: Any, defaults: Defaults) -> Any:
