@@ -368,3 +368,9 @@ def test_a_key_without_a_value_gets_its_declared_default() -> None:
     result = outform.parse('{"name": "Ana", "nick":', schema, level="full")
     assert result.data == {"name": "Ana", "nick": None}
     assert [c.transform for c in result.changes] == ["json_repair", "fill_default"]
+
+
+def test_a_closer_of_the_wrong_kind_after_text_left_to_the_decoder_is_copied() -> None:
+    # `z"` is text the pass did not delimit: it does not know what the `]` closes.
+    delimited = delimit('{"a":"x}``` [1,"z"]\n","b":"y"}')
+    assert delimited is None or "closes nothing" not in delimited.detail
