@@ -5,14 +5,20 @@ model wrote. This pass, run before the last decode tier, reads the text once, le
 tracking only which container it is in and whether a key or a value comes next, and rewrites
 as JSON strings the values whose extent a rule decides:
 
-- **Foreign literals**: Python's `\"\"\"triple quotes\"\"\"`, JavaScript's `` `backticks` `` and a
-  Markdown fence used as a value (its info string dropped; the leading line break and the common
-  indentation of a multi-line body removed, as a reader of the code expects).
+- **Foreign literals**: Python's `\"\"\"triple quotes\"\"\"` (and `\'\'\'these\'\'\'`), JavaScript's
+  `` `backticks` `` and a Markdown fence used as a value (its info string dropped; the leading
+  line break and the common indentation of a multi-line body removed, as a reader of the code
+  expects).
 - **Quotes inside a string.** A quote ends a string only where what follows can follow a value
-  there: after a value in an object, `}`, or `,` and then a key (quoted or bare, with its `:`);
-  after an item of an array, `]`, or `,` and then a value; after a key, `:`. A quote followed by
-  anything else (`"it"s"`, `"5" wide"`) is part of the string, which ends at the first quote
-  that passes. (When none does, the string is left to the decoder.)
+  there: in an object `}`, or `,` and then a key (quoted or bare, with its `:`); in an array
+  `]`, or `,` and then a value; after a key, `:`; a closer, a comment or a fence anywhere; after
+  whitespace, the next member or item (a comma missing). A quote after some text that a letter
+  or digit follows (`"the "best"`, `"it"s"`), or in an object a space and a word that is no key
+  (`"5" screen"`), is part of the string, which ends at the first later quote followed by a
+  closer, or by `,` and the next member or item; the search gives up at a quote a `:` follows.
+  (See `_inner` for the quotes left to the decoder.)
+- **Unquoted values** of an object end at the next key (`_next_key`): a comma is written there.
+- **Closers of the wrong kind** (`{"x": "y"]`): see `_close`.
 - **Markdown values.** An unquoted value that opens with Markdown (`**bold**`, `*em*`, `_em_`,
   `# heading`, `> quote`, `- item`) is kept whole, markers included: it runs to the `,` that is
   followed by the next key, or to the `}` (in an array: `,` or `]`).
@@ -21,8 +27,11 @@ as JSON strings the values whose extent a rule decides:
   at the end (`"nick":`, `"nick"`) is dropped, so the field is absent rather than `""`; so is
   a number that nothing but the end of the reply follows (`"total": 12`, `[1, 2, 34`: the
   reply may have been writing 1234.56), with its key: the stream parser too shows no number
-  before something ends it, and here the reply ends instead. What is dropped is kept in
-  `dropped`, for the loss rule (loss.py).
+  before something ends it, and here the reply ends instead; a container that leaves empty
+  goes too. What is dropped is kept in `dropped`, for the loss rule (loss.py).
+
+The pass also collects the keys the text writes (`Delimited.keys`), so that a reading that makes
+a key of a value can be refused (keys.py).
 
 Only where a token starts (after `{`, `[`, `,`, `:` or at the start) is anything rewritten;
 everything else is copied as written. The pass is linear: each character is looked at a bounded
@@ -445,8 +454,9 @@ class _Pass:
         return self.n
 
     def _search_end(self, first: int, quote: str) -> int:
-        """The first quote after `first` that ends the string by the rule, else `first`. The
-        search gives up at a quote that ends a key (followed by `:`): a string never runs past
+        """The first quote after `first` that surely ends the string (a closer, or a comma and
+        the next member or item, follows: no comma missing once the string holds a quote), else
+        `first`. The search gives up at a quote that ends a key (followed by `:`): a string never runs past
         a key, which would merge two members into one value."""
         search = (quote, self.role, bool(self.stack))
         if first < self.exhausted.get(search, -1):
