@@ -456,8 +456,8 @@ class _Pass:
     def _search_end(self, first: int, quote: str) -> int:
         """The first quote after `first` that surely ends the string (a closer, or a comma and
         the next member or item, follows: no comma missing once the string holds a quote), else
-        `first`. The search gives up at a quote that ends a key (followed by `:`): a string never runs past
-        a key, which would merge two members into one value."""
+        `first`. The search gives up at a quote that ends a key (followed by `:`): a string
+        never runs past a key, which would merge two members into one value."""
         search = (quote, self.role, bool(self.stack))
         if first < self.exhausted.get(search, -1):
             return first  # an earlier search from before `first` failed past it
