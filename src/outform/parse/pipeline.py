@@ -533,7 +533,13 @@ class Pipeline(Generic[T]):
             leading += collected
         order += [(tier, c) for tier in tiers for c in leading]
         pieces = [c for c in candidates if c not in leading and c is not whole]
-        order += [(tier, c) for tier in tiers for c in pieces]
+        # A region found inside one that stops reading as JSON is tried as written with the
+        # others, and repaired only after them: the region around it is repaired first.
+        inside = [c for c in pieces if c.kind == "inside"]
+        pieces = [c for c in pieces if c.kind != "inside"]
+        order += [(0, c) for c in pieces] + [(0, c) for c in inside]
+        order += [(tier, c) for tier in tiers if tier for c in pieces]
+        order += [(tier, c) for tier in tiers if tier for c in inside]
         # Prose read by a tolerant decoder is a last resort: the pieces above were found first.
         order += [(tier, whole) for tier in tiers if tier and whole not in leading]
         if self._text_root == "last" or (
@@ -547,6 +553,9 @@ class Pipeline(Generic[T]):
         decoded: set[int] = set()
         tried: set[tuple[int, int]] = set()
         strict = _Regions()
+        # The regions found inside one that stops reading as JSON, read as written (where, and
+        # their JSON): a tolerant reading of a region around them must keep them whole.
+        intact: list[tuple[int, str]] = []
         # In a reply that is one broken JSON document, the rest of the document is content
         # too: a region read alone falls under the loss rule, measured against the whole.
         whole_content = (
@@ -579,10 +588,21 @@ class Pipeline(Generic[T]):
                     self._record_tolerant_failure(outcome, tier, candidate, run)
                 continue
             decoded.add(id(candidate))
-            if tier == 0 and candidate.kind != "collected":
+            if tier == 0 and candidate.kind == "inside":
+                intact.append((candidate.start, values.encode(outcome.value)))
+            elif tier == 0 and candidate.kind != "collected":
                 strict.add(candidate)
+            elif tier and intact and not _keeps_intact(candidate, outcome.value, intact):
+                refusal = (
+                    f"{decoding.TIER_NAMES[tier]}'s reading tears apart a region inside it that "
+                    "reads as JSON as written"
+                )
+                failure = decoding.DecodeFailure(refusal, 0, refused=True)
+                failures.append((candidate, failure))
+                self._record_tolerant_failure(failure, tier, candidate, run)
+                continue
             lost = 0
-            if whole_content is not None and candidate.kind in ("span", "unclosed"):
+            if whole_content is not None and candidate.kind in ("span", "unclosed", "inside"):
                 kept = loss.measure(values.encode(outcome.value), comments=False)
                 measured = loss.Loss(whole_content, kept)
                 if measured.refused:
@@ -612,7 +632,11 @@ class Pipeline(Generic[T]):
         deadline.enter("extract")
         if "extract" in options.stages:
             extraction = extract.candidates(
-                text, self._wanted, collect=self._collect, deadline=deadline
+                text,
+                self._wanted,
+                collect=self._collect,
+                beside=not self._unconstrained,
+                deadline=deadline,
             )
         else:
             stripped = text.strip()
@@ -1037,6 +1061,25 @@ class _Regions:
             self._dirty = False
         index = bisect.bisect_left(self._starts, candidate.start)
         return index < len(self._starts) and self._starts[index] < candidate.start + candidate.size
+
+
+def _keeps_intact(candidate: extract.Candidate, value: Any, intact: list[tuple[int, str]]) -> bool:
+    """Whether `value`, a tolerant reading of `candidate`, holds whole, in order, every region
+    inside it that reads as JSON as written (`intact`: where each is, and its JSON). A reading
+    that tears one apart (`[0, 1) then {"a": 1}` read as `[0, 1, "then {", "a", 1]`) is no
+    reading of it. Linear: each region's JSON is looked for after the previous one's."""
+    end = candidate.start + candidate.size
+    held = [text for start, text in sorted(intact) if candidate.start <= start < end]
+    if not held:
+        return True
+    written = values.encode(value)
+    position = 0
+    for text in held:
+        found = written.find(text, position)
+        if found == -1:
+            return False
+        position = found + len(text)
+    return True
 
 
 def _with_presence(schema: Any, defaults: Defaults) -> Any:
