@@ -90,12 +90,28 @@ def delimit(text: str, deadline: Deadline | None = None) -> Delimited | None:
     return _Pass(text, deadline).run()
 
 
+def long_strings(
+    text: str, longer_than: int, deadline: Deadline | None = None
+) -> list[tuple[int, int, str]]:
+    """The double-quoted string values of `text`, in an object or an array, longer than
+    `longer_than` characters whose extent the pass leaves as written: closed by a quote the
+    quote rule confirms (what follows can follow a value there), or still open at the end with
+    nothing of the pass's own to add.
+    (start, end) of each in `text`, its quotes included, and its body as a JSON string (see
+    `_as_json_string`). For held.py, which reads them without json-repair."""
+    found = _Pass(text, deadline, longer_than)
+    found.run()
+    return found.held
+
+
 class _Pass:
     __slots__ = (
         "cut",
         "deadline",
         "dropped",
         "exhausted",
+        "held",
+        "hold_over",
         "n",
         "notes",
         "out",
@@ -106,7 +122,7 @@ class _Pass:
         "text",
     )
 
-    def __init__(self, text: str, deadline: Deadline | None) -> None:
+    def __init__(self, text: str, deadline: Deadline | None, hold_over: int | None = None) -> None:
         self.text = text
         self.n = len(text)
         self.deadline = deadline
@@ -124,6 +140,9 @@ class _Pass:
         self.exhausted: set[tuple[str, Role, bool]] = set()
         """Searches for a string's end that failed: from any later start they fail again (the
         rule looks only at what follows a quote), so they are not tried again."""
+        self.hold_over = hold_over
+        self.held: list[tuple[int, int, str]] = []
+        """The string values longer than `hold_over` copied as written (see long_strings)."""
 
     # -- the pass --------------------------------------------------------------------------
 
@@ -299,6 +318,12 @@ class _Pass:
             self._note("kept quotes inside a string that did not end there")
         else:
             self.out.append(text[i : end + 1])
+            if (
+                self._holds(end - i - 1, quote)
+                and role in ("value", "item")
+                and self._ends_string(end)
+            ):
+                self.held.append((i, end + 1, _as_json_string(text[i + 1 : end])))
         if role == "key":
             self.pending_key = text[i + 1 : end]
             self.role = "after"
@@ -318,13 +343,30 @@ class _Pass:
             self.pending_key = body  # a key cut off: dropped at the end, as a key left alone
             self.out.append(text[i:])
             return self.n
-        self.out.append(_as_json_string(body))
+        literal = _as_json_string(body)
+        self.out.append(literal)
+        as_written = True
         if body != body.rstrip():
             self._note("kept the end of a string cut off at the end of the reply")
+            as_written = False
         if _string_end(body, 0, text[i]) != -1:
             self._note("kept quotes inside a string that did not end there")
+            as_written = False
+        if as_written and self._holds(len(body), text[i]):
+            self.held.append((i, self.n, literal))
         self._after_value()
         return self.n
+
+    def _holds(self, length: int, quote: str) -> bool:
+        """Whether a string value of `length` characters copied as written is noted in `held`:
+        double-quoted, in an object or an array (json-repair reads what a top-level string or
+        a single-quoted one holds as structure too)."""
+        return (
+            self.hold_over is not None
+            and length > self.hold_over
+            and quote == '"'
+            and bool(self.stack)
+        )
 
     def _search_end(self, first: int, quote: str) -> int:
         """The first quote after `first` that ends the string by the rule, else `first`."""
