@@ -58,6 +58,9 @@ _CUT_NUMBER = re.compile(r"[-+]?(?:\d[\d.]*(?:[eE][-+]?\d*)?|\.\d*|)")
 _AT_END = re.compile(r"\s*\Z")
 """Nothing but whitespace to the end: what a number there ends with is the reply's end."""
 _CONTROL = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
+_TO_ESCAPE = re.compile(r'\\(.)|\\\Z|"|[\x00-\x1f]', re.DOTALL)
+"""What `_as_json_string` rewrites: an escape, a backslash ending the body, a quote, a control
+character."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -499,33 +502,23 @@ def _item_follows(text: str, k: int) -> bool:
 
 def _as_json_string(body: str) -> str:
     """`body`, written between quotes of either kind, as a JSON string: its escapes kept (`\\'`
-    read as `'`), bare double quotes and control characters escaped."""
-    out: list[str] = ['"']
-    i = 0
-    n = len(body)
-    while i < n:
-        c = body[i]
-        if c == "\\" and i + 1 < n:
-            nxt = body[i + 1]
-            if nxt in _JSON_ESCAPES:
-                out.append(body[i : i + 2])
-            elif nxt == "'":
-                out.append("'")
-            else:
-                out.append("\\\\" + nxt)
-            i += 2
-            continue
-        if c == "\\":
-            out.append("\\\\")
-        elif c == '"':
-            out.append('\\"')
-        elif c < " ":
-            out.append(_CONTROL.get(c) or f"\\u{ord(c):04x}")
-        else:
-            out.append(c)
-        i += 1
-    out.append('"')
-    return "".join(out)
+    read as `'`), bare double quotes and control characters escaped. (One substitution: the
+    text between them is copied in C, which the held strings of held.py need at length.)"""
+    return '"' + _TO_ESCAPE.sub(_escaped, body) + '"'
+
+
+def _escaped(match: re.Match[str]) -> str:
+    escape = match.group(1)
+    if escape is not None:
+        if escape in _JSON_ESCAPES:
+            return match.group()
+        return "'" if escape == "'" else "\\\\" + escape
+    c = match.group()
+    if c == "\\":
+        return "\\\\"  # a backslash that ends the body
+    if c == '"':
+        return '\\"'
+    return _CONTROL.get(c) or f"\\u{ord(c):04x}"
 
 
 def _tidy(body: str, fence: str) -> str:
