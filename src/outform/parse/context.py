@@ -246,16 +246,44 @@ class Deadline:
 
 @dataclass(slots=True)
 class Run:
-    """What happened while parsing one reply."""
+    """What happened while parsing one reply, or while carrying one of its candidates (a fork
+    of the reply's run)."""
 
     schema_hash: str | None
     deadline: Deadline
     changes: list[Change] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
+    parent: Run | None = None
+    """The reply's run, of a fork."""
+    forked_at: tuple[int, int] = (0, 0)
+    """How many of the parent's changes and events came before the fork."""
+    settled: bool = True
+    """Whether `changes` and `events` begin with the parent's from before the fork."""
 
     @classmethod
     def start(cls, schema_hash: str | None, options: Options, size: int = 0) -> Run:
         return cls(schema_hash, Deadline(options.time_limit, size))
+
+    def fork(self) -> Run:
+        """A run for one candidate, after what this run holds now. It holds only its own
+        changes and events until `settle`: copying the reply's for every candidate would cost
+        the product of a reply's pieces and the failures recorded before them."""
+        forked_at = (len(self.changes), len(self.events))
+        return Run(self.schema_hash, self.deadline, parent=self, forked_at=forked_at, settled=False)
+
+    def settle(self) -> Run:
+        """This run with the parent's changes and events from before the fork put in front
+        (done once, for a candidate that is reported)."""
+        if not self.settled and self.parent is not None:
+            changes, events = self.forked_at
+            self.changes[:0] = self.parent.changes[:changes]
+            self.events[:0] = self.parent.events[:events]
+            self.settled = True
+        return self
+
+    def later_changes(self) -> list[Change]:
+        """The parent's changes made after the fork (none for a run that is no fork)."""
+        return [] if self.parent is None else self.parent.changes[self.forked_at[0] :]
 
     def change(
         self,

@@ -4,15 +4,15 @@ Tier 0 is orjson: exact JSON, fast (an integer orjson would read as a float is r
 exactly). Tier 1 is pyjson5: JSON5 (comments, trailing commas, single quotes, unquoted keys).
 Tier 2 is json-repair: anything it can salvage (missing quotes, commas and brackets,
 truncation, Python literals). json-repair cannot be interrupted, so it only reads regions of up
-to `max_repair_chars`. NaN and Infinity are not JSON numbers, and a number out of a float's
-range (`1e400`, `1e-400`) is not the number a float reads: a text that writes one is read
-by no tier (pyjson5 would read a float JSON cannot hold, json-repair a string the reply did not
-write). A tolerant reading is refused when its value is not JSON (a number out of range, a lone
-surrogate), when it loses content the loss rule refuses (a digit, members merged, more
-than half: see loss.py), or when json-repair made a key of text the reply does not write as
-a key (see keys.py); a smaller loss is returned with the value, to be recorded. A failure
-inside json-repair itself (an assertion of its own, on input it does not expect) means that
-tier could not read the region, like any other failure of a tier.
+to `max_repair_chars`, and long strings are read without it (held.py). NaN and Infinity are not
+JSON numbers, and a number out of a float's range (`1e400`, `1e-400`) is not the number a float
+reads: a text that writes one is read by no tier (pyjson5 would read a float JSON cannot hold,
+json-repair a string the reply did not write). A tolerant reading is refused when its value is
+not JSON (a number out of range, a lone surrogate), when it loses content the loss rule
+refuses (a digit, members merged, more than half: see loss.py), or when json-repair made a key
+of text the reply does not write as a key (see keys.py); a smaller loss is returned with the
+value, to be recorded. A failure inside json-repair itself (an assertion of its own, on input it
+does not expect) means that tier could not read the region, like any other failure of a tier.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import pyjson5
 
 from outform.parse import keys, loss, values
 from outform.parse.delimit import read
+from outform.parse.held import hold
 from outform.parse.hint import preview
 
 if TYPE_CHECKING:
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 TIER_NAMES = ("orjson", "pyjson5", "json_repair")
 MAX_REPAIR_CHARS = 1_000_000
 _CONTEXT = 24
+_REPAIRED = "repaired"
+"""The detail of a json-repair reading that logged nothing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,11 +95,16 @@ def strict(text: str) -> Any:
 
 
 def _exact_or_refused(text: str) -> Any:
-    """The exact reading of a text orjson refused, or orjson's error when that fails too."""
+    """The exact reading of a text orjson refused, or orjson's error when that fails too, or
+    when it reads what orjson rightly refused (the standard library takes an escaped lone
+    surrogate, which is not Unicode text)."""
     try:
-        return values.decode_exact(text)
+        value = values.decode_exact(text)
     except ValueError:
         return orjson.loads(text)
+    if values.flaw(value) is not None:
+        return orjson.loads(text)  # raises: orjson refused the text for this flaw
+    return value
 
 
 def strict_failure(text: str) -> DecodeFailure | None:
@@ -219,14 +227,14 @@ def _repair(text: str, deadline: Deadline | None) -> Decoded | DecodeFailure | N
             if delimited.closers:
                 notes.append(f"closed {len(delimited.closers)} bracket(s) left open at the end")
             return Decoded(closed.value, 2, "; ".join(notes), dropped=delimited.dropped)
-        decoded = _repair_text(delimited.text)
+        decoded = _repair_text(delimited.text, deadline)
         if decoded is not None:
             detail = f"{delimited.detail}; {decoded.detail}"
             decoded = Decoded(decoded.value, 2, detail, dropped=delimited.dropped)
         elif delimited.dropped:
             return None  # the text as written ends in what was dropped: not read again
     else:
-        decoded = _repair_text(text)
+        decoded = _repair_text(text, deadline)
     if decoded is None:
         return None
     written = delimited.keys | keys.before_colons(text)
@@ -241,7 +249,22 @@ def _repair(text: str, deadline: Deadline | None) -> Decoded | DecodeFailure | N
     return decoded
 
 
-def _repair_text(text: str) -> Decoded | None:
+def _repair_text(text: str, deadline: Deadline | None = None) -> Decoded | None:
+    """json-repair's reading of `text`, its long strings held out (see held.py)."""
+    held = hold(text, deadline)
+    if held is None:
+        return _json_repair(text)
+    decoded = _json_repair(held.text)
+    if decoded is None:
+        return None
+    value, whole = held.put_back(decoded.value)
+    if not whole:
+        return _json_repair(text)
+    detail = held.note if decoded.detail == _REPAIRED else f"{decoded.detail}; {held.note}"
+    return Decoded(value, 2, detail)
+
+
+def _json_repair(text: str) -> Decoded | None:
     try:
         value, log = json_repair.repair_json(
             text, return_objects=True, skip_json_loads=True, logging=True
@@ -253,7 +276,7 @@ def _repair_text(text: str) -> Decoded | None:
     if value == "" and text.strip() not in ('""', "''"):
         return None  # json-repair's way of saying "nothing salvageable"
     actions = [entry.get("text", "") for entry in log if isinstance(entry, dict)]
-    detail = "; ".join(dict.fromkeys(a for a in actions if a)) or "repaired"
+    detail = "; ".join(dict.fromkeys(a for a in actions if a)) or _REPAIRED
     return Decoded(value, 2, detail)
 
 

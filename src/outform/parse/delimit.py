@@ -74,6 +74,9 @@ _AFTER_ANY = ("//", "/*", "```", "~~~")
 _FENCES = ('"""', "'''", "```")
 """The foreign literals of more than one character: Python's triple quotes, a Markdown fence."""
 _CONTROL = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
+_TO_ESCAPE = re.compile(r'\\(.)|\\\Z|"|[\x00-\x1f]', re.DOTALL)
+"""What `_as_json_string` rewrites: an escape, a backslash ending the body, a quote, a control
+character."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,12 +124,28 @@ def content(key: str) -> str:
     return _NOT_ALNUM.sub("", key)
 
 
+def long_strings(
+    text: str, longer_than: int, deadline: Deadline | None = None
+) -> list[tuple[int, int, str]]:
+    """The double-quoted string values of `text`, in an object or an array, longer than
+    `longer_than` characters whose extent the pass leaves as written: closed by a quote the
+    quote rule confirms (what follows can follow a value there), or still open at the end with
+    nothing of the pass's own to add.
+    (start, end) of each in `text`, its quotes included, and its body as a JSON string (see
+    `_as_json_string`). For held.py, which reads them without json-repair."""
+    found = _Pass(text, deadline, longer_than)
+    found.run()
+    return found.held
+
+
 class _Pass:
     __slots__ = (
         "cut",
         "deadline",
         "dropped",
         "exhausted",
+        "held",
+        "hold_over",
         "keys",
         "n",
         "notes",
@@ -139,7 +158,7 @@ class _Pass:
         "text",
     )
 
-    def __init__(self, text: str, deadline: Deadline | None) -> None:
+    def __init__(self, text: str, deadline: Deadline | None, hold_over: int | None = None) -> None:
         self.text = text
         self.n = len(text)
         self.deadline = deadline
@@ -162,6 +181,9 @@ class _Pass:
         """Searches for a string's end that failed, and where: a later search that starts
         before that point fails there again (the rule looks only at what follows a quote), so
         it is not tried again."""
+        self.hold_over = hold_over
+        self.held: list[tuple[int, int, str]] = []
+        """The string values longer than `hold_over` copied as written (see long_strings)."""
 
     # -- the pass --------------------------------------------------------------------------
 
@@ -425,6 +447,12 @@ class _Pass:
             self._note("kept quotes inside a string that did not end there")
         else:
             self.out.append(text[i : end + 1])
+            if (
+                self._holds(end - i - 1, quote)
+                and role in ("value", "item")
+                and self._ends_string(end)
+            ):
+                self.held.append((i, end + 1, _as_json_string(text[i + 1 : end])))
         if role == "key":
             self._key(text[i + 1 : end], quote)
         else:
@@ -445,13 +473,30 @@ class _Pass:
             self._key(body, text[i])  # a key cut off: dropped at the end, as a key left alone
             self.out.append(text[i:])
             return self.n
-        self.out.append(_as_json_string(body))
+        literal = _as_json_string(body)
+        self.out.append(literal)
+        as_written = True
         if body != body.rstrip():
             self._note("kept the end of a string cut off at the end of the reply")
+            as_written = False
         if _string_end(body, 0, text[i]) != -1:
             self._note("kept quotes inside a string that did not end there")
+            as_written = False
+        if as_written and self._holds(len(body), text[i]):
+            self.held.append((i, self.n, literal))
         self._after_value()
         return self.n
+
+    def _holds(self, length: int, quote: str) -> bool:
+        """Whether a string value of `length` characters copied as written is noted in `held`:
+        double-quoted, in an object or an array (json-repair reads what a top-level string or
+        a single-quoted one holds as structure too)."""
+        return (
+            self.hold_over is not None
+            and length > self.hold_over
+            and quote == '"'
+            and bool(self.stack)
+        )
 
     def _search_end(self, first: int, quote: str) -> int:
         """The first quote after `first` that surely ends the string (a closer, or a comma and
@@ -702,33 +747,23 @@ def _item_follows(text: str, k: int) -> bool:
 
 def _as_json_string(body: str) -> str:
     """`body`, written between quotes of either kind, as a JSON string: its escapes kept (`\\'`
-    read as `'`), bare double quotes and control characters escaped."""
-    out: list[str] = ['"']
-    i = 0
-    n = len(body)
-    while i < n:
-        c = body[i]
-        if c == "\\" and i + 1 < n:
-            nxt = body[i + 1]
-            if nxt in _JSON_ESCAPES:
-                out.append(body[i : i + 2])
-            elif nxt == "'":
-                out.append("'")
-            else:
-                out.append("\\\\" + nxt)
-            i += 2
-            continue
-        if c == "\\":
-            out.append("\\\\")
-        elif c == '"':
-            out.append('\\"')
-        elif c < " ":
-            out.append(_CONTROL.get(c) or f"\\u{ord(c):04x}")
-        else:
-            out.append(c)
-        i += 1
-    out.append('"')
-    return "".join(out)
+    read as `'`), bare double quotes and control characters escaped. (One substitution: the
+    text between them is copied in C, which the held strings of held.py need at length.)"""
+    return '"' + _TO_ESCAPE.sub(_escaped, body) + '"'
+
+
+def _escaped(match: re.Match[str]) -> str:
+    escape = match.group(1)
+    if escape is not None:
+        if escape in _JSON_ESCAPES:
+            return match.group()
+        return "'" if escape == "'" else "\\\\" + escape
+    c = match.group()
+    if c == "\\":
+        return "\\\\"  # a backslash that ends the body
+    if c == '"':
+        return '\\"'
+    return _CONTROL.get(c) or f"\\u{ord(c):04x}"
 
 
 def _tidy(body: str, fence: str) -> str:

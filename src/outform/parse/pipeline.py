@@ -480,8 +480,7 @@ class Pipeline(Generic[T]):
         notes = [f.message for _, f in failures if f.refused or f.skipped or f.unreadable]
         if attempts:
             best = _judged(attempts)
-            late = [c for c in run.changes if not any(c is b for b in best.run.changes)]
-            best.run.changes.extend(late)
+            best.run.settle().changes.extend(best.run.later_changes())
             return self._fail(original, best.value, best.run, self._reasons(best), notes)
         fix = None
         if any(f.nonfinite for _, f in failures):
@@ -695,7 +694,7 @@ class Pipeline(Generic[T]):
         options = self.options
         value, tier, detail = decoded.value, decoded.tier, decoded.detail
         deadline = parent.deadline
-        run = Run(parent.schema_hash, deadline, list(parent.changes), list(parent.events))
+        run = parent.fork()
         self._record_extraction(candidate, run, lost)
         if detail == "unescaped":
             run.change("", "syntactic", "unescape_text", clip(candidate.text), preview(value))
@@ -754,6 +753,8 @@ class Pipeline(Generic[T]):
                 found = self._integer_overflow(candidate.text, typed)
                 self._record_ignored(value, run)
                 self._record_folded(value, run)
+        # (The reply's changes before the fork, from processors of its text and skipped tiers,
+        # are none semantic.)
         semantic = tuple(dict.fromkeys(c.transform for c in run.changes if c.stage == "semantic"))
         if semantic:
             failed = not valid or found
@@ -897,7 +898,7 @@ class Pipeline(Generic[T]):
     # -- outcomes -------------------------------------------------------------------------
 
     def _succeed(self, text: str, attempt: _Attempt) -> ParseResult[T]:
-        run = attempt.run
+        run = attempt.run.settle()
         if self.options.shadow:
             return self._shadow(text, attempt.value, run)
         value = attempt.typed if self.adapter is not None else attempt.value
@@ -1101,8 +1102,9 @@ def _judged(attempts: Sequence[_Attempt]) -> _Attempt:
     first = attempts[0]
     if first.candidate.kind == "text":
         for attempt in attempts[1:]:
-            strict = not any(c.stage == "tolerant" for c in attempt.run.changes)
-            if attempt.candidate.kind == "whole" and strict and isinstance(attempt.value, str):
+            if attempt.candidate.kind != "whole" or not isinstance(attempt.value, str):
+                continue
+            if not any(c.stage == "tolerant" for c in attempt.run.settle().changes):
                 return attempt
     return first
 
