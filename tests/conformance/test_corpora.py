@@ -67,7 +67,8 @@ def test_json_repair_ok_cases_agree() -> None:
         f"without peer-only options: {rate_standard:.1%} of {len(standard)}"
     )
     assert rate_standard >= 0.97
-    assert rate_all >= 0.94  # cut numbers dropped on purpose (docs/conformance.md)
+    # cut numbers, and keys without a value, dropped on purpose (docs/conformance.md)
+    assert rate_all >= 0.93
 
 
 def test_every_json_repair_disagreement_is_explained() -> None:
