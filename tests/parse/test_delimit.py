@@ -249,10 +249,12 @@ def test_a_key_without_a_value_at_the_end_gets_its_declared_default() -> None:
 
 # -- a key without a value, through the pipeline ----------------------------------------------
 
-LABELLED = {
-    "type": "object",
-    "properties": {"a": {"type": "string"}, "c": {"type": "string"}, "m": {"type": "integer"}},
+FIELDS: dict[str, Any] = {
+    "a": {"type": "string"},
+    "c": {"type": "string"},
+    "m": {"type": "integer"},
 }
+LABELLED = {"type": "object", "properties": FIELDS}
 
 
 def test_a_key_without_a_value_is_absent_not_an_empty_string() -> None:
@@ -266,7 +268,7 @@ def test_a_key_without_a_value_is_absent_not_an_empty_string() -> None:
 
 
 def test_a_key_without_a_value_inside_the_object_gets_its_declared_default() -> None:
-    schema = {**LABELLED, "properties": {**LABELLED["properties"], "c": {"default": "dflt"}}}
+    schema = {**LABELLED, "properties": {**FIELDS, "c": {"default": "dflt"}}}
     result = outform.parse('{"a": "b", "c": , "m": 1}', schema, level="full")
     assert result.data == {"a": "b", "m": 1, "c": "dflt"}
     assert [c.transform for c in result.changes] == ["json_repair", "fill_default"]

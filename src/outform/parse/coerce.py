@@ -22,7 +22,7 @@ from outform.parse.allowlist import Allowlist, conversion, permits
 from outform.parse.choices import Choices
 from outform.parse.context import Deadline
 from outform.parse.decode import MAX_REPAIR_CHARS, Decoded, decode
-from outform.parse.hint import preview
+from outform.parse.hint import clip, preview
 from outform.parse.result import Change
 from outform.parse.scalars import (
     as_integer,
@@ -607,12 +607,9 @@ class _Walk:
             if lenient and "string" in allowed:
                 return encode(value), "json_to_string", 0
         elif kind == "object" and lenient:
-            if len(value) == 1:
-                inner = self.attempt(next(iter(value.values())), at, out)
-                if inner is not _NO:
-                    return inner, "unwrap_single_key", 0
-            if "string" in allowed:
-                return encode(value), "json_to_string", 0
+            converted = self.from_object(value, allowed, at, out)
+            if converted[0] is not _NO:
+                return converted
         if "object" in allowed and (wrapped := self.wrap_in_object(value, at, out)) is not _NO:
             return wrapped, "wrap_in_object", 0
         if "array" in allowed:
@@ -622,14 +619,65 @@ class _Walk:
                 return [], "null_to_empty_array", 0
         return _NO, "", 0
 
+    def from_object(
+        self, value: dict[str, Any], allowed: frozenset[str], at: _At, out: Coercion
+    ) -> tuple[Any, str, int]:
+        """An object where it is not wanted (lenient): its one key's value, its JSON text, or
+        the object in a list. Unwrapping drops the key's name, content of the reply (see
+        `key_loss`), so a conversion that keeps it and fits is tried first: `{"a": 0}` for a
+        list is `[{"a": 0}]`, as at level minimal, not `[0]`."""
+        key = next(iter(value)) if len(value) == 1 else None
+        lost = -1 if key is None else self.key_loss(key, at)
+        if key is not None and lost == 0:
+            inner = self.attempt(value[key], at, out)
+            if inner is not _NO:
+                return inner, "unwrap_single_key", 0
+        text = encode(value) if "string" in allowed else None
+        if text is not None and (lost <= 0 or self.valid(at.loc, text)):
+            return text, "json_to_string", 0
+        if key is not None and lost > 0:
+            if "array" in allowed and (listed := self.attempt([value], at, out)) is not _NO:
+                return listed, "wrap_in_array", 0
+            inner = self.attempt(value[key], at, out)
+            if inner is not _NO:
+                return inner, f"unwrap_single_key(dropped the key {clip(key, 40)!r})", lost
+        if text is not None:
+            return text, "json_to_string", 0  # not valid there: validation says why
+        return _NO, "", 0
+
+    def key_loss(self, key: str, at: _At) -> int:
+        """The letters and digits of content unwrapping `{key: value}` at `at` discards: the
+        key's name (see loss.py), or nothing when the key names the value there: it is the key
+        of the object holding it (`{"age": {"age": 180}}` for an integer `age`), or the
+        schema's `title` there (`{"Priority": "HIGH"}` for an enum titled Priority)."""
+        named = normalize_key(key)
+        if at.parent is not None and isinstance(at.key, str) and normalize_key(at.key) == named:
+            return 0
+        title = self.plan(at.loc)[1].schema.get("title")
+        if isinstance(title, str) and normalize_key(title) == named:
+            return 0
+        return loss.measure(encode(key), comments=False).size
+
     def wrap_in_object(self, value: Any, at: _At, out: Coercion) -> Any:
-        """`{field: value}` when the object wanted has exactly one declared field."""
+        """`{field: value}` when the object wanted has exactly one declared field: for a value
+        the reply wrote without a key of its own there. Not when the field's value is then got
+        by dropping a key the reply wrote (`{"height": 180}` is not `{"age": 180}`): that
+        would move a value under a name the reply did not give it."""
         _, schema = self.compiled.resolve(at.loc)
         properties = schema.get("properties") if isinstance(schema, dict) else None
         if not isinstance(properties, dict) or len(properties) != 1:
             return _NO
         (name,) = properties
-        return self.attempt({name: value}, at, out)
+        result, trial = self.trial({name: value}, at.schema(at.loc), at.loc)
+        if result is _NO:
+            return _NO
+        field = pointer.join(at.path, name)
+        if any(
+            c.path == field and c.transform == "unwrap_single_key" and c.lost for c in trial.changes
+        ):
+            return _NO
+        out.absorb(trial)
+        return result
 
     def from_string(
         self, text: str, allowed: frozenset[str], lenient: bool
