@@ -23,6 +23,7 @@ from outform.parse.choices import Choices
 from outform.parse.context import Deadline
 from outform.parse.decode import MAX_REPAIR_CHARS, Decoded, decode
 from outform.parse.hint import clip, preview
+from outform.parse.literals import Spellings
 from outform.parse.result import Change
 from outform.parse.scalars import (
     as_integer,
@@ -33,7 +34,7 @@ from outform.parse.scalars import (
     parse_bool,
     parse_number,
 )
-from outform.parse.values import encode, number_text
+from outform.parse.values import encode
 from outform.schema import patterns, pointer
 from outform.schema.compiled import CompiledSchema
 from outform.schema.types import choices as enum_choices
@@ -149,10 +150,14 @@ class Coercer:
         self.allowlist = allowlist
         """The type conversions allowed, per target type (None: all)."""
 
-    def coerce(self, value: Any, deadline: Deadline | None = None) -> Coercion:
+    def coerce(
+        self, value: Any, deadline: Deadline | None = None, text: str | None = None
+    ) -> Coercion:
         """Coerce `value`; the work is bounded by the deadline (an InputError naming
-        `time_limit` when it passes), not by any count of its own."""
-        return self.coerce_at(value, "", deadline)
+        `time_limit` when it passes), not by any count of its own. `text`: what `value` was
+        read from, where a number turned into text finds how the reply wrote it (see
+        literals.py)."""
+        return self.coerce_at(value, "", deadline, text)
 
     def cannot_fit(self, value: Any) -> bool:
         """Whether coercion certainly leaves `value` invalid at the root: an object that lacks a
@@ -191,10 +196,14 @@ class Coercer:
             covered.update(n for n in named.get(normalize_key(key), ()) if n in unfilled)
         return len(covered) < len(unfilled)
 
-    def coerce_at(self, value: Any, loc: str, deadline: Deadline | None = None) -> Coercion:
-        """Coerce `value` against the part of the schema at JSON pointer `loc`."""
+    def coerce_at(
+        self, value: Any, loc: str, deadline: Deadline | None = None, text: str | None = None
+    ) -> Coercion:
+        """Coerce `value` against the part of the schema at JSON pointer `loc` (`text`: see
+        `coerce`)."""
         result = Coercion(value)
-        walk = _Walk(self, deadline or Deadline.never())
+        deadline = deadline or Deadline.never()
+        walk = _Walk(self, deadline, Spellings(text, deadline))
         result.value = walk.node(value, _At(loc), result)
         return result
 
@@ -305,10 +314,13 @@ class _Walk:
         "max_depth",
         "max_repair_chars",
         "plans",
+        "spellings",
         "tolerance",
     )
 
-    def __init__(self, coercer: Coercer, deadline: Deadline) -> None:
+    def __init__(
+        self, coercer: Coercer, deadline: Deadline, spellings: Spellings | None = None
+    ) -> None:
         self.compiled = coercer.compiled
         self.lenient = coercer.lenient
         self.max_depth = coercer.max_depth
@@ -324,6 +336,8 @@ class _Walk:
         the id stays its own)."""
         self.best = coercer.best
         self.allowlist = coercer.allowlist
+        self.spellings = spellings or Spellings()
+        """How the reply wrote its numbers: a number turned into text is written so."""
 
     def valid(self, loc: str, value: Any) -> bool:
         """Whether `value` fits the schema at `loc` (a resolved location)."""
@@ -420,7 +434,13 @@ class _Walk:
             matched = self.match_choice(value, choices, at.lossy)
             if matched is not _NO:
                 _record(
-                    out, at.path, "match_enum", value, matched, expected=_types(allowed, matched)
+                    out,
+                    at.path,
+                    _spelled("match_enum", self.unspelled(value, matched)),
+                    value,
+                    matched,
+                    expected=_types(allowed, matched),
+                    lost=self.unspelled(value, matched),
                 )
                 return matched
         kind = json_type(value)
@@ -597,15 +617,18 @@ class _Walk:
         elif kind in ("integer", "number"):
             if "boolean" in allowed and value in (0, 1):
                 return bool(value), "number_to_boolean", 0
-            if "string" in allowed and (text := number_text(value)) is not None:
-                return text, "number_to_string", 0
+            if "string" in allowed:
+                text, known = self.spellings.spell(value)
+                if text is not None:
+                    return text, _spelled("number_to_string", not known), int(not known)
         elif kind == "boolean" and "string" in allowed:
             return ("true" if value else "false"), "boolean_to_string", 0
         elif kind == "array":
             if len(value) == 1 and (inner := self.attempt(value[0], at, out)) is not _NO:
                 return inner, "unwrap_single_item", 0
             if lenient and "string" in allowed:
-                return encode(value), "json_to_string", 0
+                text, known = self.spellings.encode(value)
+                return text, _spelled("json_to_string", not known), int(not known)
         elif kind == "object" and lenient:
             converted = self.from_object(value, allowed, at, out)
             if converted[0] is not _NO:
@@ -632,9 +655,10 @@ class _Walk:
             inner = self.attempt(value[key], at, out)
             if inner is not _NO:
                 return inner, "unwrap_single_key", 0
-        text = encode(value) if "string" in allowed else None
+        text, known = self.spellings.encode(value) if "string" in allowed else (None, True)
+        as_text = _spelled("json_to_string", not known), int(not known)
         if text is not None and (lost <= 0 or self.valid(at.loc, text)):
-            return text, "json_to_string", 0
+            return text, *as_text
         if key is not None and lost > 0:
             if "array" in allowed and (listed := self.attempt([value], at, out)) is not _NO:
                 return listed, "wrap_in_array", 0
@@ -642,8 +666,17 @@ class _Walk:
             if inner is not _NO:
                 return inner, f"unwrap_single_key(dropped the key {clip(key, 40)!r})", lost
         if text is not None:
-            return text, "json_to_string", 0  # not valid there: validation says why
+            return text, *as_text  # not valid there: validation says why
         return _NO, "", 0
+
+    def unspelled(self, value: Any, matched: Any) -> int:
+        """1 when `matched` is the text of a number in `value` whose spelling by the reply is
+        not known (see literals.py; lossy: it may have been written otherwise), else 0."""
+        if isinstance(value, list) and len(value) == 1:
+            value = value[0]
+        if not _is_number(value) or not isinstance(matched, str):
+            return 0
+        return int(not self.spellings.spell(value)[1])
 
     def key_loss(self, key: str, at: _At) -> int:
         """The letters and digits of content unwrapping `{key: value}` at `at` discards: the
@@ -728,9 +761,11 @@ class _Walk:
                 if mentioned is not None:
                     return mentioned
         elif _is_number(value):
-            text = number_text(value)
+            text, known = self.spellings.spell(value)
             if text is not None and text in choices:
                 return text
+            if not known and len(hits := choices.spelling(value)) == 1:
+                return hits[0]
         elif isinstance(value, list) and len(value) == 1:
             return value[0] if value[0] in choices else self.match_choice(value[0], choices, search)
         return _NO
@@ -768,6 +803,13 @@ def _record(
             had,
         )
     )
+
+
+def _spelled(transform: str, unknown: bool | int) -> str:
+    """`transform`, saying so when the reply's spelling of a number it writes is not known."""
+    if not unknown:
+        return transform
+    return f"{transform}(the reply's spelling of the number is not known: it may differ)"
 
 
 def _types(allowed: frozenset[str] | None, value: Any = _NO) -> str | None:

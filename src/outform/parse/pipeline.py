@@ -698,7 +698,7 @@ class Pipeline(Generic[T]):
         blocked: list[tuple[str, str]] = []
         if "coerce" in options.stages and not self.compiled.is_valid(value):
             run.emit("output.coercion.attempt", "semantic")
-            coercion = self._coercer.coerce(value, deadline)
+            coercion = self._coercer.coerce(value, deadline, candidate.text)
             value = coercion.value
             blocked = coercion.blocked
             run.changes.extend(coercion.changes)
