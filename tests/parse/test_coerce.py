@@ -268,6 +268,47 @@ def test_a_lenient_conversion_happens_at_level_full_only(
     assert (transform or "match_enum") in [c.transform for c in result.changes]
 
 
+# -- a value read out of a sentence leaves the sentence behind -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "schema", "value", "lost"),
+    [
+        ("about 42 apples", INTEGER, 42, 11),
+        ("12 items", INTEGER, 12, 5),
+        ("The answer is: true.", BOOLEAN, True, 11),
+        ("I'd say MEDIUM, not high", {"enum": ["LOW", "MEDIUM", "HIGH"]}, "MEDIUM", 12),
+    ],
+)
+def test_a_value_read_out_of_a_sentence_records_the_rest_as_lost(
+    text: str, schema: dict[str, Any], value: Any, lost: int
+) -> None:
+    """The words around the value are content of the reply it discards (docs/pipeline.md,
+    Loss): the change is lossy, as the trace event's `lossy` has always described it."""
+    result = outform.parse(orjson.dumps({"a": text}).decode(), obj(a=schema), level="full")
+    assert result.value == {"a": value}
+    (change,) = result.changes
+    assert change.lost == lost
+    assert result.lossy
+
+
+@pytest.mark.parametrize(
+    ("text", "schema", "value"),
+    [
+        ("$4.25", NUMBER, 4.25),
+        ("1,234.50", NUMBER, 1234.5),
+        ("42.0", INTEGER, 42),
+        ("yes", BOOLEAN, True),
+        ("**EUR**", {"enum": ["EUR", "USD"]}, "EUR"),
+        ("cafe", {"enum": ["café"]}, "café"),
+    ],
+)
+def test_a_respelled_value_loses_nothing(text: str, schema: dict[str, Any], value: Any) -> None:
+    result = outform.parse(orjson.dumps({"a": text}).decode(), obj(a=schema), level="full")
+    assert result.value == {"a": value}
+    assert not result.lossy
+
+
 # -- unwrapping a key: its name is content ---------------------------------------------------
 
 AGE = obj(("age",), age=INTEGER)

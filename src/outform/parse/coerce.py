@@ -433,14 +433,15 @@ class _Walk:
         if choices is not None:
             matched = self.match_choice(value, choices, at.lossy)
             if matched is not _NO:
+                unspelled = self.unspelled(value, matched)
                 _record(
                     out,
                     at.path,
-                    _spelled("match_enum", self.unspelled(value, matched)),
+                    _spelled("match_enum", unspelled),
                     value,
                     matched,
                     expected=_types(allowed, matched),
-                    lost=self.unspelled(value, matched),
+                    lost=unspelled + _unsaid(value, matched),
                 )
                 return matched
         kind = json_type(value)
@@ -477,6 +478,7 @@ class _Walk:
                         value,
                         matched,
                         expected=_types(allowed, matched),
+                        lost=_unsaid(value, matched),
                     )
                     return matched
         if kind == "object":
@@ -720,14 +722,18 @@ class _Walk:
         if allowed & {"integer", "number"}:
             number = parse_number(text, lenient=lenient)
             if number is not None:
+                # Read out of a sentence, the number leaves the sentence's words behind.
+                lost = _unsaid(text, number.value) if number.how == "in_text" else 0
                 integer = as_integer(number.value)
                 if "integer" in allowed and integer is not None:
-                    return integer, f"string_to_integer({number.how})", 0
+                    return integer, f"string_to_integer({number.how})", lost
                 if "number" in allowed:
-                    return number.value, f"string_to_number({number.how})", 0
+                    return number.value, f"string_to_number({number.how})", lost
         if "boolean" in allowed:
             flag = parse_bool(text, lenient=lenient)
             if flag is not None:
+                if parse_bool(text) is None:  # a sentence: its other words are left behind
+                    return flag, "string_to_boolean(in_text)", _unsaid(text, flag)
                 return flag, "string_to_boolean", 0
         if allowed & {"array", "object"}:
             stripped = text.strip()
@@ -803,6 +809,19 @@ def _record(
             had,
         )
     )
+
+
+def _unsaid(text: Any, value: Any) -> int:
+    """The letters and digits of a string `text` (or of the one string a one-item list holds)
+    that `value`, read out of it, does not keep (see loss.py): the rest of a sentence a number,
+    boolean or enum member was found in ("about 42 apples" -> 42 leaves 11); nothing for a
+    re-spelling ("**EUR**" -> "EUR", "yes" -> true)."""
+    if isinstance(text, list) and len(text) == 1:
+        text = text[0]
+    if not isinstance(text, str):
+        return 0
+    kept = loss.measure(encode(value), comments=False).size
+    return max(0, loss.measure(encode(text), comments=False).size - kept)
 
 
 def _spelled(transform: str, unknown: bool | int) -> str:
