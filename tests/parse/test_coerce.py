@@ -55,6 +55,13 @@ def test_a_numeric_string_becomes_an_integer_and_the_spelling_is_recorded() -> N
     assert result.changes[0].detail == "thousands"
 
 
+def test_a_string_spelling_a_long_integer_keeps_every_digit() -> None:
+    """Read through a float, it was 12345678901234567168, not lossy."""
+    result = outform.parse('{"n": "12345678901234567890.0"}', obj(n=INTEGER))
+    assert result.value == {"n": 12345678901234567890}
+    refused('{"n": "12345678901234567890.0"}', obj(n={"enum": [12345678901234567168]}))
+
+
 def test_an_amount_whose_separator_depends_on_the_locale_is_refused_not_guessed() -> None:
     for text in ("€1.234", "1,234", "12,5"):
         with pytest.raises(OutputError) as caught:

@@ -26,7 +26,6 @@ from outform.parse.hint import clip, preview
 from outform.parse.literals import Spellings
 from outform.parse.result import Change
 from outform.parse.scalars import (
-    as_integer,
     bool_note,
     is_null_word,
     normalize_key,
@@ -724,7 +723,7 @@ class _Walk:
             if number is not None:
                 # Read out of a sentence, the number leaves the sentence's words behind.
                 lost = _unsaid(text, number.value) if number.how == "in_text" else 0
-                integer = as_integer(number.value)
+                integer = number.integer
                 if "integer" in allowed and integer is not None:
                     return integer, f"string_to_integer({number.how})", lost
                 if "number" in allowed:
@@ -759,7 +758,8 @@ class _Walk:
                 return hits[0]
             number = parse_number(value)
             if number is not None:
-                hits = choices.equal_to(number.value)
+                exact = number.integer
+                hits = choices.equal_to(number.value if exact is None else exact)
                 if len(hits) == 1:
                     return hits[0]
             if search and self.lenient and len(value) <= _SEARCH_LIMIT:

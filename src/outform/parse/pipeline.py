@@ -752,12 +752,13 @@ class Pipeline(Generic[T]):
         assert self._decimals is not None and self.adapter is not None
         reading = decimals.read(self._decimals, value, Spellings(text, run.deadline))
         for path in reading.unknown:
+            number = preview(pointer.lookup(value, path))
             run.change(
                 path,
                 "semantic",
                 "decimal_from_float",
-                preview(pointer.lookup(value, path)),
-                None,
+                number,
+                number,
                 detail="the reply's spelling of this number is not known (written more than "
                 "one way): the decimal holds a float's digits",
                 lost=1,
