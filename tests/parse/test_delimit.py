@@ -313,6 +313,28 @@ def test_the_first_key_left_alone_leaves_an_empty_object() -> None:
     assert _read('{"name":') == {}
 
 
+@pytest.mark.parametrize(
+    ("text", "read", "key"),
+    [
+        ('{"a": "b", "c": , "m": 1}', {"a": "b", "m": 1}, '"c"'),
+        ('{"c": , "m": 1}', {"m": 1}, '"c"'),
+        ('{"name": "Ana", "nick": }', {"name": "Ana"}, '"nick"'),
+        ('{"c":}', {}, '"c"'),
+        ('{"a": {"c": }, "b": 1}', {"a": {}, "b": 1}, '"c"'),
+        ('{"c": // none\n , "m": 1}', {"m": 1}, '"c"'),
+        ("{c: , m: 1}", {"m": 1}, "c"),
+    ],
+)
+def test_a_key_whose_member_ends_after_its_colon_is_dropped(text: str, read: Any, key: str) -> None:
+    """Never given `""` (json-repair's reading): what is dropped is kept for the loss rule."""
+    delimited = delimit(text)
+    assert delimited is not None
+    assert pyjson5.decode(delimited.closed) == read
+    assert "without a value" in delimited.detail
+    (dropped,) = delimited.dropped
+    assert key in dropped
+
+
 # -- comments ---------------------------------------------------------------------------------
 
 
@@ -350,13 +372,13 @@ def test_a_cut_reply_keeps_the_end_of_its_string_through_the_pipeline() -> None:
     assert "closed 1 bracket" in result.changes[-1].detail
 
 
-def test_a_key_without_a_value_is_absent_so_a_required_field_is_reported() -> None:
+def test_a_key_without_a_value_at_the_end_is_absent_so_a_required_field_is_reported() -> None:
     with pytest.raises(outform.OutputError) as caught:
         outform.parse('{"title": "T", "count":', NOTE, level="full")
     assert "count" in str(caught.value)
 
 
-def test_a_key_without_a_value_gets_its_declared_default() -> None:
+def test_a_key_without_a_value_at_the_end_gets_its_declared_default() -> None:
     schema = {
         "type": "object",
         "properties": {"name": {"type": "string"}, "nick": {"type": ["string", "null"]}},
@@ -374,3 +396,50 @@ def test_a_closer_of_the_wrong_kind_after_text_left_to_the_decoder_is_copied() -
     # `z"` is text the pass did not delimit: it does not know what the `]` closes.
     delimited = delimit('{"a":"x}``` [1,"z"]\n","b":"y"}')
     assert delimited is None or "closes nothing" not in delimited.detail
+
+
+# -- a key without a value, through the pipeline ----------------------------------------------
+
+FIELDS: dict[str, Any] = {
+    "a": {"type": "string"},
+    "c": {"type": "string"},
+    "m": {"type": "integer"},
+}
+LABELLED = {"type": "object", "properties": FIELDS}
+
+
+def test_a_key_without_a_value_is_absent_not_an_empty_string() -> None:
+    """json-repair reads `"c": ,` as `"c": ""`, a value the reply never wrote."""
+    result = outform.parse('{"a": "b", "c": , "m": 1}', LABELLED, level="full")
+    assert result.data == {"a": "b", "m": 1}
+    assert result.lossy
+    (change,) = result.changes
+    assert change.lost == 1  # the key's one letter
+    assert "dropped the key 'c' left without a value" in change.detail
+
+
+def test_a_key_without_a_value_inside_the_object_gets_its_declared_default() -> None:
+    schema = {**LABELLED, "properties": {**FIELDS, "c": {"default": "dflt"}}}
+    result = outform.parse('{"a": "b", "c": , "m": 1}', schema, level="full")
+    assert result.data == {"a": "b", "m": 1, "c": "dflt"}
+    assert [c.transform for c in result.changes] == ["json_repair", "fill_default"]
+
+
+def test_a_required_key_without_a_value_inside_the_object_is_reported_missing() -> None:
+    schema = {"type": "object", "properties": {"c": {"type": "integer"}}, "required": ["c"]}
+    with pytest.raises(outform.OutputError) as caught:
+        outform.parse('{"a": "b", "c": , "m": 1}', schema, level="full")
+    (violation,) = caught.value.hint.violations
+    assert violation.kind == "missing"
+    assert '""' not in violation.line()
+
+
+def test_a_closed_object_with_a_key_without_a_value_lacks_that_key() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "nick": {"type": "string"}},
+        "additionalProperties": False,
+    }
+    result = outform.parse('{"name": "Ana", "nick": }', schema, level="full")
+    assert result.data == {"name": "Ana"}
+    assert result.lossy

@@ -110,6 +110,22 @@ def test_an_integer_beyond_64_bits_valid_as_sent_keeps_every_digit(schema: Any) 
     assert not result.changes
 
 
+class Count(BaseModel):
+    n: int
+
+
+def test_the_data_of_a_typed_reply_valid_as_sent_keeps_every_digit() -> None:
+    """The typed fast path leaves `data` to be read from the text on first use: read exactly,
+    as `value` is, not as orjson's float (1.1805916207174113e+21)."""
+    result = outform.parse("1180591620717411303424", type=int)
+    assert result.value == 1180591620717411303424
+    assert result.data == 1180591620717411303424
+    assert isinstance(result.data, int)
+    typed = outform.parse(f'{{"n": {BIG}}}', type=Count)
+    assert typed.data == {"n": int(BIG)} == typed.value.model_dump()
+    assert outform.parse('{"n": 7}', type=Count).data == {"n": 7}
+
+
 @pytest.mark.parametrize("level", ["minimal", "full"])
 def test_an_integer_too_long_for_python_to_write_out_is_kept_as_written_or_refused(
     level: str,

@@ -22,6 +22,9 @@ as JSON strings the values whose extent a rule decides:
 - **Markdown values.** An unquoted value that opens with Markdown (`**bold**`, `*em*`, `_em_`,
   `# heading`, `> quote`, `- item`) is kept whole, markers included: it runs to the `,` that is
   followed by the next key, or to the `}` (in an array: `,` or `]`).
+- **A key without a value.** A key whose colon the end of its member follows (`"c": ,`,
+  `"c": }`) is dropped with its member, so the field is absent rather than `""` (json-repair's
+  reading), and said in `dropped`.
 - **The end of a cut reply.** A string still open at the end keeps its text to the very end,
   trailing spaces and line breaks included (json-repair trims them); a key left without a value
   at the end (`"nick":`, `"nick"`) is dropped, so the field is absent rather than `""`; so is
@@ -214,9 +217,14 @@ class _Pass:
                     self.role = "item"
                 i += 1
             elif c in {"}", "]"}:
+                self._valueless()
                 out.append(self._close(c))
                 i += 1
             elif c == ",":
+                if self._valueless():
+                    i += 1  # the member dropped was the first: no comma before the next
+                    self.role = "key"
+                    continue
                 if self.stack and self.stack[-1] == "{":
                     self.starts[-1] = len(out)
                     self.role = "key"
@@ -286,6 +294,19 @@ class _Pass:
         out = self.out
         while out and out[-1].strip() in ("", ","):
             self.dropped.append(out.pop())
+
+    def _valueless(self) -> bool:
+        """A key whose colon is followed by the end of its member (`"c": ,`, `"c": }`) has no
+        value: the member is dropped (never given `""`), with the comma before it. True when it
+        was the object's first member, so that the comma after it goes too."""
+        if self.role != "value" or self.pending_key is None or self.stack[-1:] != ["{"]:
+            return False
+        start = self.starts[-1]
+        first = not "".join(self.out[start : start + 1]).startswith(",")
+        key = clip(self.pending_key, 40)
+        self._drop(start, f"dropped the key {key!r} left without a value")
+        self.pending_key = None
+        return first
 
     def _drop(self, start: int, note: str) -> None:
         """Drop what `out` holds from `start` on (the end of a cut reply), and say so."""

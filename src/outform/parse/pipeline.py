@@ -34,12 +34,23 @@ from outform.format import (
     ResponseFormat,
     TextFormat,
 )
-from outform.parse import allowlist, duplicates, extract, folded, ignored, loss, unescape, values
+from outform.parse import (
+    allowlist,
+    decimals,
+    duplicates,
+    extract,
+    folded,
+    ignored,
+    loss,
+    unescape,
+    values,
+)
 from outform.parse import decode as decoding
 from outform.parse.coerce import Coercer
 from outform.parse.context import Deadline, Options, Run, too_deep, too_long
 from outform.parse.defaults import Defaults
 from outform.parse.hint import RetryHint, Violation, clip, preview
+from outform.parse.literals import Spellings
 from outform.parse.result import FROM_TEXT, Change, ParseResult
 from outform.parse.validate import pydantic_violations, violations
 from outform.schema import pointer
@@ -172,6 +183,8 @@ class Pipeline(Generic[T]):
             schema = folded.without_unique_items(schema)
         self.compiled: CompiledSchema = compile_schema(schema)
         self._fast_validator = self.compiled.validator
+        # Decimals read through a float otherwise than the reply wrote them: found by this.
+        self._decimals = decimals.decimal_validator(self.adapter) if self.adapter else None
         # Keys the type ignores (Pydantic's default) are found, and recorded, by this.
         self._closed = ignored.closed_validator(self.adapter) if self.adapter is not None else None
         self._closed_check = (
@@ -343,6 +356,8 @@ class Pipeline(Generic[T]):
                 return None  # a key written twice, or one the type ignores: recorded there
             if self._folding is not None and self._may_fold(text):
                 return None  # equal items folded by a set (or keys by a map): recorded there
+            if self._decimals is not None and decimals.FRACTION.search(text):
+                return None  # a decimal Pydantic may have read through a float: read there
             return ParseResult(
                 value=typed,
                 text=text,
@@ -730,7 +745,7 @@ class Pipeline(Generic[T]):
         blocked: list[tuple[str, str]] = []
         if "coerce" in options.stages and not self.compiled.is_valid(value):
             run.emit("output.coercion.attempt", "semantic")
-            coercion = self._coercer.coerce(value, deadline)
+            coercion = self._coercer.coerce(value, deadline, candidate.text)
             value = coercion.value
             blocked = coercion.blocked
             run.changes.extend(coercion.changes)
@@ -747,6 +762,8 @@ class Pipeline(Generic[T]):
         if valid and self.adapter is not None:
             try:
                 typed = self.adapter.validate_python(value)
+                if self._decimals is not None:
+                    typed = self._exact_decimals(value, typed, candidate.text, run)
             except PydanticValidationError as exc:
                 found = pydantic_violations(exc)
             else:
@@ -761,6 +778,28 @@ class Pipeline(Generic[T]):
             outcome: EventName = "output.coercion.fail" if failed else "output.coercion.success"
             run.emit(outcome, "semantic", transforms=semantic)
         return _Attempt(candidate, value, run, valid, blocked, found, typed)
+
+    def _exact_decimals(self, value: Any, typed: Any, text: str, run: Run) -> Any:
+        """`typed` with each decimal holding the digits the reply wrote (see decimals.py); a
+        decimal whose spelling is not known is recorded as lossy. Raises Pydantic's error when
+        the digits written break a constraint the float's did not (`max_digits`)."""
+        assert self._decimals is not None and self.adapter is not None
+        reading = decimals.read(self._decimals, value, Spellings(text, run.deadline))
+        for path in reading.unknown:
+            number = preview(pointer.lookup(value, path))
+            run.change(
+                path,
+                "semantic",
+                "decimal_from_float",
+                number,
+                number,
+                detail="the reply's spelling of this number is not known (written more than "
+                "one way): the decimal holds a float's digits",
+                lost=1,
+            )
+        if not reading.exact:
+            return typed
+        return self.adapter.validate_python(decimals.replaced(value, reading.exact))
 
     def _reasons(self, attempt: _Attempt) -> tuple[Violation, ...]:
         """Why the reported attempt fails: every violation the validator finds (each told

@@ -11,6 +11,7 @@ from typing import Any, Final, Generic, TypeVar
 
 import orjson
 
+from outform import jsontext
 from outform.parse.hint import RetryHint, preview
 from outform.trace.events import PREVIEW_CHARS, Event, EventStage
 from outform.trace.events import Change as ChangeRecord
@@ -183,7 +184,9 @@ class ParseResult(Generic[T]):
     def data(self) -> Any:
         """The validated value as plain JSON (dicts, lists, strings, numbers, booleans, None)."""
         if self._data is FROM_TEXT:
-            self._data = orjson.loads(self.text)
+            # orjson reads an integer beyond 64 bits as a float: such a text is read exactly
+            # (only a text holding a run of 19 digits is read twice).
+            self._data = jsontext.loads(self.text)
         return self._data
 
     @property
