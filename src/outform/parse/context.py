@@ -83,8 +83,9 @@ class Options:
     """Seconds the slow path may spend on one reply before giving up with an error: checked
     inside the loops of every stage, so it is a bound, not a report after the fact."""
     max_repair_chars: int = 1_000_000
-    """Largest region handed to json-repair (tier 2). json-repair cannot be interrupted, so its
-    input is bounded instead; a larger region skips the tier, and the skip is recorded."""
+    """Largest region handed to json-repair (tier 2), and so the cost of one of its steps (the
+    time limit interrupts it between steps, see repair.py); a larger region skips the tier,
+    and the skip is recorded."""
     shadow: bool = False
     anyof_strategy: str = "first-pass"
     """Union branches: `first-pass` takes the first that fits, `best` the one needing the
@@ -239,9 +240,10 @@ class Deadline:
             raise too_slow(self.limit, self.stage, self.size)
 
     def enter(self, stage: str) -> None:
-        """Name the stage now running (for the error), and check the clock."""
-        self.stage = stage
+        """Check the clock, then name the stage now starting. Time past the limit found here
+        was spent by the stage that ran until now: that one is named in the error."""
         self.check()
+        self.stage = stage
 
 
 @dataclass(slots=True)

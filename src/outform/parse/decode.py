@@ -3,32 +3,31 @@
 Tier 0 is orjson: exact JSON, fast (an integer orjson would read as a float is read again
 exactly). Tier 1 is pyjson5: JSON5 (comments, trailing commas, single quotes, unquoted keys).
 Tier 2 is json-repair: anything it can salvage (missing quotes, commas and brackets,
-truncation, Python literals). json-repair cannot be interrupted, so it only reads regions of up
-to `max_repair_chars`. NaN and Infinity are not JSON numbers, and a number out of a float's
-range (`1e400`, `1e-400`) is not the number a float reads: a text that writes one is read
-by no tier (pyjson5 would read a float JSON cannot hold, json-repair a string the reply did not
-write). A tolerant reading is refused when its value is not JSON (a number out of range, a lone
-surrogate) or when it loses content the loss rule refuses (a digit, members merged, more
-than half: see loss.py); a smaller loss is returned with the value, to be recorded. A failure
-inside json-repair itself (an assertion of its own, on input it does not expect) means that
-tier could not read the region, like any other failure of a tier.
+truncation, Python literals). Its time is not linear in its input: the deadline interrupts it
+(see repair.py), and it only reads regions of up to `max_repair_chars`. NaN and Infinity are
+not JSON numbers, and a number out of a float's range (`1e400`, `1e-400`) is not the number a
+float reads: a text that writes one is read by no tier (pyjson5 would read a float JSON cannot
+hold, json-repair a string the reply did not write). A tolerant reading is refused when its
+value is not JSON (a number out of range, a lone surrogate) or when it loses content the loss
+rule refuses (a digit, members merged, more than half: see loss.py); a smaller loss is returned
+with the value, to be recorded. A failure inside json-repair itself (an assertion of its own,
+on input it does not expect) means that tier could not read the region, like any other failure
+of a tier.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import json_repair
 import orjson
 import pyjson5
 
 from outform.parse import loss, values
+from outform.parse.context import Deadline
 from outform.parse.delimit import delimit
 from outform.parse.hint import preview
-
-if TYPE_CHECKING:
-    from outform.parse.context import Deadline
+from outform.parse.repair import repair
 
 TIER_NAMES = ("orjson", "pyjson5", "json_repair")
 MAX_REPAIR_CHARS = 1_000_000
@@ -215,20 +214,18 @@ def _repair(text: str, deadline: Deadline | None) -> Decoded | None:
             if delimited.closers:
                 notes.append(f"closed {len(delimited.closers)} bracket(s) left open at the end")
             return Decoded(closed.value, 2, "; ".join(notes), dropped=delimited.dropped)
-        decoded = _repair_text(delimited.text)
+        decoded = _repair_text(delimited.text, deadline)
         if decoded is not None:
             detail = f"{delimited.detail}; {decoded.detail}"
             return Decoded(decoded.value, 2, detail, dropped=delimited.dropped)
         if delimited.dropped:
             return None  # the text as written ends in what was dropped: not read again
-    return _repair_text(text)
+    return _repair_text(text, deadline)
 
 
-def _repair_text(text: str) -> Decoded | None:
+def _repair_text(text: str, deadline: Deadline | None = None) -> Decoded | None:
     try:
-        value, log = json_repair.repair_json(
-            text, return_objects=True, skip_json_loads=True, logging=True
-        )
+        value, log = repair(text, deadline or Deadline.never())
     except (RecursionError, ValueError, TypeError, IndexError, AssertionError):
         # json-repair's own failures (an assertion of its parser, issue 9): it could not read
         # the region, as when it returns nothing; the pipeline goes on to its other readings.

@@ -600,7 +600,9 @@ class Pipeline(Generic[T]):
 
     def _extract(self, text: str, deadline: Deadline) -> extract.Extraction:
         options = self.options
-        deadline.enter("extract")
+        # With extraction off the reply is read whole: the scan that measures its nesting is
+        # the first step of decoding it, and is named so when it runs out of time.
+        deadline.enter("extract" if "extract" in options.stages else "decode")
         if "extract" in options.stages:
             extraction = extract.candidates(
                 text, self._wanted, collect=self._collect, deadline=deadline
@@ -831,6 +833,7 @@ class Pipeline(Generic[T]):
 
     def _process_text(self, text: str, run: Run) -> str:
         for processor in self._at["before_extract"]:
+            run.deadline.enter("before_extract")  # a processor's time is named by its point
             updated = _call(processor, text)
             if not isinstance(updated, str):
                 raise UsageError(
@@ -845,6 +848,7 @@ class Pipeline(Generic[T]):
 
     def _process_value(self, point: ProcessorPoint, value: Any, run: Run) -> Any:
         for processor in self._at[point]:
+            run.deadline.enter(point)
             updated = _call(processor, value)
             if (flaw := values.flaw(updated, run.deadline)) is not None:
                 raise UsageError(
