@@ -718,7 +718,7 @@ class Pipeline(Generic[T]):
             try:
                 typed = self.adapter.validate_python(value)
             except PydanticValidationError as exc:
-                found = pydantic_violations(exc)
+                found = pydantic_violations(exc, deadline)
             else:
                 found = self._integer_overflow(candidate.text, typed)
                 self._record_ignored(value, run)
