@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -119,15 +120,12 @@ class Options:
                 fix=f"use: {', '.join(sorted(self.__dataclass_fields__))}",
             )
         if "stages" in changes:
-            stages = frozenset(changes["stages"])
-            bad = stages - set(STAGES)
-            if bad:
+            changes["stages"] = _stages(changes["stages"])
+        for name in _FLAGS:
+            if name in changes and type(changes[name]) is not bool:
                 raise ConfigError(
-                    f"unknown stage(s): {', '.join(sorted(bad))}",
-                    where="stages",
-                    fix=f"use a subset of: {', '.join(STAGES)}",
+                    f"{name} must be True or False, got {changes[name]!r}", where=name
                 )
-            changes["stages"] = stages
         for name, bound in BOUNDS.items():
             if name in changes and not bound.accepts(changes[name]):
                 raise ConfigError(
@@ -149,6 +147,32 @@ class Options:
                 fix="0 = strict JSON, 1 = also JSON5, 2 = also json-repair",
             )
         return replace(self, **changes)
+
+
+_FLAGS = ("lenient", "fill_defaults", "shadow")
+"""The options that are yes or no."""
+
+
+def _stages(given: Any) -> frozenset[str]:
+    """The `stages` option: stage names, or one name alone (`"decode"` is that stage, not its
+    letters)."""
+    if isinstance(given, str):
+        given = (given,)
+    if not isinstance(given, Iterable) or isinstance(given, bytes | Mapping):
+        raise ConfigError(
+            f"stages must be a list of stage names, got {given!r}",
+            where="stages",
+            fix=f"use a subset of: {', '.join(STAGES)}",
+        )
+    stages = frozenset(given)
+    bad = stages - set(STAGES)
+    if bad:
+        raise ConfigError(
+            f"unknown stage(s): {', '.join(sorted(map(repr, bad)))}",
+            where="stages",
+            fix=f"use a subset of: {', '.join(STAGES)}",
+        )
+    return stages
 
 
 _FRAMES_PER_LEVEL = 8

@@ -20,6 +20,7 @@ import orjson
 from pydantic import TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 
+from outform import arguments
 from outform.errors import (
     InputError,
     InternalError,
@@ -75,6 +76,9 @@ class Processor:
                 f"unknown processor point {self.at!r}",
                 fix=f"use one of: {', '.join(PROCESSOR_POINTS)}",
             )
+        if not callable(self.fn):
+            raise arguments.refused("Processor fn", "a function", self.fn)
+        arguments.text("Processor name", self.name)
 
     @property
     def label(self) -> str:
@@ -149,8 +153,16 @@ class Pipeline(Generic[T]):
             level or configured.level, **{**configured.overrides, **options}
         )
         self.format = _as_format(output)
-        self.processors = tuple(processors)
-        self.observers = tuple(observers)
+        self.processors: tuple[Processor, ...] = arguments.items(
+            "processors",
+            processors,
+            lambda p: isinstance(p, Processor),
+            "an outform.Processor",
+            fix='wrap each function: Processor("after_decode", fn)',
+        )
+        self.observers: tuple[Observer, ...] = arguments.items(
+            "observers", observers, callable, "a callable (it receives each Event)"
+        )
         self._text_mode = isinstance(self.format, TextFormat)
         schema: Mapping[str, Any]
         if isinstance(self.format, JsonSchemaFormat):
@@ -850,12 +862,13 @@ class Pipeline(Generic[T]):
         for processor in self._at[point]:
             run.deadline.enter(point)
             updated = _call(processor, value)
-            if (flaw := values.flaw(updated, run.deadline)) is not None:
+            if (flaw := arguments.not_json(updated, run.deadline)) is not None:
                 raise UsageError(
                     f"processor {processor.label!r} returned a value that is not JSON: {flaw}",
                     where=point,
-                    fix="return JSON values only: finite numbers, string keys, Unicode text "
-                    "(None where the schema allows null)",
+                    fix="return JSON values only: dicts with string keys, lists, Unicode text, "
+                    "finite numbers, booleans, None (where the schema allows null); none inside "
+                    "itself",
                 )
             if updated != value:
                 run.change(
