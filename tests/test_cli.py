@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 import pytest
+from pydantic import BaseModel
 
 import outform.config
 from outform.cli import EXIT_CODES, EXIT_INPUT, EXIT_INTERNAL, main
@@ -728,3 +729,67 @@ def test_stream_stops_as_soon_as_the_reply_cannot_be_valid(
     assert result.code == 1
     assert "stream stopped" in result.err_text
     assert "character" in result.err_text
+
+
+# -- values and changes are printed exactly (issue 10) -------------------------
+
+BIG = 2**70  # 1180591620717411303424: beyond the 64 bits orjson writes
+
+
+class Counted(BaseModel):
+    n: int
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [[], ["--schema", "int.json"], ["--type", "builtins:int"]],
+    ids=["any", "schema", "type"],
+)
+def test_an_integer_beyond_64_bits_is_printed_digit_for_digit(
+    capsys: pytest.CaptureFixture[str], workdir: Path, flags: list[str]
+) -> None:
+    """It was "internal error: TypeError: Integer exceeds 64-bit range", exit 3."""
+    (workdir / "int.json").write_text('{"type": "integer"}')
+    result = run(capsys, reply(workdir, f"{BIG}\n"), *flags)
+    assert (result.code, result.out) == (0, f"{BIG}\n")
+
+
+def test_a_model_holding_an_integer_beyond_64_bits_is_printed_exactly(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    result = run(capsys, reply(workdir, f'{{"n": {BIG}}}'), "--type", "tests.test_cli:Counted")
+    assert result.code == 0
+    assert json.loads(result.out) == {"n": BIG}
+
+
+def test_a_change_holding_an_integer_beyond_64_bits_is_printed_exactly(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    """The value printed, then printing its change crashed (exit 3 after stdout was written)."""
+    (workdir / "text.json").write_text('{"properties": {"a": {"type": "string"}}}')
+    result = run(capsys, reply(workdir, f'{{"a": {BIG}}}'), "-s", "text.json")
+    assert result.code == 0
+    assert json.loads(result.out) == {"a": str(BIG)}
+    assert f'/a  semantic  number_to_string: {BIG} -> "{BIG}"' in result.err
+
+
+@pytest.mark.parametrize("flag", ["--json", "--stream"])
+def test_json_and_stream_output_write_an_integer_beyond_64_bits_exactly(
+    capsys: pytest.CaptureFixture[str], workdir: Path, flag: str
+) -> None:
+    result = run(capsys, reply(workdir, f'{{"a": {BIG}, "b": [1, 2, 3, 4, 5, 6, 7, 8, 9]}}'), flag)
+    assert result.code == 0
+    if flag == "--json":
+        assert json.loads(result.out)["data"]["a"] == BIG
+    else:  # snapshots (one JSON line each) show the number once complete, then the value
+        lines = result.out.splitlines()
+        snapshots = [json.loads(line) for line in lines if line[:1] == "{" and line[-1:] == "}"]
+        assert next(s["a"] for s in snapshots if "a" in s) == BIG
+
+
+def test_a_string_holding_an_emoji_code_is_printed_as_written(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    """Printed through Rich, `:thumbs_up:` became an emoji: the value is written as it is."""
+    result = run(capsys, reply(workdir, '{"a": 1, "note": "ok :thumbs_up: [bold]x[/bold]"}'))
+    assert json.loads(result.out)["note"] == "ok :thumbs_up: [bold]x[/bold]"

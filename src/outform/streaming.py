@@ -42,7 +42,7 @@ import typing_extensions
 from pydantic import BaseModel, ConfigDict, create_model
 from pydantic import ValidationError as PydanticValidationError
 
-from outform import arguments
+from outform import arguments, jsontext
 from outform.errors import (
     InternalError,
     OutformError,
@@ -1241,8 +1241,8 @@ class _UnionPlan(_Plan):
 
 
 def to_json(snapshot: Snapshot[Any]) -> bytes:
-    """A snapshot's data as JSON bytes (what the CLI prints)."""
-    return orjson.dumps(plain(snapshot.data))
+    """A snapshot's data as JSON bytes (what the CLI prints), every integer digit for digit."""
+    return jsontext.dumps(plain(snapshot.data))
 
 
 __all__ = [
