@@ -239,7 +239,10 @@ def test_the_limits_errors_name_are_flags_and_exceeding_them_exits_4(
     assert over.code == EXIT_INPUT
     assert message in over.err_text
     option = flag.removeprefix("--").replace("-", "_")
-    assert f"'{option}'" in over.err_text  # the error names the setting the flag sets
+    # The error names the setting as the flag that sets it (it said "raise the 'max_chars'
+    # option", the library's wording, before).
+    assert f"fix: raise {flag}" in over.err_text
+    assert option not in over.err_text
     assert run(capsys, path, flag, enough).code == 0
 
 
@@ -697,7 +700,7 @@ def test_stream_refuses_a_reply_over_max_chars_at_the_chunk_that_crosses_it(
     result = run(capsys, reply(workdir, text), *args)
     assert result.code == 4
     assert "over the limit of 40" in result.err_text
-    assert "max_chars" in result.err_text
+    assert "raise --max-chars" in result.err_text  # the setting, as its flag (was 'max_chars')
     printed = [line for line in result.out.splitlines() if line.startswith("{")]
     assert 1 <= len(printed) <= 40 // 8
 
@@ -793,3 +796,58 @@ def test_a_string_holding_an_emoji_code_is_printed_as_written(
     """Printed through Rich, `:thumbs_up:` became an emoji: the value is written as it is."""
     result = run(capsys, reply(workdir, '{"a": 1, "note": "ok :thumbs_up: [bold]x[/bold]"}'))
     assert json.loads(result.out)["note"] == "ok :thumbs_up: [bold]x[/bold]"
+
+
+# -- output is written at once, settings are named as flags (issue 10) -----------------------
+
+
+class Writes(io.StringIO):
+    """A stream that counts its writes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes = 0
+
+    def write(self, text: str) -> int:
+        self.writes += 1
+        return super().write(text)
+
+
+def test_many_changes_are_written_at_once(
+    monkeypatch: pytest.MonkeyPatch, workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """80,000 changes took 28 s, one print each: the lines are built once and written once
+    (a test of the writes, not of the time)."""
+    items = ", ".join(f'{{"n": "{i}"}}' for i in range(2000))
+    (workdir / "items.json").write_text(
+        '{"type": "array", "items": {"properties": {"n": {"type": "integer"}}}}'
+    )
+    out, err = Writes(), Writes()
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stderr", err)
+    assert main(["parse", reply(workdir, f"[{items}]"), "-s", "items.json"]) == 0
+    assert err.getvalue().count("string_to_integer") == 2000
+    assert (out.writes, err.writes) == (1, 1)
+
+
+def test_the_limit_an_error_names_is_shown_as_its_flag_in_the_changes_too(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    text = "{'a': 1, 'b': [1, 2, 3" + ", 4" * 100
+    result = run(capsys, reply(workdir, text), "--level", "full", "--max-repair-chars", "100")
+    assert result.code == 1
+    assert "over the --max-repair-chars limit of 100" in result.err_text
+    assert "fix: raise --max-repair-chars to let json-repair read the region" in result.err_text
+    assert "max_repair_chars" not in result.err_text
+
+
+@pytest.mark.parametrize("command", ["parse", "generate", "schema", "serve", "health", "batch"])
+def test_help_texts_show_brackets_without_escapes(
+    capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """`outform serve --help` printed "\\[gateway]"."""
+    assert main([command, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "\\[" not in out
+    if command == "serve":
+        assert "the [gateway] section" in out
