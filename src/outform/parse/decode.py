@@ -58,8 +58,10 @@ class DecodeFailure:
     nonfinite: str = ""
     """The NaN or Infinity the text writes (at `position`): no tier reads it."""
     out_of_range: str = ""
-    """Why a number the text writes (at `position`) is out of a float's range: no tier
-    reads it (see values.out_of_range)."""
+    """Why a number the text writes (at `position`) is out of a float's range, or an integer
+    too long for Python to read: no tier reads it (see values.out_of_range)."""
+    number: values.OutOfRange | None = None
+    """That number (what it is, and what to write instead)."""
 
     @property
     def unreadable(self) -> bool:
@@ -117,7 +119,7 @@ def _unreadable(text: str) -> DecodeFailure | None:
         )
     out = values.out_of_range(text)
     if out is not None:
-        return DecodeFailure(out.describe(), out.position, out_of_range=out.describe())
+        return DecodeFailure(out.describe(), out.position, out_of_range=out.describe(), number=out)
     return None
 
 

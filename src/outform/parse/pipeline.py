@@ -489,8 +489,8 @@ class Pipeline(Generic[T]):
         fix = None
         if any(f.nonfinite for _, f in failures):
             fix = "no level reads NaN or Infinity: JSON has no such numbers"
-        elif any(f.out_of_range for _, f in failures):
-            fix = "no level reads a number a float cannot hold: the model must write it again"
+        elif numbers := [f.number for _, f in failures if f.number is not None]:
+            fix = f"no level reads {numbers[0].kind}: the model must write it again"
         return self._fail(original, None, run, (self._syntax_violation(failures),), notes, fix=fix)
 
     def _attempts(
@@ -1004,11 +1004,11 @@ class Pipeline(Generic[T]):
         if not json_like:
             return _syntax("the reply contains no JSON value")
         candidate, failure = next(((c, f) for c, f in json_like if f.unreadable), json_like[0])
-        if failure.out_of_range:
+        if failure.number is not None:
+            number = failure.number
             return _syntax(
-                f"the JSON writes a number a float cannot hold: {failure.out_of_range} (near "
-                f"{failure.around(candidate.text)!r}); write a number a float holds (from "
-                "1e-308 to 1e308 in size), or 0"
+                f"the JSON writes {number.kind}: {number.describe()} (near "
+                f"{failure.around(candidate.text)!r}); {number.advice}"
             )
         if failure.nonfinite:
             return _syntax(
