@@ -217,6 +217,30 @@ def test_a_slow_processor_is_named_by_its_point(monkeypatch: pytest.MonkeyPatch)
         outform.parse('{"a": "1"}', {"type": "object"}, processors=[slow], time_limit=2)
 
 
+@pytest.mark.parametrize(
+    ("reply", "function"),
+    [
+        ('{"log": "' + 'line \\"q\\" \\u00e9\\n' * 2000, "_as_json_string"),
+        ("{'a': '" + "it's " * 2000, "_search_end"),
+    ],
+    ids=["a-string-rewritten", "quotes-inside-words"],
+)
+def test_delimiting_strings_for_json_repair_reads_the_clock_inside_its_steps(
+    monkeypatch: pytest.MonkeyPatch, reply: str, function: str
+) -> None:
+    """One step of the pass before json-repair (rewriting a string a character at a time,
+    trying each later quote as a string's end) may cover the whole region: 0.4 s of a 0.3 s
+    limit went by unread. The limit now passes inside the step."""
+    from outform.parse import delimit
+
+    code = getattr(delimit._Pass, function, None) or getattr(delimit, function)
+    monkeypatch.setattr(context, "clock", ExpiresInside(in_function(code)))
+    with pytest.raises(InputError) as caught:
+        outform.parse(reply, {"type": "object"}, level="full", time_limit=0.3)
+    assert "in stage 'decode'" in caught.value.what
+    assert raised_inside(caught.value.__traceback__, in_function(code))
+
+
 def test_the_coercion_walk_stops_at_the_deadline_whatever_the_size() -> None:
     from outform.parse.coerce import Coercer
     from outform.schema.compiled import compile_schema

@@ -57,6 +57,8 @@ _CUT_NUMBER = re.compile(r"[-+]?(?:\d[\d.]*(?:[eE][-+]?\d*)?|\.\d*|)")
 """A number (or its start: `-`, `1.`, `1e`)."""
 _AT_END = re.compile(r"\s*\Z")
 """Nothing but whitespace to the end: what a number there ends with is the reply's end."""
+_STRUCTURE = re.compile(r"[,:{}\[\]\n]")
+"""What ends a bare word."""
 _CONTROL = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
 
 
@@ -246,9 +248,8 @@ class _Pass:
         """A word that is not a string (a number, a literal, an unquoted key or value): copied
         as written, up to the next structure."""
         text, n = self.text, self.n
-        j = i + 1
-        while j < n and text[j] not in ",:{}[]\n":
-            j += 1
+        found = _STRUCTURE.search(text, i + 1)  # in C: a word may run to the end of the text
+        j = n if found is None else found.start()
         word = text[i:j]
         if (
             self.role in ("value", "item")
@@ -295,7 +296,7 @@ class _Pass:
                 return self._unterminated(i)  # cut off after a quote inside a word
             end = self._search_end(first, quote)
         if end != first:
-            self.out.append(_as_json_string(text[i + 1 : end]))
+            self.out.append(_as_json_string(text[i + 1 : end], self.deadline))
             self._note("kept quotes inside a string that did not end there")
         else:
             self.out.append(text[i : end + 1])
@@ -318,7 +319,7 @@ class _Pass:
             self.pending_key = body  # a key cut off: dropped at the end, as a key left alone
             self.out.append(text[i:])
             return self.n
-        self.out.append(_as_json_string(body))
+        self.out.append(_as_json_string(body, self.deadline))
         if body != body.rstrip():
             self._note("kept the end of a string cut off at the end of the reply")
         if _string_end(body, 0, text[i]) != -1:
@@ -334,6 +335,8 @@ class _Pass:
         text = self.text
         position = first
         while True:
+            if self.deadline is not None:
+                self.deadline.tick()  # one quote after another: as many as the text holds
             position = _string_end(text, position + 1, quote)
             if position == -1:
                 self.exhausted.add(search)
@@ -455,13 +458,16 @@ def _item_follows(text: str, k: int) -> bool:
     return text.startswith(_WORDS, k)
 
 
-def _as_json_string(body: str) -> str:
+def _as_json_string(body: str, deadline: Deadline | None = None) -> str:
     """`body`, written between quotes of either kind, as a JSON string: its escapes kept (`\\'`
-    read as `'`), bare double quotes and control characters escaped."""
+    read as `'`), bare double quotes and control characters escaped. A character at a time,
+    so the deadline is read every few thousand (a body may be the whole region)."""
     out: list[str] = ['"']
     i = 0
     n = len(body)
     while i < n:
+        if deadline is not None and not i & 4095:
+            deadline.check()
         c = body[i]
         if c == "\\" and i + 1 < n:
             nxt = body[i + 1]
