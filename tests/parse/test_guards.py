@@ -419,6 +419,18 @@ def test_processors_and_observers_of_the_wrong_type_are_named(
     assert caught.value.where == what.split(" ", maxsplit=1)[0]
 
 
+@pytest.mark.parametrize("argument", ["processors", "observers"])
+def test_parse_names_them_too(argument: str) -> None:
+    with pytest.raises(UsageError, match=f"^{argument} must be a list"):
+        arguments: dict[str, Any] = {argument: 5}
+        outform.parse("{}", OBJECT, **arguments)
+
+
+def test_a_global_observer_must_be_callable() -> None:
+    with pytest.raises(UsageError, match="observer must be a callable"):
+        outform.add_observer(5)  # type: ignore[arg-type]
+
+
 def test_a_processor_must_wrap_a_function() -> None:
     with pytest.raises(UsageError, match="Processor fn must be a function, got int 5"):
         Processor("after_decode", 5)  # type: ignore[arg-type]
@@ -429,6 +441,7 @@ def test_a_processor_must_wrap_a_function() -> None:
     [
         ({"stages": 5}, "stages must be a list of stage names, got 5"),
         ({"stages": ["extract", 5]}, "unknown stage(s): 5"),
+        ({"stages": [["extract"]]}, "unknown stage(s): ['extract']"),
         ({"coercions": 5}, "coercions must map target types to lists of conversion names"),
         ({"coercions": [5]}, "coercions must map target types to lists of conversion names"),
         ({"shadow": "yes"}, "shadow must be True or False, got 'yes'"),

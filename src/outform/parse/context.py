@@ -164,15 +164,15 @@ def _stages(given: Any) -> frozenset[str]:
             where="stages",
             fix=f"use a subset of: {', '.join(STAGES)}",
         )
-    stages = frozenset(given)
-    bad = stages - set(STAGES)
+    names = tuple(given)
+    bad = [name for name in names if not isinstance(name, str) or name not in STAGES]
     if bad:
         raise ConfigError(
-            f"unknown stage(s): {', '.join(sorted(map(repr, bad)))}",
+            f"unknown stage(s): {', '.join(map(repr, bad))}",
             where="stages",
             fix=f"use a subset of: {', '.join(STAGES)}",
         )
-    return stages
+    return frozenset(names)
 
 
 _FRAMES_PER_LEVEL = 8
