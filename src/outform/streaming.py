@@ -312,6 +312,8 @@ class StreamParser(Generic[T]):
         self._level = opts.level
         self._decided: bool | None = None
         self._unescapable = False
+        self._head = ""
+        """The first character of the followed value, once it is complete."""
         self._extracts = "extract" in opts.stages
         self._options = opts
         self._spent = 0.0
@@ -463,11 +465,20 @@ class StreamParser(Generic[T]):
         last member of a cut-off array when it is empty or just opened (`[{}, {` reads `[{}]`).
         So the parser's reading decides nothing once a syntax error is met, nor while the text
         received ends with a quote or a bracket; a violation stands once anything else
-        follows."""
+        follows, or once the followed value is a container the parser has closed: the pipeline
+        reads that region as written, whatever comes after it. (Waiting for a later character
+        made the stop depend on where the chunks were cut: a reply of two values whose chunks
+        all ended on a quote or a bracket ran to its end, where `parse` took the second.)"""
         if self._level != "full":
             return True
-        if self.parser.error is not None:
+        parser = self.parser
+        if parser.error is not None:
             return False
+        if parser.done and parser.start is not None:
+            if not self._head:
+                self._head = self._window(parser.start)[:1]
+            if self._head in ("{", "["):
+                return True
         for chunk in reversed(self._chunks):
             tail = chunk.rstrip()
             if tail:

@@ -67,7 +67,7 @@ def test_json_repair_ok_cases_agree() -> None:
         f"without peer-only options: {rate_standard:.1%} of {len(standard)}"
     )
     assert rate_standard >= 0.97
-    assert rate_all >= 0.94  # cut numbers dropped on purpose (docs/conformance.md)
+    assert rate_all >= 0.93  # cut numbers dropped, values read as keys refused (conformance.md)
 
 
 def test_every_json_repair_disagreement_is_explained() -> None:

@@ -8,11 +8,12 @@ truncation, Python literals). Its time is not linear in its input: the deadline 
 not JSON numbers, and a number out of a float's range (`1e400`, `1e-400`) is not the number a
 float reads: a text that writes one is read by no tier (pyjson5 would read a float JSON cannot
 hold, json-repair a string the reply did not write). A tolerant reading is refused when its
-value is not JSON (a number out of range, a lone surrogate) or when it loses content the loss
-rule refuses (a digit, members merged, more than half: see loss.py); a smaller loss is returned
-with the value, to be recorded. A failure inside json-repair itself (an assertion of its own,
-on input it does not expect) means that tier could not read the region, like any other failure
-of a tier.
+value is not JSON (a number out of range, a lone surrogate), when it loses content the loss
+rule refuses (a digit, members merged, more than half: see loss.py), or when json-repair made
+a key of text the reply does not write as a key (see keys.py); a smaller loss is returned with
+the value, to be recorded. A failure inside json-repair itself (an assertion of its own, on
+input it does not expect) means that tier could not read the region, like any other failure of
+a tier.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from typing import Any
 import orjson
 import pyjson5
 
-from outform.parse import loss, values
+from outform.parse import keys, loss, values
 from outform.parse.context import Deadline
-from outform.parse.delimit import delimit
+from outform.parse.delimit import read
 from outform.parse.hint import preview
 from outform.parse.repair import repair
 
@@ -163,6 +164,7 @@ def decode_tier(
     unreadable = _unreadable(text)
     if unreadable is not None:
         return unreadable
+    decoded: Decoded | DecodeFailure | None
     if tier == 1:
         decoded = _json5(text)
     elif len(text) > max_repair_chars:
@@ -176,6 +178,8 @@ def decode_tier(
         decoded = _repair(text, deadline)
     if decoded is None:
         return DecodeFailure(f"{TIER_NAMES[tier]} failed", 0)
+    if isinstance(decoded, DecodeFailure):
+        return decoded
     return _accept(text, decoded, deadline)
 
 
@@ -205,9 +209,9 @@ def _json5(text: str) -> Decoded | None:
     return Decoded(value, 1, "accepted JSON5 syntax")
 
 
-def _repair(text: str, deadline: Deadline | None) -> Decoded | None:
-    delimited = delimit(text, deadline)
-    if delimited is not None:
+def _repair(text: str, deadline: Deadline | None) -> Decoded | DecodeFailure | None:
+    delimited = read(text, deadline)
+    if delimited.notes:
         # Its strings delimited (and the brackets a cut reply left open closed), the text is
         # often JSON or JSON5 again: read exactly, without json-repair's own guesses.
         closed = decode(delimited.closed, 1)
@@ -219,10 +223,23 @@ def _repair(text: str, deadline: Deadline | None) -> Decoded | None:
         decoded = _repair_text(delimited.text, deadline)
         if decoded is not None:
             detail = f"{delimited.detail}; {decoded.detail}"
-            return Decoded(decoded.value, 2, detail, dropped=delimited.dropped)
-        if delimited.dropped:
+            decoded = Decoded(decoded.value, 2, detail, dropped=delimited.dropped)
+        elif delimited.dropped:
             return None  # the text as written ends in what was dropped: not read again
-    return _repair_text(text, deadline)
+    else:
+        decoded = _repair_text(text, deadline)
+    if decoded is None:
+        return None
+    written = delimited.keys | keys.before_colons(text)
+    key = keys.invented(decoded.value, written, deadline)
+    if key is not None:
+        return DecodeFailure(
+            f"json_repair's reading makes a key of {key!r}, which the reply does not write as "
+            "a key (a value read as a key)",
+            0,
+            refused=True,
+        )
+    return decoded
 
 
 def _repair_text(text: str, deadline: Deadline | None = None) -> Decoded | None:

@@ -331,22 +331,27 @@ class Pipeline(Generic[T]):
     # -- fast path ------------------------------------------------------------------------
 
     def _fast(self, text: str) -> ParseResult[T] | None:
-        # `max_depth` holds here too: a reply nested deeper takes the slow path, which refuses
-        # it (checked only for a reply long and bracketed enough to nest that deep).
+        # A reply the strict reader takes is checked for what it passes over silently, on the
+        # text's `number_marks` (one translation in C, then a search or a count per check):
+        # a number it misreads, nesting deeper than `max_depth` (a limit holds on every path;
+        # the slow path refuses it), a key written twice, or one a type ignores.
         if self.adapter is not None:
             # Typed: Pydantic parses and validates in one pass; strict, so that nothing is
             # converted without being recorded (anything else goes the slow way).
+            marks = values.number_marks(text)
             try:
-                if len(text) > self._depth_chars and not values.within_depth(text, self._max_depth):
+                if len(text) > self._depth_chars and not values.within_depth(
+                    text, self._max_depth, marks=marks
+                ):
                     return None
                 typed = self.adapter.validate_json(text, strict=True)
             except (PydanticValidationError, orjson.JSONDecodeError):
                 return None
             if values.nonfinite_literal(text) is not None:
                 return None  # Pydantic reads NaN and Infinity; the slow path refuses them
-            if values.out_of_range(text, integers=True) is not None:
+            if values.out_of_range(text, integers=True, marks=marks) is not None:
                 return None  # Pydantic reads 1e400 as infinity: the slow path refuses it
-            if self._may_drop_keys(text, typed):
+            if self._may_drop_keys(text, typed, marks.count(b":")):
                 return None  # a key written twice, or one the type ignores: recorded there
             if self._folding is not None and self._may_fold(text):
                 return None  # equal items folded by a set (or keys by a map): recorded there
@@ -363,7 +368,9 @@ class Pipeline(Generic[T]):
             return None
         marks = values.number_marks(text)
         long_run = values.LONG_RUN in marks
-        if (long_run or values.LONG_EXPONENT in marks) and values.out_of_range(text) is not None:
+        if (long_run or values.LONG_EXPONENT in marks) and values.out_of_range(
+            text, marks=marks
+        ) is not None:
             return None  # orjson reads 1e-400 as 0: the slow path refuses it
         if long_run:
             # orjson reads an integer beyond 64 bits as a float, which loses digits (2**64 + 1
@@ -373,9 +380,11 @@ class Pipeline(Generic[T]):
                 data = values.decode_exact(text)
             except ValueError:
                 return None  # over 4300 digits: the slow path says so
-        if len(text) > self._depth_chars and not values.within_depth(text, self._max_depth, data):
+        if len(text) > self._depth_chars and not values.within_depth(
+            text, self._max_depth, data, marks
+        ):
             return None
-        if duplicates.may_repeat(text, data):
+        if duplicates.may_repeat(text, data, marks.count(b":")):
             return None  # the slow path says which key was written twice
         complete = self._fast_complete
         if complete is not None and complete.is_valid(data):
@@ -397,17 +406,17 @@ class Pipeline(Generic[T]):
             _data=data,
         )
 
-    def _may_drop_keys(self, text: str, typed: Any) -> bool:
-        """Whether the typed reading of `text` may have dropped a key (written twice, or not
-        declared by a type that ignores such keys). Every key is followed by a `:`, so a text
-        with no more colons than the root model was given fields drops none; else the reply is
-        read once more by orjson and checked for both (see duplicates.py and ignored.py)."""
-        written = text.count(":")
+    def _may_drop_keys(self, text: str, typed: Any, written: int) -> bool:
+        """Whether the typed reading of `text`, which writes `written` colons, may have dropped
+        a key (written twice, or not declared by a type that ignores such keys). Every key is
+        followed by a `:`, so a text with no more colons than the root model was given fields
+        drops none; else the reply is read once more by orjson and checked for both (see
+        duplicates.py and ignored.py)."""
         given = getattr(typed, "__pydantic_fields_set__", None)
         if not written or (given is not None and written <= len(given)):
             return False
         data = orjson.loads(text)
-        if duplicates.may_repeat(text, data):
+        if duplicates.may_repeat(text, data, written):
             return True
         closed = self._closed_check
         return closed is not None and not closed.is_valid(data)
@@ -536,7 +545,13 @@ class Pipeline(Generic[T]):
             leading += collected
         order += [(tier, c) for tier in tiers for c in leading]
         pieces = [c for c in candidates if c not in leading and c is not whole]
-        order += [(tier, c) for tier in tiers for c in pieces]
+        # A region found inside one that stops reading as JSON is tried as written with the
+        # others, and repaired only after them: the region around it is repaired first.
+        inside = [c for c in pieces if c.kind == "inside"]
+        pieces = [c for c in pieces if c.kind != "inside"]
+        order += [(0, c) for c in pieces] + [(0, c) for c in inside]
+        order += [(tier, c) for tier in tiers if tier for c in pieces]
+        order += [(tier, c) for tier in tiers if tier for c in inside]
         # Prose read by a tolerant decoder is a last resort: the pieces above were found first.
         order += [(tier, whole) for tier in tiers if tier and whole not in leading]
         if self._text_root == "last" or (
@@ -550,6 +565,9 @@ class Pipeline(Generic[T]):
         decoded: set[int] = set()
         tried: set[tuple[int, int]] = set()
         strict = _Regions()
+        # The regions found inside one that stops reading as JSON, read as written (where, and
+        # their JSON): a tolerant reading of a region around them must keep them whole.
+        intact: list[tuple[int, str]] = []
         # In a reply that is one broken JSON document, the rest of the document is content
         # too: a region read alone falls under the loss rule, measured against the whole.
         whole_content = (
@@ -582,10 +600,21 @@ class Pipeline(Generic[T]):
                     self._record_tolerant_failure(outcome, tier, candidate, run)
                 continue
             decoded.add(id(candidate))
-            if tier == 0 and candidate.kind != "collected":
+            if tier == 0 and candidate.kind == "inside":
+                intact.append((candidate.start, values.encode(outcome.value)))
+            elif tier == 0 and candidate.kind != "collected":
                 strict.add(candidate)
+            elif tier and intact and not _keeps_intact(candidate, outcome.value, intact):
+                refusal = (
+                    f"{decoding.TIER_NAMES[tier]}'s reading tears apart a region inside it that "
+                    "reads as JSON as written"
+                )
+                failure = decoding.DecodeFailure(refusal, 0, refused=True)
+                failures.append((candidate, failure))
+                self._record_tolerant_failure(failure, tier, candidate, run)
+                continue
             lost = 0
-            if whole_content is not None and candidate.kind in ("span", "unclosed"):
+            if whole_content is not None and candidate.kind in ("span", "unclosed", "inside"):
                 kept = loss.measure(values.encode(outcome.value), comments=False)
                 measured = loss.Loss(whole_content, kept)
                 if measured.refused:
@@ -617,7 +646,11 @@ class Pipeline(Generic[T]):
         deadline.enter("extract" if "extract" in options.stages else "decode")
         if "extract" in options.stages:
             extraction = extract.candidates(
-                text, self._wanted, collect=self._collect, deadline=deadline
+                text,
+                self._wanted,
+                collect=self._collect,
+                beside=not self._unconstrained,
+                deadline=deadline,
             )
         else:
             stripped = text.strip()
@@ -1045,6 +1078,25 @@ class _Regions:
             self._dirty = False
         index = bisect.bisect_left(self._starts, candidate.start)
         return index < len(self._starts) and self._starts[index] < candidate.start + candidate.size
+
+
+def _keeps_intact(candidate: extract.Candidate, value: Any, intact: list[tuple[int, str]]) -> bool:
+    """Whether `value`, a tolerant reading of `candidate`, holds whole, in order, every region
+    inside it that reads as JSON as written (`intact`: where each is, and its JSON). A reading
+    that tears one apart (`[0, 1) then {"a": 1}` read as `[0, 1, "then {", "a", 1]`) is no
+    reading of it. Linear: each region's JSON is looked for after the previous one's."""
+    end = candidate.start + candidate.size
+    held = [text for start, text in sorted(intact) if candidate.start <= start < end]
+    if not held:
+        return True
+    written = values.encode(value)
+    position = 0
+    for text in held:
+        found = written.find(text, position)
+        if found == -1:
+            return False
+        position = found + len(text)
+    return True
 
 
 def _with_presence(schema: Any, defaults: Defaults) -> Any:

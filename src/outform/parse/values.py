@@ -121,11 +121,11 @@ def nonfinite_literal(text: str) -> tuple[int, str] | None:
     return None
 
 
-_MARKS = bytes.maketrans(b"123456789E", b"000000000e")
+_MARKS = bytes.maketrans(b"123456789+-E{}", b"00000000000e[]")
 LONG_RUN = b"0" * 19
 """In `number_marks`: a run of 19 digits (an integer orjson may read as a float)."""
 LONG_EXPONENT = b"e000"
-"""In `number_marks`: an exponent of three digits or more."""
+"""In `number_marks`: an exponent of three digits or more, signed or not."""
 _LITERAL = re.compile(r"(?<![\w.])-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _NUMBER = re.compile(
     r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\Z)|(?<![\w.])(-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)'
@@ -133,11 +133,16 @@ _NUMBER = re.compile(
 
 
 def number_marks(text: str) -> bytes:
-    """`text` as UTF-8 with every digit a `0`, `E` an `e`, and signs deleted (so that one
-    search finds `e400`, `e+400` and `e-400`): one translation in C that the checks of the
-    fast path share (`out_of_range`, and a run of 19 digits, which a hyphen between digits may
-    then join: a needless exact reading, never a missed one)."""
-    return text.encode("utf-8", "surrogatepass").translate(_MARKS, b"+-")
+    """`text` as UTF-8 with every digit and sign a `0`, `E` an `e` and braces as brackets: one
+    translation in C whose result the fast path's checks share (each is then one search or
+    count, also in C).
+
+    - `LONG_RUN`: 19 digits in a row, an integer orjson may read as a float (a sign between
+      digits, as in a date, may join two runs: a needless exact reading, never a missed one);
+    - `LONG_EXPONENT`: `e400`, `e+400` and `e-400` alike (and `e-40`: a needless look);
+    - `[` counts the opening brackets of both kinds, which bound the nesting (`within_depth`);
+    - `:` counts the keys written, and the colons inside strings (`duplicates.may_repeat`)."""
+    return text.encode("utf-8", "surrogatepass").translate(_MARKS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,14 +254,16 @@ def first_surrogate(text: str) -> int | None:
     return None
 
 
-def within_depth(text: str, max_depth: int, value: Any = _UNREAD) -> bool:
-    """Whether the JSON `text` (its reading `value`, if at hand) nests at most `max_depth`
-    levels. Free for a text too short to nest deeper (a level takes two characters); else
-    counted on the text's brackets (see `_brackets_within`), and only where that cannot answer,
-    one pass of jsonschema-rs over the value."""
+def within_depth(
+    text: str, max_depth: int, value: Any = _UNREAD, marks: bytes | None = None
+) -> bool:
+    """Whether the JSON `text` (its reading `value`, and its `number_marks`, if at hand) nests
+    at most `max_depth` levels. Free for a text too short to nest deeper (a level takes two
+    characters); else counted on the text's brackets (see `_brackets_within`), and only where
+    that cannot answer, one pass of jsonschema-rs over the value."""
     if len(text) <= 2 * max_depth:
         return True
-    within = _brackets_within(text, max_depth)
+    within = _brackets_within(number_marks(text) if marks is None else marks, max_depth)
     if within is not None:
         return within
     if value is _UNREAD:
@@ -268,14 +275,18 @@ _PEEL_ROUNDS = 32
 """At most this many levels are peeled off the brackets (each round copies what is left);
 a reply nested deeper is measured by the validator, which costs one pass whatever the depth."""
 
-_BRACKETS = bytes.maketrans(b"{}", b"[]")
-_NOT_STRUCTURE = bytes(c for c in range(256) if c not in b'"\\[]{}')
+_NOT_STRUCTURE = bytes(c for c in range(256) if c not in b'"\\[]')
+_COUNT_FIRST = 16
+"""A text up to this many characters per allowed level has its brackets counted before it is
+cut to its structure: JSON seldom has more than one bracket in 16 characters, so the count
+alone usually settles it, at half the cost of the cut; a longer text goes straight to the cut."""
 
 
-def _brackets_within(text: str, max_depth: int) -> bool | None:
-    """Whether the brackets of the JSON `text` nest at most `max_depth` deep, counted in C on
-    the text's structure; None when that is not certain (a string holds a bracket or an
-    escape, the brackets do not pair up, or they nest deeper than `_PEEL_ROUNDS`).
+def _brackets_within(marks: bytes, max_depth: int) -> bool | None:
+    """Whether the brackets of a JSON text (its `number_marks`) nest at most `max_depth` deep,
+    counted in C on the text's structure; None when that is not certain (a string holds a
+    bracket or an escape, the brackets do not pair up, or they nest deeper than
+    `_PEEL_ROUNDS`).
 
     The text is cut to its quotes and brackets (`{` and `}` counted as `[` and `]`: the JSON
     reader checks that they pair up). No more opening brackets than `max_depth` cannot nest
@@ -283,7 +294,9 @@ def _brackets_within(text: str, max_depth: int) -> bool | None:
     string without brackets leaves `""`, and removing every `""` leaves a quote exactly when
     some string holds a bracket. What is left is the brackets alone, and each round of
     removing every innermost `[]` takes one level off."""
-    structure = text.encode("utf-8", "surrogatepass").translate(_BRACKETS, _NOT_STRUCTURE)
+    if len(marks) <= _COUNT_FIRST * max_depth and marks.count(b"[") <= max_depth:
+        return True  # a short text: counting its brackets is cheaper than cutting it down
+    structure = marks.translate(None, _NOT_STRUCTURE)
     if structure.count(b"[") <= max_depth:
         return True
     if b"\\" in structure:
