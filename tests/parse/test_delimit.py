@@ -443,3 +443,18 @@ def test_a_closed_object_with_a_key_without_a_value_lacks_that_key() -> None:
     result = outform.parse('{"name": "Ana", "nick": }', schema, level="full")
     assert result.data == {"name": "Ana"}
     assert result.lossy
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 8])
+def test_a_long_body_rewritten_in_chunks_is_the_body_rewritten_at_once(
+    monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    """The deadline is read between chunks of a string body; a chunk never ends inside an
+    escape (a run of backslashes is cut only after an even number of them)."""
+    from outform.parse import delimit as module
+    from outform.parse.context import Deadline
+
+    bodies = ["\\\\\\\\\\n" * 5, 'a\\"b\\\\"c', "\\u00e9\\'x\\", "é\n\t\\x41" * 3, "\\" * 9]
+    whole = [module._as_json_string(body) for body in bodies]
+    monkeypatch.setattr(module, "_CHUNK", chunk)
+    assert [module._as_json_string(body, Deadline.never()) for body in bodies] == whole

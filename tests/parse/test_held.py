@@ -10,12 +10,12 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-import json_repair
 import orjson
 import pytest
 
 import outform
 from outform import OutputError
+from outform.parse import decode
 from outform.parse.decode import DecodeFailure, decode_tier
 from outform.parse.held import LONGER_THAN, Held, hold
 from tests.parse.test_bounds import opcodes_run
@@ -42,13 +42,13 @@ def broken(text: str) -> str:
 def handed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The texts outform hands json-repair from now on."""
     texts: list[str] = []
-    real = json_repair.repair_json
+    real = decode.repair
 
     def spy(text: str, *args: Any, **kwargs: Any) -> Any:
         texts.append(text)
         return real(text, *args, **kwargs)
 
-    monkeypatch.setattr(json_repair, "repair_json", spy)
+    monkeypatch.setattr(decode, "repair", spy)
     return texts
 
 

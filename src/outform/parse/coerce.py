@@ -351,6 +351,9 @@ class _Walk:
         """The location `$ref`s lead to from `loc`, and its plan."""
         plan = self.plans.get(loc)
         if plan is None:
+            # A location met for the first time: its plan and validator are built, which costs
+            # up to the schema's size (a union of 200,000 branches): the clock is read.
+            self.deadline.check()
             resolved, schema = self.compiled.resolve(loc)
             plan = self.plans.get(resolved) or _Node(self.compiled, resolved, schema)
             self.plans[loc] = self.plans[resolved] = plan
@@ -522,6 +525,7 @@ class _Walk:
             result[key] = self.node(result[key], at.child(child_loc, key), out)
         if at.lossy:
             for name in plan.required:
+                self.deadline.tick()
                 if name not in result and name in properties:
                     self.fill_missing(result, properties[name], at.child(at.loc, name), out)
         # An object left as it was stays the same object: the walk knows a value it met

@@ -70,6 +70,8 @@ _CUT_NUMBER = re.compile(r"[-+]?(?:\d[\d.]*(?:[eE][-+]?\d*)?|\.\d*|)")
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _AT_END = re.compile(r"\s*\Z")
 """Nothing but whitespace to the end: what a number there ends with is the reply's end."""
+_STRUCTURE = re.compile(r"[,:{}\[\]\n]")
+"""What ends a bare word."""
 _NOT_ALNUM = re.compile(r"[\W_]+")
 _IDENTIFIER_HEAD = re.compile(r"[^\W\d]|[_$]")
 _AFTER_ANY = ("//", "/*", "```", "~~~")
@@ -394,9 +396,8 @@ class _Pass:
         as written, up to the next structure. An unquoted value of an object ends at the next
         key (see `_next_key`): a comma is written there."""
         text, n = self.text, self.n
-        j = i + 1
-        while j < n and text[j] not in ",:{}[]\n":
-            j += 1
+        found = _STRUCTURE.search(text, i + 1)  # in C: a word may run to the end of the text
+        j = n if found is None else found.start()
         word = text[i:j]
         if self.role == "value" and self.stack and self.stack[-1] == "{":
             split = _next_key(text, i, j)
@@ -464,7 +465,7 @@ class _Pass:
                 return self._unterminated(i)  # cut off after a quote inside the string
             end = self._search_end(first, quote)
         if end != first:
-            self.out.append(_as_json_string(text[i + 1 : end]))
+            self.out.append(_as_json_string(text[i + 1 : end], self.deadline))
             self._note("kept quotes inside a string that did not end there")
         else:
             self.out.append(text[i : end + 1])
@@ -473,7 +474,7 @@ class _Pass:
                 and role in ("value", "item")
                 and self._ends_string(end)
             ):
-                self.held.append((i, end + 1, _as_json_string(text[i + 1 : end])))
+                self.held.append((i, end + 1, _as_json_string(text[i + 1 : end], self.deadline)))
         if role == "key":
             self._key(text[i + 1 : end], quote)
         else:
@@ -494,7 +495,7 @@ class _Pass:
             self._key(body, text[i])  # a key cut off: dropped at the end, as a key left alone
             self.out.append(text[i:])
             return self.n
-        literal = _as_json_string(body)
+        literal = _as_json_string(body, self.deadline)
         self.out.append(literal)
         as_written = True
         if body != body.rstrip():
@@ -530,6 +531,8 @@ class _Pass:
         text = self.text
         position = first
         while True:
+            if self.deadline is not None:
+                self.deadline.tick()  # one quote after another: as many as the text holds
             position = _string_end(text, position + 1, quote)
             if position == -1:
                 self.exhausted[search] = self.n
@@ -766,11 +769,33 @@ def _item_follows(text: str, k: int) -> bool:
     return text.startswith(_WORDS, k)
 
 
-def _as_json_string(body: str) -> str:
+def _as_json_string(body: str, deadline: Deadline | None = None) -> str:
     """`body`, written between quotes of either kind, as a JSON string: its escapes kept (`\\'`
-    read as `'`), bare double quotes and control characters escaped. (One substitution: the
-    text between them is copied in C, which the held strings of held.py need at length.)"""
-    return '"' + _TO_ESCAPE.sub(_escaped, body) + '"'
+    read as `'`), bare double quotes and control characters escaped. One substitution per
+    `_CHUNK` characters (the text between escapes is copied in C, which the held strings of
+    held.py need at length), the deadline read between them: a body may be the whole region,
+    and each escape costs a call. A chunk never ends inside an escape."""
+    n = len(body)
+    if deadline is None or n <= _CHUNK:
+        return '"' + _TO_ESCAPE.sub(_escaped, body) + '"'
+    parts = ['"']
+    start = 0
+    while start < n:
+        deadline.check()
+        end = min(start + _CHUNK, n)
+        run = end
+        while run > start and body[run - 1] == "\\":
+            run -= 1
+        if (end - run) % 2 and end < n:
+            end += 1  # the backslash before `end` escapes the character at `end`
+        parts.append(_TO_ESCAPE.sub(_escaped, body[start:end]))
+        start = end
+    parts.append('"')
+    return "".join(parts)
+
+
+_CHUNK = 65_536
+"""Characters of a string body rewritten between two readings of the clock."""
 
 
 def _escaped(match: re.Match[str]) -> str:

@@ -20,6 +20,7 @@ import orjson
 from pydantic import TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 
+from outform import arguments
 from outform.errors import (
     InputError,
     InternalError,
@@ -86,6 +87,9 @@ class Processor:
                 f"unknown processor point {self.at!r}",
                 fix=f"use one of: {', '.join(PROCESSOR_POINTS)}",
             )
+        if not callable(self.fn):
+            raise arguments.refused("Processor fn", "a function", self.fn)
+        arguments.text("Processor name", self.name)
 
     @property
     def label(self) -> str:
@@ -160,8 +164,16 @@ class Pipeline(Generic[T]):
             level or configured.level, **{**configured.overrides, **options}
         )
         self.format = _as_format(output)
-        self.processors = tuple(processors)
-        self.observers = tuple(observers)
+        self.processors: tuple[Processor, ...] = arguments.items(
+            "processors",
+            processors,
+            lambda p: isinstance(p, Processor),
+            "an outform.Processor",
+            fix='wrap each function: Processor("after_decode", fn)',
+        )
+        self.observers: tuple[Observer, ...] = arguments.items(
+            "observers", observers, callable, "a callable (it receives each Event)"
+        )
         self._text_mode = isinstance(self.format, TextFormat)
         schema: Mapping[str, Any]
         if isinstance(self.format, JsonSchemaFormat):
@@ -500,8 +512,8 @@ class Pipeline(Generic[T]):
         fix = None
         if any(f.nonfinite for _, f in failures):
             fix = "no level reads NaN or Infinity: JSON has no such numbers"
-        elif any(f.out_of_range for _, f in failures):
-            fix = "no level reads a number a float cannot hold: the model must write it again"
+        elif numbers := [f.number for _, f in failures if f.number is not None]:
+            fix = f"no level reads {numbers[0].kind}: the model must write it again"
         return self._fail(original, None, run, (self._syntax_violation(failures),), notes, fix=fix)
 
     def _attempts(
@@ -643,7 +655,9 @@ class Pipeline(Generic[T]):
 
     def _extract(self, text: str, deadline: Deadline) -> extract.Extraction:
         options = self.options
-        deadline.enter("extract")
+        # With extraction off the reply is read whole: the scan that measures its nesting is
+        # the first step of decoding it, and is named so when it runs out of time.
+        deadline.enter("extract" if "extract" in options.stages else "decode")
         if "extract" in options.stages:
             extraction = extract.candidates(
                 text,
@@ -765,7 +779,7 @@ class Pipeline(Generic[T]):
                 if self._decimals is not None:
                     typed = self._exact_decimals(value, typed, candidate.text, run)
             except PydanticValidationError as exc:
-                found = pydantic_violations(exc)
+                found = pydantic_violations(exc, deadline)
             else:
                 found = self._integer_overflow(candidate.text, typed)
                 self._record_ignored(value, run)
@@ -904,6 +918,7 @@ class Pipeline(Generic[T]):
 
     def _process_text(self, text: str, run: Run) -> str:
         for processor in self._at["before_extract"]:
+            run.deadline.enter("before_extract")  # a processor's time is named by its point
             updated = _call(processor, text)
             if not isinstance(updated, str):
                 raise UsageError(
@@ -918,13 +933,15 @@ class Pipeline(Generic[T]):
 
     def _process_value(self, point: ProcessorPoint, value: Any, run: Run) -> Any:
         for processor in self._at[point]:
+            run.deadline.enter(point)
             updated = _call(processor, value)
-            if (flaw := values.flaw(updated, run.deadline)) is not None:
+            if (flaw := arguments.not_json(updated, run.deadline)) is not None:
                 raise UsageError(
                     f"processor {processor.label!r} returned a value that is not JSON: {flaw}",
                     where=point,
-                    fix="return JSON values only: finite numbers, string keys, Unicode text "
-                    "(None where the schema allows null)",
+                    fix="return JSON values only: dicts with string keys, lists, Unicode text, "
+                    "finite numbers, booleans, None (where the schema allows null); none inside "
+                    "itself",
                 )
             if updated != value:
                 run.change(
@@ -1060,11 +1077,11 @@ class Pipeline(Generic[T]):
         if not json_like:
             return _syntax("the reply contains no JSON value")
         candidate, failure = next(((c, f) for c, f in json_like if f.unreadable), json_like[0])
-        if failure.out_of_range:
+        if failure.number is not None:
+            number = failure.number
             return _syntax(
-                f"the JSON writes a number a float cannot hold: {failure.out_of_range} (near "
-                f"{failure.around(candidate.text)!r}); write a number a float holds (from "
-                "1e-308 to 1e308 in size), or 0"
+                f"the JSON writes {number.kind}: {number.describe()} (near "
+                f"{failure.around(candidate.text)!r}); {number.advice}"
             )
         if failure.nonfinite:
             return _syntax(

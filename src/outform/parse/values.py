@@ -13,6 +13,7 @@ import functools
 import json
 import math
 import re
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -146,27 +147,57 @@ def number_marks(text: str) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class OutOfRange:
-    """A number literal a 64-bit float cannot hold (see `out_of_range`)."""
+    """A number literal a 64-bit float cannot hold, or an integer literal longer than Python
+    reads from text (see `out_of_range`)."""
 
     position: int
     literal: str
     why: str
-    """"too large" (a float reads it as infinity) or "too small" (as zero, though not zero)."""
+    """"too large" (a float reads it as infinity), "too small" (as zero, though not zero), or
+    "too long" (an integer of more digits than Python's int-string limit)."""
 
     def describe(self) -> str:
+        if self.why == "too long":
+            digits = len(self.literal.lstrip("+-"))
+            return (
+                f"{clip(self.literal, 24)} is an integer of {digits:,} digits, over the "
+                f"{int_digits():,} Python reads from text (its int-string limit, which holds for "
+                "the whole process and which outform does not change)"
+            )
         reading = "infinity" if self.why == "too large" else "0"
         return (
             f"{clip(self.literal, 24)} is out of range: {self.why} for a float (read as {reading})"
         )
+
+    @property
+    def kind(self) -> str:
+        """What the number is, for a message: "a number a float cannot hold", ..."""
+        if self.why == "too long":
+            return f"an integer of more than {int_digits():,} digits"
+        return "a number a float cannot hold"
+
+    @property
+    def advice(self) -> str:
+        """What the reply should write instead."""
+        if self.why == "too long":
+            return f"write at most {int_digits():,} digits, or the number as a string"
+        return "write a number a float holds (from 1e-308 to 1e308 in size), or 0"
+
+
+def int_digits() -> int:
+    """The most digits Python reads as an integer (`sys.get_int_max_str_digits()`, 4,300 by
+    default; 0: no limit). A process-wide setting: outform reads it, never sets it."""
+    return sys.get_int_max_str_digits()
 
 
 def out_of_range(
     text: str, *, integers: bool = False, marks: bytes | None = None
 ) -> OutOfRange | None:
     """The first number literal of `text` (outside its strings) that a 64-bit float reads as
-    infinity, or as zero although one of its digits is not zero (see
-    docs/pipeline.md#values), or None. Integers (no fraction, no exponent) count only with
-    `integers`: outform keeps them exact, but a float field reads them as floats.
+    infinity, or as zero although one of its digits is not zero, or an integer longer than
+    Python reads (see docs/pipeline.md#values), or None. Integers (no fraction, no exponent)
+    count as floats only with `integers`: outform keeps them exact, but a float field reads
+    them as floats.
 
     Nearly free: such a literal has an exponent of three digits or a run of 19 digits (a
     float's range is 1e-324 to 1e308), which two searches of `number_marks` rule out; then
@@ -187,10 +218,13 @@ def out_of_range(
 
 
 def _reading(literal: str, integers: bool) -> str:
-    """ "too large" or "too small" when a float cannot hold the number `literal`, else ""."""
+    """ "too large" or "too small" when a float cannot hold the number `literal`, "too long"
+    when it is an integer longer than Python reads, else ""."""
     if len(literal) < 5:
         return ""
     mantissa, exponent, _ = literal.replace("E", "e").partition("e")
+    if not exponent and "." not in mantissa and 0 < int_digits() < len(mantissa.lstrip("-")):
+        return "too long"
     if not exponent and "." not in mantissa and not integers:
         return ""
     number = float(literal)

@@ -457,6 +457,10 @@ _registry = _Registry()
 
 def add_observer(observer: Observer) -> None:
     """Receive every event of every call from now on."""
+    if not callable(observer):
+        from outform.arguments import refused
+
+        raise refused("observer", "a callable (it receives each Event)", observer)
     _registry.add(observer)
 
 
