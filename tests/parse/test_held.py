@@ -15,7 +15,7 @@ import pytest
 
 import outform
 from outform import OutputError
-from outform.parse import decode
+from outform.parse import decode, repair
 from outform.parse.decode import DecodeFailure, decode_tier
 from outform.parse.held import LONGER_THAN, Held, hold
 from tests.parse.test_bounds import opcodes_run
@@ -42,7 +42,7 @@ def broken(text: str) -> str:
 def handed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The texts outform hands json-repair from now on."""
     texts: list[str] = []
-    real = decode.repair
+    real = repair.repair
 
     def spy(text: str, *args: Any, **kwargs: Any) -> Any:
         texts.append(text)
