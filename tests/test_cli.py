@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 import pytest
+from pydantic import BaseModel
 
 import outform.config
 from outform.cli import EXIT_CODES, EXIT_INPUT, EXIT_INTERNAL, main
@@ -238,7 +239,10 @@ def test_the_limits_errors_name_are_flags_and_exceeding_them_exits_4(
     assert over.code == EXIT_INPUT
     assert message in over.err_text
     option = flag.removeprefix("--").replace("-", "_")
-    assert f"'{option}'" in over.err_text  # the error names the setting the flag sets
+    # The error names the setting as the flag that sets it (it said "raise the 'max_chars'
+    # option", the library's wording, before).
+    assert f"fix: raise {flag}" in over.err_text
+    assert option not in over.err_text
     assert run(capsys, path, flag, enough).code == 0
 
 
@@ -696,7 +700,7 @@ def test_stream_refuses_a_reply_over_max_chars_at_the_chunk_that_crosses_it(
     result = run(capsys, reply(workdir, text), *args)
     assert result.code == 4
     assert "over the limit of 40" in result.err_text
-    assert "max_chars" in result.err_text
+    assert "raise --max-chars" in result.err_text  # the setting, as its flag (was 'max_chars')
     printed = [line for line in result.out.splitlines() if line.startswith("{")]
     assert 1 <= len(printed) <= 40 // 8
 
@@ -728,3 +732,122 @@ def test_stream_stops_as_soon_as_the_reply_cannot_be_valid(
     assert result.code == 1
     assert "stream stopped" in result.err_text
     assert "character" in result.err_text
+
+
+# -- values and changes are printed exactly (issue 10) -------------------------
+
+BIG = 2**70  # 1180591620717411303424: beyond the 64 bits orjson writes
+
+
+class Counted(BaseModel):
+    n: int
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [[], ["--schema", "int.json"], ["--type", "builtins:int"]],
+    ids=["any", "schema", "type"],
+)
+def test_an_integer_beyond_64_bits_is_printed_digit_for_digit(
+    capsys: pytest.CaptureFixture[str], workdir: Path, flags: list[str]
+) -> None:
+    """It was "internal error: TypeError: Integer exceeds 64-bit range", exit 3."""
+    (workdir / "int.json").write_text('{"type": "integer"}')
+    result = run(capsys, reply(workdir, f"{BIG}\n"), *flags)
+    assert (result.code, result.out) == (0, f"{BIG}\n")
+
+
+def test_a_model_holding_an_integer_beyond_64_bits_is_printed_exactly(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    result = run(capsys, reply(workdir, f'{{"n": {BIG}}}'), "--type", "tests.test_cli:Counted")
+    assert result.code == 0
+    assert json.loads(result.out) == {"n": BIG}
+
+
+def test_a_change_holding_an_integer_beyond_64_bits_is_printed_exactly(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    """The value printed, then printing its change crashed (exit 3 after stdout was written)."""
+    (workdir / "text.json").write_text('{"properties": {"a": {"type": "string"}}}')
+    result = run(capsys, reply(workdir, f'{{"a": {BIG}}}'), "-s", "text.json")
+    assert result.code == 0
+    assert json.loads(result.out) == {"a": str(BIG)}
+    assert f'/a  semantic  number_to_string: {BIG} -> "{BIG}"' in result.err
+
+
+@pytest.mark.parametrize("flag", ["--json", "--stream"])
+def test_json_and_stream_output_write_an_integer_beyond_64_bits_exactly(
+    capsys: pytest.CaptureFixture[str], workdir: Path, flag: str
+) -> None:
+    result = run(capsys, reply(workdir, f'{{"a": {BIG}, "b": [1, 2, 3, 4, 5, 6, 7, 8, 9]}}'), flag)
+    assert result.code == 0
+    if flag == "--json":
+        assert json.loads(result.out)["data"]["a"] == BIG
+    else:  # snapshots (one JSON line each) show the number once complete, then the value
+        lines = result.out.splitlines()
+        snapshots = [json.loads(line) for line in lines if line[:1] == "{" and line[-1:] == "}"]
+        assert next(s["a"] for s in snapshots if "a" in s) == BIG
+
+
+def test_a_string_holding_an_emoji_code_is_printed_as_written(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    """Printed through Rich, `:thumbs_up:` became an emoji: the value is written as it is."""
+    result = run(capsys, reply(workdir, '{"a": 1, "note": "ok :thumbs_up: [bold]x[/bold]"}'))
+    assert json.loads(result.out)["note"] == "ok :thumbs_up: [bold]x[/bold]"
+
+
+# -- output is written at once, settings are named as flags (issue 10) -----------------------
+
+
+class Writes(io.StringIO):
+    """A stream that counts its writes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes = 0
+
+    def write(self, text: str) -> int:
+        self.writes += 1
+        return super().write(text)
+
+
+def test_many_changes_are_written_at_once(
+    monkeypatch: pytest.MonkeyPatch, workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """80,000 changes took 28 s, one print each: the lines are built once and written once
+    (a test of the writes, not of the time)."""
+    items = ", ".join(f'{{"n": "{i}"}}' for i in range(2000))
+    (workdir / "items.json").write_text(
+        '{"type": "array", "items": {"properties": {"n": {"type": "integer"}}}}'
+    )
+    out, err = Writes(), Writes()
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stderr", err)
+    assert main(["parse", reply(workdir, f"[{items}]"), "-s", "items.json"]) == 0
+    assert err.getvalue().count("string_to_integer") == 2000
+    assert (out.writes, err.writes) == (1, 1)
+
+
+def test_the_limit_an_error_names_is_shown_as_its_flag_in_the_changes_too(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    text = "{'a': 1, 'b': [1, 2, 3" + ", 4" * 100
+    result = run(capsys, reply(workdir, text), "--level", "full", "--max-repair-chars", "100")
+    assert result.code == 1
+    assert "over the --max-repair-chars limit of 100" in result.err_text
+    assert "fix: raise --max-repair-chars to let json-repair read the region" in result.err_text
+    assert "max_repair_chars" not in result.err_text
+
+
+@pytest.mark.parametrize("command", ["parse", "generate", "schema", "serve", "health", "batch"])
+def test_help_texts_show_brackets_without_escapes(
+    capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """`outform serve --help` printed "\\[gateway]"."""
+    assert main([command, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "\\[" not in out
+    if command == "serve":
+        assert "the [gateway] section" in out

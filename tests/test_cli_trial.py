@@ -62,7 +62,7 @@ def test_config_show_reports_what_parse_section_sets(
     assert shown["sources"]["parse.max_depth"] == "built-in (level full)"
     Path("long.txt").write_text('{"a": 1, "note": "longer than twenty"}')
     code, err = outcome(capsys, "parse", "long.txt")  # parse obeys the same file
-    assert code == 4 and "'max_chars'" in err
+    assert code == 4 and "raise --max-chars" in err  # the setting, as its flag (was 'max_chars')
 
 
 def test_a_parse_limit_under_defaults_points_to_the_parse_section(

@@ -715,3 +715,79 @@ def test_the_partial_list_view_shares_typed_items_between_snapshots() -> None:
     second = snapshot_value(parser).items
     assert isinstance(first, PartialList) and isinstance(second, PartialList)
     assert second[0] is first[0]  # the same typed object, built once
+
+
+# -- a caller's mistakes are UsageErrors naming the argument (issue 10) ----------------------
+
+OBJECT = {"type": "object"}
+LISTS = {"type": "object", "properties": {"items": {"type": "array"}, "note": {"type": "string"}}}
+
+
+def wrong(value: Any) -> Any:
+    """A value of a type the function does not take (typed Any, for mypy)."""
+    return value
+
+
+@pytest.mark.parametrize(
+    ("call", "what"),
+    [
+        (lambda: list(parse_stream(wrong(None), OBJECT)), "chunks must be an iterable of text"),
+        (lambda: list(parse_stream(wrong([1, 2]), OBJECT)), "each chunk must be a str, got int 1"),
+        (lambda: list(replay(wrong(None), 4, OBJECT)), "text must be a str, got NoneType None"),
+        (lambda: list(replay("{}", wrong("4"), OBJECT)), "chunk_size must be a whole number ≥ 1"),
+        (lambda: list(stream_items(["[1]"], OBJECT, wrong(5))), "path must be a str, got int 5"),
+        (lambda: StreamParser(OBJECT).feed(wrong(5)), "each chunk must be a str, got int 5"),
+        (lambda: StreamParser(OBJECT, every=-1), "every must be a whole number ≥ 0, got int -1"),
+        (lambda: StreamParser(OBJECT, every=wrong("x")), "every must be a whole number ≥ 0"),
+        (lambda: StreamParser(OBJECT, abort=wrong("no")), "abort must be True or False"),
+        (
+            lambda: StreamParser(OBJECT, degeneration=wrong(5)),
+            "degeneration must be a Degeneration",
+        ),
+        (lambda: StreamParser(OBJECT, pipeline=wrong(5)), "pipeline must be an outform.Pipeline"),
+        (lambda: partial_type(5), "partial_type's argument must be a type"),
+    ],
+    ids=[
+        "chunks-none",
+        "chunks-ints",
+        "replay-none",
+        "replay-size",
+        "path-int",
+        "feed-int",
+        "every-negative",
+        "every-text",
+        "abort-text",
+        "degeneration",
+        "pipeline",
+        "partial-type",
+    ],
+)
+def test_a_wrong_argument_is_a_usage_error_naming_it(call: Any, what: str) -> None:
+    """Each was a TypeError, an AttributeError or an InternalError, or was taken silently."""
+    with pytest.raises(outform.UsageError) as caught:
+        call()
+    assert caught.value.what.startswith(what)
+
+
+def test_a_chunk_of_bytes_is_refused_with_the_way_to_decode_a_stream() -> None:
+    """`parse` takes a whole reply as UTF-8 bytes; a chunk of bytes may end inside a
+    character, which no chunk-by-chunk decoding mends, so a stream takes text."""
+    with pytest.raises(outform.UsageError) as caught:
+        StreamParser(OBJECT).feed(wrong(b"{}"))
+    assert caught.value.fix is not None
+    assert "codecs.getincrementaldecoder('utf-8')" in caught.value.fix
+
+
+def test_stream_items_refuses_a_path_the_schema_has_no_array_at() -> None:
+    """`path="b"` streamed nothing, silently."""
+    with pytest.raises(outform.UsageError) as caught:
+        list(stream_items(['{"items": [1]}'], LISTS, path="b"))
+    assert caught.value.what == "stream_items: the schema has no 'b' at the root"
+    assert caught.value.fix == "name the array's path; the schema declares there: 'items', 'note'"
+    with pytest.raises(outform.UsageError, match="the schema has string at 'note', not an array"):
+        list(stream_items(['{"note": "x"}'], LISTS, path="note"))
+
+
+def test_stream_items_takes_any_path_where_the_schema_does_not_say() -> None:
+    assert list(stream_items(['{"b": [1, 2]}'], OBJECT, path="b")) == [1, 2]
+    assert list(stream_items(['{"items": [1, 2]}'], LISTS, path="/items")) == [1, 2]

@@ -143,6 +143,7 @@ _TRACE: dict[str, Check] = {
     "retention_days": _number(0.001, 36_500),
     "max_size_mb": _int(1, 10_000_000),
     "queue_size": _int(100, 100_000_000),
+    "max_change_events": _int(0, 100_000_000),
     "flush_interval": _number(0.01, 60),
     "otel": _BOOL,
 }

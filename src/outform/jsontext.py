@@ -19,21 +19,36 @@ _LONG_INTEGER = b"0" * 19
 _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 
 
-def dumps(value: Any, *, sort_keys: bool = False) -> bytes:
-    """Compact JSON, UTF-8 (characters, not `\\u` escapes); keys sorted when asked. Anything
-    that is not JSON data (a set, an object) is a TypeError, as with orjson."""
+def dumps(
+    value: Any, *, sort_keys: bool = False, indent: bool = False, any_keys: bool = False
+) -> bytes:
+    """Compact JSON, UTF-8 (characters, not `\\u` escapes); keys sorted when asked; indented
+    by two spaces when asked (for people: the CLI); keys that are numbers, booleans or null
+    written as strings when asked (`any_keys`). Anything that is not JSON data (a set, an
+    object) is a TypeError, as with orjson."""
+    option = (
+        (orjson.OPT_SORT_KEYS if sort_keys else 0)
+        | (orjson.OPT_INDENT_2 if indent else 0)
+        | (orjson.OPT_NON_STR_KEYS if any_keys else 0)
+    )
     try:
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS if sort_keys else None)
+        return orjson.dumps(value, option=option or None)
     except TypeError as exc:
         if "64-bit" not in str(exc):
             raise
-        text = json.dumps(value, sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False)
+        text = json.dumps(
+            value,
+            sort_keys=sort_keys,
+            indent=2 if indent else None,
+            separators=(",", ": ") if indent else (",", ":"),
+            ensure_ascii=False,
+        )
         return text.encode()
 
 
-def dumps_text(value: Any) -> str:
+def dumps_text(value: Any, *, indent: bool = False, any_keys: bool = False) -> str:
     """`dumps` as a str."""
-    return dumps(value).decode()
+    return dumps(value, indent=indent, any_keys=any_keys).decode()
 
 
 def loads(text: str) -> Any:

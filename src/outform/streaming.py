@@ -42,6 +42,7 @@ import typing_extensions
 from pydantic import BaseModel, ConfigDict, create_model
 from pydantic import ValidationError as PydanticValidationError
 
+from outform import arguments, jsontext
 from outform.errors import (
     InternalError,
     OutformError,
@@ -51,7 +52,7 @@ from outform.errors import (
     guarded,
 )
 from outform.format import JsonSchemaFormat, ResponseFormat
-from outform.parse import context
+from outform.parse import arraypath, context
 from outform.parse.cache import shared as _pipelines
 from outform.parse.context import too_deep, too_long, too_slow
 from outform.parse.hint import RetryHint, Violation
@@ -76,7 +77,7 @@ from outform.parse.unescape import ESCAPE_WINDOW, looks_escaped, may_look_escape
 from outform.parse.validate import pydantic_violations
 from outform.schema import pointer
 from outform.schema.compiled import compile_schema
-from outform.schema.derive import adapter_for
+from outform.schema.derive import adapter_for, is_type
 from outform.schema.dialects.result import DialectResult
 from outform.schema.types import accepted_types
 from outform.trace import runtime as _trace
@@ -256,10 +257,16 @@ class StreamParser(Generic[T]):
         record: bool = True,
         **options: Any,
     ) -> None:
+        arguments.one_of("pipeline", pipeline, (Pipeline, type(None)), "an outform.Pipeline")
+        arguments.one_of("wire", wire, (DialectResult, type(None)), "a DialectResult or None")
+        arguments.one_of(
+            "degeneration", degeneration, (Degeneration, type(None)), "a Degeneration or None"
+        )
         self.pipeline: Pipeline[T] = pipeline or _pipelines.get(output, level, options)
-        self.every = every
-        self.abort = abort
-        self.record = record and not self.pipeline.options.shadow
+        self.every = arguments.whole("every", every, 0)
+        self.abort = arguments.flag("abort", abort)
+        validate = arguments.flag("validate", validate)
+        self.record = arguments.flag("record", record) and not self.pipeline.options.shadow
         opts = self.pipeline.options
         # A reply written under a provider's dialect is checked, while it streams, against the
         # schema the provider enforced; the pipeline maps it back and validates the original.
@@ -305,6 +312,8 @@ class StreamParser(Generic[T]):
         self._level = opts.level
         self._decided: bool | None = None
         self._unescapable = False
+        self._head = ""
+        """The first character of the followed value, once it is complete."""
         self._extracts = "extract" in opts.stages
         self._options = opts
         self._spent = 0.0
@@ -330,6 +339,8 @@ class StreamParser(Generic[T]):
         """Read one chunk; the new snapshot (if the value shown changed). Raises StreamAbortedError
         when the reply can no longer become valid (`abort=True`)."""
         try:  # inline, not @guarded: a wrapper call per chunk costs ~5% of a stream
+            if type(chunk) is not str and not isinstance(chunk, str):
+                raise _not_text(chunk)
             if not chunk:
                 return []
             received = self.parser.received + self._pending_size + len(chunk)
@@ -454,11 +465,20 @@ class StreamParser(Generic[T]):
         last member of a cut-off array when it is empty or just opened (`[{}, {` reads `[{}]`).
         So the parser's reading decides nothing once a syntax error is met, nor while the text
         received ends with a quote or a bracket; a violation stands once anything else
-        follows."""
+        follows, or once the followed value is a container the parser has closed: the pipeline
+        reads that region as written, whatever comes after it. (Waiting for a later character
+        made the stop depend on where the chunks were cut: a reply of two values whose chunks
+        all ended on a quote or a bracket ran to its end, where `parse` took the second.)"""
         if self._level != "full":
             return True
-        if self.parser.error is not None:
+        parser = self.parser
+        if parser.error is not None:
             return False
+        if parser.done and parser.start is not None:
+            if not self._head:
+                self._head = self._window(parser.start)[:1]
+            if self._head in ("{", "["):
+                return True
         for chunk in reversed(self._chunks):
             tail = chunk.rstrip()
             if tail:
@@ -528,6 +548,18 @@ than the stream parser (see `StreamParser._reading_is_final`)."""
 # -- entry points ---------------------------------------------------------------------------
 
 
+def _not_text(chunk: Any) -> UsageError:
+    """A chunk that is not text. Bytes are refused too, unlike `parse`'s whole reply: a chunk
+    of bytes may end inside a character, which no chunk-by-chunk decoding can mend."""
+    fix = (
+        "decode the stream with an incremental decoder, "
+        "codecs.getincrementaldecoder('utf-8')(), and feed its text"
+        if isinstance(chunk, bytes | bytearray | memoryview)
+        else "feed the reply's text, chunk by chunk"
+    )
+    return arguments.refused("each chunk", "a str", chunk, fix)
+
+
 def _output(schema: Any, type_: Any) -> Any:
     if schema is not None and type_ is not None:
         raise UsageError(
@@ -550,6 +582,7 @@ def parse_stream(
     Raises StreamAbortedError as soon as the reply can no longer become valid, OutputError at the
     end when it is not valid. `options` are those of StreamParser and of `outform.parse`.
     """
+    arguments.iterable("chunks", chunks, "an iterable of text chunks (a list, a generator)")
     parser: StreamParser[Any] = StreamParser(_output(schema, type), level=level, **options)
     for chunk in chunks:
         yield from parser.feed(chunk)
@@ -568,6 +601,10 @@ async def aparse_stream(
     **options: Any,
 ) -> AsyncIterator[Snapshot[Any]]:
     """`parse_stream` for an asynchronous source of chunks."""
+    if not isinstance(chunks, AsyncIterable):
+        raise arguments.refused(
+            "chunks", "an asynchronous iterable of text chunks (async for)", chunks
+        )
     parser: StreamParser[Any] = StreamParser(_output(schema, type), level=level, **options)
     async for chunk in chunks:
         for snapshot in parser.feed(chunk):
@@ -589,8 +626,9 @@ def replay(
 ) -> Iterator[Snapshot[Any]]:
     """Stream a stored reply in chunks of `chunk_size` characters (what `outform parse
     --stream` shows). Ends with the validated value; raises like `parse_stream`."""
-    if chunk_size < 1:
-        raise UsageError(f"chunk_size must be at least 1, got {chunk_size}", fix="use e.g. 16")
+    arguments.text("text", text, fix="pass the stored reply as str")
+    if type(chunk_size) is not int or chunk_size < 1:
+        raise arguments.refused("chunk_size", "a whole number ≥ 1", chunk_size, fix="use e.g. 16")
     chunks = (text[i : i + chunk_size] for i in range(0, len(text), chunk_size))
     return parse_stream(chunks, output, level=level, **options)
 
@@ -610,8 +648,11 @@ def stream_items(
     type; the whole reply is still validated at the end (an invalid reply raises OutputError
     after the elements that were complete).
     """
+    if path is not None:
+        arguments.text("path", path, fix='name the array: "items", "data.items" or "/data/items"')
     parts = _path_parts(path)
     parser: StreamParser[Any] = StreamParser(output, level=level, **options)
+    arraypath.check(parser.pipeline.compiled, parts, path or "")
     convert = _item_converter(parser, parts)
     seen = 0
     for chunk in chunks:
@@ -774,6 +815,12 @@ def partial_type(tp: Any) -> Any:
     """The partial type of a Pydantic model, dataclass or TypedDict: every field optional
     (default None), nested models partial too, `WithState` fields typed StreamState. Built once
     per type. Other types are returned as they are (containers of models with partial items)."""
+    if not is_type(tp):
+        raise arguments.refused(
+            "partial_type's argument",
+            "a type (a Pydantic model, dataclass, TypedDict, or a container of them)",
+            tp,
+        )
     try:
         return _partial_cached(tp)
     except TypeError:  # unhashable type expression
@@ -1205,8 +1252,8 @@ class _UnionPlan(_Plan):
 
 
 def to_json(snapshot: Snapshot[Any]) -> bytes:
-    """A snapshot's data as JSON bytes (what the CLI prints)."""
-    return orjson.dumps(plain(snapshot.data))
+    """A snapshot's data as JSON bytes (what the CLI prints), every integer digit for digit."""
+    return jsontext.dumps(plain(snapshot.data))
 
 
 __all__ = [

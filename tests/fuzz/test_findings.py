@@ -272,3 +272,18 @@ def test_the_check_reads_a_value_as_the_pipeline_does(text: str) -> None:
     except StreamAbortedError as stop:
         assert stop.reason == "syntax"
         assert not read
+
+
+@pytest.mark.parametrize("level", ["off", "minimal", "full"])
+def test_an_escaped_lone_surrogate_beside_an_integer_beyond_64_bits_is_refused(level: str) -> None:
+    """orjson refuses `"\\ud800"`; a text it refuses that also holds a long integer is read
+    again exactly, by the standard library, which takes the lone surrogate: that reading is
+    refused too, so the validator is never handed text that is not Unicode (it was an
+    InternalError)."""
+    for reply, schema in [
+        ('["\\ud800x", 18446744073709551616, "\\ud800x"]', {"type": "integer"}),
+        ('["\\ud800x", 18446744073709551616, "\\ud800x"]', {"type": "array"}),
+        ('{"a": "\\ud800", "b": 18446744073709551616, "c": 1}', {"type": "object"}),
+    ]:
+        with pytest.raises(OutputError):
+            outform.parse(reply, schema=schema, level=level)

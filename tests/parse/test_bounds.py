@@ -6,13 +6,13 @@ is read and by which stage, how many lines the interpreter runs, which library i
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
-import json_repair
 import orjson
 import pytest
 
@@ -22,6 +22,7 @@ from outform import ConfigError, InputError, OutputError, Pipeline
 from outform.parse import context
 from outform.parse.context import Deadline
 from outform.parse.extract import candidates, find_fences, scan
+from tests.parse.clocks import ExpiresInside, StillClock, in_function, raised_inside, taking
 
 ITEMS = {
     "type": "object",
@@ -69,14 +70,15 @@ def test_a_strictly_read_fenced_reply_is_never_handed_to_json_repair(
 ) -> None:
     """The fence's content decodes as JSON; when it does not validate, reading the whole reply
     with json-repair can only give a different, wrong value (issue 9 saw `{"items": []}`)."""
+    from outform.parse.repair import repair
+
     calls: list[int] = []
-    real = json_repair.repair_json
 
-    def spy(text: str, **kwargs: Any) -> Any:
+    def spy(text: str, deadline: Deadline) -> Any:
         calls.append(len(text))
-        return real(text, **kwargs)
+        return repair(text, deadline)
 
-    monkeypatch.setattr(json_repair, "repair_json", spy)
+    monkeypatch.setattr(importlib.import_module("outform.parse.decode"), "repair", spy)
     with pytest.raises(OutputError) as caught:
         outform.parse(fenced_items(500, last_price="free"), ITEMS, level="full")
     assert caught.value.hint.paths == ("/items/499/price",)
@@ -159,6 +161,84 @@ def test_a_reply_over_the_time_limit_is_an_input_error_naming_the_limit_and_the_
     assert "in stage 'coerce'" in error.what
     assert error.fix is not None and "time_limit" in error.fix
     assert error.where is not None and "characters" in error.where
+
+
+JSON5_ITEMS = "{items: [" + ",".join(f"{{name: 'item{i}', price: 1.5}}" for i in range(50)) + "]}"
+
+
+def test_time_a_step_spends_past_the_limit_is_blamed_on_its_stage_not_the_next(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """pyjson5 reads a JSON5 reply in one call; the clock is read next when unescaping starts,
+    but the time was decoding's (issue 10 blamed a 5 MB JSON5 reply on 'unescape')."""
+    import pyjson5
+
+    clock = StillClock()
+    monkeypatch.setattr(context, "clock", clock)
+    monkeypatch.setattr(pyjson5, "decode", taking(clock, 10, pyjson5.decode))
+    with pytest.raises(InputError, match="in stage 'decode'"):
+        outform.parse(JSON5_ITEMS, {"type": "object"}, level="full", time_limit=2)
+
+
+def test_a_fenced_reply_whose_strict_reading_overruns_is_blamed_on_decode(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 10's 21.9 MB fenced reply at level minimal (no escapes) was blamed on 'unescape'."""
+    from outform.parse import decode
+
+    clock = StillClock()
+    monkeypatch.setattr(context, "clock", clock)
+    monkeypatch.setattr(decode, "strict", taking(clock, 10, decode.strict))
+    with pytest.raises(InputError, match="in stage 'decode'"):
+        outform.parse(fenced_items(20), ITEMS, time_limit=2)
+
+
+def test_with_extraction_off_the_scan_of_the_reply_is_part_of_decoding_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Switched off, extraction is not named (issue 10 named it): the reply is read whole,
+    and the scan measuring its nesting is decoding's first step."""
+    from outform.parse import extract
+
+    monkeypatch.setattr(context, "clock", ExpiresInside(in_function(extract.scan)))
+    reply = orjson.dumps([[i] for i in range(2000)]).decode()
+    stages = {"unescape", "decode", "coerce"}
+    with pytest.raises(InputError) as caught:
+        outform.parse(reply, {"type": "object"}, stages=stages, time_limit=2)
+    assert "in stage 'decode'" in caught.value.what
+    assert raised_inside(caught.value.__traceback__, in_function(extract.scan))
+
+
+def test_a_slow_processor_is_named_by_its_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = StillClock()
+    monkeypatch.setattr(context, "clock", clock)
+    slow = outform.Processor("after_decode", taking(clock, 10, lambda value: value), "slow")
+    with pytest.raises(InputError, match="in stage 'after_decode'"):
+        outform.parse('{"a": "1"}', {"type": "object"}, processors=[slow], time_limit=2)
+
+
+@pytest.mark.parametrize(
+    ("reply", "function"),
+    [
+        ('{"log": "' + 'line \\"q\\" \\u00e9\\n' * 8000, "_as_json_string"),
+        ("{'a': '" + "it's " * 2000, "_search_end"),
+    ],
+    ids=["a-string-rewritten", "quotes-inside-words"],
+)
+def test_delimiting_strings_for_json_repair_reads_the_clock_inside_its_steps(
+    monkeypatch: pytest.MonkeyPatch, reply: str, function: str
+) -> None:
+    """One step of the pass before json-repair (rewriting a long string, trying each later
+    quote as a string's end) may cover the whole region: 0.4 s of a 0.3 s
+    limit went by unread. The limit now passes inside the step."""
+    from outform.parse import delimit
+
+    code = getattr(delimit._Pass, function, None) or getattr(delimit, function)
+    monkeypatch.setattr(context, "clock", ExpiresInside(in_function(code)))
+    with pytest.raises(InputError) as caught:
+        outform.parse(reply, {"type": "object"}, level="full", time_limit=0.3)
+    assert "in stage 'decode'" in caught.value.what
+    assert raised_inside(caught.value.__traceback__, in_function(code))
 
 
 def test_the_coercion_walk_stops_at_the_deadline_whatever_the_size() -> None:

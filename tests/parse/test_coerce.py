@@ -55,6 +55,13 @@ def test_a_numeric_string_becomes_an_integer_and_the_spelling_is_recorded() -> N
     assert result.changes[0].detail == "thousands"
 
 
+def test_a_string_spelling_a_long_integer_keeps_every_digit() -> None:
+    """Read through a float, it was 12345678901234567168, not lossy."""
+    result = outform.parse('{"n": "12345678901234567890.0"}', obj(n=INTEGER))
+    assert result.value == {"n": 12345678901234567890}
+    refused('{"n": "12345678901234567890.0"}', obj(n={"enum": [12345678901234567168]}))
+
+
 def test_an_amount_whose_separator_depends_on_the_locale_is_refused_not_guessed() -> None:
     for text in ("€1.234", "1,234", "12,5"):
         with pytest.raises(OutputError) as caught:
@@ -268,6 +275,122 @@ def test_a_lenient_conversion_happens_at_level_full_only(
     assert (transform or "match_enum") in [c.transform for c in result.changes]
 
 
+# -- a value read out of a sentence leaves the sentence behind -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "schema", "value", "lost"),
+    [
+        ("about 42 apples", INTEGER, 42, 11),
+        ("12 items", INTEGER, 12, 5),
+        ("The answer is: true.", BOOLEAN, True, 11),
+        ("I'd say MEDIUM, not high", {"enum": ["LOW", "MEDIUM", "HIGH"]}, "MEDIUM", 12),
+    ],
+)
+def test_a_value_read_out_of_a_sentence_records_the_rest_as_lost(
+    text: str, schema: dict[str, Any], value: Any, lost: int
+) -> None:
+    """The words around the value are content of the reply it discards (docs/pipeline.md,
+    Loss): the change is lossy, as the trace event's `lossy` has always described it."""
+    result = outform.parse(orjson.dumps({"a": text}).decode(), obj(a=schema), level="full")
+    assert result.value == {"a": value}
+    (change,) = result.changes
+    assert change.lost == lost
+    assert result.lossy
+
+
+@pytest.mark.parametrize(
+    ("text", "schema", "value"),
+    [
+        ("$4.25", NUMBER, 4.25),
+        ("1,234.50", NUMBER, 1234.5),
+        ("42.0", INTEGER, 42),
+        ("yes", BOOLEAN, True),
+        ("**EUR**", {"enum": ["EUR", "USD"]}, "EUR"),
+        ("cafe", {"enum": ["café"]}, "café"),
+    ],
+)
+def test_a_respelled_value_loses_nothing(text: str, schema: dict[str, Any], value: Any) -> None:
+    result = outform.parse(orjson.dumps({"a": text}).decode(), obj(a=schema), level="full")
+    assert result.value == {"a": value}
+    assert not result.lossy
+
+
+# -- unwrapping a key: its name is content ---------------------------------------------------
+
+AGE = obj(("age",), age=INTEGER)
+
+
+@pytest.mark.parametrize(
+    ("reply", "kind"),
+    [
+        ('{"height": 180}', "missing"),
+        ('{"salary": 90000}', "missing"),
+        ('[{"height": 180}]', "type"),
+    ],
+)
+@pytest.mark.parametrize("level", ["minimal", "full"])
+def test_a_value_is_never_moved_under_another_key(reply: str, kind: str, level: str) -> None:
+    """Wrapping `{"height": 180}` into the one field and unwrapping it again made it
+    `{"age": 180}`: a rename the reply never wrote. Both levels report it."""
+    hint = refused(reply, AGE, level=level)
+    assert [v.kind for v in hint.violations] == [kind]
+
+
+def test_unwrapping_a_key_records_its_name_as_lost() -> None:
+    result = outform.parse('{"result": 12}', INTEGER, level="full")
+    assert result.value == 12
+    (change,) = result.changes
+    assert (change.transform, change.lost) == ("unwrap_single_key", 6)
+    assert change.detail == "dropped the key 'result'"
+    assert result.lossy
+
+
+def test_unwrapping_a_list_keeps_the_list_and_records_the_key() -> None:
+    schema = {"type": "array", "items": INTEGER}
+    result = outform.parse('{"items": [1, 2]}', schema, level="full")
+    assert result.value == [1, 2]
+    assert [(c.transform, c.lost) for c in result.changes] == [("unwrap_single_key", 5)]
+
+
+@pytest.mark.parametrize(
+    ("reply", "schema", "value"),
+    [
+        ('{"age": {"age": 180}}', AGE, {"age": 180}),
+        ('{"Age": {"AGE": 180}}', AGE, {"age": 180}),
+        ('{"Priority": "HIGH"}', {"enum": ["LOW", "HIGH"], "title": "Priority"}, "HIGH"),
+    ],
+)
+def test_a_key_that_names_the_value_there_is_unwrapped_without_loss(
+    reply: str, schema: dict[str, Any], value: Any
+) -> None:
+    """The key of the object holding it, or the schema's title there: the name is kept."""
+    result = outform.parse(reply, schema, level="full")
+    assert result.value == value
+    assert "unwrap_single_key" in [c.transform for c in result.changes]
+    assert not result.lossy
+
+
+@pytest.mark.parametrize(
+    ("reply", "schema", "value", "minimal"),
+    [
+        ('{"a": 0}', {"type": "array"}, [{"a": 0}], True),
+        ('{"name": "Ana"}', obj(("user",), user=obj(name=STRING)), {"user": {"name": "Ana"}}, True),
+        ('{"s": {"name": "Paris"}}', obj(s=STRING), {"s": '{"name":"Paris"}'}, False),
+    ],
+)
+def test_a_lossless_reading_comes_before_unwrapping_a_key(
+    reply: str, schema: dict[str, Any], value: Any, minimal: bool
+) -> None:
+    """Level full never loses what level minimal keeps (`minimal`: the reading is one of
+    level minimal too; JSON text for a string is of level full only)."""
+    full = outform.parse(reply, schema, level="full")
+    assert full.value == value
+    assert not full.lossy
+    if minimal:
+        assert outform.parse(reply, schema, level="minimal").value == value
+
+
 def test_a_sentence_naming_two_enum_members_is_not_matched() -> None:
     refused('{"c": "red or green"}', obj(c={"enum": ["red", "green"]}), level="full")
 
@@ -430,11 +553,12 @@ def test_wrapping_a_value_for_a_recursive_schema_does_not_repeat_to_max_depth(
     """`{"a": [...]}` where `array | integer` of the same schema is wanted, a word at the
     bottom: unwrapping the key, then wrapping the object in `[...]`, asked the same question of
     it again, and again, until `max_depth`, at every level (4 levels took longer than 10 s; a
-    fuzzed reply of 311 characters hit the 5 s time limit)."""
+    fuzzed reply of 311 characters hit the 5 s time limit). Each level is visited a bounded
+    number of times: the object, the list a lossless reading puts it in, its value."""
     value: Any = "text"
     for _ in range(levels):
         value = {"a": [value]}
-    assert visits(value, LIST_OR_NUMBER, lenient=True) < 5 * levels
+    assert visits(value, LIST_OR_NUMBER, lenient=True) < 6 * levels
     assert visits(value, LIST_OR_NUMBER, lenient=False) < 5 * levels
 
 

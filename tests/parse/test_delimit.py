@@ -33,6 +33,20 @@ def test_a_triple_quoted_value_becomes_a_dedented_json_string() -> None:
     assert _read('{"code": """\n    def f():\n        pass\n"""}') == {"code": "def f():\n    pass"}
 
 
+def test_python_triple_single_quotes_are_a_literal_too() -> None:
+    assert _read("{'code': '''def f(): pass''', 'lang': 'py'}") == {
+        "code": "def f(): pass",
+        "lang": "py",
+    }
+    assert _read("{'code': '''\n    if x:\n        y()\n'''}") == {"code": "if x:\n    y()"}
+    assert _read("['''a 'quoted' b''']") == ["a 'quoted' b"]
+
+
+def test_the_pipeline_reads_python_triple_single_quotes() -> None:
+    result = outform.parse("{'code': '''def f(): pass''', 'lang': 'py'}", level="full")
+    assert result.data == {"code": "def f(): pass", "lang": "py"}
+
+
 def test_a_backtick_value_keeps_its_inner_quotes() -> None:
     assert _read('{"code": `say "hi"`}') == {"code": 'say "hi"'}
 
@@ -74,6 +88,33 @@ def test_a_quote_inside_a_word_does_not_end_the_string(text: str, expected: Any)
     assert _read(text) == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('["x", "the "best", "y"]', ["x", 'the "best', "y"]),
+        ('{"name": "the "best"}', {"name": 'the "best'}),
+        ('{"name": "the "best" one", "n": 1}', {"name": 'the "best" one', "n": 1}),
+        ('{"the "key": 1}', {'the "key': 1}),
+    ],
+)
+def test_a_quote_followed_by_a_letter_does_not_end_the_string(text: str, expected: Any) -> None:
+    """After a value only a closer, a comma or (a comma missing) the next member may follow:
+    `"best` is none of them, so that quote is inside the string."""
+    assert _read(text) == expected
+
+
+def test_the_pipeline_keeps_an_inner_quote_without_an_extra_item() -> None:
+    result = outform.parse('["x", "the "best", "y"]', TEXTS, level="full")
+    assert result.data == ["x", 'the "best', "y"]
+    assert outform.parse('{"name": "5" screen"}', level="full").data == {"name": '5" screen'}
+
+
+def test_a_search_for_the_end_stops_at_a_quote_that_ends_a_key() -> None:
+    # `x"y` is inside a word; the next quote that could end the string is after `b`, which a
+    # colon follows: the string would swallow the member `b`. Left to the decoder.
+    assert delimit('{"a": "x"y, "b": "z"}') is None
+
+
 def test_unquoted_keys_keep_their_role() -> None:
     delimited = delimit("{title: 'O'Neil', count: 1}")
     assert delimited is not None
@@ -88,10 +129,31 @@ def test_the_string_ends_at_the_first_quote_that_can_end_it() -> None:
     }
 
 
-def test_a_quote_between_a_space_and_a_word_is_left_to_the_decoder() -> None:
-    # `"value1" value2"` may be two items with a quote missing: json-repair's reading stands.
+def test_in_an_array_a_quote_then_a_space_and_a_word_is_left_to_the_decoder() -> None:
+    # `"value1" value2"` may be two items, the second missing its opening quote: json-repair's
+    # reading stands.
     assert delimit('["value1" value2", "value3"]') is None
-    assert delimit('{"key": ""value"}') is None
+
+
+def test_in_an_object_a_quote_then_a_space_and_a_word_that_is_no_key_is_inside() -> None:
+    # A comma missing would need a key and its colon after the quote: `screen"` is none.
+    assert _read('{"name": "5" screen"}') == {"name": '5" screen'}
+    assert _read('{"name": "5" screen", "n": 1}') == {"name": '5" screen', "n": 1}
+    assert delimit('{"name": "x" n: 1}') is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"key": ""value"}',  # right after the opening quote
+        '{"a": "first, b: "second"}',  # after `: `: it opens a value, the string before is open
+        '{"k": "a\\\\"b"}',  # after a backslash: JSON escaped inside a string
+        '{"key": "value" /* comment',  # a comment may follow any value
+        '{"key": "value"```',  # so may a fence that closes the JSON
+    ],
+)
+def test_quotes_the_rule_leaves_to_the_decoder(text: str) -> None:
+    assert delimit(text) is None
 
 
 def test_a_string_cut_after_a_quote_inside_a_word_runs_to_the_end() -> None:
@@ -101,6 +163,56 @@ def test_a_string_cut_after_a_quote_inside_a_word_runs_to_the_end() -> None:
 def test_a_string_whose_end_no_quote_can_be_is_left_to_the_decoder() -> None:
     # `x"y` is inside a word, but no later quote is followed by what ends a value in an object.
     assert delimit('{"a": "x"y", "b" "z" w}') is None
+
+
+# -- unquoted values --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("{name: widget price: 1.5}", {"name": "widget", "price": 1.5}),
+        ("{name: big widget\nprice: 1.5}", {"name": "big widget", "price": 1.5}),
+        ('{name: widget "unit price": 1.5}', {"name": "widget", "unit price": 1.5}),
+        ("{a: 1 b: 2}", {"a": 1, "b": 2}),
+        ("{url: see http://x.org/a, n: 1}", {"url": "see http://x.org/a", "n": 1}),
+    ],
+)
+def test_an_unquoted_value_ends_at_the_next_key(text: str, expected: Any) -> None:
+    """The next key, in unquoted text: whitespace (a line break too), a name (letters, digits,
+    `_`, `$`, `-`, not starting with a digit) or a quoted name, then `:` (not `://`)."""
+    assert outform.parse(text, level="full").data == expected
+
+
+def test_an_unquoted_value_keeps_words_that_no_colon_follows() -> None:
+    assert outform.parse("{name: big red widget}", level="full").data == {"name": "big red widget"}
+
+
+def test_a_cut_list_of_unquoted_objects_keeps_each_member() -> None:
+    reply = '{"items": [{name: item0 price: 1.5 tags: [x]},{name: item1 price: 1.5 tags: [x]}'
+    result = outform.parse(reply, {"type": "object"}, level="full")
+    assert result.data == {
+        "items": [
+            {"name": "item0", "price": 1.5, "tags": ["x"]},
+            {"name": "item1", "price": 1.5, "tags": ["x"]},
+        ]
+    }
+    assert "ended an unquoted value at the next key" in result.changes[-1].detail
+
+
+# -- brackets ---------------------------------------------------------------------------------
+
+
+def test_a_closer_of_the_wrong_kind_after_a_value_closes_the_innermost_container() -> None:
+    result = outform.parse('{"a": {"x": "y"], "b": "zeta"}', {"type": "object"}, level="full")
+    assert result.data == {"a": {"x": "y"}, "b": "zeta"}
+    assert "read a ']' that closes nothing as the '}' of the object" in result.changes[-1].detail
+
+
+def test_a_closer_written_twice_is_dropped_and_said() -> None:
+    result = outform.parse('[{"k": "v"}},{"k": "w"}]', {"type": "array"}, level="full")
+    assert result.data == [{"k": "v"}, {"k": "w"}]
+    assert "written after a closer" in result.changes[-1].detail
 
 
 # -- Markdown values --------------------------------------------------------------------------
@@ -164,8 +276,63 @@ def test_a_nested_key_left_without_a_value_is_dropped_from_its_object() -> None:
     assert _read('{"user": {"name": "Ana", "age":') == {"user": {"name": "Ana"}}
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"name": "Rivet", "tags": ["a", "b", {"x": 1', {"name": "Rivet", "tags": ["a", "b"]}),
+        ('{"name": "Rivet", "dims": {"w": 12', {"name": "Rivet"}),
+        ('{"a": {"b": {"c":', {}),
+        ("[1, [2", [1]),
+    ],
+)
+def test_a_container_left_empty_by_what_the_end_dropped_is_dropped_too(
+    text: str, expected: Any
+) -> None:
+    """No `{}` the reply never wrote: the container goes with its key."""
+    delimited = delimit(text)
+    assert delimited is not None
+    assert orjson.loads(delimited.closed) == expected
+    assert "left empty" in delimited.detail
+
+
+def test_the_pipeline_drops_a_cut_item_whole_and_counts_it_lost() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"tags": {"type": "array", "items": {"type": "string"}}},
+    }
+    result = outform.parse('{"name":"Rivet","tags":["a","b",{"x": 1', schema, level="full")
+    assert result.data == {"name": "Rivet", "tags": ["a", "b"]}
+    assert result.lossy
+
+
+def test_a_container_that_keeps_something_stays() -> None:
+    assert _read('{"user": {"name": "Ana", "age": 4') == {"user": {"name": "Ana"}}
+
+
 def test_the_first_key_left_alone_leaves_an_empty_object() -> None:
     assert _read('{"name":') == {}
+
+
+@pytest.mark.parametrize(
+    ("text", "read", "key"),
+    [
+        ('{"a": "b", "c": , "m": 1}', {"a": "b", "m": 1}, '"c"'),
+        ('{"c": , "m": 1}', {"m": 1}, '"c"'),
+        ('{"name": "Ana", "nick": }', {"name": "Ana"}, '"nick"'),
+        ('{"c":}', {}, '"c"'),
+        ('{"a": {"c": }, "b": 1}', {"a": {}, "b": 1}, '"c"'),
+        ('{"c": // none\n , "m": 1}', {"m": 1}, '"c"'),
+        ("{c: , m: 1}", {"m": 1}, "c"),
+    ],
+)
+def test_a_key_whose_member_ends_after_its_colon_is_dropped(text: str, read: Any, key: str) -> None:
+    """Never given `""` (json-repair's reading): what is dropped is kept for the loss rule."""
+    delimited = delimit(text)
+    assert delimited is not None
+    assert pyjson5.decode(delimited.closed) == read
+    assert "without a value" in delimited.detail
+    (dropped,) = delimited.dropped
+    assert key in dropped
 
 
 # -- comments ---------------------------------------------------------------------------------
@@ -205,13 +372,13 @@ def test_a_cut_reply_keeps_the_end_of_its_string_through_the_pipeline() -> None:
     assert "closed 1 bracket" in result.changes[-1].detail
 
 
-def test_a_key_without_a_value_is_absent_so_a_required_field_is_reported() -> None:
+def test_a_key_without_a_value_at_the_end_is_absent_so_a_required_field_is_reported() -> None:
     with pytest.raises(outform.OutputError) as caught:
         outform.parse('{"title": "T", "count":', NOTE, level="full")
     assert "count" in str(caught.value)
 
 
-def test_a_key_without_a_value_gets_its_declared_default() -> None:
+def test_a_key_without_a_value_at_the_end_gets_its_declared_default() -> None:
     schema = {
         "type": "object",
         "properties": {"name": {"type": "string"}, "nick": {"type": ["string", "null"]}},
@@ -223,3 +390,71 @@ def test_a_key_without_a_value_gets_its_declared_default() -> None:
     result = outform.parse('{"name": "Ana", "nick":', schema, level="full")
     assert result.data == {"name": "Ana", "nick": None}
     assert [c.transform for c in result.changes] == ["json_repair", "fill_default"]
+
+
+def test_a_closer_of_the_wrong_kind_after_text_left_to_the_decoder_is_copied() -> None:
+    # `z"` is text the pass did not delimit: it does not know what the `]` closes.
+    delimited = delimit('{"a":"x}``` [1,"z"]\n","b":"y"}')
+    assert delimited is None or "closes nothing" not in delimited.detail
+
+
+# -- a key without a value, through the pipeline ----------------------------------------------
+
+FIELDS: dict[str, Any] = {
+    "a": {"type": "string"},
+    "c": {"type": "string"},
+    "m": {"type": "integer"},
+}
+LABELLED = {"type": "object", "properties": FIELDS}
+
+
+def test_a_key_without_a_value_is_absent_not_an_empty_string() -> None:
+    """json-repair reads `"c": ,` as `"c": ""`, a value the reply never wrote."""
+    result = outform.parse('{"a": "b", "c": , "m": 1}', LABELLED, level="full")
+    assert result.data == {"a": "b", "m": 1}
+    assert result.lossy
+    (change,) = result.changes
+    assert change.lost == 1  # the key's one letter
+    assert "dropped the key 'c' left without a value" in change.detail
+
+
+def test_a_key_without_a_value_inside_the_object_gets_its_declared_default() -> None:
+    schema = {**LABELLED, "properties": {**FIELDS, "c": {"default": "dflt"}}}
+    result = outform.parse('{"a": "b", "c": , "m": 1}', schema, level="full")
+    assert result.data == {"a": "b", "m": 1, "c": "dflt"}
+    assert [c.transform for c in result.changes] == ["json_repair", "fill_default"]
+
+
+def test_a_required_key_without_a_value_inside_the_object_is_reported_missing() -> None:
+    schema = {"type": "object", "properties": {"c": {"type": "integer"}}, "required": ["c"]}
+    with pytest.raises(outform.OutputError) as caught:
+        outform.parse('{"a": "b", "c": , "m": 1}', schema, level="full")
+    (violation,) = caught.value.hint.violations
+    assert violation.kind == "missing"
+    assert '""' not in violation.line()
+
+
+def test_a_closed_object_with_a_key_without_a_value_lacks_that_key() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "nick": {"type": "string"}},
+        "additionalProperties": False,
+    }
+    result = outform.parse('{"name": "Ana", "nick": }', schema, level="full")
+    assert result.data == {"name": "Ana"}
+    assert result.lossy
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 8])
+def test_a_long_body_rewritten_in_chunks_is_the_body_rewritten_at_once(
+    monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    """The deadline is read between chunks of a string body; a chunk never ends inside an
+    escape (a run of backslashes is cut only after an even number of them)."""
+    from outform.parse import delimit as module
+    from outform.parse.context import Deadline
+
+    bodies = ["\\\\\\\\\\n" * 5, 'a\\"b\\\\"c', "\\u00e9\\'x\\", "é\n\t\\x41" * 3, "\\" * 9]
+    whole = [module._as_json_string(body) for body in bodies]
+    monkeypatch.setattr(module, "_CHUNK", chunk)
+    assert [module._as_json_string(body, Deadline.never()) for body in bodies] == whole

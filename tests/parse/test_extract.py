@@ -185,7 +185,12 @@ def test_a_region_still_open_at_the_end_is_reported_unclosed() -> None:
     )
 )
 def test_scan_spans_reads_any_text_and_its_spans_are_ordered_and_disjoint(text: str) -> None:
-    spans, deepest = scan_spans(text)
+    """The regions found inside the one left open (after it stops reading as JSON) come last,
+    inside it, ordered and disjoint among themselves."""
+    found, deepest = scan_spans(text)
+    spans = [span for span in found if not span.inside]
+    inside = found[len(spans) :]
+    assert all(span.inside for span in inside)
     end = 0
     for span in spans:
         assert span.start >= end
@@ -197,6 +202,13 @@ def test_scan_spans_reads_any_text_and_its_spans_are_ordered_and_disjoint(text: 
         else:
             assert span is spans[-1]
             assert span.end == len(text)
+        assert 1 <= span.depth <= deepest
+        end = span.end
+    if inside:
+        assert not spans[-1].closed
+        end = spans[-1].start + 1
+    for span in inside:
+        assert span.start >= end and span.closed and text[span.end - 1] in "}]"
         assert 1 <= span.depth <= deepest
         end = span.end
 
@@ -302,3 +314,76 @@ def test_a_fence_written_inside_a_json_string_is_not_taken_for_the_answer() -> N
     """Markdown in a string value (`"use ```{...}``` here"`) is content, not the reply's fence."""
     reply = 'Here: {"a": "use ```{\\"x\\": 1}``` here"}'
     assert outform.parse(reply, OBJECT).value == {"a": 'use ```{"x": 1}``` here'}
+
+
+# -- a stray bracket in prose -----------------------------------------------------------------
+
+STRAY = [
+    'Math: [0, 1) then {"a": 1}',
+    'Use [ 1 here. {"a": 1}',
+    'Interval [0, 5[ and {"a": 1}',
+    'Use { "a" here. {"a": 1}',
+    'Brackets [ like { this: {"a": 1}',
+]
+
+
+@pytest.mark.parametrize("reply", STRAY)
+@pytest.mark.parametrize("level", ["minimal", "full"])
+def test_a_bracket_that_stops_reading_as_json_does_not_hide_the_json_after_it(
+    reply: str, level: str
+) -> None:
+    """The bracket left open stops reading as JSON before `{"a": 1}`: it may not swallow it."""
+    assert outform.parse(reply, OBJECT, level=level).value == {"a": 1}
+
+
+@pytest.mark.parametrize("reply", STRAY)
+def test_the_region_after_the_break_wins_as_written_for_any_schema(reply: str) -> None:
+    assert outform.parse(reply, {}, level="full").value == {"a": 1}
+
+
+def test_the_regions_after_the_break_are_candidates_after_the_open_region() -> None:
+    found = candidates('Math: [0, 1) then {"a": 1}', OBJECTS, collect=False).candidates
+    assert [(c.kind, c.text) for c in found[1:]] == [
+        ("unclosed", '[0, 1) then {"a": 1}'),
+        ("inside", '{"a": 1}'),
+    ]
+
+
+def test_a_reply_cut_off_in_prose_holds_its_parts() -> None:
+    """Read as JSON to its end, the open region is the value: its parts are no candidates."""
+    found = candidates('Here: {"items": [{"a": 1}, {"a": 2}, {"a"', OBJECTS, collect=False)
+    assert [c.kind for c in found.candidates[1:]] == ["unclosed"]
+    result = outform.parse('Here: {"items": [{"a": 1}, {"a": 2}, {"a"', OBJECT, level="full")
+    assert result.value == {"items": [{"a": 1}, {"a": 2}]}
+
+
+def test_the_open_region_is_repaired_before_the_regions_inside_it() -> None:
+    """`{name: "x", meta: {'k': 1}` stops reading as JSON at `n`; neither it nor `{'k': 1}` reads
+    as written, and the open region's repair comes first."""
+    reply = "Here: {name: \"x\", meta: {'k': 1}"
+    assert outform.parse(reply, OBJECT, level="full").value == {"name": "x", "meta": {"k": 1}}
+
+
+def test_several_values_in_prose_for_an_unconstrained_root_give_the_first_and_say_so() -> None:
+    """A schema that says nothing takes one value: in prose, the first, its change saying which
+    of how many (the second is not lost silently)."""
+    result = outform.parse('see [1] {"a": 1}', {}, level="full")
+    assert result.value == [1]
+    assert result.changes[-1].detail == "value 1 of 2 in the reply"
+
+
+def test_a_repair_of_the_open_region_keeps_the_regions_inside_it_whole() -> None:
+    """`["a", "b"]` reads as written inside `{name: ...`: the open region's repair, which keeps it
+    whole, is still the value."""
+    schema = {"type": "object", "required": ["name", "tags"]}
+    reply = 'Here: {name: "x", tags: ["a", "b"]'
+    assert outform.parse(reply, schema, level="full").value == {"name": "x", "tags": ["a", "b"]}
+
+
+def test_a_repair_that_tears_apart_a_region_read_as_written_is_refused() -> None:
+    """json-repair reads `[0, 1) then {"a": "x"}` as `[0, 1, "then {", "a", "x"]`, which this
+    schema takes: `{"a": "x"}` reads as JSON as written and is no part of that list."""
+    schema = {"type": "array", "items": {"type": ["number", "string"]}, "minItems": 3}
+    with pytest.raises(outform.OutputError) as caught:
+        outform.parse('Math: [0, 1) then {"a": "x"}', schema, level="full")
+    assert "tears apart a region" in caught.value.what

@@ -82,3 +82,12 @@ def test_a_stream_never_yields_it_and_never_fails_outside_outform(literal: str, 
         for snapshot in parse_stream(chunks, type=Reading):
             x = snapshot.data.get("x") if isinstance(snapshot.data, dict) else None
             assert x not in (0.0, float("inf"), float("-inf"))
+
+
+def test_digit_runs_joined_by_signs_are_read_as_written() -> None:
+    """The fast path's screen reads a sign as a digit, so a date's hyphens join its numbers into
+    a long run: at worst a needless exact reading, never another value."""
+    reply = '{"when": "2026-11-29-10-30-45-123456", "n": 12345678901234567890, "m": -1e-40}'
+    expected = {"when": "2026-11-29-10-30-45-123456", "n": 12345678901234567890, "m": -1e-40}
+    assert outform.parse(reply, schema={"type": "object"}).data == expected
+    assert out_of_range(reply) is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import subprocess
 import sys
 import urllib.error
@@ -390,3 +391,107 @@ def test_the_depth_counted_on_the_brackets_is_the_depth_of_the_value(depth: int,
         assert _depth(value) == depth
         for limit in (depth - 1, depth, depth + 1):
             assert values.within_depth(text, limit) is (depth <= limit), (limit, text[:80])
+
+
+# -- a caller's mistakes are UsageErrors naming the argument (issue 10) ----------------------
+
+
+@pytest.mark.parametrize(
+    ("arguments", "what"),
+    [
+        ({"processors": 5}, "processors must be a list, each item an outform.Processor, got int 5"),
+        ({"processors": [5]}, "processors[0] must be an outform.Processor, got int 5"),
+        (
+            {"processors": [Processor("after_decode", str), str]},
+            "processors[1] must be an outform.Processor, got type <class 'str'>",
+        ),
+        ({"observers": 5}, "observers must be a list, each item a callable"),
+        ({"observers": [print, 5]}, "observers[1] must be a callable (it receives each Event)"),
+    ],
+)
+def test_processors_and_observers_of_the_wrong_type_are_named(
+    arguments: dict[str, Any], what: str
+) -> None:
+    """They were an InternalError ("this is a bug in outform")."""
+    with pytest.raises(UsageError) as caught:
+        outform.Pipeline(OBJECT, **arguments)
+    assert caught.value.what.startswith(what)
+    assert caught.value.where == what.split(" ", maxsplit=1)[0]
+
+
+@pytest.mark.parametrize("argument", ["processors", "observers"])
+def test_parse_names_them_too(argument: str) -> None:
+    with pytest.raises(UsageError, match=f"^{argument} must be a list"):
+        arguments: dict[str, Any] = {argument: 5}
+        outform.parse("{}", OBJECT, **arguments)
+
+
+def test_a_global_observer_must_be_callable() -> None:
+    with pytest.raises(UsageError, match="observer must be a callable"):
+        outform.add_observer(5)  # type: ignore[arg-type]
+
+
+def test_a_processor_must_wrap_a_function() -> None:
+    with pytest.raises(UsageError, match="Processor fn must be a function, got int 5"):
+        Processor("after_decode", 5)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("options", "what"),
+    [
+        ({"stages": 5}, "stages must be a list of stage names, got 5"),
+        ({"stages": ["extract", 5]}, "unknown stage(s): 5"),
+        ({"stages": [["extract"]]}, "unknown stage(s): ['extract']"),
+        ({"coercions": 5}, "coercions must map target types to lists of conversion names"),
+        ({"coercions": [5]}, "coercions must map target types to lists of conversion names"),
+        ({"shadow": "yes"}, "shadow must be True or False, got 'yes'"),
+        ({"fill_defaults": 0}, "fill_defaults must be True or False, got 0"),
+    ],
+)
+def test_a_parse_option_of_the_wrong_type_is_a_config_error_naming_it(
+    options: dict[str, Any], what: str
+) -> None:
+    """Parse options are settings (outform.toml's [parse] takes them too): a bad value is a
+    ConfigError naming the option, as for `level` and `max_chars`; before, a number for
+    `stages` or `coercions` was an InternalError, and "yes" for `shadow` was taken as true."""
+    with pytest.raises(ConfigError) as caught:
+        outform.Pipeline(OBJECT, **options)
+    assert what in caught.value.what
+    assert caught.value.where == next(iter(options))
+
+
+def test_one_stage_may_be_named_alone() -> None:
+    """`stages="extract"` is that stage, not the letters a, c, e, r, t, x."""
+    assert outform.Pipeline(OBJECT, stages="extract").options.stages == {"extract"}
+
+
+def _self_holding() -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    value["self"] = value
+    return value
+
+
+@pytest.mark.parametrize(
+    ("returned", "why"),
+    [
+        ({1, 2}, "a set (return a list)"),
+        ((1, 2), "a tuple (return a list)"),
+        ({"when": datetime.date(2024, 5, 1)}, "a date, which is not a JSON value"),
+        (_self_holding(), "a cycle: a dict holds itself"),
+    ],
+    ids=["set", "tuple", "date", "cycle"],
+)
+def test_a_processor_returning_what_is_not_json_is_named(returned: Any, why: str) -> None:
+    """A set was an InternalError from the validator; a dict holding itself was walked until
+    the time limit passed, blamed on stage 'unescape'."""
+    processor = Processor("after_decode", lambda value: returned, name="mine")
+    with pytest.raises(UsageError) as caught:
+        outform.parse('{"a": 1}', OBJECT, processors=[processor])
+    assert caught.value.what == f"processor 'mine' returned a value that is not JSON: {why}"
+    assert caught.value.where == "after_decode"
+
+
+def test_a_processor_may_return_a_value_shared_by_two_places() -> None:
+    shared = [1, 2]
+    processor = Processor("after_decode", lambda value: {"a": shared, "b": shared})
+    assert outform.parse("{}", OBJECT, processors=[processor]).value == {"a": [1, 2], "b": [1, 2]}

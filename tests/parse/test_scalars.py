@@ -119,6 +119,33 @@ def test_as_integer_accepts_only_whole_numbers() -> None:
     assert as_integer(3.5) is None
 
 
+@pytest.mark.parametrize(
+    ("text", "integer"),
+    [
+        ("12345678901234567890.0", 12345678901234567890),
+        ("$12,345,678,901,234,567,890.00", 12345678901234567890),
+        ("1.5e300", 15 * 10**299),
+        ("42.0", 42),
+        ("1e2", 100),
+        ("12345678901234567891/1", 12345678901234567891),
+        ("3.5", None),
+        ("1e5000", None),  # out of a float's range: no number at all
+    ],
+)
+def test_the_integer_a_string_spells_keeps_every_digit(text: str, integer: int | None) -> None:
+    """Read through a float, "12345678901234567890.0" was 12345678901234567168 and "1.5e300"
+    an integer of the float's binary digits."""
+    number = parse_number(text)
+    assert (number.integer if number is not None else None) == integer
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(min_value=-(10**40), max_value=10**40))
+def test_an_integer_written_with_a_fraction_of_zeros_reads_back_exactly(n: int) -> None:
+    number = parse_number(f"{n}.00")
+    assert number is not None and number.integer == n
+
+
 # -- booleans and null ----------------------------------------------------------------------
 
 

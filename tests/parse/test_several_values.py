@@ -80,3 +80,41 @@ def test_a_list_root_still_gathers_every_value() -> None:
 
 def _format() -> dict[str, Any]:
     return {"type": "json_schema", "name": "pair", "schema": PAIR, "strict": False}
+
+
+def test_a_value_before_an_unclosed_fence_is_gathered_with_it() -> None:
+    """`{"a": 0}` in the prose, then a fence left open: both are the reply's values."""
+    result = outform.parse('{"a": 0}\n```\n{"a": 1}', {"type": "array"}, level="full")
+    assert result.data == [{"a": 0}, {"a": 1}]
+    assert [c.transform for c in result.changes] == ["collect_values"]
+
+
+def test_values_in_prose_and_in_blocks_are_gathered_in_order_of_appearance() -> None:
+    reply = 'First {"a": 0}\n```json\n{"a": 1}\n```\nthen {"a": 2}'
+    assert outform.parse(reply, {"type": "array"}).data == [{"a": 0}, {"a": 1}, {"a": 2}]
+
+
+def test_a_bracket_in_prose_that_is_no_json_is_not_gathered_with_a_block() -> None:
+    reply = 'Fill in {name} like this:\n```json\n[{"a": 1}]\n```'
+    assert outform.parse(reply, {"type": "array"}).data == [{"a": 1}]
+
+
+def test_a_block_taken_for_a_single_root_says_what_else_the_reply_holds() -> None:
+    result = outform.parse('{"a": 0}\n```\n{"a": 1}', {"type": "object"}, level="full")
+    assert result.data == {"a": 1}
+    assert "1 more value(s) in the reply outside its fenced blocks" in result.changes[-1].detail
+
+
+@pytest.mark.parametrize("size", [1, 3, 7, 8, 16, 25, 46])
+def test_whether_a_stream_stops_does_not_depend_on_its_chunks(size: int) -> None:
+    """At full, a violation waited for a character after it that is no quote or bracket; with
+    chunks that all ended on one, the reply ran to its end and `finish` took the second value.
+    A container the parser has closed is read by the pipeline as written: its violation stands."""
+    reply = '{"a": "one", "b": "x"}{"a": 2, "b": "y"}'
+    parser: StreamParser[Any] = StreamParser(PAIR, level="full")
+    with pytest.raises(StreamAbortedError) as caught:
+        for start in range(0, len(reply), size):
+            parser.feed(reply[start : start + size])
+        parser.finish()
+    assert caught.value.reason == "schema"
+    assert outform.parse(reply, PAIR, level="full").data == SECOND

@@ -244,3 +244,82 @@ def test_two_keys_fitting_one_absent_name_rename_only_the_first() -> None:
     schema = {"type": "object", "properties": {"name": {"type": "integer"}}, "required": ["name"]}
     result = outform.parse('{"NAME": 1, "Name ": 2}', schema)
     assert result.value == {"name": 1, "Name ": 2}
+
+
+# -- the time limit holds while violations are described (issue 10) ---------------------------
+
+
+class SteppingClock:
+    """A clock that moves one second each time it is read."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+def test_listing_20000_missing_names_reads_the_clock_as_they_grow(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One `required` of 200,000 names is one error of the validator but 200,000 violations:
+    described without reading the clock, it took 2 s past a limit of 0.2 s and ended in an
+    OutputError. Each read here moves the clock by a second: a limit of 20 s passes while
+    20,000 names are listed."""
+    from outform.parse import context
+    from outform.parse.context import Deadline
+
+    compiled = compile_schema({"type": "object", "required": [f"k{i}" for i in range(20_000)]})
+    monkeypatch.setattr(context, "clock", SteppingClock())
+    deadline = Deadline(20.0, size=10)
+    deadline.stage = "validate"
+    with pytest.raises(outform.InputError) as caught:
+        validate.violations(compiled, {"a": "1"}, deadline)
+    assert "time limit (20.0 s), in stage 'validate'" in caught.value.what
+
+
+def test_a_union_whose_branches_require_50000_names_is_described_in_linear_time() -> None:
+    """Looking for the union's tag tried each of the first branch's names against every
+    branch's list of names: their square (200,000 names did not finish). Each branch's names
+    are a set now, and the tag is looked for once per union."""
+    names = [f"k{i}" for i in range(50_000)]
+    schema = {"anyOf": [{"type": "object", "required": names}, {"required": names[::-1]}]}
+    hint = refused('{"a": "1"}', schema)
+    assert [v.kind for v in hint.violations] == ["type"]
+
+
+def test_a_union_of_10000_branches_is_summarized_in_a_line() -> None:
+    """A summary is for a message: it stops once past 200 characters, and so does its work."""
+    compiled = compile_schema({"anyOf": [{"type": "integer", "minimum": i} for i in range(10_000)]})
+    summary = validate.summarize(compiled, compiled.root)
+    assert summary.startswith("integer | integer")
+    assert summary.endswith("| …")
+    assert len(summary) < 250
+
+
+def test_a_tag_taking_100000_values_is_shown_in_a_line() -> None:
+    values = [f"v{i}" for i in range(100_000)]
+    branch = {"type": "object", "required": ["t"], "properties": {"t": {"enum": values}}}
+    other = {"type": "object", "required": ["t"], "properties": {"t": {"const": "other"}}}
+    (violation,) = refused('{"t": "zz"}', {"oneOf": [branch, other]}).violations
+    assert violation.path == "/t"
+    assert violation.expected.startswith('one of "v0", "v1", ')
+    assert violation.expected.endswith(", …")
+    assert len(violation.expected) < 260
+
+
+def test_coercion_reads_the_clock_at_each_part_of_the_schema_it_meets_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Meeting a union's branch for the first time builds its validator, which costs up to the
+    schema's size: 200,000 branches took 3 s past a limit of 0.2 s. Each read here moves the
+    clock by a second: a limit of 500 s passes while 1,000 branches are tried."""
+    from outform.parse import context
+
+    branches = [{"type": "object", "required": [f"x{i}"]} for i in range(1000)]
+    schema = {"type": "object", "properties": {"a": {"anyOf": branches}}}
+    pipeline = outform.Pipeline(schema, time_limit=500)
+    monkeypatch.setattr(context, "clock", SteppingClock())
+    with pytest.raises(outform.InputError, match="in stage 'coerce'"):
+        pipeline.run('{"a": {}}')

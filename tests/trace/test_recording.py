@@ -23,6 +23,8 @@ from outform.streaming import parse_stream
 from outform.trace import Event, RunInfo, labels, runtime
 from outform.trace.events import Change as ChangeRecord
 from outform.trace.events import FormatChoice, Precheck, ProviderCall, Reask, RunEnd, StreamAbort
+from outform.trace.recorder import Batch
+from outform.trace.rows import rows_of
 from outform.transport import AsyncTransport, RetryPolicy, Transport
 from tests.providers import openai_wire
 from tests.providers.fake import FakeServer
@@ -470,6 +472,41 @@ def test_the_change_events_of_a_parse_are_built_off_the_callers_clock(
     ]
     (wrapped,) = [e.data for e in changes if e.transform == "wrap_in_array"]
     assert isinstance(wrapped, ChangeRecord) and wrapped.after == '["x"]'
+
+
+def test_past_max_change_events_a_reply_s_changes_are_folded_with_their_count(
+    recorded: ListSink,
+) -> None:
+    """A reply with thousands of coercions is a few events in the trace, not thousands: the
+    first `max_change_events` one by one, then one event per stage, transform and lossiness
+    standing for the rest of its kind. Every count the store keeps includes all of them."""
+    recorder = runtime.active()
+    assert recorder is not None
+    recorder.max_change_events = 10
+    items = ",".join(f'{{"price": "{i}", "tags": "x"}}' for i in range(500))
+    item = {
+        "type": "object",
+        "properties": {"price": {"type": "integer"}, "tags": {"type": "array"}},
+    }
+    schema = {"type": "object", "properties": {"items": {"type": "array", "items": item}}}
+    result = outform.parse(f'{{"items": [{items}]}}', schema)
+    assert len(result.changes) == 1000
+    events = recorded.flushed()
+    changes = [e for e in events if e.name == "output.change"]
+    assert [(e.path, e.transform) for e in changes[:10]] == [
+        (c.path, c.transform) for c in result.changes[:10]
+    ]
+    folded = {e.transform: e for e in changes[10:]}
+    assert len(changes) == 12
+    assert {name: e.data.count for name, e in folded.items()} == {  # type: ignore[union-attr]
+        "string_to_integer": 495,
+        "wrap_in_array": 495,
+    }
+    assert folded["string_to_integer"].path == "/items/5/price"  # the first it stands for
+    rows = rows_of(Batch(events=events))
+    assert sum(n for key, n in rows.counts.items() if key[5] == "output.change") == 1000
+    (run,) = rows.runs.values()
+    assert run.changes == 1000
 
 
 def test_a_reply_that_cannot_be_made_valid_is_an_invalid_run(recorded: ListSink) -> None:

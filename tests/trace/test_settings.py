@@ -23,6 +23,7 @@ CONFIG = """
 [trace]
 store = "sqlite:traces/t.sqlite"
 retention_days = 7
+max_change_events = 50
 otel = false
 
 [defaults]
@@ -49,6 +50,7 @@ def configured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
 def test_the_section_is_read_and_the_labels_of_each_profile(configured: Path) -> None:
     trace = outform.config.settings().trace
     assert trace.retention_days == 7.0 and trace.store_base_dir == str(configured.parent)
+    assert trace.max_change_events == 50
     assert step(None).labels == Labels(step="default-step", tags=("prod",))
     assert step("triage").labels == Labels(step="triage", agent="router", tags=("prod", "fast"))
     assert step("triage").sources["agent"] == "[profiles.triage]"
@@ -62,6 +64,7 @@ def test_the_section_is_read_and_the_labels_of_each_profile(configured: Path) ->
     [
         ("[trace]\ncolour = 1\n", "unknown key 'colour' in [trace]", "flush_interval"),
         ("[trace]\nflush_interval = 0\n", "bad value 0 for trace.flush_interval", "0.01"),
+        ("[trace]\nmax_change_events = -1\n", "bad value -1 for trace.max_change_events", "0"),
         ('[defaults]\ntags = "prod"\n', "bad value 'prod' for defaults.tags", "a list"),
         ("[profiles.x]\nagent = 3\n", "bad value 3 for profiles.x.agent", "a non-empty"),
         ('[profiles.x]\nstep = "y"\n', "unknown key 'step' in [profiles.x]", "its step label"),

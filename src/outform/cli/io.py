@@ -19,9 +19,11 @@ from typing import Any
 import orjson
 import typer
 from pydantic_core import to_jsonable_python
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from outform import jsontext
 from outform.cli.app import stderr, stdout
 from outform.errors import OutformError, OutputError, UsageError
 from outform.parse import Change, ParseResult, RetryHint
@@ -169,8 +171,16 @@ def json_value(result: ParseResult[Any]) -> Any:
     return result.data if result.value is result.data else to_jsonable_python(result.value)
 
 
+_TABLE_ROWS = 1000
+"""Changes beyond which a terminal gets lines too: a table measures every cell to lay out its
+columns (80,000 changes took rich minutes)."""
+
+
 def print_changes(changes: Iterable[Change], title: str) -> None:
-    if stderr.is_terminal:
+    """The changes as a table on a terminal (up to `_TABLE_ROWS`), else as lines: the text is
+    built once and written once (a print per line cost 28 s for 80,000 changes)."""
+    changes = tuple(changes)
+    if stderr.is_terminal and len(changes) <= _TABLE_ROWS:
         table = Table(title=title, title_justify="left")
         for column in ("path", "stage", "transform", "before", "after"):
             table.add_column(column, overflow="fold")
@@ -178,17 +188,20 @@ def print_changes(changes: Iterable[Change], title: str) -> None:
             table.add_row(*(Text(cell) for cell in _cells(change)))
         stderr.print(table)
         return
-    stderr.print(f"{title}:", markup=False)
-    for change in changes:
-        path, stage, transform, before, after = _cells(change)
-        stderr.print(f"  {path}  {stage}  {transform}: {before} -> {after}", markup=False)
+    lines = [f"{title}:"]
+    lines.extend(
+        f"  {path}  {stage}  {transform}: {before} -> {after}"
+        for path, stage, transform, before, after in map(_cells, changes)
+    )
+    lines.append("")
+    write(stderr, "\n".join(lines))
 
 
 def _cells(change: Change) -> tuple[str, str, str, str, str]:
     return (
         change.path or "/",
         change.stage,
-        change.transform + (f" ({change.detail})" if change.detail else ""),
+        change.transform + (f" ({_settings_as_flags(change.detail)})" if change.detail else ""),
         _cell(change, change.before, before=True),
         _cell(change, change.after, before=False),
     )
@@ -201,7 +214,7 @@ def _cell(change: Change, value: Any, *, before: bool) -> str:
         return "(absent)"
     if change.stage != "semantic":
         return "–" if value is None else " ".join(str(value).split())
-    return orjson.dumps(value).decode()
+    return jsontext.dumps_text(value)
 
 
 def print_violations(hint: RetryHint, title: str) -> None:
@@ -209,11 +222,16 @@ def print_violations(hint: RetryHint, title: str) -> None:
 
 
 def print_json(value: Any) -> None:
-    stdout.print(
-        orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode(),
-        markup=False,
-        highlight=False,
-    )
+    """`value` as indented JSON on standard output, every integer digit for digit (orjson
+    writes 64 bits only: jsontext), in one write (a Rich print of a 40,000-item result took
+    most of 44 s, and would read `:smile:` in a string as an emoji)."""
+    write(stdout, jsontext.dumps_text(value, indent=True, any_keys=True) + "\n")
+
+
+def write(console: Console, text: str) -> None:
+    """Text as it is, at once, to a console's file: no markup, emoji codes or wrapping."""
+    console.file.write(text)
+    console.file.flush()
 
 
 LIBRARY_FLAGS = {
@@ -245,8 +263,11 @@ def command_flags() -> dict[str, str]:
 def for_cli(error: OutformError) -> OutformError:
     """`error` as the command line says it: a library argument becomes its flag in `where`
     (`max_depth` -> `--max-depth`), in a `what` that starts with it ("max_depth must be ..."),
-    and in `fix` ("raise `retries`" -> "raise --retries", "level='full'" -> "--level full";
-    "pass api_key=" -> "pass --api-key-env NAME")."""
+    in a limit named in `what` or `fix` ("the 'max_repair_chars' limit" -> "the
+    --max-repair-chars limit"), and in `fix` ("raise `retries`" -> "raise --retries",
+    "raise the 'max_chars' option" -> "raise --max-chars", "level='full'" -> "--level full";
+    "pass api_key=" -> "pass --api-key-env NAME"). The library never knows the command line:
+    the mapping is done here, from the names of the commands' own options."""
     flags = {**command_flags(), **{name: flag for name, (flag, _) in LIBRARY_FLAGS.items()}}
     what, where, fix = error.what, error.where, error.fix
     if where in flags:
@@ -254,6 +275,7 @@ def for_cli(error: OutformError) -> OutformError:
     first = what.split(" ", 1)
     if len(first) == 2 and first[0] in flags and first[1].startswith("must be"):
         what = f"{flags[first[0]]} {first[1]}"
+    what = _settings_as_flags(what, flags)
     if fix:
         fix = re.sub(
             r"\b(" + "|".join(LIBRARY_FLAGS) + r")=",
@@ -262,6 +284,7 @@ def for_cli(error: OutformError) -> OutformError:
         )
         fix = _ASSIGNED.sub(lambda m: _flagged(m, flags, f"{{}} {m.group(2)}"), fix)
         fix = _QUOTED.sub(lambda m: _flagged(m, flags, "{}"), fix)
+        fix = _settings_as_flags(fix, flags)
     if (what, where, fix) == (error.what, error.where, error.fix):
         return error
     shown = copy.copy(error)
@@ -273,6 +296,20 @@ _ASSIGNED = re.compile(r"\b([a-z_]+)='?([\w.-]+)'?")
 """`level='full'`, `retries=3`: a library argument given a value."""
 _QUOTED = re.compile(r"`([a-z_]+)`")
 """`retries`: a library argument named in backquotes."""
+_OPTION = re.compile(r"\bthe '([a-z_]+)' option\b")
+""""raise the 'max_chars' option": a setting named as the library's option (-> "raise
+--max-chars")."""
+_SETTING = re.compile(r"\bthe '([a-z_]+)' (limit)\b")
+""""over the 'max_repair_chars' limit": a setting named as a limit (-> "the --max-repair-chars
+limit")."""
+
+
+def _settings_as_flags(text: str, flags: dict[str, str] | None = None) -> str:
+    """Settings a text names as the library's ("the 'max_chars' option", "the
+    'max_repair_chars' limit") as the command's flags."""
+    flags = command_flags() if flags is None else flags
+    text = _OPTION.sub(lambda m: _flagged(m, flags, "{}"), text)
+    return _SETTING.sub(lambda m: _flagged(m, flags, "the {} " + m.group(2)), text)
 
 
 def _flagged(match: re.Match[str], flags: dict[str, str], template: str) -> str:

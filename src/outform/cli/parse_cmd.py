@@ -8,7 +8,7 @@ import typer
 
 from outform.cli import options
 from outform.cli.app import EXIT_INVALID, app, stderr, stdout
-from outform.cli.io import output_of, read_reply, show
+from outform.cli.io import output_of, read_reply, show, write
 from outform.errors import InputError, OutputError, UsageError
 from outform.parse import parse
 from outform.parse.incremental import Degeneration
@@ -102,11 +102,10 @@ def _stream(reply: bytes, output: Any, settings: dict[str, Any], chunk_size: int
         ) from None
     shown = 0
     for snapshot in replay(text, chunk_size, output, **settings):
-        line = to_json(snapshot).decode() if not snapshot.final else None
         if snapshot.final and snapshot.result is not None:
             show(snapshot.result, as_json=False)
-        elif line is not None:
-            stdout.print(line, markup=False, highlight=False)
+        elif not snapshot.final:
+            write(stdout, to_json(snapshot).decode() + "\n")
             shown += 1
     stderr.print(
         f"{shown} snapshot(s) over {len(text)} characters in {chunk_size}-character chunks"

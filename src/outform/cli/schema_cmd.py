@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-import orjson
 import typer
 from rich.table import Table
 
-from outform.cli.app import app, stderr, stdout
+from outform.cli.app import app, stderr
 from outform.cli.io import load_schema, print_json
 
 
@@ -38,7 +37,7 @@ def schema_command(
     if as_json:
         print_json(result.to_dict())
         return
-    stdout.print(orjson.dumps(result.schema, option=orjson.OPT_INDENT_2).decode())
+    print_json(result.schema)
     if ledger:
         table = Table(title=f"Constraint ledger ({result.dialect})", title_justify="left")
         for column in ("path", "keyword", "disposition", "reason"):

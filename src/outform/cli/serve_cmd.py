@@ -78,7 +78,7 @@ def serve_command(
 ) -> None:
     """Serve the OpenAI Responses API over a Chat Completions backend or a provider.
 
-    Defaults come from the \\[gateway] section of outform.toml.
+    Defaults come from the [gateway] section of outform.toml.
     """
     from outform.config import settings
     from outform.gateway.settings import GatewaySettings, parse_model_map

@@ -93,9 +93,6 @@ def pipeline_for(
         level = level or chosen.level
         options = {**chosen.parse_options(), **options}
     if processors or observers:  # the defaults, () and (), are the common case
-        processors = tuple(processors)
-        observers = tuple(observers)
-    if processors or observers:
         return Pipeline(output, level=level, processors=processors, observers=observers, **options)
     return _cache.get(output, level, options)
 

@@ -49,16 +49,33 @@ def freeze(
     """A checked, hashable allowlist; ConfigError naming the key and the allowed values."""
     if value is None:
         return None
-    items: Iterable[tuple[str, Any]] = value.items() if isinstance(value, Mapping) else value
+    items: Iterable[Any] = value.items() if isinstance(value, Mapping) else value
+    if isinstance(items, str | bytes) or not isinstance(items, Iterable):
+        raise ConfigError(
+            f"{where} must map target types to lists of conversion names, got {value!r}",
+            where=where,
+            fix='for example {"integer": ["str->int"]}, or None to allow every conversion',
+        )
     frozen: list[tuple[str, tuple[str, ...]]] = []
-    for target, names in items:
-        if target not in SHORT:
+    for item in items:
+        if not isinstance(item, tuple | list) or len(item) != 2:
+            raise ConfigError(
+                f"{where} must map target types to lists of conversion names, got {item!r}",
+                where=where,
+                fix='for example {"integer": ["str->int"]}',
+            )
+        target, names = item
+        if not isinstance(target, str) or target not in SHORT:
             raise ConfigError(
                 f"unknown target type {target!r} in the coercion allowlist",
                 where=where,
                 fix=f"use one of: {', '.join(TARGETS)}",
             )
-        if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+        if (
+            isinstance(names, str)
+            or not isinstance(names, Iterable)
+            or not all(isinstance(n, str) for n in names)
+        ):
             raise ConfigError(
                 f"{where}.{target} must be a list of conversion names",
                 where=where,

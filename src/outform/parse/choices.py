@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from outform.parse import literals
 from outform.parse.negation import Negations
 from outform.parse.scalars import STRIP, fold_accents, normalize_token
 from outform.schema.types import json_type
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from outform.parse.context import Deadline
 
 _NOT_WORD = re.compile(r"[^A-Za-z0-9_]")
+_NUMBER_START = frozenset("+-.0123456789")
 _SEPARATOR = "\n"
 _TYPE_NAMES = {
     bool: "boolean",
@@ -122,6 +124,7 @@ class Choices:
         "_numbers",
         "_others",
         "_spaced",
+        "_spelled",
         "_strings",
         "_unique",
         "members",
@@ -146,6 +149,7 @@ class Choices:
         self._spaced: bool | None = None
         self._folded: _Index | None = None
         self._numbers: dict[int | float, list[Any]] | None = None
+        self._spelled: dict[int | str, list[str]] | None = None
 
     @property
     def unique(self) -> list[str]:
@@ -210,6 +214,18 @@ class Choices:
                         numbers.setdefault(member, []).append(member)
             self._numbers = numbers
         return self._numbers.get(number, [])
+
+    def spelling(self, number: int | float) -> list[str]:
+        """The string members that are a literal of `number` (`"1.10"` and `"1.1"` for 1.1):
+        where the reply's own spelling of a number is not known (see literals.py)."""
+        if self._spelled is None:
+            spelled: dict[int | str, list[str]] = {}
+            for member in self.unique:
+                found = literals.spelled(member) if member[:1] in _NUMBER_START else None
+                if found is not None:
+                    spelled.setdefault(found, []).append(member)
+            self._spelled = spelled
+        return self._spelled.get(literals.key(number), [])
 
     def mentioned(self, text: str, deadline: Deadline | None = None) -> str | None:
         """The one member a sentence mentions as a whole word, or None (none, or several).

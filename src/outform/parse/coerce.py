@@ -22,10 +22,10 @@ from outform.parse.allowlist import Allowlist, conversion, permits
 from outform.parse.choices import Choices
 from outform.parse.context import Deadline
 from outform.parse.decode import MAX_REPAIR_CHARS, Decoded, decode
-from outform.parse.hint import preview
+from outform.parse.hint import clip, preview
+from outform.parse.literals import Spellings
 from outform.parse.result import Change
 from outform.parse.scalars import (
-    as_integer,
     bool_note,
     is_null_word,
     normalize_key,
@@ -33,7 +33,7 @@ from outform.parse.scalars import (
     parse_bool,
     parse_number,
 )
-from outform.parse.values import encode, number_text
+from outform.parse.values import encode
 from outform.schema import patterns, pointer
 from outform.schema.compiled import CompiledSchema
 from outform.schema.types import choices as enum_choices
@@ -149,10 +149,14 @@ class Coercer:
         self.allowlist = allowlist
         """The type conversions allowed, per target type (None: all)."""
 
-    def coerce(self, value: Any, deadline: Deadline | None = None) -> Coercion:
+    def coerce(
+        self, value: Any, deadline: Deadline | None = None, text: str | None = None
+    ) -> Coercion:
         """Coerce `value`; the work is bounded by the deadline (an InputError naming
-        `time_limit` when it passes), not by any count of its own."""
-        return self.coerce_at(value, "", deadline)
+        `time_limit` when it passes), not by any count of its own. `text`: what `value` was
+        read from, where a number turned into text finds how the reply wrote it (see
+        literals.py)."""
+        return self.coerce_at(value, "", deadline, text)
 
     def cannot_fit(self, value: Any) -> bool:
         """Whether coercion certainly leaves `value` invalid at the root: an object that lacks a
@@ -191,10 +195,14 @@ class Coercer:
             covered.update(n for n in named.get(normalize_key(key), ()) if n in unfilled)
         return len(covered) < len(unfilled)
 
-    def coerce_at(self, value: Any, loc: str, deadline: Deadline | None = None) -> Coercion:
-        """Coerce `value` against the part of the schema at JSON pointer `loc`."""
+    def coerce_at(
+        self, value: Any, loc: str, deadline: Deadline | None = None, text: str | None = None
+    ) -> Coercion:
+        """Coerce `value` against the part of the schema at JSON pointer `loc` (`text`: see
+        `coerce`)."""
         result = Coercion(value)
-        walk = _Walk(self, deadline or Deadline.never())
+        deadline = deadline or Deadline.never()
+        walk = _Walk(self, deadline, Spellings(text, deadline))
         result.value = walk.node(value, _At(loc), result)
         return result
 
@@ -305,10 +313,13 @@ class _Walk:
         "max_depth",
         "max_repair_chars",
         "plans",
+        "spellings",
         "tolerance",
     )
 
-    def __init__(self, coercer: Coercer, deadline: Deadline) -> None:
+    def __init__(
+        self, coercer: Coercer, deadline: Deadline, spellings: Spellings | None = None
+    ) -> None:
         self.compiled = coercer.compiled
         self.lenient = coercer.lenient
         self.max_depth = coercer.max_depth
@@ -324,6 +335,8 @@ class _Walk:
         the id stays its own)."""
         self.best = coercer.best
         self.allowlist = coercer.allowlist
+        self.spellings = spellings or Spellings()
+        """How the reply wrote its numbers: a number turned into text is written so."""
 
     def valid(self, loc: str, value: Any) -> bool:
         """Whether `value` fits the schema at `loc` (a resolved location)."""
@@ -338,6 +351,9 @@ class _Walk:
         """The location `$ref`s lead to from `loc`, and its plan."""
         plan = self.plans.get(loc)
         if plan is None:
+            # A location met for the first time: its plan and validator are built, which costs
+            # up to the schema's size (a union of 200,000 branches): the clock is read.
+            self.deadline.check()
             resolved, schema = self.compiled.resolve(loc)
             plan = self.plans.get(resolved) or _Node(self.compiled, resolved, schema)
             self.plans[loc] = self.plans[resolved] = plan
@@ -419,8 +435,15 @@ class _Walk:
         if choices is not None:
             matched = self.match_choice(value, choices, at.lossy)
             if matched is not _NO:
+                unspelled = self.unspelled(value, matched)
                 _record(
-                    out, at.path, "match_enum", value, matched, expected=_types(allowed, matched)
+                    out,
+                    at.path,
+                    _spelled("match_enum", unspelled),
+                    value,
+                    matched,
+                    expected=_types(allowed, matched),
+                    lost=unspelled + _unsaid(value, matched),
                 )
                 return matched
         kind = json_type(value)
@@ -457,6 +480,7 @@ class _Walk:
                         value,
                         matched,
                         expected=_types(allowed, matched),
+                        lost=_unsaid(value, matched),
                     )
                     return matched
         if kind == "object":
@@ -501,6 +525,7 @@ class _Walk:
             result[key] = self.node(result[key], at.child(child_loc, key), out)
         if at.lossy:
             for name in plan.required:
+                self.deadline.tick()
                 if name not in result and name in properties:
                     self.fill_missing(result, properties[name], at.child(at.loc, name), out)
         # An object left as it was stays the same object: the walk knows a value it met
@@ -597,22 +622,22 @@ class _Walk:
         elif kind in ("integer", "number"):
             if "boolean" in allowed and value in (0, 1):
                 return bool(value), "number_to_boolean", 0
-            if "string" in allowed and (text := number_text(value)) is not None:
-                return text, "number_to_string", 0
+            if "string" in allowed:
+                text, known = self.spellings.spell(value)
+                if text is not None:
+                    return text, _spelled("number_to_string", not known), int(not known)
         elif kind == "boolean" and "string" in allowed:
             return ("true" if value else "false"), "boolean_to_string", 0
         elif kind == "array":
             if len(value) == 1 and (inner := self.attempt(value[0], at, out)) is not _NO:
                 return inner, "unwrap_single_item", 0
             if lenient and "string" in allowed:
-                return encode(value), "json_to_string", 0
+                text, known = self.spellings.encode(value)
+                return text, _spelled("json_to_string", not known), int(not known)
         elif kind == "object" and lenient:
-            if len(value) == 1:
-                inner = self.attempt(next(iter(value.values())), at, out)
-                if inner is not _NO:
-                    return inner, "unwrap_single_key", 0
-            if "string" in allowed:
-                return encode(value), "json_to_string", 0
+            converted = self.from_object(value, allowed, at, out)
+            if converted[0] is not _NO:
+                return converted
         if "object" in allowed and (wrapped := self.wrap_in_object(value, at, out)) is not _NO:
             return wrapped, "wrap_in_object", 0
         if "array" in allowed:
@@ -622,14 +647,75 @@ class _Walk:
                 return [], "null_to_empty_array", 0
         return _NO, "", 0
 
+    def from_object(
+        self, value: dict[str, Any], allowed: frozenset[str], at: _At, out: Coercion
+    ) -> tuple[Any, str, int]:
+        """An object where it is not wanted (lenient): its one key's value, its JSON text, or
+        the object in a list. Unwrapping drops the key's name, content of the reply (see
+        `key_loss`), so a conversion that keeps it and fits is tried first: `{"a": 0}` for a
+        list is `[{"a": 0}]`, as at level minimal, not `[0]`."""
+        key = next(iter(value)) if len(value) == 1 else None
+        lost = -1 if key is None else self.key_loss(key, at)
+        if key is not None and lost == 0:
+            inner = self.attempt(value[key], at, out)
+            if inner is not _NO:
+                return inner, "unwrap_single_key", 0
+        text, known = self.spellings.encode(value) if "string" in allowed else (None, True)
+        as_text = _spelled("json_to_string", not known), int(not known)
+        if text is not None and (lost <= 0 or self.valid(at.loc, text)):
+            return text, *as_text
+        if key is not None and lost > 0:
+            if "array" in allowed and (listed := self.attempt([value], at, out)) is not _NO:
+                return listed, "wrap_in_array", 0
+            inner = self.attempt(value[key], at, out)
+            if inner is not _NO:
+                return inner, f"unwrap_single_key(dropped the key {clip(key, 40)!r})", lost
+        if text is not None:
+            return text, *as_text  # not valid there: validation says why
+        return _NO, "", 0
+
+    def unspelled(self, value: Any, matched: Any) -> int:
+        """1 when `matched` is the text of a number in `value` whose spelling by the reply is
+        not known (see literals.py; lossy: it may have been written otherwise), else 0."""
+        if isinstance(value, list) and len(value) == 1:
+            value = value[0]
+        if not _is_number(value) or not isinstance(matched, str):
+            return 0
+        return int(not self.spellings.spell(value)[1])
+
+    def key_loss(self, key: str, at: _At) -> int:
+        """The letters and digits of content unwrapping `{key: value}` at `at` discards: the
+        key's name (see loss.py), or nothing when the key names the value there: it is the key
+        of the object holding it (`{"age": {"age": 180}}` for an integer `age`), or the
+        schema's `title` there (`{"Priority": "HIGH"}` for an enum titled Priority)."""
+        named = normalize_key(key)
+        if at.parent is not None and isinstance(at.key, str) and normalize_key(at.key) == named:
+            return 0
+        title = self.plan(at.loc)[1].schema.get("title")
+        if isinstance(title, str) and normalize_key(title) == named:
+            return 0
+        return loss.measure(encode(key), comments=False).size
+
     def wrap_in_object(self, value: Any, at: _At, out: Coercion) -> Any:
-        """`{field: value}` when the object wanted has exactly one declared field."""
+        """`{field: value}` when the object wanted has exactly one declared field: for a value
+        the reply wrote without a key of its own there. Not when the field's value is then got
+        by dropping a key the reply wrote (`{"height": 180}` is not `{"age": 180}`): that
+        would move a value under a name the reply did not give it."""
         _, schema = self.compiled.resolve(at.loc)
         properties = schema.get("properties") if isinstance(schema, dict) else None
         if not isinstance(properties, dict) or len(properties) != 1:
             return _NO
         (name,) = properties
-        return self.attempt({name: value}, at, out)
+        result, trial = self.trial({name: value}, at.schema(at.loc), at.loc)
+        if result is _NO:
+            return _NO
+        field = pointer.join(at.path, name)
+        if any(
+            c.path == field and c.transform == "unwrap_single_key" and c.lost for c in trial.changes
+        ):
+            return _NO
+        out.absorb(trial)
+        return result
 
     def from_string(
         self, text: str, allowed: frozenset[str], lenient: bool
@@ -639,14 +725,18 @@ class _Walk:
         if allowed & {"integer", "number"}:
             number = parse_number(text, lenient=lenient)
             if number is not None:
-                integer = as_integer(number.value)
+                # Read out of a sentence, the number leaves the sentence's words behind.
+                lost = _unsaid(text, number.value) if number.how == "in_text" else 0
+                integer = number.integer
                 if "integer" in allowed and integer is not None:
-                    return integer, f"string_to_integer({number.how})", 0
+                    return integer, f"string_to_integer({number.how})", lost
                 if "number" in allowed:
-                    return number.value, f"string_to_number({number.how})", 0
+                    return number.value, f"string_to_number({number.how})", lost
         if "boolean" in allowed:
             flag = parse_bool(text, lenient=lenient)
             if flag is not None:
+                if parse_bool(text) is None:  # a sentence: its other words are left behind
+                    return flag, "string_to_boolean(in_text)", _unsaid(text, flag)
                 return flag, "string_to_boolean", 0
         if allowed & {"array", "object"}:
             stripped = text.strip()
@@ -672,7 +762,8 @@ class _Walk:
                 return hits[0]
             number = parse_number(value)
             if number is not None:
-                hits = choices.equal_to(number.value)
+                exact = number.integer
+                hits = choices.equal_to(number.value if exact is None else exact)
                 if len(hits) == 1:
                     return hits[0]
             if search and self.lenient and len(value) <= _SEARCH_LIMIT:
@@ -680,9 +771,11 @@ class _Walk:
                 if mentioned is not None:
                     return mentioned
         elif _is_number(value):
-            text = number_text(value)
+            text, known = self.spellings.spell(value)
             if text is not None and text in choices:
                 return text
+            if not known and len(hits := choices.spelling(value)) == 1:
+                return hits[0]
         elif isinstance(value, list) and len(value) == 1:
             return value[0] if value[0] in choices else self.match_choice(value[0], choices, search)
         return _NO
@@ -720,6 +813,26 @@ def _record(
             had,
         )
     )
+
+
+def _unsaid(text: Any, value: Any) -> int:
+    """The letters and digits of a string `text` (or of the one string a one-item list holds)
+    that `value`, read out of it, does not keep (see loss.py): the rest of a sentence a number,
+    boolean or enum member was found in ("about 42 apples" -> 42 leaves 11); nothing for a
+    re-spelling ("**EUR**" -> "EUR", "yes" -> true)."""
+    if isinstance(text, list) and len(text) == 1:
+        text = text[0]
+    if not isinstance(text, str):
+        return 0
+    kept = loss.measure(encode(value), comments=False).size
+    return max(0, loss.measure(encode(text), comments=False).size - kept)
+
+
+def _spelled(transform: str, unknown: bool | int) -> str:
+    """`transform`, saying so when the reply's spelling of a number it writes is not known."""
+    if not unknown:
+        return transform
+    return f"{transform}(the reply's spelling of the number is not known: it may differ)"
 
 
 def _types(allowed: frozenset[str] | None, value: Any = _NO) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -83,8 +84,9 @@ class Options:
     """Seconds the slow path may spend on one reply before giving up with an error: checked
     inside the loops of every stage, so it is a bound, not a report after the fact."""
     max_repair_chars: int = 1_000_000
-    """Largest region handed to json-repair (tier 2). json-repair cannot be interrupted, so its
-    input is bounded instead; a larger region skips the tier, and the skip is recorded."""
+    """Largest region handed to json-repair (tier 2), and so the cost of one of its steps (the
+    time limit interrupts it between steps, see repair.py); a larger region skips the tier,
+    and the skip is recorded."""
     shadow: bool = False
     anyof_strategy: str = "first-pass"
     """Union branches: `first-pass` takes the first that fits, `best` the one needing the
@@ -118,15 +120,12 @@ class Options:
                 fix=f"use: {', '.join(sorted(self.__dataclass_fields__))}",
             )
         if "stages" in changes:
-            stages = frozenset(changes["stages"])
-            bad = stages - set(STAGES)
-            if bad:
+            changes["stages"] = _stages(changes["stages"])
+        for name in _FLAGS:
+            if name in changes and type(changes[name]) is not bool:
                 raise ConfigError(
-                    f"unknown stage(s): {', '.join(sorted(bad))}",
-                    where="stages",
-                    fix=f"use a subset of: {', '.join(STAGES)}",
+                    f"{name} must be True or False, got {changes[name]!r}", where=name
                 )
-            changes["stages"] = stages
         for name, bound in BOUNDS.items():
             if name in changes and not bound.accepts(changes[name]):
                 raise ConfigError(
@@ -148,6 +147,32 @@ class Options:
                 fix="0 = strict JSON, 1 = also JSON5, 2 = also json-repair",
             )
         return replace(self, **changes)
+
+
+_FLAGS = ("lenient", "fill_defaults", "shadow")
+"""The options that are yes or no."""
+
+
+def _stages(given: Any) -> frozenset[str]:
+    """The `stages` option: stage names, or one name alone (`"decode"` is that stage, not its
+    letters)."""
+    if isinstance(given, str):
+        given = (given,)
+    if not isinstance(given, Iterable) or isinstance(given, bytes | Mapping):
+        raise ConfigError(
+            f"stages must be a list of stage names, got {given!r}",
+            where="stages",
+            fix=f"use a subset of: {', '.join(STAGES)}",
+        )
+    names = tuple(given)
+    bad = [name for name in names if not isinstance(name, str) or name not in STAGES]
+    if bad:
+        raise ConfigError(
+            f"unknown stage(s): {', '.join(map(repr, bad))}",
+            where="stages",
+            fix=f"use a subset of: {', '.join(STAGES)}",
+        )
+    return frozenset(names)
 
 
 _FRAMES_PER_LEVEL = 8
@@ -239,23 +264,52 @@ class Deadline:
             raise too_slow(self.limit, self.stage, self.size)
 
     def enter(self, stage: str) -> None:
-        """Name the stage now running (for the error), and check the clock."""
-        self.stage = stage
+        """Check the clock, then name the stage now starting. Time past the limit found here
+        was spent by the stage that ran until now: that one is named in the error."""
         self.check()
+        self.stage = stage
 
 
 @dataclass(slots=True)
 class Run:
-    """What happened while parsing one reply."""
+    """What happened while parsing one reply, or while carrying one of its candidates (a fork
+    of the reply's run)."""
 
     schema_hash: str | None
     deadline: Deadline
     changes: list[Change] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
+    parent: Run | None = None
+    """The reply's run, of a fork."""
+    forked_at: tuple[int, int] = (0, 0)
+    """How many of the parent's changes and events came before the fork."""
+    settled: bool = True
+    """Whether `changes` and `events` begin with the parent's from before the fork."""
 
     @classmethod
     def start(cls, schema_hash: str | None, options: Options, size: int = 0) -> Run:
         return cls(schema_hash, Deadline(options.time_limit, size))
+
+    def fork(self) -> Run:
+        """A run for one candidate, after what this run holds now. It holds only its own
+        changes and events until `settle`: copying the reply's for every candidate would cost
+        the product of a reply's pieces and the failures recorded before them."""
+        forked_at = (len(self.changes), len(self.events))
+        return Run(self.schema_hash, self.deadline, parent=self, forked_at=forked_at, settled=False)
+
+    def settle(self) -> Run:
+        """This run with the parent's changes and events from before the fork put in front
+        (done once, for a candidate that is reported)."""
+        if not self.settled and self.parent is not None:
+            changes, events = self.forked_at
+            self.changes[:0] = self.parent.changes[:changes]
+            self.events[:0] = self.parent.events[:events]
+            self.settled = True
+        return self
+
+    def later_changes(self) -> list[Change]:
+        """The parent's changes made after the fork (none for a run that is no fork)."""
+        return [] if self.parent is None else self.parent.changes[self.forked_at[0] :]
 
     def change(
         self,

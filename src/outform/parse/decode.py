@@ -3,36 +3,39 @@
 Tier 0 is orjson: exact JSON, fast (an integer orjson would read as a float is read again
 exactly). Tier 1 is pyjson5: JSON5 (comments, trailing commas, single quotes, unquoted keys).
 Tier 2 is json-repair: anything it can salvage (missing quotes, commas and brackets,
-truncation, Python literals). json-repair cannot be interrupted, so it only reads regions of up
-to `max_repair_chars`. NaN and Infinity are not JSON numbers, and a number out of a float's
-range (`1e400`, `1e-400`) is not the number a float reads: a text that writes one is read
-by no tier (pyjson5 would read a float JSON cannot hold, json-repair a string the reply did not
-write). A tolerant reading is refused when its value is not JSON (a number out of range, a lone
-surrogate) or when it loses content the loss rule refuses (a digit, members merged, more
-than half: see loss.py); a smaller loss is returned with the value, to be recorded. A failure
-inside json-repair itself (an assertion of its own, on input it does not expect) means that
-tier could not read the region, like any other failure of a tier.
+truncation, Python literals). Its time is not linear in its input: the deadline interrupts it
+(see repair.py), it only reads regions of up to `max_repair_chars`, and long strings are read
+without it (held.py). NaN and Infinity are not JSON numbers, and a number out of a float's range
+(`1e400`, `1e-400`) is not the number a float reads: a text that writes one is read by no tier
+(pyjson5 would read a float JSON cannot hold, json-repair a string the reply did not write). A
+tolerant reading is refused when its value is not JSON (a number out of range, a lone
+surrogate), when it loses content the loss rule refuses (a digit, members merged, more than
+half: see loss.py), or when json-repair made a key of text the reply does not write as a key
+(see keys.py); a smaller loss is returned with the value, to be recorded. A failure inside
+json-repair itself (an assertion of its own, on input it does not expect) means that tier
+could not read the region, like any other failure of a tier.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import json_repair
 import orjson
 import pyjson5
 
-from outform.parse import loss, values
-from outform.parse.delimit import delimit
+from outform.parse import keys, loss, values
+from outform.parse.context import Deadline
+from outform.parse.delimit import read
+from outform.parse.held import hold
 from outform.parse.hint import preview
-
-if TYPE_CHECKING:
-    from outform.parse.context import Deadline
+from outform.parse.repair import repair
 
 TIER_NAMES = ("orjson", "pyjson5", "json_repair")
 MAX_REPAIR_CHARS = 1_000_000
 _CONTEXT = 24
+_REPAIRED = "repaired"
+"""The detail of a json-repair reading that logged nothing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +62,10 @@ class DecodeFailure:
     nonfinite: str = ""
     """The NaN or Infinity the text writes (at `position`): no tier reads it."""
     out_of_range: str = ""
-    """Why a number the text writes (at `position`) is out of a float's range: no tier
-    reads it (see values.out_of_range)."""
+    """Why a number the text writes (at `position`) is out of a float's range, or an integer
+    too long for Python to read: no tier reads it (see values.out_of_range)."""
+    number: values.OutOfRange | None = None
+    """That number (what it is, and what to write instead)."""
 
     @property
     def unreadable(self) -> bool:
@@ -91,11 +96,16 @@ def strict(text: str) -> Any:
 
 
 def _exact_or_refused(text: str) -> Any:
-    """The exact reading of a text orjson refused, or orjson's error when that fails too."""
+    """The exact reading of a text orjson refused, or orjson's error when that fails too, or
+    when it reads what orjson rightly refused (the standard library takes an escaped lone
+    surrogate, which is not Unicode text)."""
     try:
-        return values.decode_exact(text)
+        value = values.decode_exact(text)
     except ValueError:
         return orjson.loads(text)
+    if values.flaw(value) is not None:
+        return orjson.loads(text)  # raises: orjson refused the text for this flaw
+    return value
 
 
 def strict_failure(text: str) -> DecodeFailure | None:
@@ -118,7 +128,7 @@ def _unreadable(text: str) -> DecodeFailure | None:
         )
     out = values.out_of_range(text)
     if out is not None:
-        return DecodeFailure(out.describe(), out.position, out_of_range=out.describe())
+        return DecodeFailure(out.describe(), out.position, out_of_range=out.describe(), number=out)
     return None
 
 
@@ -162,6 +172,7 @@ def decode_tier(
     unreadable = _unreadable(text)
     if unreadable is not None:
         return unreadable
+    decoded: Decoded | DecodeFailure | None
     if tier == 1:
         decoded = _json5(text)
     elif len(text) > max_repair_chars:
@@ -175,6 +186,8 @@ def decode_tier(
         decoded = _repair(text, deadline)
     if decoded is None:
         return DecodeFailure(f"{TIER_NAMES[tier]} failed", 0)
+    if isinstance(decoded, DecodeFailure):
+        return decoded
     return _accept(text, decoded, deadline)
 
 
@@ -204,9 +217,9 @@ def _json5(text: str) -> Decoded | None:
     return Decoded(value, 1, "accepted JSON5 syntax")
 
 
-def _repair(text: str, deadline: Deadline | None) -> Decoded | None:
-    delimited = delimit(text, deadline)
-    if delimited is not None:
+def _repair(text: str, deadline: Deadline | None) -> Decoded | DecodeFailure | None:
+    delimited = read(text, deadline)
+    if delimited.notes:
         # Its strings delimited (and the brackets a cut reply left open closed), the text is
         # often JSON or JSON5 again: read exactly, without json-repair's own guesses.
         closed = decode(delimited.closed, 1)
@@ -215,20 +228,46 @@ def _repair(text: str, deadline: Deadline | None) -> Decoded | None:
             if delimited.closers:
                 notes.append(f"closed {len(delimited.closers)} bracket(s) left open at the end")
             return Decoded(closed.value, 2, "; ".join(notes), dropped=delimited.dropped)
-        decoded = _repair_text(delimited.text)
+        decoded = _repair_text(delimited.text, deadline)
         if decoded is not None:
             detail = f"{delimited.detail}; {decoded.detail}"
-            return Decoded(decoded.value, 2, detail, dropped=delimited.dropped)
-        if delimited.dropped:
+            decoded = Decoded(decoded.value, 2, detail, dropped=delimited.dropped)
+        elif delimited.dropped:
             return None  # the text as written ends in what was dropped: not read again
-    return _repair_text(text)
-
-
-def _repair_text(text: str) -> Decoded | None:
-    try:
-        value, log = json_repair.repair_json(
-            text, return_objects=True, skip_json_loads=True, logging=True
+    else:
+        decoded = _repair_text(text, deadline)
+    if decoded is None:
+        return None
+    written = delimited.keys | keys.before_colons(text)
+    key = keys.invented(decoded.value, written, deadline)
+    if key is not None:
+        return DecodeFailure(
+            f"json_repair's reading makes a key of {key!r}, which the reply does not write as "
+            "a key (a value read as a key)",
+            0,
+            refused=True,
         )
+    return decoded
+
+
+def _repair_text(text: str, deadline: Deadline | None = None) -> Decoded | None:
+    """json-repair's reading of `text`, its long strings held out (see held.py)."""
+    held = hold(text, deadline)
+    if held is None:
+        return _json_repair(text, deadline)
+    decoded = _json_repair(held.text, deadline)
+    if decoded is None:
+        return None
+    value, whole = held.put_back(decoded.value)
+    if not whole:
+        return _json_repair(text, deadline)
+    detail = held.note if decoded.detail == _REPAIRED else f"{decoded.detail}; {held.note}"
+    return Decoded(value, 2, detail)
+
+
+def _json_repair(text: str, deadline: Deadline | None) -> Decoded | None:
+    try:
+        value, log = repair(text, deadline or Deadline.never())
     except (RecursionError, ValueError, TypeError, IndexError, AssertionError):
         # json-repair's own failures (an assertion of its parser, issue 9): it could not read
         # the region, as when it returns nothing; the pipeline goes on to its other readings.
@@ -236,7 +275,7 @@ def _repair_text(text: str) -> Decoded | None:
     if value == "" and text.strip() not in ('""', "''"):
         return None  # json-repair's way of saying "nothing salvageable"
     actions = [entry.get("text", "") for entry in log if isinstance(entry, dict)]
-    detail = "; ".join(dict.fromkeys(a for a in actions if a)) or "repaired"
+    detail = "; ".join(dict.fromkeys(a for a in actions if a)) or _REPAIRED
     return Decoded(value, 2, detail)
 
 

@@ -37,9 +37,11 @@ class Repeat:
         return pointer.join(self.path, self.key)
 
 
-def may_repeat(text: str, value: Any) -> bool:
-    """Whether the JSON `text`, read as `value`, may write a key twice (False is certain)."""
-    written = text.count(":")
+def may_repeat(text: str, value: Any, written: int | None = None) -> bool:
+    """Whether the JSON `text`, read as `value`, may write a key twice (False is certain);
+    `written`: the colons of `text`, when already counted."""
+    if written is None:
+        written = text.count(":")
     if not written or (type(value) is dict and written <= len(value)):
         return False
     try:

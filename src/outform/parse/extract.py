@@ -13,10 +13,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+import orjson
+
 if TYPE_CHECKING:
     from outform.parse.context import Deadline
 
-CandidateKind = Literal["whole", "fence", "span", "unclosed", "collected", "text"]
+CandidateKind = Literal["whole", "fence", "span", "unclosed", "inside", "collected", "text"]
 RootKind = Literal["object", "array", "other"]
 
 # Reasoning blocks some models write before (or instead of) their answer.
@@ -69,6 +71,9 @@ class Span:
     root: RootKind
     depth: int
     closed: bool
+    inside: bool = False
+    """Closed inside the region left open at the end, after the point where that region stops
+    reading as JSON (`[0, 1) then {"a": 1}`): a region of its own, not a part of it."""
 
 
 def strip_reasoning(text: str) -> tuple[str, list[str]]:
@@ -178,7 +183,7 @@ def scan_spans(text: str) -> tuple[list[Span], int]:
     return found.spans, found.deepest
 
 
-def scan(text: str, deadline: Deadline | None = None) -> Scan:
+def scan(text: str, deadline: Deadline | None = None, *, breaks: bool = True) -> Scan:
     """Top-level bracketed regions of `text` in one pass, with nesting and breakage measures.
 
     Quotes are only tracked inside brackets that open JSON, so an apostrophe or a lone quote in
@@ -189,7 +194,8 @@ def scan(text: str, deadline: Deadline | None = None) -> Scan:
 
     An opener still open at the end that cannot start JSON ("use { or [ here") is prose: the
     regions closed inside it are top-level regions, and the unclosed region, if any, starts at
-    the first opener that can (see `_opens_json`).
+    the first opener that can (see `_opens_json`). With `breaks`, the regions closed in that
+    unclosed region after it stops reading as JSON are reported too (see `_after_break`).
     """
     spans: list[Span] = []
     stack: list[str] = []
@@ -293,7 +299,33 @@ def scan(text: str, deadline: Deadline | None = None) -> Scan:
             depth = max(peaks[prose:]) - prose
             spans.append(Span(start, length, _root(text[start]), depth, False))
             deepest = max(deepest, depth)
+            if breaks:
+                inside = _after_break(text, start, deadline)
+                spans += inside
+                deepest = max(deepest, 0, *(span.depth for span in inside))
     return Scan(spans, deepest, unmatched, open_string)
+
+
+def _after_break(text: str, start: int, deadline: Deadline | None) -> list[Span]:
+    """The regions closed inside the region left open at `start`, after the point where it
+    stops reading as JSON as written: a region that does not read as JSON may not swallow one
+    that does. A region that reads as JSON to its end (a reply cut off) holds its parts."""
+    region = text[start:].rstrip()
+    try:
+        orjson.loads(region)
+    except orjson.JSONDecodeError as error:
+        at = error.pos
+    else:
+        return []
+    if at >= len(region):
+        return []  # JSON to the end, cut off there
+    offset = start + at
+    rest = scan(text[offset:], deadline, breaks=False)
+    return [
+        Span(s.start + offset, s.end + offset, s.root, s.depth, True, inside=True)
+        for s in rest.spans
+        if s.closed
+    ]
 
 
 _VALUE_START = frozenset("{[\"'-+.0123456789/]")
@@ -373,6 +405,24 @@ def _keep(text: str) -> str:
     return text
 
 
+def _outside_fences(body: str, closed: list[Span], fences: list[Fence]) -> list[Span]:
+    """The closed regions that lie in no fenced block and read as JSON as written (a bracket
+    in prose that does not, `{name}`, is no value of the reply)."""
+    bounds = sorted((f.start, f.start + len(f.content)) for f in fences)
+    starts = [start for start, _ in bounds]
+    found: list[Span] = []
+    for span in closed:
+        index = bisect.bisect_right(starts, span.start) - 1
+        if index >= 0 and span.start < bounds[index][1]:
+            continue
+        try:
+            orjson.loads(body[span.start : span.end])
+        except orjson.JSONDecodeError:
+            continue
+        found.append(span)
+    return found
+
+
 def _numbering(starts: list[int], noun: str) -> dict[int, str]:
     """`value 2 of 3 in the reply` for each start, when there are several."""
     if len(starts) < 2:
@@ -385,6 +435,7 @@ def candidates(
     wanted: frozenset[RootKind],
     *,
     collect: bool,
+    beside: bool = True,
     deadline: Deadline | None = None,
 ) -> Extraction:
     """Candidates in order of preference.
@@ -392,7 +443,9 @@ def candidates(
     Order: the whole reply; fenced blocks, JSON-tagged first; bracketed regions of the prose,
     those whose root matches the schema's first, in order of appearance; the region left open at
     the end (a truncated reply); with `collect`, every top-level value of the reply gathered
-    into one array (when there are several).
+    into one array (when there are several); with `beside` too, the values of the prose
+    beside fenced blocks are gathered with them (for a root that wants an array: one that says
+    nothing takes the model's blocks, and the prose around them is context).
 
     "Largest" in the sense of outermost: only top-level regions are candidates, never the
     brackets nested inside them; among several, the earliest comes first.
@@ -422,9 +475,15 @@ def candidates(
     # A "fence" that starts inside a bracketed region is text inside a JSON string.
     starts = [s.start for s in spans]
     fences = [f for f in find_fences(body, deadline) if not _inside_span(f.start, spans, starts)]
+    # Values written in the prose outside the blocks (`{"a": 0}` then a fence): gathered with
+    # them, in order of appearance, when they read as JSON as written.
+    outside = _outside_fences(body, closed, fences) if fences else []
     # Of several blocks or values, the first that validates is the reply's: each change says
-    # which one it took.
+    # which one it took, and how many values the prose around the blocks holds.
     fenced = _numbering([f.start for f in fences], "block")
+    if outside:
+        more = f"{len(outside)} more value(s) in the reply outside its fenced blocks"
+        fenced = {f.start: "; ".join(filter(None, (fenced.get(f.start), more))) for f in fences}
     fences.sort(key=lambda f: (f.lang not in _JSON_LANGS and f.lang != "", not f.closed))
     for fence in fences:
         content = fence.content.strip()
@@ -444,10 +503,15 @@ def candidates(
             )
 
     numbered = _numbering(starts, "value")
+    # Regions found inside a region that stops reading as JSON come after it: its tolerant
+    # reading is tried before theirs (each is tried as written before any is repaired).
+    inside = [s for s in closed if s.inside]
+    closed = [s for s in closed if not s.inside]
     closed.sort(key=lambda s: (s.root not in wanted, s.start))
-    for span in [*closed, *(s for s in spans if not s.closed)]:
+    inside.sort(key=lambda s: (s.root not in wanted, s.start))
+    for span in [*closed, *(s for s in spans if not s.closed), *inside]:
         piece = body[span.start : span.end]
-        kind: CandidateKind = "span"
+        kind: CandidateKind = "inside" if span.inside else "span"
         transform = "extract_from_prose"
         if not span.closed:
             piece, kind, transform = ending(piece), "unclosed", "extract_truncated"
@@ -469,8 +533,14 @@ def candidates(
         # several bracketed regions of the reply are.
         pieces = [f.content.strip() for f in fences if f.content.strip()]
         transform = "collect_fences"
-        if not fences:
-            pieces = [body[s.start : s.end] for s in closed]
+        if outside and beside:
+            placed = [(f.start, f.content.strip()) for f in fences if f.content.strip()]
+            placed += [(span.start, body[span.start : span.end]) for span in outside]
+            pieces = [piece for _, piece in sorted(placed, key=lambda item: item[0])]
+            transform = "collect_values"
+        elif not fences:
+            values = sorted([*closed, *inside], key=lambda s: s.start)
+            pieces = [body[s.start : s.end] for s in values]
             transform = "collect_values"
         if len(pieces) > 1:
             joined = "[" + ",".join(pieces) + "]"

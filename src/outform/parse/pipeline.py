@@ -20,6 +20,7 @@ import orjson
 from pydantic import TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 
+from outform import arguments
 from outform.errors import (
     InputError,
     InternalError,
@@ -34,12 +35,23 @@ from outform.format import (
     ResponseFormat,
     TextFormat,
 )
-from outform.parse import allowlist, duplicates, extract, folded, ignored, loss, unescape, values
+from outform.parse import (
+    allowlist,
+    decimals,
+    duplicates,
+    extract,
+    folded,
+    ignored,
+    loss,
+    unescape,
+    values,
+)
 from outform.parse import decode as decoding
 from outform.parse.coerce import Coercer
 from outform.parse.context import Deadline, Options, Run, too_deep, too_long
 from outform.parse.defaults import Defaults
 from outform.parse.hint import RetryHint, Violation, clip, preview
+from outform.parse.literals import Spellings
 from outform.parse.result import FROM_TEXT, Change, ParseResult
 from outform.parse.validate import pydantic_violations, violations
 from outform.schema import pointer
@@ -75,6 +87,9 @@ class Processor:
                 f"unknown processor point {self.at!r}",
                 fix=f"use one of: {', '.join(PROCESSOR_POINTS)}",
             )
+        if not callable(self.fn):
+            raise arguments.refused("Processor fn", "a function", self.fn)
+        arguments.text("Processor name", self.name)
 
     @property
     def label(self) -> str:
@@ -149,8 +164,16 @@ class Pipeline(Generic[T]):
             level or configured.level, **{**configured.overrides, **options}
         )
         self.format = _as_format(output)
-        self.processors = tuple(processors)
-        self.observers = tuple(observers)
+        self.processors: tuple[Processor, ...] = arguments.items(
+            "processors",
+            processors,
+            lambda p: isinstance(p, Processor),
+            "an outform.Processor",
+            fix='wrap each function: Processor("after_decode", fn)',
+        )
+        self.observers: tuple[Observer, ...] = arguments.items(
+            "observers", observers, callable, "a callable (it receives each Event)"
+        )
         self._text_mode = isinstance(self.format, TextFormat)
         schema: Mapping[str, Any]
         if isinstance(self.format, JsonSchemaFormat):
@@ -172,6 +195,8 @@ class Pipeline(Generic[T]):
             schema = folded.without_unique_items(schema)
         self.compiled: CompiledSchema = compile_schema(schema)
         self._fast_validator = self.compiled.validator
+        # Decimals read through a float otherwise than the reply wrote them: found by this.
+        self._decimals = decimals.decimal_validator(self.adapter) if self.adapter else None
         # Keys the type ignores (Pydantic's default) are found, and recorded, by this.
         self._closed = ignored.closed_validator(self.adapter) if self.adapter is not None else None
         self._closed_check = (
@@ -319,25 +344,32 @@ class Pipeline(Generic[T]):
     # -- fast path ------------------------------------------------------------------------
 
     def _fast(self, text: str) -> ParseResult[T] | None:
-        # `max_depth` holds here too: a reply nested deeper takes the slow path, which refuses
-        # it (checked only for a reply long and bracketed enough to nest that deep).
+        # A reply the strict reader takes is checked for what it passes over silently, on the
+        # text's `number_marks` (one translation in C, then a search or a count per check):
+        # a number it misreads, nesting deeper than `max_depth` (a limit holds on every path;
+        # the slow path refuses it), a key written twice, or one a type ignores.
         if self.adapter is not None:
             # Typed: Pydantic parses and validates in one pass; strict, so that nothing is
             # converted without being recorded (anything else goes the slow way).
+            marks = values.number_marks(text)
             try:
-                if len(text) > self._depth_chars and not values.within_depth(text, self._max_depth):
+                if len(text) > self._depth_chars and not values.within_depth(
+                    text, self._max_depth, marks=marks
+                ):
                     return None
                 typed = self.adapter.validate_json(text, strict=True)
             except (PydanticValidationError, orjson.JSONDecodeError):
                 return None
             if values.nonfinite_literal(text) is not None:
                 return None  # Pydantic reads NaN and Infinity; the slow path refuses them
-            if values.out_of_range(text, integers=True) is not None:
+            if values.out_of_range(text, integers=True, marks=marks) is not None:
                 return None  # Pydantic reads 1e400 as infinity: the slow path refuses it
-            if self._may_drop_keys(text, typed):
+            if self._may_drop_keys(text, typed, marks.count(b":")):
                 return None  # a key written twice, or one the type ignores: recorded there
             if self._folding is not None and self._may_fold(text):
                 return None  # equal items folded by a set (or keys by a map): recorded there
+            if self._decimals is not None and decimals.FRACTION.search(text):
+                return None  # a decimal Pydantic may have read through a float: read there
             return ParseResult(
                 value=typed,
                 text=text,
@@ -351,7 +383,9 @@ class Pipeline(Generic[T]):
             return None
         marks = values.number_marks(text)
         long_run = values.LONG_RUN in marks
-        if (long_run or values.LONG_EXPONENT in marks) and values.out_of_range(text) is not None:
+        if (long_run or values.LONG_EXPONENT in marks) and values.out_of_range(
+            text, marks=marks
+        ) is not None:
             return None  # orjson reads 1e-400 as 0: the slow path refuses it
         if long_run:
             # orjson reads an integer beyond 64 bits as a float, which loses digits (2**64 + 1
@@ -361,9 +395,11 @@ class Pipeline(Generic[T]):
                 data = values.decode_exact(text)
             except ValueError:
                 return None  # over 4300 digits: the slow path says so
-        if len(text) > self._depth_chars and not values.within_depth(text, self._max_depth, data):
+        if len(text) > self._depth_chars and not values.within_depth(
+            text, self._max_depth, data, marks
+        ):
             return None
-        if duplicates.may_repeat(text, data):
+        if duplicates.may_repeat(text, data, marks.count(b":")):
             return None  # the slow path says which key was written twice
         complete = self._fast_complete
         if complete is not None and complete.is_valid(data):
@@ -385,17 +421,17 @@ class Pipeline(Generic[T]):
             _data=data,
         )
 
-    def _may_drop_keys(self, text: str, typed: Any) -> bool:
-        """Whether the typed reading of `text` may have dropped a key (written twice, or not
-        declared by a type that ignores such keys). Every key is followed by a `:`, so a text
-        with no more colons than the root model was given fields drops none; else the reply is
-        read once more by orjson and checked for both (see duplicates.py and ignored.py)."""
-        written = text.count(":")
+    def _may_drop_keys(self, text: str, typed: Any, written: int) -> bool:
+        """Whether the typed reading of `text`, which writes `written` colons, may have dropped
+        a key (written twice, or not declared by a type that ignores such keys). Every key is
+        followed by a `:`, so a text with no more colons than the root model was given fields
+        drops none; else the reply is read once more by orjson and checked for both (see
+        duplicates.py and ignored.py)."""
         given = getattr(typed, "__pydantic_fields_set__", None)
         if not written or (given is not None and written <= len(given)):
             return False
         data = orjson.loads(text)
-        if duplicates.may_repeat(text, data):
+        if duplicates.may_repeat(text, data, written):
             return True
         closed = self._closed_check
         return closed is not None and not closed.is_valid(data)
@@ -471,14 +507,13 @@ class Pipeline(Generic[T]):
         notes = [f.message for _, f in failures if f.refused or f.skipped or f.unreadable]
         if attempts:
             best = _judged(attempts)
-            late = [c for c in run.changes if not any(c is b for b in best.run.changes)]
-            best.run.changes.extend(late)
+            best.run.settle().changes.extend(best.run.later_changes())
             return self._fail(original, best.value, best.run, self._reasons(best), notes)
         fix = None
         if any(f.nonfinite for _, f in failures):
             fix = "no level reads NaN or Infinity: JSON has no such numbers"
-        elif any(f.out_of_range for _, f in failures):
-            fix = "no level reads a number a float cannot hold: the model must write it again"
+        elif numbers := [f.number for _, f in failures if f.number is not None]:
+            fix = f"no level reads {numbers[0].kind}: the model must write it again"
         return self._fail(original, None, run, (self._syntax_violation(failures),), notes, fix=fix)
 
     def _attempts(
@@ -524,7 +559,13 @@ class Pipeline(Generic[T]):
             leading += collected
         order += [(tier, c) for tier in tiers for c in leading]
         pieces = [c for c in candidates if c not in leading and c is not whole]
-        order += [(tier, c) for tier in tiers for c in pieces]
+        # A region found inside one that stops reading as JSON is tried as written with the
+        # others, and repaired only after them: the region around it is repaired first.
+        inside = [c for c in pieces if c.kind == "inside"]
+        pieces = [c for c in pieces if c.kind != "inside"]
+        order += [(0, c) for c in pieces] + [(0, c) for c in inside]
+        order += [(tier, c) for tier in tiers if tier for c in pieces]
+        order += [(tier, c) for tier in tiers if tier for c in inside]
         # Prose read by a tolerant decoder is a last resort: the pieces above were found first.
         order += [(tier, whole) for tier in tiers if tier and whole not in leading]
         if self._text_root == "last" or (
@@ -538,6 +579,9 @@ class Pipeline(Generic[T]):
         decoded: set[int] = set()
         tried: set[tuple[int, int]] = set()
         strict = _Regions()
+        # The regions found inside one that stops reading as JSON, read as written (where, and
+        # their JSON): a tolerant reading of a region around them must keep them whole.
+        intact: list[tuple[int, str]] = []
         # In a reply that is one broken JSON document, the rest of the document is content
         # too: a region read alone falls under the loss rule, measured against the whole.
         whole_content = (
@@ -570,10 +614,21 @@ class Pipeline(Generic[T]):
                     self._record_tolerant_failure(outcome, tier, candidate, run)
                 continue
             decoded.add(id(candidate))
-            if tier == 0 and candidate.kind != "collected":
+            if tier == 0 and candidate.kind == "inside":
+                intact.append((candidate.start, values.encode(outcome.value)))
+            elif tier == 0 and candidate.kind != "collected":
                 strict.add(candidate)
+            elif tier and intact and not _keeps_intact(candidate, outcome.value, intact):
+                refusal = (
+                    f"{decoding.TIER_NAMES[tier]}'s reading tears apart a region inside it that "
+                    "reads as JSON as written"
+                )
+                failure = decoding.DecodeFailure(refusal, 0, refused=True)
+                failures.append((candidate, failure))
+                self._record_tolerant_failure(failure, tier, candidate, run)
+                continue
             lost = 0
-            if whole_content is not None and candidate.kind in ("span", "unclosed"):
+            if whole_content is not None and candidate.kind in ("span", "unclosed", "inside"):
                 kept = loss.measure(values.encode(outcome.value), comments=False)
                 measured = loss.Loss(whole_content, kept)
                 if measured.refused:
@@ -600,10 +655,16 @@ class Pipeline(Generic[T]):
 
     def _extract(self, text: str, deadline: Deadline) -> extract.Extraction:
         options = self.options
-        deadline.enter("extract")
+        # With extraction off the reply is read whole: the scan that measures its nesting is
+        # the first step of decoding it, and is named so when it runs out of time.
+        deadline.enter("extract" if "extract" in options.stages else "decode")
         if "extract" in options.stages:
             extraction = extract.candidates(
-                text, self._wanted, collect=self._collect, deadline=deadline
+                text,
+                self._wanted,
+                collect=self._collect,
+                beside=not self._unconstrained,
+                deadline=deadline,
             )
         else:
             stripped = text.strip()
@@ -662,7 +723,7 @@ class Pipeline(Generic[T]):
         options = self.options
         value, tier, detail = decoded.value, decoded.tier, decoded.detail
         deadline = parent.deadline
-        run = Run(parent.schema_hash, deadline, list(parent.changes), list(parent.events))
+        run = parent.fork()
         self._record_extraction(candidate, run, lost)
         if detail == "unescaped":
             run.change("", "syntactic", "unescape_text", clip(candidate.text), preview(value))
@@ -698,7 +759,7 @@ class Pipeline(Generic[T]):
         blocked: list[tuple[str, str]] = []
         if "coerce" in options.stages and not self.compiled.is_valid(value):
             run.emit("output.coercion.attempt", "semantic")
-            coercion = self._coercer.coerce(value, deadline)
+            coercion = self._coercer.coerce(value, deadline, candidate.text)
             value = coercion.value
             blocked = coercion.blocked
             run.changes.extend(coercion.changes)
@@ -715,18 +776,44 @@ class Pipeline(Generic[T]):
         if valid and self.adapter is not None:
             try:
                 typed = self.adapter.validate_python(value)
+                if self._decimals is not None:
+                    typed = self._exact_decimals(value, typed, candidate.text, run)
             except PydanticValidationError as exc:
-                found = pydantic_violations(exc)
+                found = pydantic_violations(exc, deadline)
             else:
                 found = self._integer_overflow(candidate.text, typed)
                 self._record_ignored(value, run)
                 self._record_folded(value, run)
+        # (The reply's changes before the fork, from processors of its text and skipped tiers,
+        # are none semantic.)
         semantic = tuple(dict.fromkeys(c.transform for c in run.changes if c.stage == "semantic"))
         if semantic:
             failed = not valid or found
             outcome: EventName = "output.coercion.fail" if failed else "output.coercion.success"
             run.emit(outcome, "semantic", transforms=semantic)
         return _Attempt(candidate, value, run, valid, blocked, found, typed)
+
+    def _exact_decimals(self, value: Any, typed: Any, text: str, run: Run) -> Any:
+        """`typed` with each decimal holding the digits the reply wrote (see decimals.py); a
+        decimal whose spelling is not known is recorded as lossy. Raises Pydantic's error when
+        the digits written break a constraint the float's did not (`max_digits`)."""
+        assert self._decimals is not None and self.adapter is not None
+        reading = decimals.read(self._decimals, value, Spellings(text, run.deadline))
+        for path in reading.unknown:
+            number = preview(pointer.lookup(value, path))
+            run.change(
+                path,
+                "semantic",
+                "decimal_from_float",
+                number,
+                number,
+                detail="the reply's spelling of this number is not known (written more than "
+                "one way): the decimal holds a float's digits",
+                lost=1,
+            )
+        if not reading.exact:
+            return typed
+        return self.adapter.validate_python(decimals.replaced(value, reading.exact))
 
     def _reasons(self, attempt: _Attempt) -> tuple[Violation, ...]:
         """Why the reported attempt fails: every violation the validator finds (each told
@@ -831,6 +918,7 @@ class Pipeline(Generic[T]):
 
     def _process_text(self, text: str, run: Run) -> str:
         for processor in self._at["before_extract"]:
+            run.deadline.enter("before_extract")  # a processor's time is named by its point
             updated = _call(processor, text)
             if not isinstance(updated, str):
                 raise UsageError(
@@ -845,13 +933,15 @@ class Pipeline(Generic[T]):
 
     def _process_value(self, point: ProcessorPoint, value: Any, run: Run) -> Any:
         for processor in self._at[point]:
+            run.deadline.enter(point)
             updated = _call(processor, value)
-            if (flaw := values.flaw(updated, run.deadline)) is not None:
+            if (flaw := arguments.not_json(updated, run.deadline)) is not None:
                 raise UsageError(
                     f"processor {processor.label!r} returned a value that is not JSON: {flaw}",
                     where=point,
-                    fix="return JSON values only: finite numbers, string keys, Unicode text "
-                    "(None where the schema allows null)",
+                    fix="return JSON values only: dicts with string keys, lists, Unicode text, "
+                    "finite numbers, booleans, None (where the schema allows null); none inside "
+                    "itself",
                 )
             if updated != value:
                 run.change(
@@ -864,7 +954,7 @@ class Pipeline(Generic[T]):
     # -- outcomes -------------------------------------------------------------------------
 
     def _succeed(self, text: str, attempt: _Attempt) -> ParseResult[T]:
-        run = attempt.run
+        run = attempt.run.settle()
         if self.options.shadow:
             return self._shadow(text, attempt.value, run)
         value = attempt.typed if self.adapter is not None else attempt.value
@@ -987,11 +1077,11 @@ class Pipeline(Generic[T]):
         if not json_like:
             return _syntax("the reply contains no JSON value")
         candidate, failure = next(((c, f) for c, f in json_like if f.unreadable), json_like[0])
-        if failure.out_of_range:
+        if failure.number is not None:
+            number = failure.number
             return _syntax(
-                f"the JSON writes a number a float cannot hold: {failure.out_of_range} (near "
-                f"{failure.around(candidate.text)!r}); write a number a float holds (from "
-                "1e-308 to 1e308 in size), or 0"
+                f"the JSON writes {number.kind}: {number.describe()} (near "
+                f"{failure.around(candidate.text)!r}); {number.advice}"
             )
         if failure.nonfinite:
             return _syntax(
@@ -1030,6 +1120,25 @@ class _Regions:
         return index < len(self._starts) and self._starts[index] < candidate.start + candidate.size
 
 
+def _keeps_intact(candidate: extract.Candidate, value: Any, intact: list[tuple[int, str]]) -> bool:
+    """Whether `value`, a tolerant reading of `candidate`, holds whole, in order, every region
+    inside it that reads as JSON as written (`intact`: where each is, and its JSON). A reading
+    that tears one apart (`[0, 1) then {"a": 1}` read as `[0, 1, "then {", "a", 1]`) is no
+    reading of it. Linear: each region's JSON is looked for after the previous one's."""
+    end = candidate.start + candidate.size
+    held = [text for start, text in sorted(intact) if candidate.start <= start < end]
+    if not held:
+        return True
+    written = values.encode(value)
+    position = 0
+    for text in held:
+        found = written.find(text, position)
+        if found == -1:
+            return False
+        position = found + len(text)
+    return True
+
+
 def _with_presence(schema: Any, defaults: Defaults) -> Any:
     """A validator of `schema` that also requires every property that has a default (None when
     that cannot be written as one schema). `$defs` stay at the root, where `$ref`s find them."""
@@ -1049,8 +1158,9 @@ def _judged(attempts: Sequence[_Attempt]) -> _Attempt:
     first = attempts[0]
     if first.candidate.kind == "text":
         for attempt in attempts[1:]:
-            strict = not any(c.stage == "tolerant" for c in attempt.run.changes)
-            if attempt.candidate.kind == "whole" and strict and isinstance(attempt.value, str):
+            if attempt.candidate.kind != "whole" or not isinstance(attempt.value, str):
+                continue
+            if not any(c.stage == "tolerant" for c in attempt.run.settle().changes):
                 return attempt
     return first
 

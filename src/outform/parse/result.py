@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
@@ -10,6 +11,7 @@ from typing import Any, Final, Generic, TypeVar
 
 import orjson
 
+from outform import jsontext
 from outform.parse.hint import RetryHint, preview
 from outform.trace.events import PREVIEW_CHARS, Event, EventStage
 from outform.trace.events import Change as ChangeRecord
@@ -49,10 +51,11 @@ class Change:
     def lossy(self) -> bool:
         return self.lost > 0
 
-    def record(self) -> ChangeRecord:
+    def record(self, count: int = 1) -> ChangeRecord:
         """This change as the `data` of an `output.change` event: bounded previews (values of
         the semantic stage as JSON; the other stages already keep text previews; None where
-        there was no value: before a fill, after a drop)."""
+        there was no value: before a fill, after a drop). `count`: the changes the event
+        stands for (see `fold`)."""
         json = self.stage == "semantic"
         return ChangeRecord(
             _preview(self.before, json, absent=self.transform.startswith("fill_")),
@@ -60,9 +63,10 @@ class Change:
             self.expected,
             self.actual,
             self.lost > 0,
+            count,
         )
 
-    def event(self, **fields: Any) -> Event:
+    def event(self, count: int = 1, **fields: Any) -> Event:
         """The `output.change` event of this change (`fields`: run, attempt, time...)."""
         return Event(
             "output.change",
@@ -70,7 +74,7 @@ class Change:
             transforms=(self.transform,),
             branch_index=self.branch_index,
             path=self.path,
-            data=self.record(),
+            data=self.record(count),
             **fields,
         )
 
@@ -95,28 +99,50 @@ _VALUES = attrgetter("before", "after")
 _CONTAINERS = (list, dict)
 
 
-def deferred_events(changes: Sequence[Change], **fields: Any) -> Callable[[], list[Event]]:
-    """The `output.change` events of `changes` (`fields`: run, attempt, schema_hash), stamped
-    now and built when called: on the trace recorder's thread, off the caller's clock (turning
-    80,000 changes into events takes about half a second of Python). The lists and objects the
-    changes hold are shared with the value returned, which its caller may change before then:
-    they are copied now, with the rest, in one orjson call (a single linear step in C)."""
-    changes = tuple(changes)
+_GROUP = attrgetter("stage", "transform", "lossy")
+
+
+def fold(changes: Sequence[Change], keep: int | None) -> list[tuple[Change, int]]:
+    """The changes to store, each with how many it stands for: the first `keep` one by one,
+    then one per stage, transform and lossiness, standing for all of its kind (`None`: keep
+    every change). A reply with 80,000 coercions is then a few events in the trace, not
+    80,000, and the store's counts stay exact (docs/observability.md)."""
+    if keep is None or len(changes) <= keep:
+        return [(change, 1) for change in changes]
+    rest = changes[keep:]
+    counts = Counter(map(_GROUP, rest))
+    firsts = dict(zip(map(_GROUP, reversed(rest)), reversed(rest), strict=True))
+    return [(change, 1) for change in changes[:keep]] + [
+        (firsts[group], n) for group, n in counts.items()
+    ]
+
+
+def deferred_events(
+    changes: Sequence[Change], keep: int | None = None, **fields: Any
+) -> tuple[int, Callable[[], list[Event]]]:
+    """The `output.change` events of `changes` (`fields`: run, attempt, schema_hash), folded
+    past the first `keep` (see `fold`), stamped now and built when called: on the trace
+    recorder's thread, off the caller's clock (turning 80,000 changes into events takes about
+    half a second of Python). The lists and objects the changes hold are shared with the value
+    returned, which its caller may change before then: they are copied now, with the rest, in
+    one orjson call (a single linear step in C). Returns how many events, and the builder."""
+    stored = fold(changes, keep)
+    shown = [change for change, _ in stored]
     fields.setdefault("time", time.time())
     try:
-        blob = orjson.dumps(list(map(_VALUES, changes)), option=orjson.OPT_NON_STR_KEYS)
+        blob = orjson.dumps(list(map(_VALUES, shown)), option=orjson.OPT_NON_STR_KEYS)
     except TypeError:  # a value orjson cannot write (an integer beyond 64 bits): build now
-        events = [c.event(**fields) for c in changes]
-        return lambda: events
+        events = [c.event(count=n, **fields) for c, n in stored]
+        return len(events), lambda: events
 
     def build() -> list[Event]:
-        copied = list(changes)
+        copied = list(shown)
         for i, (before, after) in enumerate(orjson.loads(blob)):
             if isinstance(before, _CONTAINERS) or isinstance(after, _CONTAINERS):
                 copied[i] = replace(copied[i], before=before, after=after)
-        return [c.event(**fields) for c in copied]
+        return [c.event(count=n, **fields) for c, (_, n) in zip(copied, stored, strict=True)]
 
-    return build
+    return len(stored), build
 
 
 def _preview(value: Any, json: bool, *, absent: bool) -> str | None:
@@ -158,7 +184,9 @@ class ParseResult(Generic[T]):
     def data(self) -> Any:
         """The validated value as plain JSON (dicts, lists, strings, numbers, booleans, None)."""
         if self._data is FROM_TEXT:
-            self._data = orjson.loads(self.text)
+            # orjson reads an integer beyond 64 bits as a float: such a text is read exactly
+            # (only a text holding a run of 19 digits is read twice).
+            self._data = jsontext.loads(self.text)
         return self._data
 
     @property

@@ -24,6 +24,7 @@ import math
 import re
 import unicodedata
 from dataclasses import dataclass
+from decimal import Decimal
 
 from outform.parse.negation import Negations
 
@@ -38,6 +39,8 @@ _LOCALE = re.compile(r"[+-]?\d{1,3}(?:\.\d{3})+(?:,\d+)?|[+-]?\d+,\d+")
 _SPACED = re.compile(r"[+-]?\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?:[.,]\d+)?")
 """Spaces (plain, no-break or narrow no-break) grouping thousands ("1 234 567", "1 234,50")."""
 _CHUNK_STRIP = "\"'`*_()[]{}<>:;!?,."
+_MAX_DIGITS = 4300
+"""Python's default limit of digits for writing an integer out (and reading one in)."""
 
 _TRUE = frozenset({"true", "yes", "1", "y", "on"})
 _FALSE = frozenset({"false", "no", "0", "n", "off"})
@@ -52,6 +55,21 @@ class Number:
     how: str
     """Which spelling was recognised: plain, thousands, currency, percent, fraction, or
     in_text (lenient only)."""
+    written: str = ""
+    """The number as a plain literal (`12345678901234567890.0`, separators and signs of unit
+    removed); empty for a fraction."""
+
+    @property
+    def integer(self) -> int | None:
+        """The integer the string spells, every digit of it (`"12345678901234567890.0"` is
+        12345678901234567890, where its float reads 12345678901234567168), or None when it
+        spells none (3.5 is not rounded) or one of more digits than Python writes out."""
+        if isinstance(self.value, int) or not self.written:
+            return as_integer(self.value)
+        exact = Decimal(self.written)
+        if exact != exact.to_integral_value() or exact.adjusted() >= _MAX_DIGITS:
+            return None
+        return int(exact)
 
 
 def parse_number(text: str, *, lenient: bool = False) -> Number | None:
@@ -66,13 +84,13 @@ def parse_number(text: str, *, lenient: bool = False) -> Number | None:
     if number is None:
         found = _in_text(text) if lenient else None
         return found if isinstance(found, Number) else None
-    value, how = number
+    value, how, written = number
     if isinstance(value, float) and (
         not math.isfinite(value)
         or (value == 0 and s.lower().partition("e")[0].lstrip("+-").strip("0.") != "")
     ):
         return None  # out of a float's range: read as infinity, or as 0 though not 0
-    return Number(value, "+".join([*hows, how]) if hows else how)
+    return Number(value, "+".join([*hows, how]) if hows else how, written)
 
 
 def _unit_free(s: str, hows: list[str]) -> str:
@@ -144,7 +162,7 @@ def _in_text(text: str) -> Number | str | None:
         return None
     number, index = found[0]
     why = _not_the_number(text, words, index)
-    return why or Number(number.value, "in_text")
+    return why or Number(number.value, "in_text", number.written)
 
 
 _WORD = re.compile(r"\S+")
@@ -238,21 +256,23 @@ def _ambiguous(s: str, currency: bool) -> bool:
     return _AMBIGUOUS.fullmatch(s) is not None and ("," in s or currency)
 
 
-def _number(s: str, *, currency: bool = False) -> tuple[int | float, str] | None:
+def _number(s: str, *, currency: bool = False) -> tuple[int | float, str, str] | None:
+    """The number `s` spells, how, and its plain literal ("" for a fraction)."""
     if _ambiguous(s, currency):
         return None  # see number_note
     if _PLAIN.fullmatch(s):
-        return _to_number(s), "plain"
+        return _to_number(s), "plain", s
     if _GROUPED.fullmatch(s):
-        return _to_number(s.replace(",", "")), "thousands"
+        plain = s.replace(",", "")
+        return _to_number(plain), "thousands", plain
     fraction = _FRACTION.fullmatch(s)
     if fraction:
         numerator, denominator = int(fraction.group(1)), int(fraction.group(2))
         if denominator == 0:
             return None
         if numerator % denominator == 0:
-            return numerator // denominator, "fraction"
-        return numerator / denominator, "fraction"
+            return numerator // denominator, "fraction", ""
+        return numerator / denominator, "fraction", ""
     return None
 
 

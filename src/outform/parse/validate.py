@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
 
 import jsonschema_rs
 from pydantic import ValidationError as PydanticValidationError
 
+from outform.parse.context import Deadline
 from outform.parse.hint import Violation, describe, preview
 from outform.schema import pointer
 from outform.schema.compiled import CompiledSchema, missing_names
-
-if TYPE_CHECKING:
-    from outform.parse.context import Deadline
 
 _TYPE_KEYWORDS = {"type"}
 _MISSING = {"required", "dependentRequired", "dependencies"}
@@ -32,9 +32,9 @@ def violations(
     those subschemas."""
     found: list[tuple[Violation, int]] = []
     ranks = compiled.missing_keywords()
+    clock = deadline or Deadline.never()
     for error in compiled.errors(value):
-        if deadline is not None:
-            deadline.check()  # an error can cost milliseconds (an enum of a million members)
+        clock.check()  # an error can cost milliseconds (an enum of a million members)
         names = missing_names(error)
         if names is None:
             violation = _violation(compiled, error)
@@ -45,12 +45,13 @@ def violations(
         else:
             node = _node(compiled, list(error.schema_path)[:-1])
             path = pointer.from_parts(error.instance_path)
-            missing = _missing(compiled, path, node, names, error.kind.name)
+            missing = _missing(compiled, path, node, names, error.kind.name, deadline=clock)
         rank = ranks.get(pointer.from_parts(error.schema_path), len(ranks))
         found += ((violation, rank) for violation in missing)
     orders: dict[str, list[tuple[int, int | str]]] = {}
 
     def order(item: tuple[Violation, int]) -> tuple[list[tuple[int, int | str]], str, int]:
+        clock.tick()
         violation, rank = item
         path = violation.path
         known = orders.get(path)
@@ -67,10 +68,15 @@ def _document_order(path: str) -> list[tuple[int, int | str]]:
     return [(0, int(t)) if t.isdigit() else (1, t) for t in pointer.parts(path)]
 
 
-def pydantic_violations(error: PydanticValidationError) -> tuple[Violation, ...]:
-    """Violations from a Pydantic error: checks the JSON Schema cannot express (validators)."""
+def pydantic_violations(
+    error: PydanticValidationError, deadline: Deadline | None = None
+) -> tuple[Violation, ...]:
+    """Violations from a Pydantic error: checks the JSON Schema cannot express (validators).
+    One per item Pydantic reports, which grow with the value: the deadline is read as they do."""
+    clock = deadline or Deadline.never()
     out = []
     for item in error.errors(include_url=False):
+        clock.tick()
         loc = pointer.from_parts(item.get("loc", ()))
         kind: Any = "missing" if item.get("type") == "missing" else "custom"
         missing = kind == "missing"
@@ -94,14 +100,23 @@ def pydantic_violations(error: PydanticValidationError) -> tuple[Violation, ...]
 
 
 def _missing(
-    compiled: CompiledSchema, path: str, node: Any, names: list[str], keyword: str
+    compiled: CompiledSchema,
+    path: str,
+    node: Any,
+    names: list[str],
+    keyword: str,
+    *,
+    deadline: Deadline | None = None,
 ) -> list[Violation]:
-    """One violation per name a keyword of the schema node `node` found missing at `path`."""
+    """One violation per name a keyword of the schema node `node` found missing at `path`
+    (one `required` of 200,000 names is 200,000 of them: the deadline is read as they grow)."""
     properties = node.get("properties") if isinstance(node, dict) else None
     if not isinstance(properties, dict):
         properties = {}
+    clock = deadline or Deadline.never()
     found = []
     for name in names:
+        clock.tick()
         shape = summarize(compiled, properties[name]) if name in properties else ""
         expected = f"{name!r} ({shape})" if shape else repr(name)
         found.append(Violation(path, "missing", expected, "nothing", keyword, field=name))
@@ -147,7 +162,7 @@ def _violation(compiled: CompiledSchema, error: jsonschema_rs.ValidationError) -
             path, "type", " or ".join(str(t) for t in types), describe(error.instance), keyword
         )
     if keyword in ("anyOf", "oneOf"):
-        tagged = _tagged(compiled, node, path, error.instance, keyword)
+        tagged = _tagged(compiled, node, path, error)
         if tagged is not None:
             return tagged
         expected = summarize(compiled, node) if isinstance(node, dict) else keyword
@@ -166,26 +181,29 @@ def _violation(compiled: CompiledSchema, error: jsonschema_rs.ValidationError) -
 
 
 def _tagged(
-    compiled: CompiledSchema, node: Any, path: str, instance: Any, keyword: str
+    compiled: CompiledSchema, node: Any, path: str, error: jsonschema_rs.ValidationError
 ) -> Violation | None:
     """A union of objects told apart by one property (a discriminated union: `discriminator`
     names it, or every branch requires it with its own constant), for an object whose tag is
-    missing or takes no branch's value: that is what the violation says, not "object | object"."""
+    missing or takes no branch's value: that is what the violation says, not "object | object".
+    The tag is found once per union (`location`), not once per violation."""
+    instance, keyword = error.instance, error.kind.name
     if not isinstance(instance, dict) or not isinstance(node, dict):
         return None
-    found = _tag(compiled, node, keyword)
+    location = pointer.from_parts(list(error.schema_path))
+    found = compiled.memo(("union_tag", location), lambda: _tag(compiled, node, keyword))
     if found is None:
         return None
-    name, branches = found
-    allowed = [value for values in branches for value in values[1]]
-    shown = ", ".join(preview(v) for v in allowed)
+    name = found.name
     if name not in instance:
-        return Violation(path, "missing", f"{name!r} (one of {shown})", "nothing", keyword, name)
-    if instance[name] not in allowed:
+        return Violation(
+            path, "missing", f"{name!r} (one of {found.shown})", "nothing", keyword, name
+        )
+    if instance[name] not in found.allowed:
         where = pointer.join(path, name)
-        return Violation(where, "enum", f"one of {shown}", describe(instance[name]), keyword)
+        return Violation(where, "enum", f"one of {found.shown}", describe(instance[name]), keyword)
     # The tag chose a branch: a field that branch requires and the object lacks is named.
-    chosen = next(branch for branch, values in branches if instance[name] in values)
+    chosen = next(branch for branch, values in found.branches if instance[name] in values)
     for field in chosen.get("required", []):
         if isinstance(field, str) and field not in instance:
             tag = f"{name} {preview(instance[name])}"
@@ -193,24 +211,65 @@ def _tagged(
     return None  # its other faults are reported as before
 
 
-def _tag(
-    compiled: CompiledSchema, node: dict[str, Any], keyword: str
-) -> tuple[str, list[tuple[dict[str, Any], list[Any]]]] | None:
-    """The tag property of a union and each branch with the values it takes there, or None."""
+@dataclass(frozen=True, slots=True)
+class _Tag:
+    """The tag property of a union, each branch with the values it takes there."""
+
+    name: str
+    branches: list[tuple[dict[str, Any], list[Any]]]
+    allowed: list[Any]
+    shown: str
+    """The allowed values for a message, cut after `_SHOWN` characters."""
+
+
+_SHOWN = 200
+
+
+def _tag(compiled: CompiledSchema, node: dict[str, Any], keyword: str) -> _Tag | None:
+    """The tag of a union, or None: a name every branch requires, each with its own constant.
+    Linear in the union's size (each branch's `required` is a set here: a first branch of
+    200,000 required names tried against every branch's list cost their square)."""
     branches = node.get(keyword)
     if not isinstance(branches, list) or len(branches) < 2:
         return None
     resolved = [_resolved(compiled, b) for b in branches]
     if not all(isinstance(b, dict) for b in resolved):
         return None
+    required = [_required(b) for b in resolved]
     discriminator = node.get("discriminator")
     named = discriminator.get("propertyName") if isinstance(discriminator, dict) else None
     candidates = [named] if isinstance(named, str) else list(resolved[0].get("required", []))
     for name in candidates:
+        if not isinstance(name, str) or not all(name in names for names in required):
+            continue
         allowed = [_constant(compiled, b, name) for b in resolved]
         if all(a is not _NONE for a in allowed):
-            return name, list(zip(resolved, allowed, strict=True))
+            values = [value for values in allowed for value in values]
+            return _Tag(name, list(zip(resolved, allowed, strict=True)), values, _listed(values))
     return None
+
+
+def _required(branch: dict[str, Any]) -> frozenset[str]:
+    names = branch.get("required")
+    return (
+        frozenset(n for n in names if isinstance(n, str))
+        if isinstance(names, list)
+        else frozenset()
+    )
+
+
+def _listed(values: list[Any]) -> str:
+    """Values for a message, `"a", "b", "c"`, cut (with `…`) once past `_SHOWN` characters."""
+    shown: list[str] = []
+    size = 0
+    for value in values:
+        if size > _SHOWN:
+            shown.append("…")
+            break
+        text = preview(value)
+        shown.append(text)
+        size += len(text) + 2
+    return ", ".join(shown)
 
 
 _NONE: list[Any] = []
@@ -228,10 +287,10 @@ def _resolved(compiled: CompiledSchema, branch: Any) -> Any:
 
 
 def _constant(compiled: CompiledSchema, branch: dict[str, Any], name: str) -> list[Any]:
-    """The values a branch's required property `name` may take (`const` or `enum`), else
-    `_NONE`."""
+    """The values a branch's property `name` (which it requires) may take (`const` or `enum`),
+    else `_NONE`."""
     properties = branch.get("properties")
-    if name not in branch.get("required", []) or not isinstance(properties, dict):
+    if not isinstance(properties, dict):
         return _NONE
     schema = _resolved(compiled, properties.get(name))
     if isinstance(schema, dict) and "const" in schema:
@@ -277,7 +336,9 @@ def _node(compiled: CompiledSchema, parts: list[str | int]) -> Any:
 
 
 def summarize(compiled: CompiledSchema, node: Any, depth: int = 0) -> str:
-    """A short human description of what a schema node accepts: 'integer | null', 'object'."""
+    """A short human description of what a schema node accepts: 'integer | null', 'object'.
+    Short whatever the schema: a union is described up to `_SHOWN` characters (a violation
+    of a union of 100,000 branches would cost as much as describing them all)."""
     if not isinstance(node, dict):
         return "any value" if node in (True, None) else "nothing"
     if isinstance(node.get("$ref"), str) and depth < 3:
@@ -294,7 +355,7 @@ def summarize(compiled: CompiledSchema, node: Any, depth: int = 0) -> str:
     for keyword in ("anyOf", "oneOf"):
         branches = node.get(keyword)
         if isinstance(branches, list) and depth < 3:
-            return " | ".join(summarize(compiled, b, depth + 1) for b in branches)
+            return _joined(summarize(compiled, b, depth + 1) for b in branches)
     kind = node.get("type")
     if isinstance(kind, list):
         return " | ".join(map(str, kind))
@@ -305,3 +366,17 @@ def summarize(compiled: CompiledSchema, node: Any, depth: int = 0) -> str:
     if "properties" in node:
         return "object"
     return "any value"
+
+
+def _joined(parts: Iterable[str]) -> str:
+    """`a | b | c`, cut (with `…`) once past `_SHOWN` characters: the parts are made only as
+    they are shown."""
+    shown: list[str] = []
+    size = 0
+    for part in parts:
+        if size > _SHOWN:
+            shown.append("…")
+            break
+        shown.append(part)
+        size += len(part) + 3
+    return " | ".join(shown)

@@ -13,6 +13,7 @@ import functools
 import json
 import math
 import re
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -120,11 +121,11 @@ def nonfinite_literal(text: str) -> tuple[int, str] | None:
     return None
 
 
-_MARKS = bytes.maketrans(b"123456789E", b"000000000e")
+_MARKS = bytes.maketrans(b"123456789+-E{}", b"00000000000e[]")
 LONG_RUN = b"0" * 19
 """In `number_marks`: a run of 19 digits (an integer orjson may read as a float)."""
 LONG_EXPONENT = b"e000"
-"""In `number_marks`: an exponent of three digits or more."""
+"""In `number_marks`: an exponent of three digits or more, signed or not."""
 _LITERAL = re.compile(r"(?<![\w.])-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _NUMBER = re.compile(
     r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\Z)|(?<![\w.])(-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)'
@@ -132,11 +133,16 @@ _NUMBER = re.compile(
 
 
 def number_marks(text: str) -> bytes:
-    """`text` as UTF-8 with every digit a `0`, `E` an `e`, and signs deleted (so that one
-    search finds `e400`, `e+400` and `e-400`): one translation in C that the checks of the
-    fast path share (`out_of_range`, and a run of 19 digits, which a hyphen between digits may
-    then join: a needless exact reading, never a missed one)."""
-    return text.encode("utf-8", "surrogatepass").translate(_MARKS, b"+-")
+    """`text` as UTF-8 with every digit and sign a `0`, `E` an `e` and braces as brackets: one
+    translation in C whose result the fast path's checks share (each is then one search or
+    count, also in C).
+
+    - `LONG_RUN`: 19 digits in a row, an integer orjson may read as a float (a sign between
+      digits, as in a date, may join two runs: a needless exact reading, never a missed one);
+    - `LONG_EXPONENT`: `e400`, `e+400` and `e-400` alike (and `e-40`: a needless look);
+    - `[` counts the opening brackets of both kinds, which bound the nesting (`within_depth`);
+    - `:` counts the keys written, and the colons inside strings (`duplicates.may_repeat`)."""
+    return text.encode("utf-8", "surrogatepass").translate(_MARKS)
 
 
 def ordinary_numbers(text: str) -> bool:
@@ -156,27 +162,57 @@ _LONG_RUN_TEXT = LONG_RUN.decode()
 
 @dataclass(frozen=True, slots=True)
 class OutOfRange:
-    """A number literal a 64-bit float cannot hold (see `out_of_range`)."""
+    """A number literal a 64-bit float cannot hold, or an integer literal longer than Python
+    reads from text (see `out_of_range`)."""
 
     position: int
     literal: str
     why: str
-    """"too large" (a float reads it as infinity) or "too small" (as zero, though not zero)."""
+    """"too large" (a float reads it as infinity), "too small" (as zero, though not zero), or
+    "too long" (an integer of more digits than Python's int-string limit)."""
 
     def describe(self) -> str:
+        if self.why == "too long":
+            digits = len(self.literal.lstrip("+-"))
+            return (
+                f"{clip(self.literal, 24)} is an integer of {digits:,} digits, over the "
+                f"{int_digits():,} Python reads from text (its int-string limit, which holds for "
+                "the whole process and which outform does not change)"
+            )
         reading = "infinity" if self.why == "too large" else "0"
         return (
             f"{clip(self.literal, 24)} is out of range: {self.why} for a float (read as {reading})"
         )
+
+    @property
+    def kind(self) -> str:
+        """What the number is, for a message: "a number a float cannot hold", ..."""
+        if self.why == "too long":
+            return f"an integer of more than {int_digits():,} digits"
+        return "a number a float cannot hold"
+
+    @property
+    def advice(self) -> str:
+        """What the reply should write instead."""
+        if self.why == "too long":
+            return f"write at most {int_digits():,} digits, or the number as a string"
+        return "write a number a float holds (from 1e-308 to 1e308 in size), or 0"
+
+
+def int_digits() -> int:
+    """The most digits Python reads as an integer (`sys.get_int_max_str_digits()`, 4,300 by
+    default; 0: no limit). A process-wide setting: outform reads it, never sets it."""
+    return sys.get_int_max_str_digits()
 
 
 def out_of_range(
     text: str, *, integers: bool = False, marks: bytes | None = None
 ) -> OutOfRange | None:
     """The first number literal of `text` (outside its strings) that a 64-bit float reads as
-    infinity, or as zero although one of its digits is not zero (see
-    docs/pipeline.md#values), or None. Integers (no fraction, no exponent) count only with
-    `integers`: outform keeps them exact, but a float field reads them as floats.
+    infinity, or as zero although one of its digits is not zero, or an integer longer than
+    Python reads (see docs/pipeline.md#values), or None. Integers (no fraction, no exponent)
+    count as floats only with `integers`: outform keeps them exact, but a float field reads
+    them as floats.
 
     Nearly free: such a literal has an exponent of three digits or a run of 19 digits (a
     float's range is 1e-324 to 1e308), which two searches of `number_marks` rule out; then
@@ -197,10 +233,13 @@ def out_of_range(
 
 
 def _reading(literal: str, integers: bool) -> str:
-    """ "too large" or "too small" when a float cannot hold the number `literal`, else ""."""
+    """ "too large" or "too small" when a float cannot hold the number `literal`, "too long"
+    when it is an integer longer than Python reads, else ""."""
     if len(literal) < 5:
         return ""
     mantissa, exponent, _ = literal.replace("E", "e").partition("e")
+    if not exponent and "." not in mantissa and 0 < int_digits() < len(mantissa.lstrip("-")):
+        return "too long"
     if not exponent and "." not in mantissa and not integers:
         return ""
     number = float(literal)
@@ -230,14 +269,16 @@ def first_surrogate(text: str) -> int | None:
     return None
 
 
-def within_depth(text: str, max_depth: int, value: Any = _UNREAD) -> bool:
-    """Whether the JSON `text` (its reading `value`, if at hand) nests at most `max_depth`
-    levels. Free for a text too short to nest deeper (a level takes two characters); else
-    counted on the text's brackets (see `_brackets_within`), and only where that cannot answer,
-    one pass of jsonschema-rs over the value."""
+def within_depth(
+    text: str, max_depth: int, value: Any = _UNREAD, marks: bytes | None = None
+) -> bool:
+    """Whether the JSON `text` (its reading `value`, and its `number_marks`, if at hand) nests
+    at most `max_depth` levels. Free for a text too short to nest deeper (a level takes two
+    characters); else counted on the text's brackets (see `_brackets_within`), and only where
+    that cannot answer, one pass of jsonschema-rs over the value."""
     if len(text) <= 2 * max_depth:
         return True
-    within = _brackets_within(text, max_depth)
+    within = _brackets_within(number_marks(text) if marks is None else marks, max_depth)
     if within is not None:
         return within
     if value is _UNREAD:
@@ -249,14 +290,18 @@ _PEEL_ROUNDS = 32
 """At most this many levels are peeled off the brackets (each round copies what is left);
 a reply nested deeper is measured by the validator, which costs one pass whatever the depth."""
 
-_BRACKETS = bytes.maketrans(b"{}", b"[]")
-_NOT_STRUCTURE = bytes(c for c in range(256) if c not in b'"\\[]{}')
+_NOT_STRUCTURE = bytes(c for c in range(256) if c not in b'"\\[]')
+_COUNT_FIRST = 16
+"""A text up to this many characters per allowed level has its brackets counted before it is
+cut to its structure: JSON seldom has more than one bracket in 16 characters, so the count
+alone usually settles it, at half the cost of the cut; a longer text goes straight to the cut."""
 
 
-def _brackets_within(text: str, max_depth: int) -> bool | None:
-    """Whether the brackets of the JSON `text` nest at most `max_depth` deep, counted in C on
-    the text's structure; None when that is not certain (a string holds a bracket or an
-    escape, the brackets do not pair up, or they nest deeper than `_PEEL_ROUNDS`).
+def _brackets_within(marks: bytes, max_depth: int) -> bool | None:
+    """Whether the brackets of a JSON text (its `number_marks`) nest at most `max_depth` deep,
+    counted in C on the text's structure; None when that is not certain (a string holds a
+    bracket or an escape, the brackets do not pair up, or they nest deeper than
+    `_PEEL_ROUNDS`).
 
     The text is cut to its quotes and brackets (`{` and `}` counted as `[` and `]`: the JSON
     reader checks that they pair up). No more opening brackets than `max_depth` cannot nest
@@ -264,7 +309,9 @@ def _brackets_within(text: str, max_depth: int) -> bool | None:
     string without brackets leaves `""`, and removing every `""` leaves a quote exactly when
     some string holds a bracket. What is left is the brackets alone, and each round of
     removing every innermost `[]` takes one level off."""
-    structure = text.encode("utf-8", "surrogatepass").translate(_BRACKETS, _NOT_STRUCTURE)
+    if len(marks) <= _COUNT_FIRST * max_depth and marks.count(b"[") <= max_depth:
+        return True  # a short text: counting its brackets is cheaper than cutting it down
+    structure = marks.translate(None, _NOT_STRUCTURE)
     if structure.count(b"[") <= max_depth:
         return True
     if b"\\" in structure:

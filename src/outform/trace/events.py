@@ -201,7 +201,12 @@ class Change(Detail):
     """`output.change`: one value the pipeline changed (the event's `stage`, `path`,
     `transforms[0]` and `branch_index` say where and how). `before`/`after` are bounded
     previews; `lossy` is true when information was dropped (text around a value, a unit,
-    digits past an integer)."""
+    digits past an integer).
+
+    `count`: how many changes the event stands for. 1, except past the first
+    `max_change_events` changes of one reply (`[trace]`), where the rest are stored as one
+    event per stage, transform and lossiness: its path and previews are the first of them,
+    and every count the store keeps includes all of them."""
 
     KINDS: ClassVar[tuple[str, ...]] = ("output.change",)
     before: str | None = None
@@ -209,6 +214,7 @@ class Change(Detail):
     expected: str | None = None
     actual: str | None = None
     lossy: bool = False
+    count: int = 1
 
     def __post_init__(self) -> None:
         for name in ("before", "after"):
@@ -451,6 +457,10 @@ _registry = _Registry()
 
 def add_observer(observer: Observer) -> None:
     """Receive every event of every call from now on."""
+    if not callable(observer):
+        from outform.arguments import refused
+
+        raise refused("observer", "a callable (it receives each Event)", observer)
     _registry.add(observer)
 
 

@@ -42,15 +42,15 @@ log = logging.getLogger("outform.trace")
 @dataclass(frozen=True, eq=False)
 class CountedRun:
     """A kind of run that is counted without its events (a batch job's row valid as sent,
-    thousands a second): the count series (kind, stage, key) its events would add, under
-    its labels, provider, model and mode (`outform.trace.rows.counted_run` makes one from
-    the events). Hashed by identity: one object per kind, counted in bulk like tallies."""
+    thousands a second): the count series (kind, stage, key, how many) its events would add,
+    under its labels, provider, model and mode (`outform.trace.rows.counted_run` makes one
+    from the events). Hashed by identity: one object per kind, counted in bulk like tallies."""
 
     step: str
     provider: str
     model: str
     mode: str
-    series: tuple[tuple[str, str, str], ...]
+    series: tuple[tuple[str, str, str, int], ...]
 
 
 @dataclass
@@ -107,6 +107,7 @@ class Recorder:
         *,
         queue_size: int = 100_000,
         flush_interval: float = 0.5,
+        max_change_events: int | None = 1000,
     ) -> None:
         self.sinks = tuple(sinks)
         self.trace_parent = any(getattr(sink, "wants_trace_parent", False) for sink in sinks)
@@ -114,6 +115,8 @@ class Recorder:
         the current traceparent when they start."""
         self.queue_size = queue_size
         self.flush_interval = flush_interval
+        self.max_change_events = max_change_events
+        """Changes of one reply recorded one by one; the rest folded (None: all of them)."""
         self._queue: deque[Event | _Flush | _Later] = deque()
         self._tallies: deque[caller.Block | CountedRun | None] = deque()
         self._block = caller.current_block

@@ -134,10 +134,10 @@ def rows_of(batch: Batch) -> Rows:
         key = (minute, labels.step or "", "", "", "", "run.end", "", "valid")
         rows.counts[key] += n
     for run, n in batch.counted.items():
-        for kind, stage, name in run.series:
+        for kind, stage, name, weight in run.series:
             rows.counts[
                 (minute, run.step, run.provider, run.model, run.mode, kind, stage, name)
-            ] += n
+            ] += n * weight
     if batch.dropped:
         rows.counts[(minute, "", "", "", "", "trace.dropped", "", "")] += batch.dropped
     return rows
@@ -148,9 +148,9 @@ def counted_run(events: Sequence[Event]) -> CountedRun:
     without its events (`Recorder.count`): the same series, under the same labels."""
     run = events[0].run
     series = tuple(
-        (kind, sub if sub is not None else event.stage or "", key)
+        (kind, sub if sub is not None else event.stage or "", key, weight)
         for event in events
-        for kind, key, sub in _series(event)
+        for kind, key, sub, weight in _series(event)
     )
     return CountedRun(
         (run.step if run else None) or "",
@@ -171,8 +171,8 @@ def _add(rows: Rows, event: Event) -> None:
         (run.mode if run else None) or "",
     )
     stage = event.stage or ""
-    for kind, key, sub in _series(event):
-        rows.counts[(*dims, kind, sub if sub is not None else stage, key)] += 1
+    for kind, key, sub, weight in _series(event):
+        rows.counts[(*dims, kind, sub if sub is not None else stage, key)] += weight
     data = event.data
     if isinstance(data, ProviderCall):
         for metric, value in (
@@ -202,23 +202,26 @@ def _add(rows: Rows, event: Event) -> None:
     )
 
 
-def _series(event: Event) -> list[tuple[str, str, str | None]]:
-    """The count series an event adds to: (kind, key, stage or None for the event's own)."""
+def _series(event: Event) -> list[tuple[str, str, str | None, int]]:
+    """The count series an event adds to: (kind, key, stage or None for the event's own, how
+    many: a folded change stands for `count` of them)."""
     data = event.data
     name = event.name
     key = ""
-    extra: list[tuple[str, str, str | None]] = []
+    weight = 1
+    extra: list[tuple[str, str, str | None, int]] = []
     if isinstance(data, Change) or name.startswith("output.coercion."):
         key = event.transform or ""
+        weight = data.count if isinstance(data, Change) else 1
     elif isinstance(data, FormatChoice):
         key = data.mechanism if name == "format.native" else data.reason
     elif isinstance(data, Reask):
         key = data.reason
         if name == "output.reask.attempt":
-            extra += [("output.reask.field", path, data.reason) for path in data.fields or ("",)]
+            extra += [("output.reask.field", path, data.reason, 1) for path in data.fields or ("",)]
     elif isinstance(data, Validation):
         paths = dict.fromkeys((v.path, v.kind) for v in data.violations)
-        extra += [("output.validation.path", path, kind) for path, kind in paths]
+        extra += [("output.validation.path", path, kind, 1) for path, kind in paths]
     elif isinstance(data, StreamAbort):
         key = data.reason
     elif isinstance(data, Precheck):
@@ -228,10 +231,10 @@ def _series(event: Event) -> list[tuple[str, str, str | None]]:
     elif isinstance(data, RunEnd):
         key = data.outcome
         if data.attempts > 1:
-            extra.append(("run.reasked", "", None))
+            extra.append(("run.reasked", "", None, 1))
         if event.run is not None and event.run.streaming:
-            extra.append(("run.streamed", "", None))
-    return [(name, key, None), *extra]
+            extra.append(("run.streamed", "", None, 1))
+    return [(name, key, None, weight), *extra]
 
 
 def _merge_run(rows: Rows, run: RunInfo, event: Event) -> None:
@@ -246,8 +249,8 @@ def _merge_run(rows: Rows, run: RunInfo, event: Event) -> None:
     row.schema_hash = event.schema_hash or row.schema_hash
     row.attempts = max(row.attempts, event.attempt)
     data = event.data
-    if event.name == "output.change":
-        row.changes += 1
+    if isinstance(data, Change):
+        row.changes += data.count
     elif event.name == "output.reask.attempt":
         row.reasks += 1
     elif isinstance(data, StreamAbort):

@@ -146,7 +146,10 @@ def start(
         settings = replace(settings, otel=otel)
     chosen = sinks if sinks is not None else sinks_for(settings, store=store)
     recorder = Recorder(
-        chosen, queue_size=settings.queue_size, flush_interval=settings.flush_interval
+        chosen,
+        queue_size=settings.queue_size,
+        flush_interval=settings.flush_interval,
+        max_change_events=settings.max_change_events,
     )
     with _lock:
         previous, _recorder, _decided = _recorder, recorder, True

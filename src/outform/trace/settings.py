@@ -7,6 +7,7 @@ store = "sqlite"               # the user's data directory; or "sqlite:PATH", "p
 retention_days = 30            # older runs and counts are deleted
 max_size_mb = 1024             # past this, the oldest runs are deleted
 queue_size = 100000            # events waiting for the writer (beyond: dropped and counted)
+max_change_events = 1000       # changes of one reply stored one by one; the rest folded
 flush_interval = 0.5           # seconds between two batches: what a crash can lose
 otel = false                   # also export spans to OpenTelemetry (the `otel` extra)
 ```
@@ -48,6 +49,9 @@ class TraceSettings:
     retention_days: float = 30.0
     max_size_mb: int = 1024
     queue_size: int = 100_000
+    max_change_events: int = 1000
+    """Changes of one reply stored as events one by one; the rest, one event per stage,
+    transform and lossiness with their count (`outform.parse.result.fold`)."""
     flush_interval: float = 0.5
     otel: bool = False
 
@@ -55,7 +59,7 @@ class TraceSettings:
     def from_config(cls, values: Mapping[str, Any], *, source: Path | None = None) -> TraceSettings:
         """Settings from a validated `[trace]` table (see `outform.config`)."""
         simple = ("enabled", "store", "retention_days", "max_size_mb", "queue_size",
-                  "flush_interval", "otel")  # fmt: skip
+                  "max_change_events", "flush_interval", "otel")  # fmt: skip
         chosen: dict[str, Any] = {k: values[k] for k in simple if k in values}
         for key in ("retention_days", "flush_interval"):
             if key in chosen:

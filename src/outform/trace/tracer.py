@@ -217,18 +217,25 @@ class RunTrace:
 
     def changes(self, changes: Sequence[Any]) -> None:
         """One `output.change` per change of a parse result (`outform.parse.result.Change`).
-        Observers get them in line; for the sinks alone they are built on the recorder's
+        Observers get every one, in line. The sinks get the first `max_change_events` of the
+        recorder and the rest folded (`outform.parse.result.fold`), built on the recorder's
         thread (`deferred_events`), so a reply with many changes does not pay for its record
         on the caller's clock (docs/pipeline.md, "Limits")."""
         if not self.wanted:
             return
-        fields = {"run": self.info, "attempt": self.attempt, "schema_hash": self.schema_hash}
+        fields = {
+            "run": self.info,
+            "attempt": self.attempt,
+            "schema_hash": self.schema_hash,
+            "time": time.time(),
+        }
         if self.observed and (self.observers or global_observers()):
-            self.deliver([c.event(**fields) for c in changes])
-        elif self.recorder is not None:
+            dispatch([c.event(**fields) for c in changes], self.observers)
+        if self.recorder is not None:
             from outform.parse.result import deferred_events  # (parse imports trace)
 
-            self.recorder.record_later(len(changes), deferred_events(changes, **fields))
+            keep = self.recorder.max_change_events
+            self.recorder.record_later(*deferred_events(changes, keep, **fields))
 
     def validation_failed(self, violations: Sequence[Any]) -> None:
         if self.wanted:
