@@ -18,13 +18,13 @@ could not read the region, like any other failure of a tier.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
 import pyjson5
 
-from outform.parse import keys, loss, values
+from outform.parse import escapes, keys, loss, values
 from outform.parse.context import Deadline
 from outform.parse.delimit import read
 from outform.parse.held import hold
@@ -173,8 +173,9 @@ def decode_tier(
     if unreadable is not None:
         return unreadable
     decoded: Decoded | DecodeFailure | None
+    written, unknown = escapes.keep_unknown(text)  # `\\d` is not `d` (see escapes.py)
     if tier == 1:
-        decoded = _json5(text)
+        decoded = _json5(written)
     elif len(text) > max_repair_chars:
         return DecodeFailure(
             f"json_repair was not run: the region has {len(text):,} characters, over the "
@@ -183,12 +184,16 @@ def decode_tier(
             skipped=True,
         )
     else:
-        decoded = _repair(text, deadline)
+        decoded = _repair(written, deadline)
     if decoded is None:
         return DecodeFailure(f"{TIER_NAMES[tier]} failed", 0)
     if isinstance(decoded, DecodeFailure):
         return decoded
-    return _accept(text, decoded, deadline)
+    accepted = _accept(text, decoded, deadline)
+    if unknown and isinstance(accepted, Decoded):
+        kept = f"kept the backslash of escapes JSON does not know ({', '.join(unknown)})"
+        return replace(accepted, detail=f"{accepted.detail}; {kept}")
+    return accepted
 
 
 def _accept(text: str, decoded: Decoded, deadline: Deadline | None) -> Decoded | DecodeFailure:

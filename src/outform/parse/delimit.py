@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Literal
 
 import orjson
 
+from outform.parse import escapes
 from outform.parse.hint import clip
 
 if TYPE_CHECKING:
@@ -803,7 +804,7 @@ def _escaped(match: re.Match[str]) -> str:
     if escape is not None:
         if escape in _JSON_ESCAPES:
             return match.group()
-        return "'" if escape == "'" else "\\\\" + escape
+        return escape if escape in escapes.QUOTES else "\\\\" + escape
     c = match.group()
     if c == "\\":
         return "\\\\"  # a backslash that ends the body

@@ -1,0 +1,50 @@
+"""An escape JSON does not know keeps its backslash at every tolerant reading (escapes.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+import outform
+from outform.parse.escapes import keep_unknown
+
+REGEX_AND_PATH = r'{"pattern": "\d{3}-\d{4}", "path": "C:\Program Files\app", trailing: 1,}'
+
+
+def test_a_regex_and_a_windows_path_keep_their_backslashes_at_full() -> None:
+    result = outform.parse(REGEX_AND_PATH, level="full")
+    assert result.data == {
+        "pattern": r"\d{3}-\d{4}",
+        "path": r"C:\Program Files\app",
+        "trailing": 1,
+    }
+    (change,) = result.changes
+    assert r"kept the backslash of escapes JSON does not know (\d, \P, \a)" in change.detail
+
+
+def test_the_json5_reading_is_the_one_that_keeps_them() -> None:
+    result = outform.parse(r"{'a': '\x41 \v \0', b: 'it\'s'}", level="full")
+    assert result.data == {"a": r"\x41 \v \0", "b": "it's"}
+    assert result.changes[0].transform == "pyjson5"
+
+
+def test_a_broken_reply_keeps_them_through_json_repair_too() -> None:
+    result = outform.parse(r'{"pattern": "\w+\s", "n": 1 "m": 2}', level="full")
+    assert result.data == {"pattern": r"\w+\s", "n": 1, "m": 2}
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        (r'"\n\t\"\\\/\b\f\r\u0041"', r'"\n\t\"\\\/\b\f\r\u0041"'),  # JSON's own: as they are
+        (r'"a\\d"', r'"a\\d"'),  # an escaped backslash, then a letter
+        (r'"\\\d"', r'"\\\\d"'),  # an escaped backslash, then an unknown escape
+        (r'"it\'s"', r'"it\'s"'),  # a quote, as JSON5 reads it
+        ('"one \\\ntwo"', '"one \\\ntwo"'),  # JSON5's line continuation
+    ],
+)
+def test_only_an_escape_json_does_not_know_is_rewritten(text: str, kept: str) -> None:
+    assert keep_unknown(text)[0] == kept
+
+
+def test_strict_json_is_never_rewritten() -> None:
+    assert outform.parse(r'{"a": "\\d"}', level="full").data == {"a": "\\d"}
