@@ -192,6 +192,36 @@ def test_a_type_that_cannot_be_found_is_a_usage_error(
     assert message in result.err_text
 
 
+@pytest.mark.parametrize(
+    ("source", "message", "line"),
+    [
+        ("x = 1\nraise RuntimeError('boom')\n", "raised RuntimeError: boom", 2),
+        ("def f(:\n    pass\n", "raised SyntaxError", 1),
+        ("import surely_not_a_dependency_xyz\n", "raised ModuleNotFoundError", 1),
+        ("import sys\n\nsys.exit(0)\n", "called sys.exit(0)", 3),
+    ],
+)
+def test_a_type_module_that_fails_to_import_is_the_modules_fault_not_outforms(
+    capsys: pytest.CaptureFixture[str],
+    workdir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    source: str,
+    message: str,
+    line: int,
+) -> None:
+    module = f"cli_broken_{workdir.name}"
+    (workdir / f"{module}.py").write_text(source)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    try:
+        result = run(capsys, reply(workdir, "{}"), "--type", f"{module}:Model")
+    finally:
+        sys.modules.pop(module, None)
+    assert result.code == 2  # a usage error: not "internal error", and never a silent exit 0
+    assert f"importing module '{module}' {message}" in result.err_text
+    assert f"{module}.py, line {line}" in result.err_text
+    assert f"python -c 'import {module}'" in result.err_text
+
+
 # -- exit 1 ---------------------------------------------------------------------------------
 
 

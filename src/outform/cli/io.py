@@ -12,6 +12,7 @@ import functools
 import importlib
 import re
 import sys
+import traceback
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -98,13 +99,7 @@ def import_type(spec: str) -> Any:
         )
     if str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise UsageError(
-            f"cannot import module {module_name!r}: {exc}",
-            fix="run from the directory that contains it, or install it",
-        ) from None
+    module = _import_user_module(module_name)
     target: Any = module
     for part in attribute.split("."):
         try:
@@ -121,6 +116,42 @@ def import_type(spec: str) -> Any:
             fix="name a class (a Pydantic model, dataclass, TypedDict, ...) or a type alias",
         )
     return target
+
+
+def _import_user_module(name: str) -> Any:
+    """The caller's module `name`. What goes wrong while importing it is the module's fault,
+    not outform's: a module that cannot be found, or whose code raises (a syntax error, a
+    failed import of its own, even `sys.exit()`), is a UsageError naming the module, the
+    line that raised and how to see the whole traceback."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
+            raise UsageError(
+                f"cannot import module {name!r}: {exc}",
+                fix="run from the directory that contains it, or install it",
+            ) from None
+        failure: BaseException = exc
+    except (Exception, SystemExit) as exc:  # the module's own code ran and raised
+        failure = exc
+    where = name
+    if isinstance(failure, SyntaxError) and failure.filename:
+        where = f"{failure.filename}, line {failure.lineno}"
+    else:
+        frames = traceback.extract_tb(failure.__traceback__)
+        own = [f for f in frames if "importlib" not in f.filename]
+        if own:
+            where = f"{own[-1].filename}, line {own[-1].lineno}"
+    what = (
+        f"called sys.exit({failure.code!r})"
+        if isinstance(failure, SystemExit)
+        else f"raised {type(failure).__name__}: {failure}"
+    )
+    raise UsageError(
+        f"importing module {name!r} {what}",
+        where=where,
+        fix=f"fix the module; python -c 'import {name}' shows the whole traceback",
+    ) from None
 
 
 # -- printing -------------------------------------------------------------------------------
