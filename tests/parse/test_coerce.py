@@ -164,6 +164,13 @@ def test_a_key_is_not_renamed_when_the_declared_name_is_also_present() -> None:
     assert result.changes == ()
 
 
+def test_two_keys_that_could_each_be_the_declared_one_are_neither_renamed() -> None:
+    # which of "Name" and "NAME" is the name? Guessing would drop the other's value
+    assert outform.parse('{"Name": "x", "NAME": "y"}', obj(name=STRING)).changes == ()
+    hint = refused('{"Name": "x", "NAME": "y"}', obj(("name",), name=STRING))
+    assert [v.kind for v in hint.violations] == ["missing"]
+
+
 def test_keys_differing_in_separators_are_not_renamed() -> None:
     hint = refused('{"user_name": 1}', obj(("user-name",), **{"user-name": INTEGER}))
     assert [v.kind for v in hint.violations] == ["missing"]

@@ -240,10 +240,11 @@ def test_a_key_fitting_two_absent_names_is_renamed_to_neither() -> None:
     assert (violation.kind, violation.field) == ("missing", "name")
 
 
-def test_two_keys_fitting_one_absent_name_rename_only_the_first() -> None:
-    schema = {"type": "object", "properties": {"name": {"type": "integer"}}, "required": ["name"]}
+def test_two_keys_fitting_one_absent_name_rename_neither() -> None:
+    # a conversion that could mean two things is not made (which value is the name's?)
+    schema = {"type": "object", "properties": {"name": {"type": "integer"}}}
     result = outform.parse('{"NAME": 1, "Name ": 2}', schema)
-    assert result.value == {"name": 1, "Name ": 2}
+    assert (result.value, result.changes) == ({"NAME": 1, "Name ": 2}, ())
 
 
 # -- the time limit holds while violations are described (issue 10) ---------------------------

@@ -538,20 +538,25 @@ class _Walk:
     def rename_keys(self, result: dict[str, Any], plan: _Node, at: _At, out: Coercion) -> None:
         """Rename a key that differs from a declared property only in case, accents or
         surrounding spaces ("Name", " name " for name): when exactly one declared property the
-        reply left out has that normalized name. The work is per key of the reply, not per
-        declared property (an object of a wide schema is met once per candidate)."""
+        reply left out has that normalized name, and no other key of the reply could be that
+        property too (with "Name" and "NAME" neither is renamed: which is meant?). The work is
+        per key of the reply, not per declared property (an object of a wide schema is met once
+        per candidate)."""
         properties = plan.properties
         strays = [key for key in result if key not in properties]
         if not strays:
             return
         named = plan.by_normalized_name()
-        written = frozenset(result)  # the keys as written, before any rename
+        claims: dict[str, list[str]] = {}  # declared name -> the stray keys it could be
         for key in strays:
-            names = [n for n in named.get(normalize_key(key), ()) if n not in written]
-            if len(names) == 1 and names[0] not in result:
-                result[names[0]] = result.pop(key)
-                where = pointer.join(at.path, names[0])
-                _record(out, where, "rename_key", key, names[0], expected=None, actual=None)
+            names = [n for n in named.get(normalize_key(key), ()) if n not in result]
+            if len(names) == 1:
+                claims.setdefault(names[0], []).append(key)
+        for name, keys in claims.items():
+            if len(keys) == 1:  # "Name" and "NAME" both for name: which one? Neither is renamed
+                result[name] = result.pop(keys[0])
+                where = pointer.join(at.path, name)
+                _record(out, where, "rename_key", keys[0], name, expected=None, actual=None)
 
     def fill_missing(self, result: dict[str, Any], loc: str, at: _At, out: Coercion) -> None:
         """A required field the reply left out (its location `loc`), when the schema implies
