@@ -491,6 +491,26 @@ def test_a_processor_returning_what_is_not_json_is_named(returned: Any, why: str
     assert caught.value.where == "after_decode"
 
 
+@pytest.mark.parametrize(
+    ("returned", "why"),
+    [
+        ('"\ud800"', "text that is not valid Unicode: a lone surrogate (U+D800) at character 1"),
+        ("a\x00b", "text with a NUL character at character 1"),
+        ("x" * 101, "text of 101 characters, over the 'max_chars' limit of 100"),
+    ],
+    ids=["surrogate", "nul", "too-long"],
+)
+def test_a_text_processor_returning_what_no_reply_could_be_is_named(
+    returned: str, why: str
+) -> None:
+    """A lone surrogate from a before_extract processor was an InternalError of a later stage."""
+    processor = Processor("before_extract", lambda text: returned, name="mine")
+    with pytest.raises(UsageError) as caught:
+        outform.parse('"x"', {"type": "string"}, processors=[processor], max_chars=100)
+    assert caught.value.what == f"processor 'mine' returned {why}"
+    assert caught.value.where == "before_extract"
+
+
 def test_a_processor_may_return_a_value_shared_by_two_places() -> None:
     shared = [1, 2]
     processor = Processor("after_decode", lambda value: {"a": shared, "b": shared})

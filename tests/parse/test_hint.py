@@ -256,4 +256,4 @@ def test_a_clip_keeps_text_up_to_the_limit() -> None:
 
 def test_describe_gives_the_json_type_and_the_preview() -> None:
     assert describe(3) == "integer 3"
-    assert describe(None) == "null null"
+    assert describe(None) == "null"  # not "null null": its preview is its type

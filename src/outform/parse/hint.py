@@ -120,5 +120,7 @@ def clip(text: str, limit: int = 80) -> str:
 
 
 def describe(value: Any) -> str:
-    """`found` text for a value: its type and a preview."""
+    """`found` text for a value: its type and a preview ("null" alone: its preview is its type)."""
+    if value is None:
+        return "null"
     return f"{json_type(value)} {preview(value)}"

@@ -925,6 +925,13 @@ class Pipeline(Generic[T]):
                     f"processor {processor.label!r} must return text, got {type(updated).__name__}",
                     where="before_extract",
                 )
+            if (flaw := _not_text(updated, self.options.max_chars)) is not None:
+                raise UsageError(
+                    f"processor {processor.label!r} returned {flaw}",
+                    where="before_extract",
+                    fix="return the reply as Unicode text without NUL characters, within "
+                    "max_chars (replace broken characters with U+FFFD)",
+                )
             if updated != text:
                 run.change("", "custom", processor.label, clip(text), clip(updated))
                 run.emit("output.coercion.success", "custom", transforms=(processor.label,))
@@ -1187,6 +1194,22 @@ def _refuse_surrogates(text: str) -> None:
             fix="decode the model's bytes as UTF-8 before parsing, replacing broken sequences "
             "with U+FFFD",
         )
+
+
+def _not_text(text: str, max_chars: int) -> str | None:
+    """What makes a processor's text one a reply could not be (a lone surrogate, a NUL, over
+    `max_chars`), or None."""
+    if len(text) > max_chars:
+        return f"text of {len(text):,} characters, over the 'max_chars' limit of {max_chars:,}"
+    position = values.first_surrogate(text)
+    if position is not None:
+        return (
+            f"text that is not valid Unicode: a lone surrogate (U+{ord(text[position]):04X}) "
+            f"at character {position}"
+        )
+    if "\x00" in text:
+        return f"text with a NUL character at character {text.index(chr(0))}"
+    return None
 
 
 def _call(processor: Processor, value: Any) -> Any:
