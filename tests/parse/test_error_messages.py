@@ -102,6 +102,15 @@ def test_a_union_told_apart_by_a_constant_says_so_without_a_discriminator_keywor
 NUMBER = {"type": "object", "properties": {"a": {"type": "number"}}}
 
 
+def test_a_value_valid_under_two_branches_of_a_one_of_says_so() -> None:
+    # not "expected integer | number, found number 5.0", which contradicts itself
+    schema = {"oneOf": [{"type": "integer"}, {"type": "number"}]}
+    assert explained("5.0", schema) == (
+        "- at (root): expected exactly one of integer | number (oneOf), found number 5.0, "
+        "valid under branches 0, 1"
+    )
+
+
 @pytest.mark.parametrize("written", ["1 234 567", "1 234,50 €", "€1 234.50", "1\u202f234"])
 def test_digits_grouped_by_spaces_are_refused_saying_why(written: str) -> None:
     line = explained(f'{{"a": "{written}"}}', NUMBER, level="full")

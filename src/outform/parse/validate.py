@@ -166,6 +166,17 @@ def _violation(compiled: CompiledSchema, error: jsonschema_rs.ValidationError) -
         if tagged is not None:
             return tagged
         expected = summarize(compiled, node) if isinstance(node, dict) else keyword
+        if type(error.kind).__name__ == "OneOfMultipleValid":
+            # Valid under two branches of a oneOf: saying "expected integer | number" of a
+            # number would contradict itself. The branches it matches have no errors.
+            matched = [i for i, errors in enumerate(info.get("context") or []) if not errors]
+            return Violation(
+                path,
+                "constraint",
+                f"exactly one of {expected} (oneOf)",
+                f"{describe(error.instance)}, valid under branches " + ", ".join(map(str, matched)),
+                keyword,
+            )
         return Violation(path, "type", expected, describe(error.instance), keyword)
     if keyword == "enum":
         options = info.get("options", [])
