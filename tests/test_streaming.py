@@ -638,6 +638,7 @@ def test_max_depth_is_enforced_as_the_parser_reads() -> None:
     with pytest.raises(InputError) as caught:
         parser.feed("[[[1")
     assert "deeper than the limit of 5 levels" in caught.value.what
+    assert caught.value.where == "character 5"  # the sixth bracket, not the chunk's end
     assert caught.value.fix is not None and "max_depth" in caught.value.fix
     with pytest.raises(InputError):  # the final parse says the same of the whole reply
         outform.parse("[[[[[[1]]]]]]", {}, max_depth=5)

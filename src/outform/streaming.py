@@ -405,7 +405,7 @@ class StreamParser(Generic[T]):
                     self._stop(degenerate, "degenerate", len(text))
         changed = parser.feed(text)
         if parser.too_deep:
-            raise too_deep(self._options.max_depth, where=f"character {parser.received}")
+            raise too_deep(self._options.max_depth, where=f"character {parser.too_deep_at}")
         if self.violation is None:
             checker = self.checker
             if checker is not None and checker.violation is not None:

@@ -565,6 +565,7 @@ class PartialParser:
         "scalars",
         "start",
         "too_deep",
+        "too_deep_at",
     )
     """Slots: the hot loop reads and writes a few dozen attributes per chunk. Without them,
     more than 30 attributes (CPython's limit for keys shared between instances) move an
@@ -596,6 +597,8 @@ class PartialParser:
         self.too_deep = False
         """The reply nested deeper than `max_depth` (the error is the stream parser's to raise:
         the pipeline refuses such a reply whatever follows)."""
+        self.too_deep_at = -1
+        """Where (a character of the reply) the bracket one level too deep was opened."""
         self.received = 0
         """Characters received so far."""
         self.start: int | None = None
@@ -1064,6 +1067,7 @@ class PartialParser:
             elif char in "{[":
                 if len(stack) >= self.max_depth:
                     self.too_deep = True
+                    self.too_deep_at = stop + base
                     raise _SyntaxError(
                         f"the value nests deeper than {self.max_depth} levels", stop + base
                     )
