@@ -515,3 +515,18 @@ def test_a_processor_may_return_a_value_shared_by_two_places() -> None:
     shared = [1, 2]
     processor = Processor("after_decode", lambda value: {"a": shared, "b": shared})
     assert outform.parse("{}", OBJECT, processors=[processor]).value == {"a": [1, 2], "b": [1, 2]}
+
+
+@pytest.mark.parametrize("schema", ["foo", b"{}", [1], 3, True])
+def test_a_schema_that_is_no_schema_is_named_as_the_schema_argument(schema: Any) -> None:
+    with pytest.raises(UsageError) as caught:
+        outform.parse("{}", schema=schema)
+    assert caught.value.what.startswith("schema= takes a JSON Schema (a dict) or a ResponseFormat")
+    assert caught.value.where == "schema"
+
+
+def test_at_level_off_json_inside_prose_points_to_minimal_not_to_full() -> None:
+    with pytest.raises(outform.OutputError) as caught:
+        outform.parse('Sure: {"n": 1}', {"type": "object"}, level="off")
+    assert caught.value.fix is not None
+    assert caught.value.fix.startswith("level 'minimal' reads JSON out of prose")

@@ -1006,7 +1006,12 @@ class Pipeline(Generic[T]):
             fix = "the model sent nothing: check its finish reason and max_tokens, or ask again"
         elif hint.is_syntax:
             what = "no JSON value could be read from the reply"
-            if fix is None and self.options.tolerance < 2:
+            if fix is None and "extract" not in self.options.stages:
+                fix = (
+                    "level 'minimal' reads JSON out of prose, fences and reasoning blocks; "
+                    "'full' also repairs malformed JSON"
+                )
+            elif fix is None and self.options.tolerance < 2:
                 fix = "level 'full' also repairs malformed JSON"
         else:
             what, fix = "the reply does not match the schema", None
