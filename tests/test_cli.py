@@ -871,6 +871,18 @@ def test_the_limit_an_error_names_is_shown_as_its_flag_in_the_changes_too(
     assert "max_repair_chars" not in result.err_text
 
 
+def test_a_string_over_max_repair_string_is_told_with_its_flag(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    text = '{"a": "' + "x" * 200 + "\nHere is the JSON:"  # json-repair must find its end
+    result = run(capsys, reply(workdir, text), "--level", "full", "--max-repair-string", "100")
+    assert result.code == 1
+    assert "more than 100 characters, over the --max-repair-string limit" in result.err_text
+    assert "fix: raise --max-repair-string to let json-repair read the string" in result.err_text
+    assert "max_repair_string" not in result.err_text
+    assert run(capsys, reply(workdir, text), "--level", "full").code == 0
+
+
 @pytest.mark.parametrize("command", ["parse", "generate", "schema", "serve", "health", "batch"])
 def test_help_texts_show_brackets_without_escapes(
     capsys: pytest.CaptureFixture[str], command: str

@@ -245,6 +245,8 @@ def test_each_key_says_what_it_allows(project: Path, line: str, allowed: str) ->
         ("time_limit", 0),
         ("time_limit", -0.5),
         ("max_repair_chars", 0),
+        ("max_repair_string", 0),
+        ("max_repair_string", -1),
     ],
 )
 def test_the_file_and_the_pipeline_take_the_same_values(

@@ -74,9 +74,9 @@ def test_a_strictly_read_fenced_reply_is_never_handed_to_json_repair(
 
     calls: list[int] = []
 
-    def spy(text: str, deadline: Deadline) -> Any:
+    def spy(text: str, deadline: Deadline, longest: int) -> Any:
         calls.append(len(text))
-        return repair(text, deadline)
+        return repair(text, deadline, longest)
 
     monkeypatch.setattr(importlib.import_module("outform.parse.decode"), "repair", spy)
     with pytest.raises(OutputError) as caught:
@@ -351,15 +351,16 @@ def test_scanning_many_brackets_left_open_in_prose_is_linear() -> None:
     assert text[span.start : span.end] == '{"a": 1}'
 
 
-def test_max_repair_chars_is_settable_in_outform_toml(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("option", ["max_repair_chars", "max_repair_string"])
+def test_the_json_repair_limits_are_settable_in_outform_toml(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, option: str
 ) -> None:
     config = tmp_path / "outform.toml"
-    config.write_text("[parse]\nmax_repair_chars = 1234\n", encoding="utf-8")
+    config.write_text(f"[parse]\n{option} = 1234\n", encoding="utf-8")
     monkeypatch.setenv("OUTFORM_CONFIG", str(config))
     try:
         outform.config.reload()
-        assert Pipeline({}).options.max_repair_chars == 1234
+        assert getattr(Pipeline({}).options, option) == 1234
     finally:
         monkeypatch.delenv("OUTFORM_CONFIG")
         outform.config.reload()

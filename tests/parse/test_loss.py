@@ -8,7 +8,14 @@ import pytest
 
 import outform
 from outform import OutputError
-from outform.parse.decode import Decoded, DecodeFailure, _repair_text, decode, decode_tier
+from outform.parse.decode import (
+    MAX_REPAIR_STRING,
+    Decoded,
+    DecodeFailure,
+    _repair_text,
+    decode,
+    decode_tier,
+)
 from outform.parse.loss import Loss, Measure, assess, measure, region
 
 # json-repair reads this as {"name": "x"}: the stray closers end the object early.
@@ -146,7 +153,7 @@ def test_a_key_left_without_a_value_at_the_end_is_dropped_and_recorded_as_lossy(
 def test_a_failure_inside_json_repair_is_a_tier_that_could_not_read_not_a_crash() -> None:
     """json-repair asserts on this fuzz input (`assert isinstance(raw_key, str)`)."""
     reply = '{r"""""```json```}1'
-    assert _repair_text(reply) is None
+    assert _repair_text(reply, MAX_REPAIR_STRING) is None
     with pytest.raises(OutputError):
         outform.parse(reply, {"enum": ["red", "green"]}, level="full")
 

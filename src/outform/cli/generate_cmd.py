@@ -67,6 +67,7 @@ def generate_command(
     max_depth: options.MaxDepth = None,
     time_limit: options.TimeLimit = None,
     max_repair_chars: options.MaxRepairChars = None,
+    max_repair_string: options.MaxRepairString = None,
 ) -> None:
     """Ask a model for a value matching a schema or type (neither: any JSON value).
 
@@ -77,7 +78,9 @@ def generate_command(
     from outform.run import GenerationError, RefusalError, generate
     from outform.transport import Transport
 
-    settings = options.parse_settings(level, max_chars, max_depth, time_limit, max_repair_chars)
+    settings = options.parse_settings(
+        level, max_chars, max_depth, time_limit, max_repair_chars, max_repair_string
+    )
     output, _ = output_of(schema, type_)
     question = read_text(prompt, "prompt").decode() if prompt == "-" else prompt
     messages: list[dict[str, str]] = [{"role": "user", "content": question}]

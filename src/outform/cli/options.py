@@ -46,6 +46,14 @@ MaxRepairChars = Annotated[
         help="Largest region json-repair may read (level full); a larger one skips it.",
     ),
 ]
+MaxRepairString = Annotated[
+    int | None,
+    typer.Option(
+        "--max-repair-string",
+        min=0,
+        help="Longest string json-repair may read itself (level full); a longer one skips it.",
+    ),
+]
 TimeLimit = Annotated[
     float | None,
     typer.Option(
@@ -83,6 +91,7 @@ def parse_settings(
     max_depth: int | None,
     time_limit: float | None,
     max_repair_chars: int | None = None,
+    max_repair_string: int | None = None,
 ) -> dict[str, Any]:
     """The parse keyword arguments the user set (the rest come from outform.toml)."""
     if level is not None and level not in LEVELS:
@@ -93,5 +102,6 @@ def parse_settings(
         "max_depth": max_depth,
         "time_limit": time_limit,
         "max_repair_chars": max_repair_chars,
+        "max_repair_string": max_repair_string,
     }
     return {name: value for name, value in chosen.items() if value is not None}

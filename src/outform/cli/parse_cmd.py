@@ -52,12 +52,15 @@ def parse_command(
     max_depth: options.MaxDepth = None,
     time_limit: options.TimeLimit = None,
     max_repair_chars: options.MaxRepairChars = None,
+    max_repair_string: options.MaxRepairString = None,
 ) -> None:
     """Parse a model's reply against a schema or type (neither: any JSON value).
 
     The value goes to standard output; the changes and violations to standard error.
     """
-    settings = options.parse_settings(level, max_chars, max_depth, time_limit, max_repair_chars)
+    settings = options.parse_settings(
+        level, max_chars, max_depth, time_limit, max_repair_chars, max_repair_string
+    )
     output, typed = output_of(schema, type_)
     reply = read_reply(file)
     if stop_loops and not stream:

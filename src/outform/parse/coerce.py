@@ -21,7 +21,7 @@ from outform.parse import loss
 from outform.parse.allowlist import Allowlist, conversion, permits
 from outform.parse.choices import Choices
 from outform.parse.context import Deadline
-from outform.parse.decode import MAX_REPAIR_CHARS, Decoded, decode
+from outform.parse.decode import MAX_REPAIR_CHARS, MAX_REPAIR_STRING, Decoded, decode
 from outform.parse.hint import clip, preview
 from outform.parse.literals import Spellings
 from outform.parse.result import Change
@@ -129,6 +129,7 @@ class Coercer:
         max_depth: int,
         tolerance: int = 0,
         max_repair_chars: int = MAX_REPAIR_CHARS,
+        max_repair_string: int = MAX_REPAIR_STRING,
         anyof_strategy: str = "first-pass",
         allowlist: Allowlist | None = None,
     ) -> None:
@@ -138,6 +139,7 @@ class Coercer:
         self.tolerance = tolerance
         """Decode tiers used for JSON written inside a string (as for the reply itself)."""
         self.max_repair_chars = max_repair_chars
+        self.max_repair_string = max_repair_string
         self.plans: dict[str, _Node] = {}
         """The plan of each schema location the walks visited (derived from the schema only)."""
         self.fills: dict[str, _Fill] = {}
@@ -312,6 +314,7 @@ class _Walk:
         "lenient",
         "max_depth",
         "max_repair_chars",
+        "max_repair_string",
         "plans",
         "spellings",
         "tolerance",
@@ -325,6 +328,7 @@ class _Walk:
         self.max_depth = coercer.max_depth
         self.tolerance = coercer.tolerance
         self.max_repair_chars = coercer.max_repair_chars
+        self.max_repair_string = coercer.max_repair_string
         self.plans = coercer.plans
         self.fills = coercer.fills
         self.deadline = deadline
@@ -751,6 +755,7 @@ class _Walk:
                     self.tolerance,
                     deadline=self.deadline,
                     max_repair_chars=self.max_repair_chars,
+                    max_repair_string=self.max_repair_string,
                 )
                 if isinstance(outcome, Decoded) and json_type(outcome.value) in allowed:
                     return outcome.value, "decode_json_string", outcome.lost

@@ -57,6 +57,7 @@ class Bound:
 BOUNDS: dict[str, Bound] = {
     "unescape_depth": Bound(0),
     "max_repair_chars": Bound(0),
+    "max_repair_string": Bound(0),
     "max_chars": Bound(1),
     "max_depth": Bound(1, MAX_DEPTH),
     "time_limit": Bound(0, whole=False),
@@ -87,6 +88,11 @@ class Options:
     """Largest region handed to json-repair (tier 2), and so the cost of one of its steps (the
     time limit interrupts it between steps, see repair.py); a larger region skips the tier,
     and the skip is recorded."""
+    max_repair_string: int = 65_536
+    """Longest string json-repair may read itself (one whose end outform leaves to it: long
+    strings whose end it decides are held out, see held.py): json-repair copies a string at
+    every character it adds, so one string costs it the square of its length. It is stopped
+    in a longer one, and the tier is skipped, recorded as for `max_repair_chars`."""
     shadow: bool = False
     anyof_strategy: str = "first-pass"
     """Union branches: `first-pass` takes the first that fits, `best` the one needing the

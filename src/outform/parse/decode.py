@@ -4,16 +4,19 @@ Tier 0 is orjson: exact JSON, fast (an integer orjson would read as a float is r
 exactly). Tier 1 is pyjson5: JSON5 (comments, trailing commas, single quotes, unquoted keys).
 Tier 2 is json-repair: anything it can salvage (missing quotes, commas and brackets,
 truncation, Python literals). Its time is not linear in its input: the deadline interrupts it
-(see repair.py), it only reads regions of up to `max_repair_chars`, and long strings are read
-without it (held.py). NaN and Infinity are not JSON numbers, and a number out of a float's range
-(`1e400`, `1e-400`) is not the number a float reads: a text that writes one is read by no tier
-(pyjson5 would read a float JSON cannot hold, json-repair a string the reply did not write). A
-tolerant reading is refused when its value is not JSON (a number out of range, a lone
-surrogate), when it loses content the loss rule refuses (a digit, members merged, more than
-half: see loss.py), or when json-repair made a key of text the reply does not write as a key
-(see keys.py); a smaller loss is returned with the value, to be recorded. A failure inside
-json-repair itself (an assertion of its own, on input it does not expect) means that tier
-could not read the region, like any other failure of a tier.
+(see repair.py), it only reads regions of up to `max_repair_chars`, long strings are read
+without it (held.py), and it is stopped in a string it must read itself of more than
+`max_repair_string` characters (one string costs it the square of its length): the tier is
+then skipped, as for a region over `max_repair_chars`. NaN and Infinity are not JSON numbers,
+and a number out of a float's range (`1e400`, `1e-400`) is not the number a float reads: a
+text that writes one is read by no tier (pyjson5 would read a float JSON cannot hold,
+json-repair a string the reply did not write). A tolerant reading is refused when its value is
+not JSON (a number out of range, a lone surrogate), when it loses content the loss rule
+refuses (a digit, members merged, more than half: see loss.py), or when json-repair made a key
+of text the reply does not write as a key (see keys.py); a smaller loss is returned with the
+value, to be recorded. A failure inside json-repair itself (an assertion of its own, on input
+it does not expect) means that tier could not read the region, like any other failure of a
+tier.
 """
 
 from __future__ import annotations
@@ -29,10 +32,14 @@ from outform.parse.context import Deadline
 from outform.parse.delimit import read
 from outform.parse.held import hold
 from outform.parse.hint import preview
-from outform.parse.repair import repair
+from outform.parse.repair import LongString, repair
 
 TIER_NAMES = ("orjson", "pyjson5", "json_repair")
 MAX_REPAIR_CHARS = 1_000_000
+MAX_REPAIR_STRING = 65_536
+"""The longest string json-repair may read itself (see repair.py): up to about this length its
+time per character stays close to that of a short string; past it, copying what it has built
+takes over, and one string of twice the length costs it four times as much."""
 _CONTEXT = 24
 _REPAIRED = "repaired"
 """The detail of a json-repair reading that logged nothing."""
@@ -53,7 +60,8 @@ class Decoded:
 class DecodeFailure:
     """Why decoding stopped: the message and the character offset. `refused` is set when a
     tolerant decoder did read a value but it was refused (a loss, or not JSON); `skipped` when
-    the tier did not run at all (a region over `max_repair_chars`)."""
+    the tier did not run at all (a region over `max_repair_chars`), or was stopped before it
+    returned a reading (in a string over `max_repair_string`)."""
 
     message: str
     position: int
@@ -138,6 +146,7 @@ def decode(
     *,
     deadline: Deadline | None = None,
     max_repair_chars: int = MAX_REPAIR_CHARS,
+    max_repair_string: int = MAX_REPAIR_STRING,
 ) -> Decoded | DecodeFailure:
     """Decode with tiers 0..max_tier; the first that succeeds wins (the strict failure is
     reported when none does)."""
@@ -153,7 +162,13 @@ def decode(
     if failure.unreadable:
         return failure
     for tier in range(1, max_tier + 1):
-        decoded = decode_tier(text, tier, deadline=deadline, max_repair_chars=max_repair_chars)
+        decoded = decode_tier(
+            text,
+            tier,
+            deadline=deadline,
+            max_repair_chars=max_repair_chars,
+            max_repair_string=max_repair_string,
+        )
         if isinstance(decoded, Decoded):
             return decoded
     return failure
@@ -165,6 +180,7 @@ def decode_tier(
     *,
     deadline: Deadline | None = None,
     max_repair_chars: int = MAX_REPAIR_CHARS,
+    max_repair_string: int = MAX_REPAIR_STRING,
 ) -> Decoded | DecodeFailure:
     """Decode with exactly one tolerant tier (1 or 2), under the loss rule."""
     if deadline is not None:
@@ -184,7 +200,16 @@ def decode_tier(
             skipped=True,
         )
     else:
-        decoded = _repair(written, deadline)
+        try:
+            decoded = _repair(written, deadline, max_repair_string)
+        except LongString as stopped:
+            return DecodeFailure(
+                f"json_repair was stopped: it read a string of more than "
+                f"{stopped.longest:,} characters, over the 'max_repair_string' limit (one "
+                "string costs it the square of its length)",
+                0,
+                skipped=True,
+            )
     if decoded is None:
         return DecodeFailure(f"{TIER_NAMES[tier]} failed", 0)
     if isinstance(decoded, DecodeFailure):
@@ -222,7 +247,9 @@ def _json5(text: str) -> Decoded | None:
     return Decoded(value, 1, "accepted JSON5 syntax")
 
 
-def _repair(text: str, deadline: Deadline | None) -> Decoded | DecodeFailure | None:
+def _repair(text: str, deadline: Deadline | None, longest: int) -> Decoded | DecodeFailure | None:
+    """json-repair's reading of `text`, once the delimit pass has read it; raises LongString
+    when json-repair reads a string of more than `longest` characters."""
     delimited = read(text, deadline)
     if delimited.notes:
         # Its strings delimited (and the brackets a cut reply left open closed), the text is
@@ -233,14 +260,14 @@ def _repair(text: str, deadline: Deadline | None) -> Decoded | DecodeFailure | N
             if delimited.closers:
                 notes.append(f"closed {len(delimited.closers)} bracket(s) left open at the end")
             return Decoded(closed.value, 2, "; ".join(notes), dropped=delimited.dropped)
-        decoded = _repair_text(delimited.text, deadline)
+        decoded = _repair_text(delimited.text, longest, deadline)
         if decoded is not None:
             detail = f"{delimited.detail}; {decoded.detail}"
             decoded = Decoded(decoded.value, 2, detail, dropped=delimited.dropped)
         elif delimited.dropped:
             return None  # the text as written ends in what was dropped: not read again
     else:
-        decoded = _repair_text(text, deadline)
+        decoded = _repair_text(text, longest, deadline)
     if decoded is None:
         return None
     written = delimited.keys | keys.before_colons(text)
@@ -255,24 +282,24 @@ def _repair(text: str, deadline: Deadline | None) -> Decoded | DecodeFailure | N
     return decoded
 
 
-def _repair_text(text: str, deadline: Deadline | None = None) -> Decoded | None:
+def _repair_text(text: str, longest: int, deadline: Deadline | None = None) -> Decoded | None:
     """json-repair's reading of `text`, its long strings held out (see held.py)."""
     held = hold(text, deadline)
     if held is None:
-        return _json_repair(text, deadline)
-    decoded = _json_repair(held.text, deadline)
+        return _json_repair(text, longest, deadline)
+    decoded = _json_repair(held.text, longest, deadline)
     if decoded is None:
         return None
     value, whole = held.put_back(decoded.value)
     if not whole:
-        return _json_repair(text, deadline)
+        return _json_repair(text, longest, deadline)
     detail = held.note if decoded.detail == _REPAIRED else f"{decoded.detail}; {held.note}"
     return Decoded(value, 2, detail)
 
 
-def _json_repair(text: str, deadline: Deadline | None) -> Decoded | None:
+def _json_repair(text: str, longest: int, deadline: Deadline | None) -> Decoded | None:
     try:
-        value, log = repair(text, deadline or Deadline.never())
+        value, log = repair(text, deadline or Deadline.never(), longest)
     except (RecursionError, ValueError, TypeError, IndexError, AssertionError):
         # json-repair's own failures (an assertion of its parser, issue 9): it could not read
         # the region, as when it returns nothing; the pipeline goes on to its other readings.

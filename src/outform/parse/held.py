@@ -9,7 +9,8 @@ end) is replaced by a short placeholder string, which json-repair reads in one s
 read here takes the placeholder's place in what it returns. Up to that length the copying
 costs less than json-repair's own reading, and the string is left to it (its reading, quirks
 included, is unchanged there). So are strings whose end the rule leaves to json-repair, and
-top-level or single-quoted ones, whose content json-repair may read as structure.
+top-level or single-quoted ones, whose content json-repair may read as structure: json-repair
+reads at most `max_repair_string` characters of such a string (see repair.py).
 
 The value is delimit's reading of a quoted body (an unknown escape's backslash kept, as
 json-repair keeps it) read by Python's json, which like json-repair reads an escaped lone

@@ -210,6 +210,7 @@ class Pipeline(Generic[T]):
             max_depth=self.options.max_depth,
             tolerance=self.options.tolerance,
             max_repair_chars=self.options.max_repair_chars,
+            max_repair_string=self.options.max_repair_string,
             anyof_strategy=self.options.anyof_strategy,
             allowlist=self.options.coercions,
         )
@@ -703,7 +704,11 @@ class Pipeline(Generic[T]):
                     text = inner
             return outcome
         return decoding.decode_tier(
-            text, tier, deadline=deadline, max_repair_chars=options.max_repair_chars
+            text,
+            tier,
+            deadline=deadline,
+            max_repair_chars=options.max_repair_chars,
+            max_repair_string=options.max_repair_string,
         )
 
     def _carry(
@@ -1017,8 +1022,10 @@ class Pipeline(Generic[T]):
             what, fix = "the reply does not match the schema", None
         if notes:
             what += " (" + "; ".join(dict.fromkeys(notes)) + ")"
-            if any("max_repair_chars" in note for note in notes):
+            if any("'max_repair_chars'" in note for note in notes):
                 fix = "raise the 'max_repair_chars' option to let json-repair read the region"
+            elif any("'max_repair_string'" in note for note in notes):
+                fix = "raise the 'max_repair_string' option to let json-repair read the string"
         raise OutputError(what, hint=hint, result=result, fix=fix)
 
     def _shadow(
