@@ -15,10 +15,14 @@ from typing import TYPE_CHECKING, Literal
 
 import orjson
 
+from outform.parse import loss
+
 if TYPE_CHECKING:
     from outform.parse.context import Deadline
 
-CandidateKind = Literal["whole", "fence", "span", "unclosed", "inside", "collected", "text"]
+CandidateKind = Literal[
+    "whole", "fence", "span", "unclosed", "inside", "collected", "written", "text"
+]
 RootKind = Literal["object", "array", "other"]
 
 # Reasoning blocks some models write before (or instead of) their answer.
@@ -58,6 +62,9 @@ class Candidate:
     start: int = 0
     detail: str = ""
     """Said with the extraction's change (which of several values this is)."""
+    lost: int = 0
+    """Letters and digits of the reply's values this candidate leaves out, as extraction
+    knows them: a gathered list leaves out the value left open at the end (a line cut off)."""
 
     @property
     def size(self) -> int:
@@ -471,10 +478,10 @@ def candidates(
             # decoder (which would keep the last, or merge them).
             document = False
 
-    closed = [s for s in spans if s.closed]
     # A "fence" that starts inside a bracketed region is text inside a JSON string.
     starts = [s.start for s in spans]
     fences = [f for f in find_fences(body, deadline) if not _inside_span(f.start, spans, starts)]
+    closed = [s for s in spans if s.closed]
     # Values written in the prose outside the blocks (`{"a": 0}` then a fence): gathered with
     # them, in order of appearance, when they read as JSON as written.
     outside = _outside_fences(body, closed, fences) if fences else []
@@ -513,19 +520,14 @@ def candidates(
         piece = body[span.start : span.end]
         kind: CandidateKind = "inside" if span.inside else "span"
         transform = "extract_from_prose"
+        detail = numbered.get(span.start, "")
         if not span.closed:
             piece, kind, transform = ending(piece), "unclosed", "extract_truncated"
         if piece not in seen:
             seen.add(piece)
             found.append(
                 Candidate(
-                    piece,
-                    kind,
-                    span.root,
-                    (*base, transform),
-                    span.depth,
-                    span.start,
-                    numbered.get(span.start, ""),
+                    piece, kind, span.root, (*base, transform), span.depth, span.start, detail
                 )
             )
     if collect:
@@ -533,16 +535,81 @@ def candidates(
         # several bracketed regions of the reply are.
         pieces = [f.content.strip() for f in fences if f.content.strip()]
         transform = "collect_fences"
+        # A value left open at the end (a line cut off) that the gathered list cannot hold:
+        # its letters and digits are lost, and said (see _left_open).
+        tail = 0
+        written: list[str] = []
         if outside and beside:
             placed = [(f.start, f.content.strip()) for f in fences if f.content.strip()]
             placed += [(span.start, body[span.start : span.end]) for span in outside]
             pieces = [piece for _, piece in sorted(placed, key=lambda item: item[0])]
             transform = "collect_values"
+            tail = _left_open(body, spans, fences)
         elif not fences:
             values = sorted([*closed, *inside], key=lambda s: s.start)
             pieces = [body[s.start : s.end] for s in values]
             transform = "collect_values"
-        if len(pieces) > 1:
+            tail = _left_open(body, spans, fences)
+            if beside:
+                # The regions that read as JSON as written, gathered without those that do
+                # not (`Use {braces} like this:` is prose): tried only when the gathering of
+                # every region can be read at no tier (see the pipeline).
+                written = [piece for piece in pieces if _reads_as_written(piece)]
+        if len(pieces) > 1 or (len(pieces) == 1 and tail > 0 and beside):
             joined = "[" + ",".join(pieces) + "]"
-            found.append(Candidate(joined, "collected", "array", (*base, transform), deepest + 1))
+            detail = "the value left open at the end (cut off) is left out" if tail else ""
+            found.append(
+                Candidate(
+                    joined,
+                    "collected",
+                    "array",
+                    (*base, transform),
+                    deepest + 1,
+                    detail=detail,
+                    lost=tail,
+                )
+            )
+            if 1 < len(written) < len(pieces):
+                left = len(pieces) - len(written)
+                said = f"{left} region(s) of the prose that do not read as JSON left out"
+                detail = "; ".join(filter(None, (said, detail)))
+                text = "[" + ",".join(written) + "]"
+                found.append(
+                    Candidate(
+                        text, "written", "array", (*base, transform), deepest + 1, 0, detail, tail
+                    )
+                )
     return Extraction(found, body, removed, deepest, document, scanned.unmatched)
+
+
+def _cut_off(region: str) -> bool:
+    """Whether a region left open at the end reads as JSON as written to its end."""
+    try:
+        orjson.loads(region)
+    except orjson.JSONDecodeError as error:
+        return error.pos >= len(region)
+    return True
+
+
+def _reads_as_written(piece: str) -> bool:
+    try:
+        orjson.loads(piece)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
+def _left_open(body: str, spans: list[Span], fences: list[Fence]) -> int:
+    """The letters and digits of the region left open at the end of the reply when it is a
+    value cut off (it reads as JSON as written to its end), outside any fenced block; 0 when
+    there is none."""
+    opened = [s for s in spans if not s.closed]
+    if not opened:
+        return 0
+    span = opened[-1]
+    if any(f.start <= span.start < f.start + len(f.content) for f in fences):
+        return 0  # inside a block: the block holds it
+    region = body[span.start :].rstrip()
+    if not _cut_off(region):
+        return 0  # it stops reading as JSON before its end: a bracket of the prose
+    return loss.measure(region).size
