@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 import orjson
@@ -481,6 +481,27 @@ def candidates(
     # A "fence" that starts inside a bracketed region is text inside a JSON string.
     starts = [s.start for s in spans]
     fences = [f for f in find_fences(body, deadline) if not _inside_span(f.start, spans, starts)]
+    # A block of code (tagged with another language than JSON's, or whose body begins with a
+    # word that begins no JSON: `cfg = {...}`) is no answer while the reply holds a value
+    # outside code: neither it nor the regions inside it are candidates. (The stream parser
+    # skips such a block whole.) Otherwise its regions are candidates, said to be in code.
+    code = [f for f in fences if _is_code(f)]
+    in_code: dict[int, str] = {}  # where a region inside a block of code starts: its language
+    note = ""
+    if code:
+        blocks = sorted(code, key=lambda f: f.start)
+        bounds = [(f.start, f.start + len(f.content)) for f in blocks]
+        for span in spans:
+            index = _within(span.start, bounds)
+            if index is not None:
+                in_code[span.start] = blocks[index].lang or "untagged"
+        if _value_outside_code(body, spans, in_code, [f for f in fences if f not in code]):
+            fences = [f for f in fences if f not in code]
+            spans = [s for s in spans if s.start not in in_code]
+            starts = [s.start for s in spans]
+            langs = ", ".join(dict.fromkeys(f.lang or "untagged" for f in code))
+            note = f"{len(code)} code block(s) in the reply ({langs}) not read as the answer"
+            in_code = {}
     closed = [s for s in spans if s.closed]
     # Values written in the prose outside the blocks (`{"a": 0}` then a fence): gathered with
     # them, in order of appearance, when they read as JSON as written.
@@ -521,6 +542,10 @@ def candidates(
         kind: CandidateKind = "inside" if span.inside else "span"
         transform = "extract_from_prose"
         detail = numbered.get(span.start, "")
+        if span.start in in_code:
+            transform = "extract_from_code"
+            where = f"inside a code block ({in_code[span.start]})"
+            detail = "; ".join(filter(None, (detail, where)))
         if not span.closed:
             piece, kind, transform = ending(piece), "unclosed", "extract_truncated"
         if piece not in seen:
@@ -530,6 +555,10 @@ def candidates(
                     piece, kind, span.root, (*base, transform), span.depth, span.start, detail
                 )
             )
+    if note:
+        found[1:] = [
+            replace(c, detail="; ".join(filter(None, (c.detail, note)))) for c in found[1:]
+        ]
     if collect:
         # The model's own markers first: several fenced blocks are gathered; without fences,
         # several bracketed regions of the reply are.
@@ -580,6 +609,42 @@ def candidates(
                     )
                 )
     return Extraction(found, body, removed, deepest, document, scanned.unmatched)
+
+
+_CODE_HEAD = re.compile(r"\s*[A-Za-z_$]")
+_JSON_WORD = re.compile(r"\s*(?:true|false|null|Infinity|NaN)\b")
+
+
+def _is_code(fence: Fence) -> bool:
+    """Whether a fenced block holds code, not JSON: tagged with another language than JSON's,
+    or its body begins with a word that begins no JSON value (`cfg = {...}`, `import json`)."""
+    if fence.lang and fence.lang not in _JSON_LANGS:
+        return True
+    return bool(_CODE_HEAD.match(fence.content)) and not _JSON_WORD.match(fence.content)
+
+
+def _within(position: int, bounds: list[tuple[int, int]]) -> int | None:
+    """Which of `bounds` (disjoint, sorted [start, end) pairs) holds `position`, if any."""
+    index = bisect.bisect_right(bounds, position, key=lambda bound: bound[0]) - 1
+    return index if index >= 0 and position < bounds[index][1] else None
+
+
+def _value_outside_code(
+    body: str, spans: list[Span], in_code: dict[int, str], blocks: list[Fence]
+) -> bool:
+    """Whether the reply holds a value outside its blocks of code: another block, a region of
+    the prose that reads as JSON as written, or one left open at the end that reads as JSON to
+    its end (a value cut off)."""
+    if any(f.content.strip() for f in blocks):
+        return True
+    for span in spans:
+        if span.start in in_code:
+            continue
+        if span.closed and _reads_as_written(body[span.start : span.end]):
+            return True
+        if not span.closed and _cut_off(body[span.start :].rstrip()):
+            return True
+    return False
 
 
 def _cut_off(region: str) -> bool:
