@@ -83,6 +83,30 @@ class Span:
     reading as JSON (`[0, 1) then {"a": 1}`): a region of its own, not a part of it."""
 
 
+_ANY_TAG = re.compile(
+    r"</(?:"
+    + "|".join(_REASONING_TAGS)
+    + r")>|<(?:"
+    + "|".join(_REASONING_TAGS)
+    + r")\b[^>]{0,200}>",
+    re.IGNORECASE,
+)
+TAG_SPAN = 256
+"""More than the longest reasoning tag `reasoning_tag` finds: a text that may end inside one
+keeps this much of its end to look at again with what follows."""
+
+
+def reasoning_tag(text: str) -> tuple[bool, int, int] | None:
+    """The first reasoning tag in `text`, opening or closing, as `strip_reasoning` reads them:
+    (whether it closes, where it starts, where it ends). A closing tag met first has no
+    opening tag before it: the reply began inside reasoning (its opening tag was in the
+    prompt), which ends there."""
+    found = _ANY_TAG.search(text)
+    if found is None:
+        return None
+    return found.group().startswith("</"), found.start(), found.end()
+
+
 def strip_reasoning(text: str) -> tuple[str, list[str]]:
     """Remove `<think>…</think>` style blocks; a dangling close tag drops everything before it
     (some models omit the opening tag), a dangling open tag drops everything after it."""
