@@ -546,9 +546,10 @@ def test_a_reply_whose_text_may_be_the_value_is_never_stopped(
 @pytest.mark.parametrize(
     ("text", "schema", "level"),
     [
-        # a fence the parser passes over holds a valid value; the block it follows does not
+        # a fence the parser passes over (its body begins with a comment) holds a valid
+        # value; the block it follows does not
         (
-            '~~~text\n{}\n~~~\n{"code": "x = 1"}',
+            '~~~json\n// note\n{}\n~~~\n{"code": "x = 1"}',
             {"type": "object", "additionalProperties": {"type": "string", "pattern": "^[a-z]+$"}},
             "minimal",
         ),

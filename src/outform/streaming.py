@@ -7,7 +7,11 @@ final = snapshot.result           # the last snapshot: validated like outform.pa
 ```
 
 Snapshots follow the no-flicker rule of :mod:`outform.parse.partial`: a value once shown never
-changes. Per-field policies refine it, as `Annotated` markers on the output type:
+changes, except when it turns out to have been reasoning written without its opening tag (a
+`</think>` arrives after it): the stream then restarts after the tag, and the next snapshot says
+so (`restarted`). A value that may still turn out so (words came before it, no reasoning tag
+yet) is never shown `complete` before the end, and does not stop the stream. Per-field policies
+refine the rule, as `Annotated` markers on the output type:
 
 - `Done`: the field appears only once complete (no partial strings or lists).
 - `Required`: the object holding the field is not shown until the field is present.
@@ -55,6 +59,7 @@ from outform.format import JsonSchemaFormat, ResponseFormat
 from outform.parse import arraypath, context
 from outform.parse.cache import shared as _pipelines
 from outform.parse.context import too_deep, too_long, too_slow
+from outform.parse.extract import TAG_SPAN, reasoning_tag
 from outform.parse.hint import RetryHint, Violation
 from outform.parse.incremental import (
     DEFAULT_DEGENERATION,
@@ -140,6 +145,8 @@ class Snapshot(Generic[T]):
     `result`: the ParseResult, on the last snapshot only. `attempt`: which call of a
     generate() stream the snapshot belongs to (1, then 2 after a re-ask, ...); `first`: it is
     the first snapshot of its attempt (what was shown before belongs to a reply given up).
+    `restarted`: it is the first snapshot after the stream restarted at the closing tag of
+    reasoning written without its opening tag (what was shown before was reasoning).
     """
 
     __slots__ = (
@@ -151,6 +158,7 @@ class Snapshot(Generic[T]):
         "data",
         "first",
         "offset",
+        "restarted",
         "result",
     )
 
@@ -164,6 +172,7 @@ class Snapshot(Generic[T]):
         *,
         attempt: int = 1,
         first: bool = False,
+        restarted: bool = False,
     ) -> None:
         self.data = data
         self.offset = offset
@@ -171,6 +180,7 @@ class Snapshot(Generic[T]):
         self.result = result
         self.attempt = attempt
         self.first = first
+        self.restarted = restarted
         self._build = build
         self._value: Any = MISSING
         self._changes: tuple[Change, ...] = ()
@@ -217,6 +227,7 @@ class Snapshot(Generic[T]):
             self.result,
             attempt=attempt,
             first=first,
+            restarted=self.restarted,
         )
 
     def __repr__(self) -> str:
@@ -272,27 +283,9 @@ class StreamParser(Generic[T]):
         # schema the provider enforced; the pipeline maps it back and validates the original.
         compiled = compile_schema(wire.validation_schema) if wire else self.pipeline.compiled
         self._unwrap = wire is not None and wire.wrapped_root
-        accepted = accepted_types(compiled)
-        roots = frozenset(k for k in ("object", "array") if k in accepted)
-        self.checker = (
-            Checker(
-                compiled,
-                strict=opts.level == "off",
-                lenient=opts.lenient,
-                tolerance=opts.tolerance,
-                max_depth=opts.max_depth,
-                time_limit=opts.time_limit,
-            )
-            if validate
-            else None
-        )
-        self.parser = PartialParser(
-            roots=roots or frozenset({"object", "array"}),
-            scalars=bool(accepted - {"object", "array"}),
-            extract="extract" in opts.stages,
-            listener=self.checker,
-            max_depth=opts.max_depth,
-        )
+        self._compiled = compiled
+        self._validate = validate
+        self.checker, self.parser = self._reader()
         self.guard = DegenerationGuard(degeneration) if degeneration is not None else None
         self.violation: Violation | None = None
         """The first reason the reply cannot succeed (also when `abort` is off)."""
@@ -316,14 +309,59 @@ class StreamParser(Generic[T]):
         """The first character of the followed value, once it is complete."""
         self._extracts = "extract" in opts.stages
         self._options = opts
+        self._watch = self._extracts
+        """Reasoning written without its opening tag may still end (a closing `</think>` may
+        come): no reasoning tag has been met yet (see `_reasoning_closed`)."""
+        self._seen = ""
+        """The end of the text looked at for reasoning tags (one may span two chunks)."""
+        self._origin = 0
+        """Where the text read for the answer begins: after the closing tag of reasoning
+        written without its opening tag, once the stream restarted there."""
+        self._restarted = False
+        """The stream restarted; the next snapshot says so."""
         self._spent = 0.0
         """Seconds spent parsing so far (waiting for chunks does not count): the stream's share
         of `time_limit`."""
+
+    def _reader(self) -> tuple[Checker | None, PartialParser]:
+        """A new push parser, with a new checker listening to it."""
+        opts = self.pipeline.options
+        compiled = self._compiled
+        accepted = accepted_types(compiled)
+        roots = frozenset(k for k in ("object", "array") if k in accepted)
+        checker = (
+            Checker(
+                compiled,
+                strict=opts.level == "off",
+                lenient=opts.lenient,
+                tolerance=opts.tolerance,
+                max_depth=opts.max_depth,
+                time_limit=opts.time_limit,
+            )
+            if self._validate
+            else None
+        )
+        parser = PartialParser(
+            roots=roots or frozenset({"object", "array"}),
+            scalars=bool(accepted - {"object", "array"}),
+            extract="extract" in opts.stages,
+            listener=checker,
+            max_depth=opts.max_depth,
+        )
+        return checker, parser
 
     @property
     def text(self) -> str:
         """Everything received so far."""
         return "".join(self._chunks)
+
+    @property
+    def provisional(self) -> bool:
+        """The value followed may still turn out to be reasoning: words came before it, and no
+        reasoning tag has been met, so a closing `</think>` (reasoning written without its
+        opening tag) may yet follow. Such a value is never shown complete before the end of
+        the stream, and does not stop it."""
+        return self._watch and self.parser.start is not None and self.parser.prose
 
     @property
     def received(self) -> int:
@@ -379,7 +417,10 @@ class StreamParser(Generic[T]):
     def final(self) -> Snapshot[T]:
         """`finish`, as the last snapshot."""
         result = self.finish()
-        return Snapshot(result.data, len(self.text), complete=True, result=result)
+        restarted, self._restarted = self._restarted, False
+        return Snapshot(
+            result.data, len(self.text), complete=True, result=result, restarted=restarted
+        )
 
     # -- internals --------------------------------------------------------------------------
 
@@ -403,10 +444,16 @@ class StreamParser(Generic[T]):
                     self.stopped = True
                 elif self.guard.limits.inside:  # a bet against a reply still valid so far
                     self._stop(degenerate, "degenerate", len(text))
+        closing = self._reasoning_closed(text) if self._watch else None
         changed = parser.feed(text)
+        if closing is not None and parser.start is not None and parser.start < closing[0]:
+            # The value followed was in reasoning written without its opening tag: the answer
+            # begins after the closing tag, where `outform.parse` reads it too.
+            parser = self._restart(closing[1])
+            changed = True
         if parser.too_deep:
             raise too_deep(self._options.max_depth, where=f"character {parser.too_deep_at}")
-        if self.violation is None:
+        if self.violation is None and not self.provisional:
             checker = self.checker
             if checker is not None and checker.violation is not None:
                 if self._decides() and self._reading_is_final():
@@ -420,9 +467,54 @@ class StreamParser(Generic[T]):
             data = data["value"] if isinstance(data, Mapping) and "value" in data else MISSING
         if data is MISSING:
             return []
-        snapshot: Snapshot[T] = Snapshot(data, parser.received, parser.done, self._build)
+        complete = parser.done and not self.provisional
+        snapshot: Snapshot[T] = Snapshot(
+            data, parser.received, complete, self._build, restarted=self._restarted
+        )
+        self._restarted = False
         self._last = snapshot
         return [snapshot]
+
+    def _reasoning_closed(self, text: str) -> tuple[int, int] | None:
+        """Where a closing reasoning tag with no opening tag before it (reasoning the reply
+        began without its opening tag, as `extract.strip_reasoning` reads it) lies in the
+        reply, once it arrives: (its start, its end). The first reasoning tag met, opening or
+        closing, ends the watch: after an opening tag, no closing one is dangling."""
+        seen = self._seen
+        window = seen + text
+        if "<" not in window:
+            self._seen = ""
+            return None
+        found = reasoning_tag(window)
+        if found is None:
+            # Only a tag begun at the last `<` may still be completed by what follows.
+            last = window.rfind("<")
+            self._seen = window[last:] if len(window) - last < TAG_SPAN else ""
+            return None
+        self._watch = False
+        self._seen = ""
+        closing, start, end = found
+        if not closing:
+            return None
+        offset = self.parser.received - len(seen)
+        return offset + start, offset + end
+
+    def _restart(self, at: int) -> PartialParser:
+        """Read the reply again from `at` (after the closing tag of reasoning), with a new
+        parser and checker: what was shown before was reasoning, and the next snapshot says
+        so (`restarted`), when a snapshot was shown before."""
+        self.checker, parser = self._reader()
+        self.parser = parser
+        parser.skip(at)
+        self._origin = at
+        self.violation = None
+        self._decided = None
+        self._head = ""
+        self._unescapable = False
+        self._restarted = self._last is not None  # said only when something was shown
+        self._last = None
+        parser.feed(self.text[at:])
+        return parser
 
     def _decides(self) -> bool:
         """Whether the value the parser follows decides the reply, so that its violation may
@@ -440,7 +532,7 @@ class StreamParser(Generic[T]):
             decides = not self.pipeline.reads_text(starts_with_bracket=False)
         else:
             text = self.text
-            prefix = text[:start]
+            prefix = text[self._origin : start]
             bracket = not prefix.strip() and text[start : start + 1] in ("{", "[")
             decides = (
                 not self.pipeline.reads_text(bracket) and "{" not in prefix and "[" not in prefix
@@ -657,6 +749,8 @@ def stream_items(
     seen = 0
     for chunk in chunks:
         parser.feed(chunk)
+        if parser.provisional:
+            continue  # may turn out to be reasoning: its items come from the final result
         array = _lookup(parser.parser.value, parts)
         if isinstance(array, PartialList):
             done = array.completed

@@ -91,7 +91,9 @@ def test_at_full_a_closing_quote_decides_once_what_follows_confirms_it(
 def test_a_union_branch_repairs_only_into_a_value_of_its_own() -> None:
     """Seed 56066: dropping `code` (the first branch's `additionalProperties: false`) gave `{}`,
     which only the second branch takes; the stream, which follows branches one by one, had
-    (rightly) given both up. The first value is refused; the reply's next one is the answer."""
+    (rightly) given both up. The first value is refused; the reply's next one is the answer.
+    (The seed's block was tagged `text`: a block of code, no answer beside the object in the
+    prose; untagged here, it holds the answer.)"""
     schema = {
         "anyOf": [
             {
@@ -103,7 +105,7 @@ def test_a_union_branch_repairs_only_into_a_value_of_its_own() -> None:
             {"type": "object", "additionalProperties": {"type": "boolean"}},
         ]
     }
-    text = '{"code": "~~~python\\nx = 1\\n~~~"}\n````text\n{}\n```json title=x\n{}'
+    text = '{"code": "~~~python\\nx = 1\\n~~~"}\n````\n{}\n```json title=x\n{}'
     case = Case("fences", text, schema)
     expected = check_parse(case, "minimal")
     assert expected[0] == "ok"

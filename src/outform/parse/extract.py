@@ -10,15 +10,19 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 import orjson
 
+from outform.parse import loss
+
 if TYPE_CHECKING:
     from outform.parse.context import Deadline
 
-CandidateKind = Literal["whole", "fence", "span", "unclosed", "inside", "collected", "text"]
+CandidateKind = Literal[
+    "whole", "fence", "span", "unclosed", "inside", "collected", "written", "text"
+]
 RootKind = Literal["object", "array", "other"]
 
 # Reasoning blocks some models write before (or instead of) their answer.
@@ -58,6 +62,9 @@ class Candidate:
     start: int = 0
     detail: str = ""
     """Said with the extraction's change (which of several values this is)."""
+    lost: int = 0
+    """Letters and digits of the reply's values this candidate leaves out, as extraction
+    knows them: a gathered list leaves out the value left open at the end (a line cut off)."""
 
     @property
     def size(self) -> int:
@@ -74,6 +81,30 @@ class Span:
     inside: bool = False
     """Closed inside the region left open at the end, after the point where that region stops
     reading as JSON (`[0, 1) then {"a": 1}`): a region of its own, not a part of it."""
+
+
+_ANY_TAG = re.compile(
+    r"</(?:"
+    + "|".join(_REASONING_TAGS)
+    + r")>|<(?:"
+    + "|".join(_REASONING_TAGS)
+    + r")\b[^>]{0,200}>",
+    re.IGNORECASE,
+)
+TAG_SPAN = 256
+"""More than the longest reasoning tag `reasoning_tag` finds: a text that may end inside one
+keeps this much of its end to look at again with what follows."""
+
+
+def reasoning_tag(text: str) -> tuple[bool, int, int] | None:
+    """The first reasoning tag in `text`, opening or closing, as `strip_reasoning` reads them:
+    (whether it closes, where it starts, where it ends). A closing tag met first has no
+    opening tag before it: the reply began inside reasoning (its opening tag was in the
+    prompt), which ends there."""
+    found = _ANY_TAG.search(text)
+    if found is None:
+        return None
+    return found.group().startswith("</"), found.start(), found.end()
 
 
 def strip_reasoning(text: str) -> tuple[str, list[str]]:
@@ -471,10 +502,31 @@ def candidates(
             # decoder (which would keep the last, or merge them).
             document = False
 
-    closed = [s for s in spans if s.closed]
     # A "fence" that starts inside a bracketed region is text inside a JSON string.
     starts = [s.start for s in spans]
     fences = [f for f in find_fences(body, deadline) if not _inside_span(f.start, spans, starts)]
+    # A block of code (tagged with another language than JSON's, or whose body begins with a
+    # word that begins no JSON: `cfg = {...}`) is no answer while the reply holds a value
+    # outside code: neither it nor the regions inside it are candidates. (The stream parser
+    # skips such a block whole.) Otherwise its regions are candidates, said to be in code.
+    code = [f for f in fences if _is_code(f)]
+    in_code: dict[int, str] = {}  # where a region inside a block of code starts: its language
+    note = ""
+    if code:
+        blocks = sorted(code, key=lambda f: f.start)
+        bounds = [(f.start, f.start + len(f.content)) for f in blocks]
+        for span in spans:
+            index = _within(span.start, bounds)
+            if index is not None:
+                in_code[span.start] = blocks[index].lang or "untagged"
+        if _value_outside_code(body, spans, in_code, [f for f in fences if f not in code]):
+            fences = [f for f in fences if f not in code]
+            spans = [s for s in spans if s.start not in in_code]
+            starts = [s.start for s in spans]
+            langs = ", ".join(dict.fromkeys(f.lang or "untagged" for f in code))
+            note = f"{len(code)} code block(s) in the reply ({langs}) not read as the answer"
+            in_code = {}
+    closed = [s for s in spans if s.closed]
     # Values written in the prose outside the blocks (`{"a": 0}` then a fence): gathered with
     # them, in order of appearance, when they read as JSON as written.
     outside = _outside_fences(body, closed, fences) if fences else []
@@ -513,36 +565,140 @@ def candidates(
         piece = body[span.start : span.end]
         kind: CandidateKind = "inside" if span.inside else "span"
         transform = "extract_from_prose"
+        detail = numbered.get(span.start, "")
+        if span.start in in_code:
+            transform = "extract_from_code"
+            where = f"inside a code block ({in_code[span.start]})"
+            detail = "; ".join(filter(None, (detail, where)))
         if not span.closed:
             piece, kind, transform = ending(piece), "unclosed", "extract_truncated"
         if piece not in seen:
             seen.add(piece)
             found.append(
                 Candidate(
-                    piece,
-                    kind,
-                    span.root,
-                    (*base, transform),
-                    span.depth,
-                    span.start,
-                    numbered.get(span.start, ""),
+                    piece, kind, span.root, (*base, transform), span.depth, span.start, detail
                 )
             )
+    if note:
+        found[1:] = [
+            replace(c, detail="; ".join(filter(None, (c.detail, note)))) for c in found[1:]
+        ]
     if collect:
         # The model's own markers first: several fenced blocks are gathered; without fences,
         # several bracketed regions of the reply are.
         pieces = [f.content.strip() for f in fences if f.content.strip()]
         transform = "collect_fences"
+        # A value left open at the end (a line cut off) that the gathered list cannot hold:
+        # its letters and digits are lost, and said (see _left_open).
+        tail = 0
+        written: list[str] = []
         if outside and beside:
             placed = [(f.start, f.content.strip()) for f in fences if f.content.strip()]
             placed += [(span.start, body[span.start : span.end]) for span in outside]
             pieces = [piece for _, piece in sorted(placed, key=lambda item: item[0])]
             transform = "collect_values"
+            tail = _left_open(body, spans, fences)
         elif not fences:
             values = sorted([*closed, *inside], key=lambda s: s.start)
             pieces = [body[s.start : s.end] for s in values]
             transform = "collect_values"
-        if len(pieces) > 1:
+            tail = _left_open(body, spans, fences)
+            if beside:
+                # The regions that read as JSON as written, gathered without those that do
+                # not (`Use {braces} like this:` is prose): tried only when the gathering of
+                # every region can be read at no tier (see the pipeline).
+                written = [piece for piece in pieces if _reads_as_written(piece)]
+        if len(pieces) > 1 or (len(pieces) == 1 and tail > 0 and beside):
             joined = "[" + ",".join(pieces) + "]"
-            found.append(Candidate(joined, "collected", "array", (*base, transform), deepest + 1))
+            detail = "the value left open at the end (cut off) is left out" if tail else ""
+            found.append(
+                Candidate(
+                    joined,
+                    "collected",
+                    "array",
+                    (*base, transform),
+                    deepest + 1,
+                    detail=detail,
+                    lost=tail,
+                )
+            )
+            if 1 < len(written) < len(pieces):
+                left = len(pieces) - len(written)
+                said = f"{left} region(s) of the prose that do not read as JSON left out"
+                detail = "; ".join(filter(None, (said, detail)))
+                text = "[" + ",".join(written) + "]"
+                found.append(
+                    Candidate(
+                        text, "written", "array", (*base, transform), deepest + 1, 0, detail, tail
+                    )
+                )
     return Extraction(found, body, removed, deepest, document, scanned.unmatched)
+
+
+_CODE_HEAD = re.compile(r"\s*[A-Za-z_$]")
+_JSON_WORD = re.compile(r"\s*(?:true|false|null|Infinity|NaN)\b")
+
+
+def _is_code(fence: Fence) -> bool:
+    """Whether a fenced block holds code, not JSON: tagged with another language than JSON's,
+    or its body begins with a word that begins no JSON value (`cfg = {...}`, `import json`)."""
+    if fence.lang and fence.lang not in _JSON_LANGS:
+        return True
+    return bool(_CODE_HEAD.match(fence.content)) and not _JSON_WORD.match(fence.content)
+
+
+def _within(position: int, bounds: list[tuple[int, int]]) -> int | None:
+    """Which of `bounds` (disjoint, sorted [start, end) pairs) holds `position`, if any."""
+    index = bisect.bisect_right(bounds, position, key=lambda bound: bound[0]) - 1
+    return index if index >= 0 and position < bounds[index][1] else None
+
+
+def _value_outside_code(
+    body: str, spans: list[Span], in_code: dict[int, str], blocks: list[Fence]
+) -> bool:
+    """Whether the reply holds a value outside its blocks of code: another block, a region of
+    the prose that reads as JSON as written, or one left open at the end that reads as JSON to
+    its end (a value cut off)."""
+    if any(f.content.strip() for f in blocks):
+        return True
+    for span in spans:
+        if span.start in in_code:
+            continue
+        if span.closed and _reads_as_written(body[span.start : span.end]):
+            return True
+        if not span.closed and _cut_off(body[span.start :].rstrip()):
+            return True
+    return False
+
+
+def _cut_off(region: str) -> bool:
+    """Whether a region left open at the end reads as JSON as written to its end."""
+    try:
+        orjson.loads(region)
+    except orjson.JSONDecodeError as error:
+        return error.pos >= len(region)
+    return True
+
+
+def _reads_as_written(piece: str) -> bool:
+    try:
+        orjson.loads(piece)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
+def _left_open(body: str, spans: list[Span], fences: list[Fence]) -> int:
+    """The letters and digits of the region left open at the end of the reply when it is a
+    value cut off (it reads as JSON as written to its end), outside any fenced block; 0 when
+    there is none."""
+    opened = [s for s in spans if not s.closed]
+    if not opened:
+        return 0
+    span = opened[-1]
+    if any(f.start <= span.start < f.start + len(f.content) for f in fences):
+        return 0  # inside a block: the block holds it
+    region = body[span.start :].rstrip()
+    if not _cut_off(region):
+        return 0  # it stops reading as JSON before its end: a bracket of the prose
+    return loss.measure(region).size

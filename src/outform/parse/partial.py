@@ -560,6 +560,7 @@ class PartialParser:
         "listener",
         "max_depth",
         "partial",
+        "prose",
         "received",
         "roots",
         "scalars",
@@ -605,6 +606,9 @@ class PartialParser:
         """Where the JSON value starts in the reply (None before it is found)."""
         self.end: int | None = None
         """Where the top-level value ended (the rest of the reply is ignored)."""
+        self.prose = False
+        """Words came before the value: prose, or a fenced block of code passed over (what
+        reasoning written without its opening tag begins with)."""
         self._buf = ""
         self._base = 0
         self._pos = 0
@@ -734,6 +738,14 @@ class PartialParser:
             self._trim()
         return self._version != before
 
+    def skip(self, count: int) -> None:
+        """Take the next `count` characters of the reply as read, without reading them (text
+        the reply discards: reasoning whose closing tag has arrived). Only before any text was
+        fed, so that offsets stay those of the reply."""
+        if self.received or self._buf:
+            raise ValueError("skip() only before the first feed()")
+        self.received = self._base = self._pos = count
+
     def finish(self) -> Any:
         """The complete value (plain JSON). Raises OutputError when the reply ended before it
         was complete, or is not JSON."""
@@ -849,6 +861,8 @@ class PartialParser:
         pos = self._pos - base
         while pos < end:
             phase = self._phase
+            if phase in (_PROSE_PHASE, _SKIP_FENCE):
+                self.prose = True
             if phase in (_START, _FENCE):
                 pos = _skip(_WS, buf, pos)
                 if pos >= end:

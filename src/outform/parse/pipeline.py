@@ -559,7 +559,19 @@ class Pipeline(Generic[T]):
             order += [(tier, c) for c in leading for tier in tiers]
             leading += collected
         order += [(tier, c) for tier in tiers for c in leading]
-        pieces = [c for c in candidates if c not in leading and c is not whole]
+        # The values that read as JSON as written, gathered without the prose brackets beside
+        # them: only when the gathering of every region could be read at no tier.
+        written = [c for c in candidates if c.kind == "written"]
+        order += [(0, c) for c in written]
+        pieces = [
+            c for c in candidates if c not in leading and c is not whole and c.kind != "written"
+        ]
+        # For a root that wants a list, several values of the reply are its items: once they
+        # are read gathered, one of them is never the list alone (its siblings would be
+        # dropped); a list the reply wrote whole may be, the other values recorded as lost.
+        gathering = self._collect and not self._unconstrained and bool(collected)
+        # The first gathering read, and its JSON (written before coercion may change it).
+        gathered: list[tuple[extract.Candidate, str]] = []
         # A region found inside one that stops reading as JSON is tried as written with the
         # others, and repaired only after them: the region around it is repaired first.
         inside = [c for c in pieces if c.kind == "inside"]
@@ -597,6 +609,17 @@ class Pipeline(Generic[T]):
             if id(candidate) in decoded or (tier, id(candidate)) in tried:
                 continue
             tried.add((tier, id(candidate)))
+            if candidate.kind == "written" and gathered:
+                continue  # every region was read, gathered: that reading stands
+            if gathering and gathered and candidate.kind in _PIECES and candidate.root != "array":
+                # An item of the gathered list, never the list alone; one found inside a
+                # region that stops reading as JSON still holds a tolerant reading of that
+                # region to keeping it whole.
+                if tier == 0 and candidate.kind == "inside":
+                    inner = decoding.decode(candidate.text, 0)
+                    if isinstance(inner, decoding.Decoded):
+                        intact.append((candidate.start, values.encode(inner.value)))
+                continue
             deadline.enter("decode")
             if tier < 0:
                 yield self._carry(candidate, decoding.Decoded(candidate.text, 0), run, trial=trial)
@@ -628,6 +651,11 @@ class Pipeline(Generic[T]):
                 failures.append((candidate, failure))
                 self._record_tolerant_failure(failure, tier, candidate, run)
                 continue
+            if gathering and candidate.kind in ("collected", "written") and not gathered:
+                gathered.append((candidate, values.encode(outcome.value)))
+            left = 0
+            if gathering and candidate.kind in _PIECES:
+                left = _left_out(candidate, outcome.value, gathered, collected[0])
             lost = 0
             if whole_content is not None and candidate.kind in ("span", "unclosed", "inside"):
                 kept = loss.measure(values.encode(outcome.value), comments=False)
@@ -638,7 +666,10 @@ class Pipeline(Generic[T]):
                     run.emit("output.coercion.fail", "extract", detail=refusal)
                     continue
                 lost = measured.lost
-            yield self._carry(candidate, outcome, run, lost, trial=trial)
+            if left:
+                lost = max(lost, left)
+            note = "the reply's other values are left out" if left else ""
+            yield self._carry(candidate, outcome, run, lost, trial=trial, note=note)
             trial = True
 
     def _record_tolerant_failure(
@@ -719,6 +750,7 @@ class Pipeline(Generic[T]):
         lost: int = 0,
         *,
         trial: bool = False,
+        note: str = "",
     ) -> _Attempt:
         """Take one decoded candidate through unescape, processors, coercion and validation.
 
@@ -729,7 +761,7 @@ class Pipeline(Generic[T]):
         value, tier, detail = decoded.value, decoded.tier, decoded.detail
         deadline = parent.deadline
         run = parent.fork()
-        self._record_extraction(candidate, run, lost)
+        self._record_extraction(candidate, run, lost, note)
         if detail == "unescaped":
             run.change("", "syntactic", "unescape_text", clip(candidate.text), preview(value))
             run.emit("output.coercion.success", "syntactic", transforms=("unescape_text",))
@@ -905,15 +937,19 @@ class Pipeline(Generic[T]):
                 lost=fold.lost,
             )
 
-    def _record_extraction(self, candidate: extract.Candidate, run: Run, lost: int = 0) -> None:
+    def _record_extraction(
+        self, candidate: extract.Candidate, run: Run, lost: int = 0, note: str = ""
+    ) -> None:
         if not candidate.transforms:
             return
         after = clip(candidate.text, _TEXT_STAGE_PREVIEW)
         last = len(candidate.transforms) - 1
+        # What extraction knows it leaves out (a value cut off at the end of a gathered list).
+        lost += candidate.lost
         for index, transform in enumerate(candidate.transforms):
             # What a region read alone leaves out is lost by its extraction, the last step.
             final = index == last
-            detail = candidate.detail if final else ""
+            detail = "; ".join(filter(None, (candidate.detail, note))) if final else ""
             run.change(
                 "", "extract", transform, None, after, detail=detail, lost=lost if final else 0
             )
@@ -1168,6 +1204,29 @@ def _with_presence(schema: Any, defaults: Defaults) -> Any:
     if not isinstance(both, list):
         return None
     return compile_schema({**schema, "allOf": [*both, presence]}).validator
+
+
+_PIECES = frozenset({"span", "unclosed", "inside", "fence"})
+"""The kinds of candidate that are one value of the reply (or one block)."""
+
+
+def _left_out(
+    candidate: extract.Candidate,
+    value: Any,
+    gathered: list[tuple[extract.Candidate, str]],
+    collected: extract.Candidate,
+) -> int:
+    """The letters and digits of the reply's other values that `candidate`, one of them read
+    alone as `value`, leaves out: those of the gathered reading it does not hold (when the
+    gathering was read), and the value left open at the end (unless it is that one)."""
+    left = 0
+    if gathered:
+        every = loss.measure(gathered[0][1], comments=False)
+        kept = loss.measure(values.encode(value), comments=False)
+        left = max(0, every.size - kept.size)
+    if candidate.kind != "unclosed":
+        left += gathered[0][0].lost if gathered else collected.lost
+    return left
 
 
 def _judged(attempts: Sequence[_Attempt]) -> _Attempt:
