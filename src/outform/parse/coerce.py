@@ -386,6 +386,9 @@ class _Walk:
         return value
 
     def union(self, value: Any, at: _At, keyword: str, count: int, out: Coercion) -> Any:
+        # Why a branch refused a conversion (`"1e400"` is out of range for a number): told
+        # beside the violation when no branch takes the value.
+        refused: dict[tuple[str, str], None] = {}
         for lossy in (False, True) if at.lossy else (False,):
             chosen: tuple[int, Coercion, Any] | None = None
             for index in range(count):
@@ -393,6 +396,7 @@ class _Walk:
                 # The whole node must validate: for oneOf that also means no other branch does.
                 candidate, trial = self.trial(value, branch, at.loc)
                 if candidate is _NO:
+                    refused.update(dict.fromkeys(b for b in trial.blocked if b[0] == at.path))
                     continue
                 if chosen is None or len(trial.changes) < len(chosen[1].changes):
                     chosen = (index, trial, candidate)
@@ -403,6 +407,7 @@ class _Walk:
                 out.absorb(trial, index)
                 out.branches.append((at.path, index))
                 return candidate
+        out.blocked.extend(refused)
         return value
 
     def attempt(self, value: Any, at: _At, out: Coercion) -> Any:
