@@ -58,6 +58,9 @@ class Coercion:
     blocked: list[tuple[str, str]] = field(default_factory=list)
     """(path, reason) of conversions refused: by the allowlist, or a number whose reading
     depends on the locale."""
+    made: dict[int, tuple[float, str]] = field(default_factory=dict)
+    """The floats read out of strings, by identity, with the literal each was read from (see
+    literals.py): a decimal field is given those digits."""
 
     def absorb(self, other: Coercion, branch: int | None = None) -> None:
         """Take `other`'s changes; `branch`: the union branch they were made under (a change
@@ -204,6 +207,7 @@ class Coercer:
         deadline = deadline or Deadline.never()
         walk = _Walk(self, deadline, Spellings(text, deadline))
         result.value = walk.node(value, _At(loc), result)
+        result.made = walk.spellings.made_floats
         return result
 
 
@@ -736,6 +740,8 @@ class _Walk:
                 if "integer" in allowed and integer is not None:
                     return integer, f"string_to_integer({number.how})", lost
                 if "number" in allowed:
+                    if isinstance(number.value, float) and number.written:
+                        self.spellings.made(number.value, number.written)
                     return number.value, f"string_to_number({number.how})", lost
         if "boolean" in allowed:
             flag = parse_bool(text, lenient=lenient)
