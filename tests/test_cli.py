@@ -14,7 +14,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 import pytest
@@ -785,6 +785,27 @@ def test_an_integer_beyond_64_bits_is_printed_digit_for_digit(
     (workdir / "int.json").write_text('{"type": "integer"}')
     result = run(capsys, reply(workdir, f"{BIG}\n"), *flags)
     assert (result.code, result.out) == (0, f"{BIG}\n")
+
+
+class Choice(BaseModel):
+    x: Literal[1, 2]
+
+
+@pytest.mark.parametrize("level", ["off", "minimal", "full"])
+def test_a_boolean_for_a_literal_of_integers_is_refused_at_every_level(
+    capsys: pytest.CaptureFixture[str], workdir: Path, level: str
+) -> None:
+    """It exited 0 with "valid as sent" (Pydantic's strict mode matches `true` to 1), printing
+    `{"x": true}` for a type whose value was `x=1`."""
+    path = reply(workdir, '{"x": true}')
+    result = run(capsys, path, "--type", "tests.test_cli:Choice", "--level", level, "--json")
+    assert result.code == 1
+    data = orjson.loads(result.out)
+    assert data["ok"] is False
+    assert {v["path"] for v in data["hint"]["violations"]} == {"/x"}
+    valid = run(capsys, reply(workdir, '{"x": 2}'), "--type", "tests.test_cli:Choice")
+    assert (valid.code, orjson.loads(valid.out)) == (0, {"x": 2})
+    assert "valid as sent" in valid.err
 
 
 def test_a_model_holding_an_integer_beyond_64_bits_is_printed_exactly(

@@ -43,7 +43,7 @@ from typing import Annotated, Any, Final, Generic, Literal, TypeVar, cast
 
 import orjson
 import typing_extensions
-from pydantic import BaseModel, ConfigDict, create_model
+from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 from pydantic import ValidationError as PydanticValidationError
 
 from outform import arguments, jsontext
@@ -56,7 +56,7 @@ from outform.errors import (
     guarded,
 )
 from outform.format import JsonSchemaFormat, ResponseFormat
-from outform.parse import arraypath, context
+from outform.parse import arraypath, context, strictness
 from outform.parse.cache import shared as _pipelines
 from outform.parse.context import too_deep, too_long, too_slow
 from outform.parse.extract import TAG_SPAN, reasoning_tag
@@ -1143,6 +1143,10 @@ class _ScalarPlan(_Plan):
     def __init__(self, tp: Any) -> None:
         self.adapter = adapter_for(tp)
         self.text = _strip(tp) is str
+        self.check = _loose_check(self.adapter)
+        """Where the type's strict reading takes a value its schema refuses (`true` for
+        `Literal[1]`, `" 1.5"` for a decimal: see strictness.py), the schema's validator, which
+        the value must pass too; else None."""
 
     def build(self, data: Any, builder: _Builder, path: str) -> Any:
         if not is_complete(data):
@@ -1161,10 +1165,25 @@ class _ScalarPlan(_Plan):
         return _HOLD
 
     def _typed(self, data: Any) -> Any:
+        if self.check is not None and not self.check.is_valid(data):
+            return _HOLD
         try:
             return self.adapter.validate_json(orjson.dumps(data), strict=True)
         except (PydanticValidationError, orjson.JSONEncodeError):
             return _HOLD
+
+
+def _loose_check(adapter: TypeAdapter[Any]) -> Any:
+    """The validator of the type's schema (its decimals' strings written as literals) when the
+    type's strict reading is looser than it (see strictness.py), else None."""
+    try:
+        schema = adapter.json_schema()
+    except Exception:  # a type without a schema: nothing to check against
+        return None
+    tightened = strictness.decimal_schema(adapter, schema)
+    if tightened is None and not strictness.compares_numbers(schema):
+        return None
+    return compile_schema(tightened or schema).validator
 
 
 def _conversions(data: Any) -> Iterator[tuple[Any, str]]:
@@ -1200,9 +1219,12 @@ class _EnumPlan(_Plan):
         if not is_complete(data):
             return _HOLD
         try:
-            return self.enum(data)
+            member = self.enum(data)
         except (ValueError, TypeError):
             return _HOLD
+        if isinstance(member.value, bool) is not isinstance(data, bool):
+            return _HOLD  # `true` is no member 1 (Python's `True == 1`; JSON's not)
+        return member
 
 
 class _ModelPlan(_Plan):

@@ -7,10 +7,13 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Annotated, Any
 
+import orjson
 import pytest
 from pydantic import BaseModel, Field
 
 import outform
+from outform.errors import StreamAbortedError
+from outform.streaming import parse_stream
 
 
 class Price(BaseModel):
@@ -122,3 +125,133 @@ def test_a_decimal_whose_spelling_is_not_known_is_recorded_as_lossy() -> None:
         ("/discount", "decimal_from_float", 1),
     ]
     assert result.lossy
+
+
+# -- a decimal's string ---------------------------------------------------------------------
+# A Decimal is `anyOf: [number, string]` in its JSON Schema: any string passed the schema, so
+# coercion never saw `"$1,234.50"`, and Pydantic refused it ("expected a valid decimal") at
+# every level, where a float field converts it (recorded). outform checks the string as what
+# the type reads (a decimal literal) and converts the others as a number field does.
+
+
+class Money(BaseModel):
+    price: Decimal
+    tax: Decimal | None = None
+    lines: list[Decimal] = []
+
+
+@pytest.mark.parametrize("level", ["minimal", "full"])
+@pytest.mark.parametrize(
+    ("written", "exact", "how"),
+    [
+        ("$1,234.50", "1234.50", "currency+thousands"),
+        ("1,234.50", "1234.50", "thousands"),
+        ("€12.5", "12.5", "currency+plain"),
+        ("$12,345,678,901,234,567.89", "12345678901234567.89", "currency+thousands"),
+        ("0.1000000000000000000001 ", "0.1000000000000000000001", "plain"),
+        ("3/4", "0.75", "fraction"),
+        ("12%", "12", "percent+plain"),
+    ],
+)
+def test_a_decimal_string_is_converted_as_for_a_number_field_exactly(
+    written: str, exact: str, how: str, level: str
+) -> None:
+    """The same recorded change as a float field gets, and the decimal holds the digits the
+    string wrote (never a float's: `12345678901234567.89` is not `12345678901234568`)."""
+    reply = orjson.dumps({"price": written, "lines": [written]}).decode()
+    result = outform.parse(reply, type=Money, level=level)
+    assert str(result.value.price) == exact and str(result.value.lines[0]) == exact
+    changes = [(c.path, c.transform, c.detail, c.before, c.lost) for c in result.changes]
+    assert changes == [
+        ("/price", "string_to_number", how, written, 0),
+        ("/lines/0", "string_to_number", how, written, 0),
+    ]
+    assert not result.lossy
+    as_float = outform.parse(orjson.dumps({"x": written}).decode(), type=Floats, level=level)
+    assert [(c.transform, c.detail) for c in as_float.changes] == [("string_to_number", how)]
+
+
+class Floats(BaseModel):
+    x: float
+
+
+def test_a_decimal_string_is_not_converted_at_level_off() -> None:
+    """As for a float field: no coercion at off; the violation says what the string must be."""
+    with pytest.raises(outform.OutputError) as caught:
+        outform.parse('{"price": "$1,234.50"}', type=Money, level="off")
+    (violation,) = caught.value.hint.violations
+    assert violation.path == "/price" and violation.found == 'string "$1,234.50"'
+    assert violation.expected.startswith("number | string matching ^[+-]?")
+
+
+@pytest.mark.parametrize("level", ["off", "minimal", "full"])
+@pytest.mark.parametrize("written", ["1.10", "-0.5", "1E+5", "12", ".5"])
+def test_a_decimal_literal_as_a_string_is_valid_as_sent(written: str, level: str) -> None:
+    result = outform.parse(f'{{"price": "{written}"}}', type=Money, level=level)
+    assert (str(result.value.price), result.changes) == (str(Decimal(written)), ())
+    assert result.data == {"price": written}
+
+
+@pytest.mark.parametrize(
+    ("written", "note"),
+    [
+        ("1_000", None),  # Python's spelling, which Pydantic read as 1000 with no change
+        ("1,234", "it may mean 1234 or 1.234"),  # a locale's
+    ],
+)
+def test_a_string_no_number_field_reads_is_refused_saying_why(
+    written: str, note: str | None
+) -> None:
+    for level in ("off", "minimal", "full"):
+        with pytest.raises(outform.OutputError) as caught:
+            outform.parse(orjson.dumps({"price": written}).decode(), type=Money, level=level)
+        (violation,) = caught.value.hint.violations
+        assert violation.path == "/price"
+        if note is not None and level != "off":
+            assert note in violation.found
+
+
+def test_whitespace_around_a_decimal_string_is_a_recorded_change() -> None:
+    """Pydantic read `" 1.5"` silently, on the fast path too."""
+    result = outform.parse('{"price": " 1.5"}', type=Money)
+    assert result.value.price == Decimal("1.5")
+    assert [(c.transform, c.before) for c in result.changes] == [("string_to_number", " 1.5")]
+    with pytest.raises(outform.OutputError):
+        outform.parse('{"price": " 1.5"}', type=Money, level="off")
+
+
+def test_a_fraction_with_no_exact_decimal_is_recorded_as_lossy() -> None:
+    result = outform.parse('{"price": "1/3"}', type=Money)
+    assert result.value.price == Decimal(str(1 / 3))  # the float's shortest digits
+    assert [(c.transform, c.lost) for c in result.changes] == [
+        ("string_to_number", 0),
+        ("decimal_from_float", 1),
+    ]
+
+
+def test_the_schema_hash_is_the_published_schemas() -> None:
+    """The schema outform checks holds the decimal's pattern; the hash is the format's."""
+    fmt = outform.ResponseFormat.of(Money)
+    result = outform.parse('{"price": "1.5"}', type=Money)
+    assert result.schema_hash == fmt.schema_hash == outform.Pipeline(Money).schema_hash
+    assert "pattern" not in orjson.dumps(fmt.schema).decode()
+
+
+def test_a_hand_written_schema_with_the_type_is_taken_as_it_is() -> None:
+    """The pattern is only added to the schema Pydantic generates for the type."""
+    schema = {"type": "object", "properties": {"amount": {}}, "required": ["amount"]}
+    fmt = outform.JsonSchemaFormat(name="m", schema=schema, output_type=Price)
+    with pytest.raises(outform.OutputError, match="valid decimal"):
+        outform.parse('{"amount": "$1"}', fmt)
+
+
+def test_the_stream_agrees_with_parse_on_a_decimal_string() -> None:
+    reply = '{"price": "$1,234.50", "lines": []}'
+    for level in ("minimal", "full"):
+        final = list(parse_stream(iter(reply), type=Money, level=level))[-1].result
+        parsed = outform.parse(reply, type=Money, level=level)
+        assert final is not None
+        assert (final.value, final.changes) == (parsed.value, parsed.changes)
+        assert str(final.value.price) == "1234.50"
+    with pytest.raises(StreamAbortedError):  # parse refuses it at off: the stream stops
+        list(parse_stream(iter(reply), type=Money, level="off"))

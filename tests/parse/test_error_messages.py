@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import date
 from decimal import Decimal
 from typing import Annotated, Any, Literal
+from uuid import UUID
 
 import pytest
 from pydantic import BaseModel, Field, field_validator
@@ -42,12 +43,18 @@ class Items(BaseModel):
     items: list[Item]
 
 
+class Ident(BaseModel):
+    id: UUID
+
+
 def test_a_type_validators_message_is_phrased_as_expected_and_why() -> None:
     assert explained('{"day": "May 1"}', Day) == (
         '- at day: expected a valid date or datetime, found string "May 1" (input is too short)'
     )
-    assert explained('{"items": [{"price": "$1.10"}]}', Items) == (
-        '- at items[0].price: expected a valid decimal, found string "$1.10"'
+    # (A decimal's string is checked by the schema outform holds for the type, and "$1.10" is
+    # read as a number: see test_decimals.py.)
+    assert explained('{"id": "abc"}', Ident) == (
+        '- at id: expected a valid UUID, found string "abc" (invalid length: found 3)'
     )
 
 

@@ -91,3 +91,35 @@ def test_digit_runs_joined_by_signs_are_read_as_written() -> None:
     expected = {"when": "2026-11-29-10-30-45-123456", "n": 12345678901234567890, "m": -1e-40}
     assert outform.parse(reply, schema={"type": "object"}).data == expected
     assert out_of_range(reply) is None
+
+
+# -- the same literals, quoted --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("literal", OUT)
+@pytest.mark.parametrize("level", ["minimal", "full"])
+def test_a_quoted_number_a_float_cannot_hold_is_refused_with_the_reason(
+    literal: str, level: str
+) -> None:
+    """`"1e400"` was refused as "expected number, found string" with no reason; the string
+    is never read as infinity (or as 0)."""
+    for output in (Reading, Maybe, {"properties": {"x": {"type": "number"}}}):
+        kind = {"type": output} if isinstance(output, type) else {"schema": output}
+        with pytest.raises(OutputError) as caught:
+            outform.parse(f'{{"x": "{literal}"}}', level=level, **kind)
+        (violation,) = caught.value.hint.violations
+        assert violation.path == "/x" and violation.found.startswith("string")
+        assert "(not converted: " in violation.found and "is out of range: too" in violation.found
+
+
+class Maybe(BaseModel):
+    x: float | None
+
+
+def test_a_quoted_integer_beyond_a_float_is_refused_for_a_float_field() -> None:
+    """Exact for a number schema (as unquoted), refused for a float field, never infinity."""
+    digits = "1" + "0" * 400
+    untyped = outform.parse(f'{{"x": "{digits}"}}', {"properties": {"x": {"type": "number"}}})
+    assert untyped.data == {"x": 10**400}
+    with pytest.raises(OutputError):
+        outform.parse(f'{{"x": "{digits}"}}', type=Reading)

@@ -86,3 +86,48 @@ def test_the_limit_is_the_process_s_own(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(sys, "get_int_max_str_digits", lambda: 100)
     with pytest.raises(OutputError, match="integer of 200 digits, over the 100 Python reads"):
         outform.parse(f"[{'3' * 200}]", {"type": "array"})
+
+
+# -- the same digits, quoted, where an integer is wanted ------------------------------------
+# "1" and 400 zeros unquoted are kept exactly ("integers keep every digit"); quoted, for an
+# integer field, they were refused with no reason (a number was read from a string of at most
+# 64 characters).
+
+QUOTED = "1" + "0" * 400
+
+
+@pytest.mark.parametrize("level", ["minimal", "full"])
+def test_a_quoted_integer_keeps_every_digit(level: str) -> None:
+    untyped = outform.parse(f'{{"n": "{QUOTED}"}}', {"properties": {"n": {"type": "integer"}}})
+    typed = outform.parse(f'{{"n": "{QUOTED}"}}', type=Counted, level=level)
+    for result in (untyped, typed):
+        assert result.data == {"n": 10**400}
+        ((path, transform, after),) = [(c.path, c.transform, c.after) for c in result.changes]
+        assert (path, transform, after) == ("/n", "string_to_integer", 10**400)
+    assert typed.value == Counted(n=10**400)
+    assert outform.parse(f'"-{QUOTED}"', type=int, level=level).value == -(10**400)
+
+
+def test_a_quoted_integer_is_not_converted_at_level_off() -> None:
+    with pytest.raises(OutputError, match="expected integer, found string"):
+        outform.parse(f'{{"n": "{QUOTED}"}}', type=Counted, level="off")
+
+
+@pytest.mark.parametrize("level", ["minimal", "full"])
+def test_a_quoted_integer_over_the_limit_is_refused_naming_it(level: str) -> None:
+    """As unquoted: the violation names the limit (here beside the string, which stays)."""
+    for output in ({"type": "object", "properties": {"n": {"type": "integer"}}}, Counted):
+        kind = {"type": output} if isinstance(output, type) else {"schema": output}
+        with pytest.raises(OutputError) as caught:
+            outform.parse(f'{{"n": "{LONG}"}}', level=level, **kind)
+        (violation,) = caught.value.hint.violations
+        assert violation.path == "/n" and violation.found.startswith("string")
+        assert "integer of 5,000 digits" in violation.found and LIMIT in violation.found
+        assert "write at most 4,300 digits" in violation.found
+
+
+def test_a_quoted_integer_follows_the_process_s_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "get_int_max_str_digits", lambda: 100)
+    with pytest.raises(OutputError, match="integer of 200 digits, over the 100 Python reads"):
+        outform.parse(f'{{"n": "{"3" * 200}"}}', type=Counted)
+    assert outform.parse(f'{{"n": "{"3" * 100}"}}', type=Counted).value.n == int("3" * 100)

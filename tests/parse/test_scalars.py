@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+import time
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from outform.parse.scalars import (
+    Number,
     as_integer,
     fold_accents,
     is_null_word,
@@ -97,8 +101,53 @@ def test_lenient_reading_refuses_two_numbers_or_mixed_words(text: str) -> None:
     assert parse_number(text, lenient=True) is None
 
 
-def test_a_very_long_string_is_not_read_as_a_number() -> None:
-    assert parse_number("1" * 65) is None
+def test_a_long_string_of_digits_is_read_with_every_digit() -> None:
+    # (It was refused past 64 characters: a quoted integer of 400 digits, which the same digits
+    # unquoted keep exactly, was refused with no reason.)
+    number = parse_number("1" + "0" * 400)
+    assert number is not None
+    assert number.value == 10**400 and number.integer == 10**400
+    assert parse_number("-" + "9" * 65) == Number(-int("9" * 65), "plain", "-" + "9" * 65)
+
+
+def test_an_integer_longer_than_python_reads_is_refused_naming_the_limit() -> None:
+    text = "1" * (sys.get_int_max_str_digits() + 1)
+    assert parse_number(text) is None
+    note = number_note(text)
+    assert note is not None
+    assert f"over the {sys.get_int_max_str_digits():,} Python reads from text" in note
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("1e400", "too large for a float (read as infinity)"),
+        ("-1e999", "too large for a float"),
+        ("1e-400", "too small for a float (read as 0)"),
+        ("1" + "0" * 400 + ".5", "too large for a float"),
+        ("$1e400", "too large for a float"),
+    ],
+)
+def test_a_number_a_float_cannot_hold_is_refused_with_the_reason(text: str, why: str) -> None:
+    assert parse_number(text) is None
+    note = number_note(text)
+    assert note is not None and why in note
+
+
+def test_reading_a_long_string_takes_linear_time() -> None:
+    started = time.perf_counter()
+    for text in ("1" * 200_000 + "x", "1" * 200_000 + ".5x", "1" * 100_000 + "/x"):
+        assert parse_number(text) is None
+        assert number_note(text) is None
+    assert time.perf_counter() - started < 1.0
+
+
+def test_a_fraction_that_ends_has_its_exact_decimal_written() -> None:
+    assert parse_number("3/4") == Number(0.75, "fraction", "0.75")
+    assert parse_number("-1/8") == Number(-0.125, "fraction", "-0.125")
+    third = parse_number("1/3")
+    assert third is not None and third.written == ""  # no exact decimal
+    assert parse_number("1" + "0" * 400 + "/3") is None  # a float cannot hold it
 
 
 @settings(max_examples=200, deadline=None)

@@ -58,6 +58,9 @@ class Coercion:
     blocked: list[tuple[str, str]] = field(default_factory=list)
     """(path, reason) of conversions refused: by the allowlist, or a number whose reading
     depends on the locale."""
+    made: dict[int, tuple[float, str]] = field(default_factory=dict)
+    """The floats read out of strings, by identity, with the literal each was read from (see
+    literals.py): a decimal field is given those digits."""
 
     def absorb(self, other: Coercion, branch: int | None = None) -> None:
         """Take `other`'s changes; `branch`: the union branch they were made under (a change
@@ -206,6 +209,7 @@ class Coercer:
         deadline = deadline or Deadline.never()
         walk = _Walk(self, deadline, Spellings(text, deadline))
         result.value = walk.node(value, _At(loc), result)
+        result.made = walk.spellings.made_floats
         return result
 
 
@@ -390,6 +394,9 @@ class _Walk:
         return value
 
     def union(self, value: Any, at: _At, keyword: str, count: int, out: Coercion) -> Any:
+        # Why a branch refused a conversion (`"1e400"` is out of range for a number): told
+        # beside the violation when no branch takes the value.
+        refused: dict[tuple[str, str], None] = {}
         for lossy in (False, True) if at.lossy else (False,):
             chosen: tuple[int, Coercion, Any] | None = None
             for index in range(count):
@@ -397,6 +404,7 @@ class _Walk:
                 # The whole node must validate: for oneOf that also means no other branch does.
                 candidate, trial = self.trial(value, branch, at.loc)
                 if candidate is _NO:
+                    refused.update(dict.fromkeys(b for b in trial.blocked if b[0] == at.path))
                     continue
                 if chosen is None or len(trial.changes) < len(chosen[1].changes):
                     chosen = (index, trial, candidate)
@@ -407,6 +415,7 @@ class _Walk:
                 out.absorb(trial, index)
                 out.branches.append((at.path, index))
                 return candidate
+        out.blocked.extend(refused)
         return value
 
     def attempt(self, value: Any, at: _At, out: Coercion) -> Any:
@@ -740,6 +749,8 @@ class _Walk:
                 if "integer" in allowed and integer is not None:
                     return integer, f"string_to_integer({number.how})", lost
                 if "number" in allowed:
+                    if isinstance(number.value, float) and number.written:
+                        self.spellings.made(number.value, number.written)
                     return number.value, f"string_to_number({number.how})", lost
         if "boolean" in allowed:
             flag = parse_bool(text, lenient=lenient)

@@ -10,6 +10,11 @@ value the text spells in several ways (`1.1` and `1.10`), or a float it does not
 the change as lossy. An integer the text does not write is its digits (the only spelling JSON
 has for it). The table is built on first use, by one scan of the text, so a reply that needs
 no such conversion pays nothing.
+
+A float outform itself read out of a string (`"$1,234.50"` → 1234.5) is spelled as that string
+wrote it (`1234.50`): the coercion stage tells the table so, by the float's identity
+(:meth:`Spellings.made`), and a decimal field is then given the digits written (see
+decimals.py).
 """
 
 from __future__ import annotations
@@ -39,12 +44,30 @@ _Key = int | str
 class Spellings:
     """The number literals of one text, by value (see the module)."""
 
-    __slots__ = ("_deadline", "_table", "_text")
+    __slots__ = ("_deadline", "_made", "_table", "_text")
 
-    def __init__(self, text: str | None = None, deadline: Deadline | None = None) -> None:
+    def __init__(
+        self,
+        text: str | None = None,
+        deadline: Deadline | None = None,
+        made: dict[int, tuple[float, str]] | None = None,
+    ) -> None:
         self._text = text or ""
         self._deadline = deadline
         self._table: dict[_Key, set[str]] | None = None
+        self._made: dict[int, tuple[float, str]] = {} if made is None else made
+        """The floats read out of strings, by identity: (the float, the literal it was read
+        from). The float is held, so that its identity stays its own."""
+
+    def made(self, number: float, literal: str) -> None:
+        """`number` was read from `literal` (a string the reply wrote, less its currency sign,
+        percent sign and thousands separators): that is its spelling."""
+        self._made[id(number)] = (number, literal)
+
+    @property
+    def made_floats(self) -> dict[int, tuple[float, str]]:
+        """The floats read out of strings (see `made`), by identity."""
+        return self._made
 
     def spell(self, number: int | float) -> tuple[str | None, bool]:
         """The text of `number` and whether it is the reply's own spelling: (its literal, True)
@@ -54,6 +77,9 @@ class Spellings:
         shortest = number_text(number)
         if shortest is None:
             return None, False
+        made = self._made.get(id(number)) if self._made else None
+        if made is not None and made[0] is number:
+            return made[1], True
         written = self._literals().get(key(number))
         if written is None:
             return shortest, isinstance(number, int)

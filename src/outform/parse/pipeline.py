@@ -43,6 +43,7 @@ from outform.parse import (
     folded,
     ignored,
     loss,
+    strictness,
     unescape,
     values,
 )
@@ -55,6 +56,7 @@ from outform.parse.literals import Spellings
 from outform.parse.result import FROM_TEXT, Change, ParseResult
 from outform.parse.validate import pydantic_violations, violations
 from outform.schema import pointer
+from outform.schema.canonical import schema_hash
 from outform.schema.compiled import CompiledSchema, compile_schema
 from outform.schema.derive import adapter_for
 from outform.schema.types import ALL_TYPES, accepted_types
@@ -186,6 +188,18 @@ class Pipeline(Generic[T]):
         self.adapter: TypeAdapter[Any] | None = (
             adapter_for(output_type) if output_type is not None else None
         )
+        published = schema
+        # Decimals read through a float otherwise than the reply wrote them: found by this.
+        self._decimals = decimals.decimal_validator(self.adapter) if self.adapter else None
+        # A decimal's string is checked as what the type reads: a decimal literal (see
+        # strictness.py); other strings are coerced as for a number, or refused.
+        tightened = (
+            strictness.decimal_schema(self.adapter, schema)
+            if self.adapter is not None and self._decimals is not None
+            else None
+        )
+        if tightened is not None:
+            schema = tightened
         # Sets, frozensets and maps whose keys are not strings may hold fewer items than the
         # reply wrote: found, and recorded, by this (see folded.py).
         self._folding = folded.folding_validator(self.adapter) if self.adapter else None
@@ -195,8 +209,14 @@ class Pipeline(Generic[T]):
             schema = folded.without_unique_items(schema)
         self.compiled: CompiledSchema = compile_schema(schema)
         self._fast_validator = self.compiled.validator
-        # Decimals read through a float otherwise than the reply wrote them: found by this.
-        self._decimals = decimals.decimal_validator(self.adapter) if self.adapter else None
+        # The schema's hash is that of the schema the format publishes, whatever outform
+        # checks beside it.
+        self._hash = self.compiled.hash if schema is published else schema_hash(published)
+        # Where the type's strict reading of JSON takes a value its schema refuses (`True` for
+        # `Literal[1]`, `" 1.5"` for a decimal), the fast path checks the plain JSON too.
+        self._loose = self.adapter is not None and (
+            tightened is not None or strictness.compares_numbers(self.compiled.root)
+        )
         # Keys the type ignores (Pydantic's default) are found, and recorded, by this.
         self._closed = ignored.closed_validator(self.adapter) if self.adapter is not None else None
         self._closed_check = (
@@ -269,7 +289,7 @@ class Pipeline(Generic[T]):
 
     @property
     def schema_hash(self) -> str:
-        return self.compiled.hash
+        return self._hash
 
     def reads_text(self, starts_with_bracket: bool) -> bool:
         """Whether the reply's own text may be the value (see `_attempts`): when the schema
@@ -338,7 +358,7 @@ class Pipeline(Generic[T]):
         if recorder is None:
             return parse()
         result: ParseResult[T] = record_parse(
-            parse, recorder, schema_hash=self.compiled.hash, streaming=streaming
+            parse, recorder, schema_hash=self._hash, streaming=streaming
         )
         return result
 
@@ -365,18 +385,33 @@ class Pipeline(Generic[T]):
                 return None  # Pydantic reads NaN and Infinity; the slow path refuses them
             if values.out_of_range(text, integers=True, marks=marks) is not None:
                 return None  # Pydantic reads 1e400 as infinity: the slow path refuses it
-            if self._may_drop_keys(text, typed, marks.count(b":")):
+            if self._decimals is not None and decimals.FRACTION.search(text):
+                return None  # a decimal Pydantic may have read through a float: read there
+            data: Any = FROM_TEXT
+            if self._loose:
+                # The type matches by `==` (`true` is 1 for `Literal[1]`) or reads strings
+                # the schema refuses (`" 1.5"` for a decimal): the reply's plain JSON must be
+                # valid too, or the slow path refuses it, or records the coercion it needs.
+                try:
+                    data = (
+                        values.decode_exact(text)
+                        if marks.find(values.LONG_RUN) >= 0
+                        else orjson.loads(text)
+                    )
+                except ValueError:
+                    return None
+                if not self._fast_validator.is_valid(data):
+                    return None
+            if self._may_drop_keys(text, typed, marks.count(b":"), data):
                 return None  # a key written twice, or one the type ignores: recorded there
             if self._folding is not None and self._may_fold(text):
                 return None  # equal items folded by a set (or keys by a map): recorded there
-            if self._decimals is not None and decimals.FRACTION.search(text):
-                return None  # a decimal Pydantic may have read through a float: read there
             return ParseResult(
                 value=typed,
                 text=text,
-                schema_hash=self.compiled.hash,
+                schema_hash=self._hash,
                 level=self.options.level,
-                _data=FROM_TEXT,
+                _data=data,
             )
         try:
             data = orjson.loads(text)
@@ -406,7 +441,7 @@ class Pipeline(Generic[T]):
         if complete is not None and complete.is_valid(data):
             # Positional: this call is a tenth of the fast path's own cost for a small reply.
             return ParseResult(
-                data, text, (), (), self.compiled.hash, self._level, False, None, None, None, data
+                data, text, (), (), self._hash, self._level, False, None, None, None, data
             )
         if not self._fast_validator.is_valid(data):
             return None
@@ -417,21 +452,22 @@ class Pipeline(Generic[T]):
             value=data,
             text=text,
             changes=tuple(changes),
-            schema_hash=self.compiled.hash,
+            schema_hash=self._hash,
             level=self.options.level,
             _data=data,
         )
 
-    def _may_drop_keys(self, text: str, typed: Any, written: int) -> bool:
+    def _may_drop_keys(self, text: str, typed: Any, written: int, data: Any = FROM_TEXT) -> bool:
         """Whether the typed reading of `text`, which writes `written` colons, may have dropped
         a key (written twice, or not declared by a type that ignores such keys). Every key is
         followed by a `:`, so a text with no more colons than the root model was given fields
-        drops none; else the reply is read once more by orjson and checked for both (see
-        duplicates.py and ignored.py)."""
+        drops none; else the reply is read once more by orjson (unless `data` is its reading
+        already) and checked for both (see duplicates.py and ignored.py)."""
         given = getattr(typed, "__pydantic_fields_set__", None)
         if not written or (given is not None and written <= len(given)):
             return False
-        data = orjson.loads(text)
+        if data is FROM_TEXT:
+            data = orjson.loads(text)
         if duplicates.may_repeat(text, data, written):
             return True
         closed = self._closed_check
@@ -469,7 +505,7 @@ class Pipeline(Generic[T]):
             value=value,
             text=text,
             _data=text,
-            schema_hash=self.compiled.hash,
+            schema_hash=self._hash,
             level=self.options.level,
         )
 
@@ -493,7 +529,7 @@ class Pipeline(Generic[T]):
     def _slow(self, original: str) -> ParseResult[T]:
         options = self.options
         _refuse_surrogates(original)
-        run = Run.start(self.compiled.hash, options, len(original))
+        run = Run.start(self._hash, options, len(original))
         text = self._process_text(original, run)
         if not text.strip() and not self._verbatim:
             return self._fail(original, None, run, (_syntax("the reply is empty"),))
@@ -794,11 +830,13 @@ class Pipeline(Generic[T]):
         if trial and self._coercer_decides and self._coercer.cannot_fit(value):
             return _Attempt(candidate, value, run, False, [])
         blocked: list[tuple[str, str]] = []
+        made: dict[int, tuple[float, str]] | None = None
         if "coerce" in options.stages and not self.compiled.is_valid(value):
             run.emit("output.coercion.attempt", "semantic")
             coercion = self._coercer.coerce(value, deadline, candidate.text)
             value = coercion.value
             blocked = coercion.blocked
+            made = coercion.made
             run.changes.extend(coercion.changes)
             for path, branch in coercion.branches:
                 run.emit("output.coercion.success", "semantic", branch_index=branch, path=path)
@@ -814,7 +852,7 @@ class Pipeline(Generic[T]):
             try:
                 typed = self.adapter.validate_python(value)
                 if self._decimals is not None:
-                    typed = self._exact_decimals(value, typed, candidate.text, run)
+                    typed = self._exact_decimals(value, typed, candidate.text, run, made)
             except PydanticValidationError as exc:
                 found = pydantic_violations(exc, deadline)
             else:
@@ -830,12 +868,20 @@ class Pipeline(Generic[T]):
             run.emit(outcome, "semantic", transforms=semantic)
         return _Attempt(candidate, value, run, valid, blocked, found, typed)
 
-    def _exact_decimals(self, value: Any, typed: Any, text: str, run: Run) -> Any:
+    def _exact_decimals(
+        self,
+        value: Any,
+        typed: Any,
+        text: str,
+        run: Run,
+        made: dict[int, tuple[float, str]] | None = None,
+    ) -> Any:
         """`typed` with each decimal holding the digits the reply wrote (see decimals.py); a
         decimal whose spelling is not known is recorded as lossy. Raises Pydantic's error when
         the digits written break a constraint the float's did not (`max_digits`)."""
         assert self._decimals is not None and self.adapter is not None
-        reading = decimals.read(self._decimals, value, Spellings(text, run.deadline))
+        # (`made`: the floats coercion read out of strings, spelled as the strings wrote them.)
+        reading = decimals.read(self._decimals, value, Spellings(text, run.deadline, made))
         for path in reading.unknown:
             number = preview(pointer.lookup(value, path))
             run.change(
@@ -845,7 +891,8 @@ class Pipeline(Generic[T]):
                 number,
                 number,
                 detail="the reply's spelling of this number is not known (written more than "
-                "one way): the decimal holds a float's digits",
+                "one way, or as a fraction with no exact decimal): the decimal holds a float's "
+                "digits",
                 lost=1,
             )
         if not reading.exact:
@@ -1012,7 +1059,7 @@ class Pipeline(Generic[T]):
             text=text,
             changes=tuple(run.changes),
             events=tuple(run.events),
-            schema_hash=self.compiled.hash,
+            schema_hash=self._hash,
             level=self.options.level,
         )
         return result
@@ -1037,7 +1084,7 @@ class Pipeline(Generic[T]):
             text=text,
             changes=tuple(run.changes),
             events=tuple(run.events),
-            schema_hash=self.compiled.hash,
+            schema_hash=self._hash,
             level=self.options.level,
             hint=hint,
         )
@@ -1087,7 +1134,7 @@ class Pipeline(Generic[T]):
             text=text,
             changes=tuple(run.changes),
             events=tuple(run.events),
-            schema_hash=self.compiled.hash,
+            schema_hash=self._hash,
             level=self.options.level,
             shadow=True,
             hint=RetryHint(found) if found else None,

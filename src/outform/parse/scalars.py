@@ -24,12 +24,16 @@ import math
 import re
 import unicodedata
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Decimal, localcontext
+from fractions import Fraction
 
 from outform.parse.negation import Negations
+from outform.parse.values import OutOfRange, int_digits, literal_range
 
 _CURRENCY = "$€£¥₹₩₽¢₺₪₫₱₦฿"
-_PLAIN = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_PLAIN = re.compile(r"[+-]?+(?:\d++\.?+\d*+|\.\d++)(?:[eE][+-]?+\d++)?+")
+"""A number literal. Possessive: linear in the string's length (a plain `\\d+\\.?\\d*` is tried
+at every split of a long run of digits that fails to end, which is quadratic)."""
 _GROUPED = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 _FRACTION = re.compile(r"([+-]?\d+)\s*/\s*(\d+)")
 _AMBIGUOUS = re.compile(r"[+-]?(?!0[.,])\d{1,3}[.,]\d{3}")
@@ -39,8 +43,6 @@ _LOCALE = re.compile(r"[+-]?\d{1,3}(?:\.\d{3})+(?:,\d+)?|[+-]?\d+,\d+")
 _SPACED = re.compile(r"[+-]?\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?:[.,]\d+)?")
 """Spaces (plain, no-break or narrow no-break) grouping thousands ("1 234 567", "1 234,50")."""
 _CHUNK_STRIP = "\"'`*_()[]{}<>:;!?,."
-_MAX_DIGITS = 4300
-"""Python's default limit of digits for writing an integer out (and reading one in)."""
 
 _TRUE = frozenset({"true", "yes", "1", "y", "on"})
 _FALSE = frozenset({"false", "no", "0", "n", "off"})
@@ -67,15 +69,18 @@ class Number:
         if isinstance(self.value, int) or not self.written:
             return as_integer(self.value)
         exact = Decimal(self.written)
-        if exact != exact.to_integral_value() or exact.adjusted() >= _MAX_DIGITS:
+        limit = int_digits()
+        if exact != exact.to_integral_value() or 0 < limit <= exact.adjusted():
             return None
         return int(exact)
 
 
 def parse_number(text: str, *, lenient: bool = False) -> Number | None:
-    """The number a string spells, or None when it is not unambiguously one."""
+    """The number a string spells, or None when it is not unambiguously one, or is out of
+    range (see `out_of_range`). Of any length: an integer keeps every digit, up to Python's
+    int-string limit."""
     s = text.strip().rstrip(".,;").strip()
-    if not s or len(s) > 64:
+    if not s:
         found = _in_text(text) if lenient else None
         return found if isinstance(found, Number) else None
     hows: list[str] = []
@@ -85,12 +90,23 @@ def parse_number(text: str, *, lenient: bool = False) -> Number | None:
         found = _in_text(text) if lenient else None
         return found if isinstance(found, Number) else None
     value, how, written = number
-    if isinstance(value, float) and (
-        not math.isfinite(value)
-        or (value == 0 and s.lower().partition("e")[0].lstrip("+-").strip("0.") != "")
-    ):
-        return None  # out of a float's range: read as infinity, or as 0 though not 0
     return Number(value, "+".join([*hows, how]) if hows else how, written)
+
+
+def out_of_range(text: str) -> OutOfRange | None:
+    """Why the number literal a string spells (plain, or with thousands, currency or percent)
+    is not read: a float cannot hold it ("1e400", "1e-400"), or it is an integer of more digits
+    than Python reads ("1000…", 5,000 digits): as the same literal written as JSON (see
+    values.py), or None."""
+    s = text.strip().rstrip(".,;").strip()
+    if not s:
+        return None
+    s = _unit_free(s, [])
+    if _PLAIN.fullmatch(s):
+        return literal_range(s)
+    if _GROUPED.fullmatch(s):
+        return literal_range(s.replace(",", ""))
+    return None
 
 
 def _unit_free(s: str, hows: list[str]) -> str:
@@ -115,6 +131,10 @@ def number_note(text: str, *, lenient: bool = False) -> str | None:
         found = _in_text(text)
         if isinstance(found, str):
             return found
+    out = out_of_range(text)
+    if out is not None:
+        advice = f"write at most {int_digits():,} digits" if out.why == "too long" else out.advice
+        return f"{out.describe()}; {advice}"
     s = text.strip().rstrip(".,;").strip()
     if not s or len(s) > 64:
         return None
@@ -257,29 +277,51 @@ def _ambiguous(s: str, currency: bool) -> bool:
 
 
 def _number(s: str, *, currency: bool = False) -> tuple[int | float, str, str] | None:
-    """The number `s` spells, how, and its plain literal ("" for a fraction)."""
+    """The number `s` spells, how, and its plain literal (for a fraction, its exact decimal
+    when it has one, else ""); None when it spells none, or one out of range (see
+    `out_of_range`)."""
     if _ambiguous(s, currency):
         return None  # see number_note
     if _PLAIN.fullmatch(s):
-        return _to_number(s), "plain", s
-    if _GROUPED.fullmatch(s):
-        plain = s.replace(",", "")
-        return _to_number(plain), "thousands", plain
-    fraction = _FRACTION.fullmatch(s)
-    if fraction:
-        numerator, denominator = int(fraction.group(1)), int(fraction.group(2))
-        if denominator == 0:
-            return None
-        if numerator % denominator == 0:
-            return numerator // denominator, "fraction", ""
-        return numerator / denominator, "fraction", ""
-    return None
+        plain, how = s, "plain"
+    elif _GROUPED.fullmatch(s):
+        plain, how = s.replace(",", ""), "thousands"
+    else:
+        fraction = _FRACTION.fullmatch(s)
+        return _fraction(fraction.group(1), fraction.group(2)) if fraction else None
+    if literal_range(plain) is not None:
+        return None  # see number_note
+    if plain.lstrip("+-").isdecimal():
+        return int(plain), how, plain
+    return float(plain), how, plain
 
 
-def _to_number(s: str) -> int | float:
-    if re.fullmatch(r"[+-]?\d+", s):
-        return int(s)
-    return float(s)
+def _fraction(top: str, bottom: str) -> tuple[int | float, str, str] | None:
+    """The number `top/bottom` spells, and its exact decimal when it has one ("3/4": 0.75,
+    written "0.75"; "1/3" has none): a float holds it, or it is out of range (None)."""
+    if literal_range(top) is not None or literal_range(bottom) is not None:
+        return None
+    numerator, denominator = int(top), int(bottom)
+    if denominator == 0:
+        return None
+    if numerator % denominator == 0:
+        return numerator // denominator, "fraction", ""
+    try:
+        value = numerator / denominator
+    except OverflowError:
+        return None
+    if not math.isfinite(value) or value == 0:
+        return None
+    exact = Fraction(numerator, denominator)
+    rest = exact.denominator
+    for factor in (2, 5):
+        while rest % factor == 0:
+            rest //= factor
+    if rest != 1:
+        return value, "fraction", ""
+    with localcontext(prec=len(top) + len(bottom) * 4 + 8):
+        written = Decimal(exact.numerator) / Decimal(exact.denominator)
+    return value, "fraction", format(written, "f")
 
 
 def as_integer(number: int | float) -> int | None:

@@ -372,6 +372,8 @@ def summarize(compiled: CompiledSchema, node: Any, depth: int = 0) -> str:
         return " | ".join(map(str, kind))
     if kind == "array" and isinstance(node.get("items"), dict) and depth < 3:
         return f"array of {summarize(compiled, node['items'], depth + 1)}"
+    if kind == "string" and isinstance(node.get("pattern"), str):
+        return f"string matching {node['pattern']}"
     if isinstance(kind, str):
         return kind
     if "properties" in node:

@@ -232,20 +232,29 @@ def out_of_range(
     return None
 
 
+def literal_range(literal: str) -> OutOfRange | None:
+    """Why the number literal `literal` (written alone, as in a string: a sign, digits, a
+    fraction, an exponent) is not read, as `out_of_range` judges one written as JSON: a float
+    cannot hold it (a fraction or an exponent), or it is an integer longer than Python reads;
+    None when it is read (an integer keeps every digit)."""
+    why = _reading(literal, False)
+    return OutOfRange(0, literal, why) if why else None
+
+
 def _reading(literal: str, integers: bool) -> str:
     """ "too large" or "too small" when a float cannot hold the number `literal`, "too long"
     when it is an integer longer than Python reads, else ""."""
     if len(literal) < 5:
         return ""
     mantissa, exponent, _ = literal.replace("E", "e").partition("e")
-    if not exponent and "." not in mantissa and 0 < int_digits() < len(mantissa.lstrip("-")):
+    if not exponent and "." not in mantissa and 0 < int_digits() < len(mantissa.lstrip("+-")):
         return "too long"
     if not exponent and "." not in mantissa and not integers:
         return ""
     number = float(literal)
     if math.isinf(number):
         return "too large"
-    if number == 0 and mantissa.strip("-0.") != "":
+    if number == 0 and mantissa.strip("+-0.") != "":
         return "too small"
     return ""
 
