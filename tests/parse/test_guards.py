@@ -17,6 +17,7 @@ from pydantic import BaseModel
 import outform
 from outform import ConfigError, InputError, OutputError, Processor, SchemaError, UsageError
 from outform.parse import LEVELS, values
+from outform.streaming import StreamParser
 
 OBJECT = {"type": "object"}
 
@@ -518,11 +519,16 @@ def test_a_processor_may_return_a_value_shared_by_two_places() -> None:
 
 
 @pytest.mark.parametrize("schema", ["foo", b"{}", [1], 3, True])
-def test_a_schema_that_is_no_schema_is_named_as_the_schema_argument(schema: Any) -> None:
-    with pytest.raises(UsageError) as caught:
-        outform.parse("{}", schema=schema)
-    assert caught.value.what.startswith("schema= takes a JSON Schema (a dict) or a ResponseFormat")
-    assert caught.value.where == "schema"
+def test_a_schema_that_is_no_schema_is_named_as_neither_schema_nor_type(schema: Any) -> None:
+    # not "not a type" for schema="...": the argument may be either; the stream says the same
+    for call in (
+        lambda: outform.parse("{}", schema=schema),
+        lambda: StreamParser(schema).finish(),
+    ):
+        with pytest.raises(SchemaError) as caught:
+            call()
+        assert caught.value.what.startswith("neither a schema nor a type: ")
+        assert caught.value.where == "the output (schema= or type=)"
 
 
 def test_at_level_off_json_inside_prose_points_to_minimal_not_to_full() -> None:

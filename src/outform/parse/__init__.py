@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import builtins
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -11,7 +10,7 @@ from outform.errors import InternalError, OutformError, UsageError
 from outform.format import ResponseFormat
 from outform.parse.cache import shared as _cache
 from outform.parse.context import LEVELS, STAGES, Level, Options
-from outform.parse.hint import RetryHint, Violation, clip
+from outform.parse.hint import RetryHint, Violation
 from outform.parse.pipeline import PROCESSOR_POINTS, Pipeline, Processor
 from outform.parse.result import Change, ParseResult
 from outform.profile import active, step
@@ -61,13 +60,6 @@ def parse(
         raise UsageError(
             "pass either schema= or type=, not both",
             fix="type= derives the schema from the type; drop schema=",
-        )
-    if isinstance(schema, str | bytes | int | float | list):  # a type given here still works
-        raise UsageError(
-            f"schema= takes a JSON Schema (a dict) or a ResponseFormat, got "
-            f"{builtins.type(schema).__name__} {clip(repr(schema), 40)}",
-            where="schema",
-            fix="pass a type as type=, and a schema written as JSON text through json.loads",
         )
     output = type if type is not None else schema
     try:

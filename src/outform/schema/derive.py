@@ -27,6 +27,14 @@ def _cached_adapter(output_type: Any) -> TypeAdapter[Any]:
 
 
 def _build_adapter(output_type: Any) -> TypeAdapter[Any]:
+    if isinstance(output_type, str | bytes | bool | int | float | list):
+        # schema="..." or schema=False reach here too: a value that is no schema and no type
+        raise SchemaError(
+            f"neither a schema nor a type: {type(output_type).__name__} {_short(output_type)}",
+            where="the output (schema= or type=)",
+            fix="pass a JSON Schema as a dict (json.loads one written as text), a "
+            "ResponseFormat, or a type (a class or a type expression such as list[Invoice])",
+        )
     if not is_type(output_type):
         raise SchemaError(
             f"not a type: {type_name(output_type)!r} is {_kind(output_type)}",
@@ -43,6 +51,11 @@ def _build_adapter(output_type: Any) -> TypeAdapter[Any]:
             fix="use a Pydantic model, dataclass, TypedDict or a type Pydantic's TypeAdapter "
             "accepts (forward references must be resolvable)",
         ) from exc
+
+
+def _short(value: Any) -> str:
+    written = repr(value)
+    return written if len(written) <= 40 else written[:39] + "…"
 
 
 def is_type(candidate: Any) -> bool:
