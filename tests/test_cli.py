@@ -416,7 +416,7 @@ def test_a_type_that_is_not_a_type_exits_2_saying_so(
 
 @pytest.mark.parametrize("value", [json.dumps, os.sep, os, 42, "Invoice"])
 def test_the_library_refuses_what_is_not_a_type_with_a_schema_error(value: Any) -> None:
-    with pytest.raises(outform.SchemaError, match="not a type|neither a schema nor a type"):
+    with pytest.raises(outform.SchemaError, match=r"not a type|neither a schema nor a type"):
         outform.parse("{}", type=value)
 
 
