@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 import typing
 from collections.abc import (
     AsyncIterable,
@@ -59,7 +60,7 @@ from outform.format import JsonSchemaFormat, ResponseFormat
 from outform.parse import arraypath, context, strictness
 from outform.parse.cache import shared as _pipelines
 from outform.parse.context import too_deep, too_long, too_slow
-from outform.parse.extract import TAG_SPAN, reasoning_tag
+from outform.parse.extract import _OPENER_RUN, TAG_SPAN, opens_json, reasoning_tag
 from outform.parse.hint import RetryHint, Violation
 from outform.parse.incremental import (
     DEFAULT_DEGENERATION,
@@ -309,6 +310,11 @@ class StreamParser(Generic[T]):
         """The first character of the followed value, once it is complete."""
         self._extracts = "extract" in opts.stages
         self._options = opts
+        self._deep: str | None = None
+        """Once the parser met nesting past `max_depth`: the reply from the last opener of the
+        followed value's first run of openers (see `_deep_run`); "" once judged."""
+        self._deep_at = -1
+        """Where that opener is in the reply."""
         self._watch = self._extracts
         """Reasoning written without its opening tag may still end (a closing `</think>` may
         come): no reasoning tag has been met yet (see `_reasoning_closed`)."""
@@ -451,14 +457,19 @@ class StreamParser(Generic[T]):
             # begins after the closing tag, where `outform.parse` reads it too.
             parser = self._restart(closing[1])
             changed = True
-        if parser.too_deep:
+        if parser.too_deep and self._deep_run(parser, text):
             raise too_deep(self._options.max_depth, where=f"character {parser.too_deep_at}")
         if self.violation is None and not self.provisional:
             checker = self.checker
             if checker is not None and checker.violation is not None:
                 if self._decides() and self._reading_is_final():
                     self._stop(checker.violation, "schema")
-            elif parser.error is not None and self._decides() and self._syntax_is_final():
+            elif (
+                parser.error is not None
+                and not parser.too_deep
+                and self._decides()
+                and self._syntax_is_final()
+            ):
                 self._stop(parser.error, "syntax")
         if not changed:
             return []
@@ -474,6 +485,50 @@ class StreamParser(Generic[T]):
         self._restarted = False
         self._last = snapshot
         return [snapshot]
+
+    def _deep_run(self, parser: PartialParser, text: str) -> bool:
+        """Whether the nesting past `max_depth` the parser met (in the value it follows, which
+        it then stopped reading) is refused by `outform.parse` too: raise it now.
+
+        The value's first run of openers (`[[[…`, `_OPENER_RUN`) is judged once what follows
+        it decides, as the extraction judges it (`extract.opens_json`): while the run goes on
+        (or only spaces follow it, or a word that may still grow), nothing is decided. Followed
+        by what begins no JSON value (`[[[… Let me see`), it is prose and the value is not
+        JSON: a syntax error at the run's end, as a shorter run meets (`parse` reads such a run
+        as prose, whatever its length). Followed by JSON (`[[[… 1`, or a key), it is JSON
+        nested past the limit: raised at once when only whitespace, reasoning blocks and a
+        fence came before it, where the extraction reads it as the parser does; after words
+        (`self.parser.prose`) the extraction may read what came before otherwise (a bracket
+        that opens JSON in its reading and not in the parser's), and the final parse decides.
+        A reply that ends inside the run is also the final parse's to judge (deep JSON, cut
+        off)."""
+        if self._deep == "":
+            return False  # judged: the final parse decides
+        if self._deep is None:
+            assert parser.start is not None
+            whole = self.text[: parser.received]
+            run = _OPENER_RUN.match(whole, parser.start)
+            assert run is not None  # the value starts with an opener
+            self._deep_at = run.end() - 1
+            self._deep = whole[self._deep_at :]
+        else:
+            self._deep += text
+            more = _MORE_OPENERS.match(self._deep, 1)
+            assert more is not None  # the pattern matches the empty string
+            if more.end() > 1:
+                self._deep_at += more.end() - 1
+                self._deep = self._deep[more.end() - 1 :]
+        verdict = opens_json(self._deep, 0, final=False)
+        if verdict is None:
+            return False
+        self._deep = ""
+        if not verdict:
+            parser.reject(
+                "a run of brackets followed by text that begins no JSON value (prose)",
+                self._deep_at + 1,
+            )
+            return False
+        return not parser.prose
 
     def _reasoning_closed(self, text: str) -> tuple[int, int] | None:
         """Where a closing reasoning tag with no opening tag before it (reasoning the reply
@@ -509,6 +564,7 @@ class StreamParser(Generic[T]):
         self._origin = at
         self.violation = None
         self._decided = None
+        self._deep = None
         self._head = ""
         self._unescapable = False
         self._restarted = self._last is not None  # said only when something was shown
@@ -632,6 +688,8 @@ class StreamParser(Generic[T]):
         )
 
 
+_MORE_OPENERS = re.compile(r"(?:\s*[{\[])*")
+"""More of a run of openers (`extract._OPENER_RUN`) after its last one so far."""
 _UNCONFIRMED = frozenset('"{}[]')
 """The last characters after which, at *full*, the tolerant decoders may read the value otherwise
 than the stream parser (see `StreamParser._reading_is_final`)."""

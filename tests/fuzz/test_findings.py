@@ -289,3 +289,82 @@ def test_an_escaped_lone_surrogate_beside_an_integer_beyond_64_bits_is_refused(l
     ]:
         with pytest.raises(OutputError):
             outform.parse(reply, schema=schema, level=level)
+
+
+def _deep_case(seed: int, n: int) -> tuple[Case, str, list[int]]:
+    from benchmarks.bench_fuzz import FAMILIES, RandomSource, chunking, kind_of, level_of
+
+    source = RandomSource(seed)
+    case = FAMILIES[kind_of(seed)](source, n)
+    return case, level_of(seed), chunking(source, len(case.text))
+
+
+@pytest.mark.parametrize(("seed", "n"), [(4781, 19), (73013, 45), (26165, 11), (27125, 53)])
+def test_a_run_of_openers_past_max_depth_ends_the_stream_as_parse(seed: int, n: int) -> None:
+    """Seeds 4781 (json-repair closed ~400 `[` the extraction read as prose, and orjson could
+    not write the value: an InternalError), 73013, 26165, 27125 (the stream refused the run
+    as too deep at its 201st `[`, where parse read it as prose). A tolerant reading deeper
+    than max_depth is refused by the depth rule; the stream judges the run once it ends."""
+    case, level, cuts = _deep_case(seed, n)
+    expected = check_parse(case, level)
+    check_stream(case, level, cuts, expected)
+    check_stream(case, level, [len(case.text)], expected)
+    if seed == 4781:
+        assert expected[0] == "InputError" and "max_depth" in expected[1]
+
+
+@pytest.mark.parametrize("level", ["off", "minimal", "full"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 230 + "1",
+        "[" * 230 + " hello",
+        "[" * 230 + "\n",
+        "[" * 230 + "tru",
+        "{" * 230 + "key: 1",
+        "{" * 230 + "key is",
+        "[" * 150 + " hello " + "[" * 100 + "1",
+        "Here: ```json\n" + "[" * 230 + " x\n```",
+        'Here: [1 2 " ```json\n' + "[" * 230 + "1\n```",
+        "<think>a [</think>" + "[" * 230 + "1",
+        "[" * 230 + ' hi {"a": 1}',
+        "[ [ [ " * 80 + "x",
+        "[{" * 120 + '"a": 1',
+    ],
+)
+def test_a_deep_run_of_openers_is_judged_alike_by_parse_and_the_stream(
+    text: str, level: str
+) -> None:
+    """The rule (docs/pipeline.md, Limits): a run of openers counts toward `max_depth` when
+    what follows it can begin JSON, as the extraction judges it; followed by prose it is
+    prose, however long. The stream decides only once the run has ended, at any chunking."""
+    for schema in ({}, OBJECT, {"type": "array"}):
+        case = Case("deep_nesting", text, schema)
+        expected = check_parse(case, level)
+        for size in (1, 7, len(text)):
+            check_stream(case, level, [*range(size, len(text), size), len(text)], expected)
+
+
+@pytest.mark.parametrize(
+    ("text", "schema"),
+    [
+        # wrap_in_array over a value 200 deep (seed 953, n 10)
+        ('{"a": ' * 200 + "1" + "}" * 200, {"type": "array"}),
+        ("x [" + "[" * 199 + "]" * 199 + "] y [1]", {"type": "array"}),  # gathered
+        ('{"a": "' + "[" * 220 + "1" + "]" * 220 + '"}', {"properties": {"a": {"type": "array"}}}),
+    ],
+)
+def test_a_stage_never_returns_a_value_deeper_than_max_depth(text: str, schema: Any) -> None:
+    """A value a stage makes deeper than the text it read (wrapped in an array, gathered into
+    a list, read out of a string) is refused by the depth rule, naming the limit."""
+    outcome = check_parse(Case("deep_nesting", text, schema), "full")
+    assert outcome[0] == "InputError" and "max_depth" in outcome[1]
+
+
+def test_seed_953_a_wrapped_value_past_max_depth_is_refused() -> None:
+    """Seed 953, n 10: a value 200 deep in prose, wrapped in an array for an array schema,
+    came back 201 deep."""
+    case, level, cuts = _deep_case(953, 10)
+    expected = check_parse(case, level)
+    assert expected[0] == "InputError" and "max_depth" in expected[1]
+    check_stream(case, level, cuts, expected)

@@ -28,7 +28,7 @@ import orjson
 import pyjson5
 
 from outform.parse import escapes, keys, loss, values
-from outform.parse.context import Deadline
+from outform.parse.context import Deadline, too_deep
 from outform.parse.delimit import read
 from outform.parse.held import hold
 from outform.parse.hint import preview
@@ -181,8 +181,10 @@ def decode_tier(
     deadline: Deadline | None = None,
     max_repair_chars: int = MAX_REPAIR_CHARS,
     max_repair_string: int = MAX_REPAIR_STRING,
+    max_depth: int | None = None,
 ) -> Decoded | DecodeFailure:
-    """Decode with exactly one tolerant tier (1 or 2), under the loss rule."""
+    """Decode with exactly one tolerant tier (1 or 2), under the loss rule. A reading nested
+    deeper than `max_depth` is refused by the depth rule: raises InputError (see `_accept`)."""
     if deadline is not None:
         deadline.check()
     unreadable = _unreadable(text)
@@ -214,16 +216,27 @@ def decode_tier(
         return DecodeFailure(f"{TIER_NAMES[tier]} failed", 0)
     if isinstance(decoded, DecodeFailure):
         return decoded
-    accepted = _accept(text, decoded, deadline)
+    accepted = _accept(text, decoded, deadline, max_depth)
     if unknown and isinstance(accepted, Decoded):
         kept = f"kept the backslash of escapes JSON does not know ({', '.join(unknown)})"
         return replace(accepted, detail=f"{accepted.detail}; {kept}")
     return accepted
 
 
-def _accept(text: str, decoded: Decoded, deadline: Deadline | None) -> Decoded | DecodeFailure:
-    """The loss rule and the JSON check for a tolerant reading."""
+def _accept(
+    text: str, decoded: Decoded, deadline: Deadline | None, max_depth: int | None = None
+) -> Decoded | DecodeFailure:
+    """The depth rule, the loss rule and the JSON check for a tolerant reading.
+
+    A tolerant decoder reads nesting the extraction did not count: json-repair closes a run of
+    brackets the extraction read as prose (`[[[…[ Let me see`), one level a character. Such a
+    reading deeper than `max_depth` is the reply's nesting, refused as the extraction refuses
+    deep JSON (InputError naming the limit), before anything walks or writes it."""
     name = TIER_NAMES[decoded.tier]
+    if max_depth is not None:
+        deepest = values.depth(decoded.value, max_depth, deadline)
+        if deepest:
+            raise too_deep(max_depth, deepest)
     # pyjson5 refuses a literal out of range (1e400); json-repair reads it as infinity: that
     # is refused, as any non-finite number is (a NaN the scan for the words missed, too).
     flaw = values.flaw(decoded.value, deadline)

@@ -373,18 +373,32 @@ def _opens_json(text: str, start: int) -> bool:
     `None`, ...). Another bracket is structure, if broken. Text that ends right after the
     bracket may still be JSON.
     """
+    verdict = opens_json(text, start, final=True)
+    assert verdict is not None  # the whole text: always decided
+    return verdict
+
+
+def opens_json(text: str, start: int, *, final: bool) -> bool | None:
+    """`_opens_json` on a text that may go on (`final` false, a stream): None while what
+    follows the bracket does not decide it yet (nothing but spaces after it, a word that may
+    still grow, a key word not yet followed by anything). A verdict given on a text that goes
+    on is the one `_opens_json` gives on the whole text."""
     pos = start + 1
     length = len(text)
     while pos < length and text[pos] in " \t\r\n":
         pos += 1
     if pos >= length:
-        return True
+        return True if final else None
     head = text[pos]
     if text[start] == "[":
         if head in _VALUE_START:
             return True
         word = _WORD.match(text, pos)
-        return word is not None and word.group() in _LITERALS
+        if word is None:
+            return False
+        if word.end() >= length and not final:
+            return None
+        return word.group() in _LITERALS
     if head in "\"'{[}/":
         return True  # a key, the end, a comment (or brackets: broken, but structure)
     word = _WORD.match(text, pos)
@@ -393,7 +407,9 @@ def _opens_json(text: str, start: int) -> bool:
     after = word.end()
     while after < length and text[after] in " \t":
         after += 1
-    return after >= length or text[after] == ":"
+    if after >= length:
+        return True if final else None
+    return text[after] == ":"
 
 
 def _inside_span(position: int, spans: list[Span], starts: list[int]) -> bool:

@@ -596,8 +596,11 @@ class PartialParser:
         self.error: Violation | None = None
         """The syntax error that stopped the parser, if any."""
         self.too_deep = False
-        """The reply nested deeper than `max_depth` (the error is the stream parser's to raise:
-        the pipeline refuses such a reply whatever follows)."""
+        """The value followed nests deeper than `max_depth`, and the parser stopped there. The
+        error is the stream parser's to raise, once it knows the pipeline refuses the reply for
+        it: a value that begins with a run of openers (`[[[…`) may turn out to be prose (see
+        `streaming.StreamParser._deep_run`). A tentative value (after prose) nested too deep is
+        read as prose again at once (see `_rewind`)."""
         self.too_deep_at = -1
         """Where (a character of the reply) the bracket one level too deep was opened."""
         self.received = 0
@@ -737,6 +740,15 @@ class PartialParser:
         if len(self._buf) > 1024 or self._phase >= _DONE:
             self._trim()
         return self._version != before
+
+    def reject(self, message: str, at: int) -> None:
+        """Stop reading: the value followed is not JSON (`message`, at character `at` of the
+        reply). The stream's verdict on a run of openers the parser met nested past
+        `max_depth` (see `streaming.StreamParser._deep_run`), which it read no further."""
+        self.too_deep = False
+        self._phase = _BROKEN
+        self.error = _syntax(f"{message} at character {at}")
+        self._version += 1
 
     def skip(self, count: int) -> None:
         """Take the next `count` characters of the reply as read, without reading them (text

@@ -776,6 +776,7 @@ class Pipeline(Generic[T]):
             deadline=deadline,
             max_repair_chars=options.max_repair_chars,
             max_repair_string=options.max_repair_string,
+            max_depth=options.max_depth,
         )
 
     def _carry(
@@ -811,6 +812,7 @@ class Pipeline(Generic[T]):
             run.change("", "tolerant", name, before, after, detail=detail, lost=decoded.lost)
             run.emit("output.coercion.attempt", "tolerant", transforms=(name,))
             run.emit("output.coercion.success", "tolerant", transforms=(name,), detail=detail)
+        levels = 0
         if "unescape" in options.stages and not self._string_root:
             deadline.enter("unescape")
             unwrapped, levels = unescape.unescape_value(value, options.unescape_depth, deadline)
@@ -825,6 +827,10 @@ class Pipeline(Generic[T]):
                     detail=f"{levels} level(s)",
                 )
                 value = unwrapped
+        if levels or candidate.kind in _GATHERED:
+            # JSON read out of strings, or values gathered into a list: nesting the extraction
+            # did not count (see `_within_depth`).
+            self._within_depth(value, deadline)
         value = self._process_value("after_decode", value, run)
         deadline.enter("coerce")
         if trial and self._coercer_decides and self._coercer.cannot_fit(value):
@@ -840,6 +846,8 @@ class Pipeline(Generic[T]):
             run.changes.extend(coercion.changes)
             for path, branch in coercion.branches:
                 run.emit("output.coercion.success", "semantic", branch_index=branch, path=path)
+            if coercion.changes:
+                self._within_depth(value, deadline)  # a value wrapped, or read out of a string
         value = self._process_value("after_coerce", value, run)
         deadline.enter("validate")
         valid = self.compiled.is_valid(value)
@@ -867,6 +875,16 @@ class Pipeline(Generic[T]):
             outcome: EventName = "output.coercion.fail" if failed else "output.coercion.success"
             run.emit(outcome, "semantic", transforms=semantic)
         return _Attempt(candidate, value, run, valid, blocked, found, typed)
+
+    def _within_depth(self, value: Any, deadline: Deadline) -> None:
+        """The depth rule for a value a stage made deeper than the text it was read from: a
+        value wrapped in an array or an object, JSON read out of a string, values gathered
+        into a list. The value the pipeline returns never nests deeper than `max_depth`: one
+        that would is refused as deep JSON is (InputError naming the limit)."""
+        limit = self.options.max_depth
+        deepest = values.depth(value, limit, deadline)
+        if deepest:
+            raise too_deep(limit, deepest)
 
     def _exact_decimals(
         self,
@@ -1255,6 +1273,8 @@ def _with_presence(schema: Any, defaults: Defaults) -> Any:
 
 _PIECES = frozenset({"span", "unclosed", "inside", "fence"})
 """The kinds of candidate that are one value of the reply (or one block)."""
+_GATHERED = frozenset({"collected", "written"})
+"""Candidates that gather a reply's values into a list, one level over each."""
 
 
 def _left_out(

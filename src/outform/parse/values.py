@@ -101,6 +101,26 @@ def flaw(value: Any, deadline: Deadline | None = None) -> str | None:
     return None
 
 
+def depth(value: Any, limit: int, deadline: Deadline | None = None) -> int:
+    """How deep `value` nests (a scalar: 0), when that is more than `limit`; else 0. One walk
+    without recursion (a tolerant decoder may build a value deeper than orjson can write, or
+    than the stages that recurse may walk), bounded by the deadline."""
+    if not isinstance(value, dict | list):
+        return 0
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    steps = 0
+    while stack:
+        item, level = stack.pop()
+        steps += 1
+        if deadline is not None and not steps & 1023:
+            deadline.check()
+        deepest = max(deepest, level)
+        inner = item.values() if isinstance(item, dict) else item
+        stack.extend((member, level + 1) for member in inner if isinstance(member, dict | list))
+    return deepest if deepest > limit else 0
+
+
 _SHORTEST_UNWRITABLE_BITS = 14_000
 """Below Python's default limit of 4300 decimal digits (about 14,284 bits) for writing an
 integer out: JSON5's hexadecimal (`0x1F...`) reaches it with fewer characters."""
