@@ -292,7 +292,9 @@ def test_an_escaped_lone_surrogate_beside_an_integer_beyond_64_bits_is_refused(l
 
 
 def _deep_case(seed: int, n: int) -> tuple[Case, str, list[int]]:
-    from benchmarks.bench_fuzz import FAMILIES, RandomSource, chunking, kind_of, level_of
+    from benchmarks.bench_fuzz import kind_of, level_of
+
+    from tests.fuzz.grammar import FAMILIES, RandomSource, chunking
 
     source = RandomSource(seed)
     case = FAMILIES[kind_of(seed)](source, n)

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
@@ -521,10 +521,11 @@ def test_a_processor_may_return_a_value_shared_by_two_places() -> None:
 @pytest.mark.parametrize("schema", ["foo", b"{}", [1], 3, True])
 def test_a_schema_that_is_no_schema_is_named_as_neither_schema_nor_type(schema: Any) -> None:
     # not "not a type" for schema="...": the argument may be either; the stream says the same
-    for call in (
+    calls: list[Callable[[], object]] = [
         lambda: outform.parse("{}", schema=schema),
         lambda: StreamParser(schema).finish(),
-    ):
+    ]
+    for call in calls:
         with pytest.raises(SchemaError) as caught:
             call()
         assert caught.value.what.startswith("neither a schema nor a type: ")
