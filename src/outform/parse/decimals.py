@@ -23,12 +23,12 @@ from typing import Any
 from pydantic import TypeAdapter
 from pydantic_core import PydanticCustomError, SchemaValidator, ValidationError
 
+from outform.parse.core_rewrite import wrap_where
 from outform.parse.ignored import rewritten_validator
 from outform.parse.literals import Spellings
 from outform.schema import pointer
 
 _ERROR = "outform_decimal"
-_CLASSES = {"model", "dataclass"}
 FRACTION = re.compile(r"\d[.eE]")
 """A number with a fraction or an exponent (or a word that looks like one): what a float may
 read otherwise than a Decimal."""
@@ -98,42 +98,11 @@ def _paths(value: Any, ids: set[int]) -> dict[int, str]:
 
 
 def _wrap(node: Any) -> Any:
-    """`node` with its decimals wrapped, classes read as their fields (a class keeps its own
-    prebuilt validator, which would ignore the change); None when it holds no decimal."""
-    if isinstance(node, list):
-        items = [_wrap(item) for item in node]
-        if all(item is None for item in items):
-            return None
-        return [new if new is not None else old for new, old in zip(items, node, strict=True)]
-    if not isinstance(node, dict):
-        return None
-    out = dict(node)
-    changed = False
-    for key, child in node.items():
-        if key not in ("config", "metadata", "cls") and isinstance(child, dict | list):
-            new = _wrap(child)
-            if new is not None:
-                out[key] = new
-                changed = True
-    kind = node.get("type")
-    if kind in _CLASSES and isinstance(out.get("schema"), dict):
-        if not changed:
-            return None
-        inner = dict(out["schema"])
-        if "ref" in node:
-            inner["ref"] = node["ref"]
-        return inner
-    if kind == "decimal":
-        ref = out.pop("ref", None)
-        wrapper: dict[str, Any] = {
-            "type": "function-wrap",
-            "function": {"type": "with-info", "function": _compare},
-            "schema": out,
-        }
-        if ref is not None:
-            wrapper["ref"] = ref
-        return wrapper
-    return out if changed else None
+    return wrap_where(
+        node,
+        lambda n: n.get("type") == "decimal",
+        {"type": "with-info", "function": _compare},
+    )
 
 
 def _compare(given: Any, handler: Any, info: Any) -> Any:

@@ -22,12 +22,12 @@ from pydantic import TypeAdapter
 from pydantic_core import PydanticCustomError, SchemaValidator, ValidationError
 
 from outform.parse import loss, values
+from outform.parse.core_rewrite import wrap_where
 from outform.parse.ignored import rewritten_validator
 from outform.schema import pointer
 
 _FOLDING = {"set", "frozenset", "dict"}
 """Core schemas whose value may hold fewer items than the JSON it was read from."""
-_CLASSES = {"model", "dataclass"}
 _ERROR = "outform_folded"
 
 
@@ -55,42 +55,13 @@ def folding_validator(adapter: TypeAdapter[Any]) -> SchemaValidator | None:
 
 
 def _wrap(node: Any) -> Any:
-    """`node` with its folding containers wrapped, classes read as their fields (a class keeps
-    its own prebuilt validator, which would ignore the change); None when nothing folds."""
-    if isinstance(node, list):
-        items = [_wrap(item) for item in node]
-        if all(item is None for item in items):
-            return None
-        return [new if new is not None else old for new, old in zip(items, node, strict=True)]
-    if not isinstance(node, dict):
-        return None
-    out = dict(node)
-    changed = False
-    for key, child in node.items():
-        if key not in ("config", "metadata", "cls") and isinstance(child, dict | list):
-            new = _wrap(child)
-            if new is not None:
-                out[key] = new
-                changed = True
+    return wrap_where(node, _folds, {"type": "no-info", "function": _compare})
+
+
+def _folds(node: dict[str, Any]) -> bool:
+    """A set, frozenset or dict that may hold fewer items than it was given."""
     kind = node.get("type")
-    if kind in _CLASSES and isinstance(out.get("schema"), dict):
-        if not changed:
-            return None
-        inner = dict(out["schema"])
-        if "ref" in node:
-            inner["ref"] = node["ref"]
-        return inner
-    if kind in _FOLDING and not (kind == "dict" and _string_keys(node)):
-        ref = out.pop("ref", None)
-        wrapper: dict[str, Any] = {
-            "type": "function-wrap",
-            "function": {"type": "no-info", "function": _compare},
-            "schema": out,
-        }
-        if ref is not None:
-            wrapper["ref"] = ref
-        return wrapper
-    return out if changed else None
+    return kind in _FOLDING and not (kind == "dict" and _string_keys(node))
 
 
 def _string_keys(node: dict[str, Any]) -> bool:

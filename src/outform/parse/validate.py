@@ -271,16 +271,7 @@ def _required(branch: dict[str, Any]) -> frozenset[str]:
 
 def _listed(values: list[Any]) -> str:
     """Values for a message, `"a", "b", "c"`, cut (with `…`) once past `_SHOWN` characters."""
-    shown: list[str] = []
-    size = 0
-    for value in values:
-        if size > _SHOWN:
-            shown.append("…")
-            break
-        text = preview(value)
-        shown.append(text)
-        size += len(text) + 2
-    return ", ".join(shown)
+    return _joined(map(preview, values), ", ")
 
 
 _NONE: list[Any] = []
@@ -381,7 +372,7 @@ def summarize(compiled: CompiledSchema, node: Any, depth: int = 0) -> str:
     return "any value"
 
 
-def _joined(parts: Iterable[str]) -> str:
+def _joined(parts: Iterable[str], separator: str = " | ") -> str:
     """`a | b | c`, cut (with `…`) once past `_SHOWN` characters: the parts are made only as
     they are shown."""
     shown: list[str] = []
@@ -391,5 +382,5 @@ def _joined(parts: Iterable[str]) -> str:
             shown.append("…")
             break
         shown.append(part)
-        size += len(part) + 3
-    return " | ".join(shown)
+        size += len(part) + len(separator)
+    return separator.join(shown)
