@@ -610,9 +610,10 @@ class StreamParser(Generic[T]):
         or a reply cut off here) is read by the tolerant decoders, which read it otherwise: they
         delimit strings by their own rules (three quotes open a triple-quoted string where the
         parser read `""`; `"a"b"` is one string with a quote inside), and json-repair drops the
-        last member of a cut-off array when it is empty or just opened (`[{}, {` reads `[{}]`).
-        So the parser's reading decides nothing once a syntax error is met, nor while the text
-        received ends with a quote or a bracket; a violation stands once anything else
+        last member of a cut-off array when it is empty or just opened (`[{}, {` reads `[{}]`),
+        and a number only whitespace follows at the end (it may have been longer). So the
+        parser's reading decides nothing once a syntax error is met, nor while the text
+        received ends with a quote, a bracket or a digit; a violation stands once anything else
         follows, or once the followed value is a container the parser has closed: the pipeline
         reads that region as written, whatever comes after it. (Waiting for a later character
         made the stop depend on where the chunks were cut: a reply of two values whose chunks
@@ -690,7 +691,7 @@ class StreamParser(Generic[T]):
 
 _MORE_OPENERS = re.compile(r"(?:\s*[{\[])*")
 """More of a run of openers (`extract._OPENER_RUN`) after its last one so far."""
-_UNCONFIRMED = frozenset('"{}[]')
+_UNCONFIRMED = frozenset('"{}[]0123456789')
 """The last characters after which, at *full*, the tolerant decoders may read the value otherwise
 than the stream parser (see `StreamParser._reading_is_final`)."""
 

@@ -46,6 +46,7 @@ from outform.gateway.checks import CheckSettings, Verdict, check_reply
 from outform.gateway.enforce import checkable
 from outform.gateway.handlers import _json_object
 from outform.gateway.replies import GatewayError
+from outform.parse.decode import Decoded, decode
 from outform.schema.dialects import NotRepresentableError, check_rules, names, translate
 from outform.streaming import StreamParser
 from tests.fuzz.grammar import Case, plain
@@ -280,7 +281,9 @@ def check_stream(case: Case, level: str, cuts: Sequence[int], expected: Outcome)
         # where it starts; a schema stop: that value alone does not parse at this level.
         seconds = CLOCK.last
         if expected[0] == "ok" and parser is not None:
-            _check_stop(case, level, exc, parser.parser.start, parser.parser.end, subject)
+            followed = parser.parser
+            broken = followed.error is not None
+            _check_stop(case, level, exc, followed.start, followed.end, broken, subject)
         CLOCK.last = seconds
         return
     except InternalError as exc:
@@ -303,11 +306,15 @@ def _check_stop(
     stop: StreamAbortedError,
     start: int | None,
     end: int | None,
+    broken: bool,
     subject: Any,
 ) -> None:
     text = stop.text
     begin = start if start is not None else len(text) - len(text.lstrip())
-    if stop.reason == "syntax":
+    if stop.reason == "syntax" or (broken and level != "full"):
+        # (A schema stop in the chunk where the value also broke as JSON is a syntax stop too:
+        # below `full` the stream stops on either, and the pipeline reads the regions inside a
+        # value that is not JSON as it reads prose.)
         valid = _json_starts(text, begin)
         followed = text[begin:]
     else:
@@ -330,18 +337,15 @@ def _json_starts(text: str, begin: int) -> bool:
     surrogate (`"\\ud800"`, half of a UTF-16 pair, which no UTF-8 text can hold), `NaN`,
     `1e400` (as infinity), and the `0` of `01` or of `0x1F` (a word that is no JSON number).
     None of those is a value to outform, so a stop on one is by the rule (the first value
-    decides); orjson alone judges the value read."""
+    decides); outform's strict reading (orjson, and a number no float holds refused, `1e-400`
+    as `1e400`: docs/pipeline.md, "Values") alone judges the value read."""
     try:
         _, end = _FINDER.raw_decode(text, begin)
     except ValueError:
         return False
     if text[begin] not in '"[{':
         end = _word_end(text, begin)
-    try:
-        orjson.loads(text[begin:end])
-    except orjson.JSONDecodeError:
-        return False
-    return True
+    return isinstance(decode(text[begin:end], 0), Decoded)
 
 
 def _value_end(text: str, begin: int) -> int:

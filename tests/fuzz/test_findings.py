@@ -257,7 +257,7 @@ def test_a_locale_number_is_refused_alike_by_parse_and_the_stream(
 @pytest.mark.parametrize(
     "text",
     [
-        *("0x1F", "7apples", "01", "1e5x", "trueish", "1e400", "NaN", "-Infinity"),
+        *("0x1F", "7apples", "01", "1e5x", "trueish", "1e400", "1e-400", "NaN", "-Infinity"),
         *('"\\ud800"', '["\\udc00"]', "[0x1F]", "[1,]"),
         *("true", "-0", "1.5e3", "18446744073709551616", '"a\\ud83d\\ude00"', '[1, {"b": null}]'),
     ],
@@ -291,7 +291,7 @@ def test_an_escaped_lone_surrogate_beside_an_integer_beyond_64_bits_is_refused(l
             outform.parse(reply, schema=schema, level=level)
 
 
-def _deep_case(seed: int, n: int) -> tuple[Case, str, list[int]]:
+def _seed_case(seed: int, n: int) -> tuple[Case, str, list[int]]:
     from benchmarks.bench_fuzz import kind_of, level_of
 
     from tests.fuzz.grammar import FAMILIES, RandomSource, chunking
@@ -307,7 +307,7 @@ def test_a_run_of_openers_past_max_depth_ends_the_stream_as_parse(seed: int, n: 
     not write the value: an InternalError), 73013, 26165, 27125 (the stream refused the run
     as too deep at its 201st `[`, where parse read it as prose). A tolerant reading deeper
     than max_depth is refused by the depth rule; the stream judges the run once it ends."""
-    case, level, cuts = _deep_case(seed, n)
+    case, level, cuts = _seed_case(seed, n)
     expected = check_parse(case, level)
     check_stream(case, level, cuts, expected)
     check_stream(case, level, [len(case.text)], expected)
@@ -366,7 +366,104 @@ def test_a_stage_never_returns_a_value_deeper_than_max_depth(text: str, schema: 
 def test_seed_953_a_wrapped_value_past_max_depth_is_refused() -> None:
     """Seed 953, n 10: a value 200 deep in prose, wrapped in an array for an array schema,
     came back 201 deep."""
-    case, level, cuts = _deep_case(953, 10)
+    case, level, cuts = _seed_case(953, 10)
     expected = check_parse(case, level)
     assert expected[0] == "InputError" and "max_depth" in expected[1]
     check_stream(case, level, cuts, expected)
+
+
+ONE_OBJECT = {"type": "object", "additionalProperties": {"type": "string"}}
+OBJECTS = {"type": "array", "items": {"type": "object"}}
+
+
+@pytest.mark.parametrize(
+    ("text", "cuts"),
+    [
+        ('[{"price": "n/a"}, {"é": ', [1, 25]),  # seed 367593: the reply ends there
+        ('[{}, {"tag', [3, 4, 7, 10]),  # seed 127977, cut where the stream stopped
+        ('[{"a": "b"}, {"c": {"d": 1', [1, 12, 24]),  # seed 337209: a number cut off inside
+    ],
+)
+def test_at_full_an_item_counts_against_the_limit_once_it_is_whole(
+    text: str, cuts: list[int]
+) -> None:
+    """Seeds 127977, 337209, 367593: an object wanted, an array given, the one item it may
+    hold (to be unwrapped) passed by a second the reply is cut off inside. json-repair drops
+    that item (a key without a value, a number that may have been longer, then the object
+    they leave empty), so the reply cut off there is valid: the stream may not stop on it."""
+    case = Case("broken_json", text, ONE_OBJECT)
+    expected = check_parse(case, "full")
+    assert expected[0] == "ok"
+    check_stream(case, "full", [*cuts, len(text)], expected)
+
+
+def test_at_full_an_item_passing_the_limit_still_stops_the_stream_once_whole() -> None:
+    """The rule delays the stop to the item's end; it does not drop it."""
+    text = '[{"a": "b"}, {"c": "d"}, ' + '{"e": "f"}, ' * 100 + "]"
+    parser: StreamParser[Any] = StreamParser(ONE_OBJECT, level="full", degeneration=None)
+    with pytest.raises(StreamAbortedError) as stopped:
+        for at in range(0, len(text), 8):
+            parser.feed(text[at : at + 8])
+    assert stopped.value.reason == "schema" and stopped.value.offset <= 40
+    assert "at most 1 items" in str(stopped.value)
+
+
+def test_at_full_a_number_the_received_text_ends_with_confirms_nothing() -> None:
+    """Seed 434116: `[ 0.1e99 ` for a list of objects. At full, json-repair drops a number
+    only whitespace follows at the end of a cut-off reply (it may have been longer), so
+    the stop waits for a character that is no digit (as for a quote or a bracket)."""
+    case = Case("stray_brackets", "[ 0.1e99 [{} {}] [{}] done.", OBJECTS)
+    expected = check_parse(case, "full")
+    assert expected[0] == "ok"
+    check_stream(case, "full", [9, 12, len(case.text)], expected)
+    parser: StreamParser[Any] = StreamParser(OBJECTS, level="full", degeneration=None)
+    parser.feed("[ 0.1e99 ")
+    with pytest.raises(StreamAbortedError):
+        parser.feed(", {}, ")
+
+
+@pytest.mark.parametrize(("seed", "n"), [(501892, 8), (256515, 6)])
+def test_a_first_value_that_is_not_json_stops_the_stream_at_minimal(seed: int, n: int) -> None:
+    """Seed 501892: a schema violation met in the chunk where the first value also broke as
+    JSON (`[["I'd say MEDIUM, yes"] "E…`): below `full` a stream stops on either, and the
+    check judges that stop as a syntax stop (the pipeline reads the regions inside a broken
+    value as it reads prose, and finds `[]`). Seed 256515: `1e-400` is no number outform
+    reads (a float cannot hold it), so the value after `<thought>…</thought>` that holds it
+    is not JSON; the check read it with orjson, which reads 0."""
+    case, level, cuts = _seed_case(seed, n)
+    assert level == "minimal"
+    expected = check_parse(case, level)
+    assert expected[0] == "ok"
+    with pytest.raises(StreamAbortedError):
+        parser: StreamParser[Any] = StreamParser(case.schema, level=level, degeneration=None)
+        for start, end in zip([0, *cuts], cuts, strict=False):
+            parser.feed(case.text[start:end])
+    check_stream(case, level, cuts, expected)
+
+
+def test_a_tentative_value_nested_past_max_depth_is_read_no_further(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Seeds 452933, 496613: words, then `{"a": {"a": …` 6,000 levels deep. The parser read
+    it again from each of its brackets (each a value nested all but one level as deep, 200
+    levels each time), and the stream ran into the 5 s time_limit where parse took 0.02 s.
+    It now stops following the value, as it does for a value that is not tentative, and
+    the final parse decides. Counted, not timed: values the parser starts to follow."""
+    from outform.parse import partial
+
+    started: list[int] = []
+    start_container = partial.PartialParser._start_container
+
+    def counting(self: partial.PartialParser, at: int, *, tentative: bool) -> None:
+        started.append(at)
+        start_container(self, at, tentative=tentative)
+
+    monkeypatch.setattr(partial.PartialParser, "_start_container", counting)
+    depth = 1000
+    text = "Use it: " + '{"a": ' * depth + "1" + "}" * depth
+    case = Case("deep_nesting", text, {"type": "object"})
+    expected = check_parse(case, "minimal")
+    assert expected[0] == "InputError" and "max_depth" in expected[1]
+    started.clear()
+    check_stream(case, "minimal", [*range(16, len(text), 16), len(text)], expected)
+    assert started == [len("Use it: ")]

@@ -386,7 +386,8 @@ class Checker:
                 alts = self._members_of(up, key)
             if alts:
                 return Slot(alts, slot, key, alts[0].loc)
-        self._admit(slot, key)
+        if not (self.lenient and isinstance(key, int)):
+            self._admit(slot, key)  # (an item, at full, once it is whole: see `close`)
         ups = slot.alts
         if len(ups) == 1:
             alts = self._members_of(ups[0], key)
@@ -491,6 +492,14 @@ class Checker:
     def close(self, slot: Slot, value: Any) -> None:
         if self.violation is not None:
             return
+        parent = slot.parent
+        if self.lenient and isinstance(slot.key, int) and parent is not None:
+            # At full, an item counts against `maxItems` (or the one item of an array to be
+            # unwrapped) once it is whole: json-repair drops an item the reply is cut off
+            # inside when nothing in it is complete (`[{}, {"a": ` reads `[{}]`).
+            self._admit(parent, slot.key)
+            if self.violation is not None:
+                return
         alts = slot.alts
         if slot.kind is None:  # a value never seen open: check it whole
             kept = [alt for alt in alts if alt.opaque or self._fits(alt.rules, value)]

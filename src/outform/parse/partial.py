@@ -806,9 +806,21 @@ class PartialParser:
                     self._tentative = -1
                 return
             except _SyntaxError:
-                if self._tentative < 0:
+                if self._tentative < 0 or self._nested_past_run():
                     raise
                 self._rewind()
+
+    def _nested_past_run(self) -> bool:
+        """Whether the tentative value failed by nesting past `max_depth` beyond its first run
+        of openers (`{"a": {"a": …`). It is then read no further, as a value that was not
+        tentative would be (the final parse decides): read again from its next bracket, each
+        of its brackets would begin a value nested all but one level as deep, `max_depth`
+        times the work of reading it once. (A run of openers alone is prose: see
+        `_rewind`.)"""
+        if not self.too_deep:
+            return False
+        run = _OPENER_RUN.match(self._buf, self._tentative - self._base)
+        return run is None or self.too_deep_at >= run.end() + self._base
 
     def _rewind(self) -> None:
         """A tentative start was not JSON: read it as prose again, from the next character.
