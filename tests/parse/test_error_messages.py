@@ -67,6 +67,21 @@ def test_a_message_of_another_form_is_the_reason_not_the_expectation() -> None:
     assert "expected Datetimes" not in explained('{"day": "2024-05-01T10:00:00Z"}', Day)
 
 
+class Count(BaseModel):
+    n: int
+
+
+@pytest.mark.parametrize("level", ["off", "full"])
+def test_an_integer_past_64_bits_written_as_a_float_names_how_to_write_it(level: str) -> None:
+    """JSON Schema takes `1e20` as an integer; Pydantic's int takes it only in digits, and
+    says "unable to parse input string". The hint says what the model must write."""
+    assert explained('{"n": 1e20}', Count, level=level) == (
+        "- at n: expected an integer, found number 1e+20 (an integer past 64 bits written with "
+        "an exponent or a fraction, which the type takes only written out in digits)"
+    )
+    assert outform.parse('{"n": 100000000000000000000}', type=Count).value.n == 10**20
+
+
 class Cat(BaseModel):
     kind: Literal["cat"]
     good: bool

@@ -83,6 +83,10 @@ def pydantic_violations(
         found = describe(item.get("input"))
         if missing:
             expected = str(item.get("loc", ("",))[-1])
+        elif item.get("type") == "int_parsing_size" and isinstance(item.get("input"), float):
+            # Pydantic's words ("unable to parse input string") for a float such as 1e20.
+            expected = "an integer"
+            found += f" ({_FLOAT_PAST_64_BITS})"
         else:
             expected, why = _phrased(str(item.get("msg", "")))
             found += f" ({why})" if why else ""
@@ -124,6 +128,10 @@ def _missing(
 
 
 _SHOULD_BE = "Input should be "
+_FLOAT_PAST_64_BITS = (
+    "an integer past 64 bits written with an exponent or a fraction, which the type takes "
+    "only written out in digits"
+)
 
 
 def _phrased(message: str) -> tuple[str, str]:
