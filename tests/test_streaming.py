@@ -573,6 +573,25 @@ def test_a_value_after_another_region_does_not_decide_the_reply(
         assert last.result is not None and last.result.data == expected.data
 
 
+PAIRS = {"type": "array", "items": {"type": "object"}, "minItems": 2}
+
+
+@pytest.mark.parametrize("level", ["minimal", "full"])  # (level off reads one value)
+def test_json_lines_for_a_list_root_are_not_stopped_on_their_first_value(level: str) -> None:
+    """For a root that wants a list, the pipeline gathers the reply's values: a first value
+    that is no array is one item of the answer, not the answer, so its schema violation (here
+    one object where at least two are wanted) decides nothing. Found by a new-user trial:
+    the stream stopped at the first line's end. A list the reply writes whole still stops."""
+    text = '{"a": 1}\n{"a": 2}\n'
+    expected = outform.parse(text, PAIRS, level=level)
+    assert expected.data == [{"a": 1}, {"a": 2}]
+    for size in (1, 7, len(text)):
+        last = list(parse_stream(chunks(text, size), PAIRS, level=level))[-1]
+        assert last.result is not None and last.result.data == expected.data
+    with pytest.raises(StreamAbortedError):
+        list(parse_stream(chunks('[{"a": 1}]\n' + "more words " * 20, 7), PAIRS, level=level))
+
+
 @pytest.mark.parametrize("text", ["9" * 30, '"a \\"quoted\\" word"', "true", "-0.5"])
 def test_a_scalar_reply_streams_at_level_off(text: str) -> None:
     """Found by the fuzzer: at level off the parser refused any reply that did not start with

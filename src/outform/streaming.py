@@ -305,6 +305,8 @@ class StreamParser(Generic[T]):
         self._last: Snapshot[T] | None = None
         self._level = opts.level
         self._decided: bool | None = None
+        self._item: bool | None = None
+        """Whether the followed value is an item of the values gathered (see `_gathered`)."""
         self._unescapable = False
         self._head = ""
         """The first character of the followed value, once it is complete."""
@@ -462,7 +464,7 @@ class StreamParser(Generic[T]):
         if self.violation is None and not self.provisional:
             checker = self.checker
             if checker is not None and checker.violation is not None:
-                if self._decides() and self._reading_is_final():
+                if self._decides() and self._reading_is_final() and not self._gathered():
                     self._stop(checker.violation, "schema")
             elif (
                 parser.error is not None
@@ -564,6 +566,7 @@ class StreamParser(Generic[T]):
         self._origin = at
         self.violation = None
         self._decided = None
+        self._item = None
         self._deep = None
         self._head = ""
         self._unescapable = False
@@ -603,6 +606,22 @@ class StreamParser(Generic[T]):
         if not decides or parser.started or parser.broken:
             self._decided = decides
         return decides
+
+    def _gathered(self) -> bool:
+        """Whether the followed value is one item of the values the pipeline gathers into
+        the root's array (a value that is no array, for a root that wants a list: JSON lines),
+        so that its schema violation decides nothing: the list is the values together, judged
+        at the end (`{"a": 1}⏎{"a": 2}` for a list of at least two)."""
+        known = self._item
+        if known is not None:
+            return known
+        parser = self.parser
+        if not (self._extracts and self.pipeline.gathers) or parser.start is None:
+            return False
+        item = self._window(parser.start)[:1] != "["
+        if parser.started:  # (kept once the value's start is certain)
+            self._item = item
+        return item
 
     def _reading_is_final(self) -> bool:
         """Whether the pipeline reads the followed value as the stream parser did, so that its

@@ -291,6 +291,14 @@ class Pipeline(Generic[T]):
     def schema_hash(self) -> str:
         return self._hash
 
+    @property
+    def gathers(self) -> bool:
+        """Whether the values of a reply are gathered into an array (the schema wants one at
+        the root, or says nothing): a value that is no array is then an item of the reply's
+        value, which later values extend (what the stream parser needs to know before it stops
+        a stream)."""
+        return self._collect
+
     def reads_text(self, starts_with_bracket: bool) -> bool:
         """Whether the reply's own text may be the value (see `_attempts`): when the schema
         takes a string at the root, and for a scalar root when the reply (less its reasoning)
