@@ -573,6 +573,25 @@ def test_a_value_after_another_region_does_not_decide_the_reply(
         assert last.result is not None and last.result.data == expected.data
 
 
+@pytest.mark.parametrize("level", ["minimal", "full"])
+def test_a_bracket_in_a_closed_reasoning_block_does_not_spare_the_answer(level: str) -> None:
+    """The pipeline removes reasoning blocks before it reads the reply, so a bracket written
+    in one begins no region it tries: the answer after the block decides the reply and is
+    stopped on its mistake. Found by a new-user trial: any bracket in the thinking turned the
+    early stop off."""
+    schema = {
+        "type": "object",
+        "properties": {"items": {"type": "array", "items": {"type": "integer"}}},
+    }
+    answer = '{"items": [1, 2, "seven", ' + ", ".join(map(str, range(4, 60))) + "]}"
+    text = '<think>I will return {"items": [1]}</think>' + answer
+    with pytest.raises(OutputError):
+        outform.parse(text, schema, level=level)
+    with pytest.raises(StreamAbortedError) as stopped:
+        list(parse_stream(chunks(text, 7), schema, level=level))
+    assert stopped.value.offset < text.index("seven") + 30 < len(text)  # (full: a chunk later)
+
+
 PAIRS = {"type": "array", "items": {"type": "object"}, "minItems": 2}
 
 

@@ -60,7 +60,13 @@ from outform.format import JsonSchemaFormat, ResponseFormat
 from outform.parse import arraypath, context, strictness
 from outform.parse.cache import shared as _pipelines
 from outform.parse.context import too_deep, too_long, too_slow
-from outform.parse.extract import _OPENER_RUN, TAG_SPAN, opens_json, reasoning_tag
+from outform.parse.extract import (
+    _OPENER_RUN,
+    TAG_SPAN,
+    opens_json,
+    reasoning_tag,
+    strip_reasoning,
+)
 from outform.parse.hint import RetryHint, Violation
 from outform.parse.incremental import (
     DEFAULT_DEGENERATION,
@@ -580,8 +586,8 @@ class StreamParser(Generic[T]):
         stop the stream: the pipeline may not take the reply's own text as the value (a
         string root; a scalar root when the reply does not start with a bracket), and no bracket
         before the value began a region the pipeline would try too (a block only the tolerant
-        decoders read, a fence the parser passed over). Once no, always no; yes is kept once
-        the value's start is certain."""
+        decoders read, a fence the parser passed over; not one in reasoning). Once no, always
+        no; yes is kept once the value's start is certain."""
         known = self._decided
         if known is not None:
             return known
@@ -591,7 +597,8 @@ class StreamParser(Generic[T]):
             decides = not self.pipeline.reads_text(starts_with_bracket=False)
         else:
             text = self.text
-            prefix = text[self._origin : start]
+            # (Less its reasoning blocks, which the pipeline removes before it reads the rest.)
+            prefix = strip_reasoning(text[self._origin : start])[0]
             bracket = not prefix.strip() and text[start : start + 1] in ("{", "[")
             decides = (
                 not self.pipeline.reads_text(bracket) and "{" not in prefix and "[" not in prefix
