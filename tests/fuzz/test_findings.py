@@ -467,3 +467,16 @@ def test_a_tentative_value_nested_past_max_depth_is_read_no_further(
     started.clear()
     check_stream(case, "minimal", [*range(16, len(text), 16), len(text)], expected)
     assert started == [len("Use it: ")]
+
+
+def test_seed_5007889_a_hexadecimal_integer_past_4300_digits_is_measured() -> None:
+    """Seed 5007889 (a sweep after the big run): the loss measure wrote a hexadecimal word of
+    4,200 digits in decimal to count its digits, and Python refuses to write an integer of more
+    than 4,300: an InternalError. Its digits are now counted without writing it."""
+    from outform.parse.loss import decimal_digits
+
+    case, level, cuts = _seed_case(5007889, 2)
+    expected = check_parse(case, level)
+    assert expected[0] == "OutputError"
+    check_stream(case, level, cuts, expected)
+    assert decimal_digits(16**4000) == 4817 and decimal_digits(0) == decimal_digits(9) == 1

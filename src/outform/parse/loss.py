@@ -175,11 +175,11 @@ def measure(text: str, *, comments: bool = True, numbers: bool = True) -> Measur
         token = match.group()
         if len(token) < 16 and token[-1] != "0" and not _EXPONENT_OR_HEX.search(token):
             continue  # already written as Python writes it: nothing to count again
-        shortest = _shortest(token)
-        if shortest is not None:
-            written, meant = _count(token), _count(shortest)
-            letters += meant.letters - written.letters
-            digits += meant.digits - written.digits
+        respelled = _meant(token)
+        if respelled is not None:
+            written = _count(token)
+            letters += respelled.letters - written.letters
+            digits += respelled.digits - written.digits
     return Measure(letters, digits)
 
 
@@ -197,13 +197,27 @@ def _count(text: str) -> Measure:
     return Measure(sum(c.isalpha() for c in text), sum(c.isdigit() for c in text))
 
 
-def _shortest(token: str) -> str | None:
-    """The shortest spelling of a number token as Python writes it, or None when it has none
-    (out of range)."""
+def _meant(token: str) -> Measure | None:
+    """The letters and digits of a number token's shortest spelling as Python writes it, or
+    None when it has none (out of range). A hexadecimal integer's digits are counted, not
+    written: Python writes no integer of more than 4,300 digits (`0x1F…` can be longer)."""
     if token[:2] in ("0x", "0X"):
-        return str(int(token, 16))
+        return Measure(0, decimal_digits(int(token, 16)))
     number = float(token)
-    return repr(number) if math.isfinite(number) else None
+    return _count(repr(number)) if math.isfinite(number) else None
+
+
+def decimal_digits(n: int) -> int:
+    """How many digits the natural number `n` has in decimal, without writing it: from its
+    bit length (a lower bound of the count, even when the float rounds up), then up by
+    powers of ten."""
+    digits = max(1, int((n.bit_length() - 1) * _LOG10_2))
+    while 10**digits <= n:
+        digits += 1
+    return digits
+
+
+_LOG10_2 = math.log10(2)
 
 
 def merged_keys(value_json: str, text: str) -> int:
