@@ -85,6 +85,8 @@ class Loss:
     """What a rule dropped on purpose, already said in the change's detail."""
     merged: int = 0
     """Member boundaries inside the value's keys that the reply did not escape."""
+    invented: int = 0
+    """Empty strings in the value that the reply does not write (see `invented_empties`)."""
 
     @property
     def lost_letters(self) -> int:
@@ -105,10 +107,20 @@ class Loss:
         dropped on purpose aside)."""
         unexplained = self.lost_letters + self.lost_digits
         said = self.content.size - self.dropped.size
-        return bool(self.lost_digits or self.merged or (unexplained and self.kept.size * 2 < said))
+        return bool(
+            self.lost_digits
+            or self.merged
+            or self.invented
+            or (unexplained and self.kept.size * 2 < said)
+        )
 
     def describe(self, reading: str) -> str:
         content, kept = self.content.size, self.kept.size
+        if self.invented:
+            return (
+                f"{reading} reads {self.invented:,} empty string(s) the reply does not write "
+                '(a key left without a value is absent, never "")'
+            )
         if self.merged:
             return (
                 f"{reading} makes a key of a quote the reply wrote as the end of a string "
@@ -230,11 +242,24 @@ def merged_keys(value_json: str, text: str) -> int:
     return max(0, held - len(_BOUNDARY.findall(text))) if held else 0
 
 
+def invented_empties(value_json: str, text: str) -> int:
+    """Empty strings among the values of `value_json` that `text` does not write: json-repair
+    reads a key whose value it lost track of as `""` (`{"name": "Ana, "nick":` as
+    `{"name": "Ana", "nick": ""}`), a value the reply never wrote. What the reply writes empty
+    (`""`, `''`, a string opened at its very end) is counted as written."""
+    if '""' not in value_json:
+        return 0
+    made = sum(1 for body, colon in _STRING.findall(value_json) if not body and not colon)
+    written = text.count('""') + text.count("''") + text.rstrip().endswith(('"', "'"))
+    return max(0, made - written)
+
+
 def assess(text: str, value_json: str, dropped: Measure = NOTHING) -> Loss:
     """The loss of a decode of candidate `text` into the value whose compact JSON is
     `value_json`; `dropped` is what a rule dropped on purpose and said so."""
     read = region(text)
     merged = merged_keys(value_json, read)
+    invented = invented_empties(value_json, read)
     # Counted as written first (a few passes in C): when both sides agree exactly, the reading
     # kept every letter and digit as the reply wrote them, and comments and number spellings
     # need no second look (a large reply with trailing commas pays only this).
@@ -242,7 +267,7 @@ def assess(text: str, value_json: str, dropped: Measure = NOTHING) -> Loss:
     kept = measure(value_json, numbers=False)
     if content != kept + dropped:
         content, kept = measure(read), measure(value_json, comments=False)
-    return Loss(content, kept, dropped, merged)
+    return Loss(content, kept, dropped, merged, invented)
 
 
 def size(value_json: str) -> int:
