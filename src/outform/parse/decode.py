@@ -192,6 +192,8 @@ def decode_tier(
         return unreadable
     decoded: Decoded | DecodeFailure | None
     written, unknown = escapes.keep_unknown(text)  # `\\d` is not `d` (see escapes.py)
+    if deadline is not None:
+        deadline.check()
     if tier == 1:
         decoded = _json5(written)
     elif len(text) > max_repair_chars:
@@ -242,8 +244,8 @@ def _accept(
     flaw = values.flaw(decoded.value, deadline)
     if flaw is not None:
         return DecodeFailure(f"{name} read {flaw}", 0, refused=True)
-    dropped = loss.measure("".join(decoded.dropped))
-    measured = loss.assess(text, values.encode(decoded.value), dropped)
+    dropped = loss.measure("".join(decoded.dropped), deadline=deadline)
+    measured = loss.assess(text, values.encode(decoded.value), dropped, deadline)
     if measured.refused:
         return DecodeFailure(measured.describe(f"{name}'s reading"), 0, refused=True)
     if measured.lost:

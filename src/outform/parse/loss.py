@@ -37,6 +37,10 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from outform.parse.context import Deadline
 
 _COMMENTS = re.compile(
     r'"(?:[^"\\\n]|\\.)*+"?'  # a double-quoted string (skipped, even unterminated)
@@ -47,7 +51,9 @@ _QUOTED = re.compile(r'"(?:[^"\\\n]|\\.)*+"')
 _BOUNDARY = re.compile(r'\\"\s*[,:]|[,:]\s*\\"')
 """An escaped quote next to a comma or colon, as a key holding a member boundary is written."""
 _NOT_ALNUM = re.compile(r"[\W_]+")
-_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|(.))", re.DOTALL)
+_UNICODE_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
+_SIMPLE_ESCAPE = re.compile(r"\\(?!u[0-9a-fA-F]{4}).", re.DOTALL)
+"""Escapes in a text whose escaped backslashes were set aside (see `_unescaped`)."""
 # A number that a decoder may write otherwise: with a fraction, an exponent, or in hex.
 _RESPELLABLE = re.compile(
     r"(?<![\w.])(?:0[xX][0-9a-fA-F]+|(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+)(?![\w.])"
@@ -163,28 +169,32 @@ def _brackets(text: str) -> tuple[int, int]:
     return text.count("{") + text.count("["), text.count("}") + text.count("]")
 
 
-def measure(text: str, *, comments: bool = True, numbers: bool = True) -> Measure:
+def measure(
+    text: str, *, comments: bool = True, numbers: bool = True, deadline: Deadline | None = None
+) -> Measure:
     """The letters and digits of content in `text` (see the module's docstring). Linear: a few
-    passes in C, and one Python step per escape, comment or number with a fraction.
+    passes in C, and one Python step per comment or number with a fraction (the deadline read
+    as they go).
     `comments=False` for JSON (a value's text), which has none; `numbers=False` counts numbers
     (and comments) as written."""
+    if deadline is not None:
+        deadline.check()
     letters, digits = _letters_and_digits(text)
     if not numbers:
         comments = False
     if comments and ("//" in text or "/*" in text):
         for match in _COMMENTS.finditer(text):
+            if deadline is not None:
+                deadline.tick()
             if match.lastindex:
                 gone = _letters_and_digits(match.group(1))
                 letters, digits = letters - gone[0], digits - gone[1]
     if "\\" in text:
-        for match in _ESCAPE.finditer(text):
-            hexa, char = match.groups()
-            shown = _count("u" + hexa if hexa else char)
-            meant = _count(chr(int(hexa, 16))) if hexa else NOTHING
-            letters += meant.letters - shown.letters
-            digits += meant.digits - shown.digits
-    for match in _RESPELLABLE.finditer(text) if numbers else ():
+        letters, digits = _unescaped(text, letters, digits)
+    for match in _RESPELLABLE.finditer(text) if numbers and digits else ():
         token = match.group()
+        if deadline is not None:
+            deadline.tick()
         if len(token) < 16 and token[-1] != "0" and not _EXPONENT_OR_HEX.search(token):
             continue  # already written as Python writes it: nothing to count again
         respelled = _meant(token)
@@ -193,6 +203,32 @@ def measure(text: str, *, comments: bool = True, numbers: bool = True) -> Measur
             letters += respelled.letters - written.letters
             digits += respelled.digits - written.digits
     return Measure(letters, digits)
+
+
+def _unescaped(text: str, letters: int, digits: int) -> tuple[int, int]:
+    """The counts of `text` as written (`letters`, `digits`), corrected for its escapes: an
+    escape counts as what it stands for (`\\u00e9` one letter, `\\n` nothing). In bulk, a few
+    passes in C whatever the number of escapes: escaped backslashes set aside first (a
+    space: no letter or digit), so that every backslash left begins an escape; `\\uXXXX`
+    decoded together; what the other escapes show is what removing them takes away."""
+    if "\\\\" in text:
+        text = text.replace("\\\\", " ")
+    if "\\u" in text:
+        hexas = _UNICODE_ESCAPE.findall(text)
+        if hexas:
+            shown = _letters_and_digits("".join(hexas))
+            meant = _letters_and_digits(
+                ("\\u" + "\\u".join(hexas)).encode("ascii").decode("unicode_escape")
+            )
+            letters += meant[0] - shown[0] - len(hexas)  # (and each `u`)
+            digits += meant[1] - shown[1]
+            text = _UNICODE_ESCAPE.sub(" ", text)
+    if "\\" in text:
+        before = _letters_and_digits(text)
+        after = _letters_and_digits(_SIMPLE_ESCAPE.sub("", text))
+        letters -= before[0] - after[0]
+        digits -= before[1] - after[1]
+    return letters, digits
 
 
 def _letters_and_digits(text: str) -> tuple[int, int]:
@@ -254,7 +290,9 @@ def invented_empties(value_json: str, text: str) -> int:
     return max(0, made - written)
 
 
-def assess(text: str, value_json: str, dropped: Measure = NOTHING) -> Loss:
+def assess(
+    text: str, value_json: str, dropped: Measure = NOTHING, deadline: Deadline | None = None
+) -> Loss:
     """The loss of a decode of candidate `text` into the value whose compact JSON is
     `value_json`; `dropped` is what a rule dropped on purpose and said so."""
     read = region(text)
@@ -266,7 +304,8 @@ def assess(text: str, value_json: str, dropped: Measure = NOTHING) -> Loss:
     content = measure(read, numbers=False)
     kept = measure(value_json, numbers=False)
     if content != kept + dropped:
-        content, kept = measure(read), measure(value_json, comments=False)
+        content = measure(read, deadline=deadline)
+        kept = measure(value_json, comments=False, deadline=deadline)
     return Loss(content, kept, dropped, merged, invented)
 
 

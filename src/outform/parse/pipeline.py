@@ -642,7 +642,7 @@ class Pipeline(Generic[T]):
         # In a reply that is one broken JSON document, the rest of the document is content
         # too: a region read alone falls under the loss rule, measured against the whole.
         whole_content = (
-            loss.measure(loss.region(whole.text))
+            loss.measure(loss.region(whole.text), deadline=deadline)
             if extraction.document and extraction.unmatched
             else None
         )
