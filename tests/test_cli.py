@@ -636,6 +636,21 @@ def test_the_console_script_exits_1_with_the_hint_for_an_invalid_reply(workdir: 
     assert "Traceback" not in done.stderr
 
 
+def test_python_dash_m_outform_runs_the_same_command_line(workdir: Path) -> None:
+    """Found by a new-user trial: `python -m outform` said "No module named outform.__main__"."""
+    done = subprocess.run(
+        [sys.executable, "-m", "outform", "parse", "-", "--schema", "schema.json", "--json"],
+        cwd=workdir,
+        input='{"a": "3"}',
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert orjson.loads(done.stdout)["data"] == {"a": 3}
+
+
 def test_the_console_script_prints_its_version(workdir: Path) -> None:
     done = command(workdir, "--version")
     assert (done.returncode, done.stdout.split()[0]) == (0, "outform")
