@@ -130,13 +130,16 @@ class Options:
         for name in _FLAGS:
             if name in changes and type(changes[name]) is not bool:
                 raise ConfigError(
-                    f"{name} must be True or False, got {changes[name]!r}", where=name
+                    f"{name} must be True or False, got {changes[name]!r}",
+                    where=name,
+                    fix=f"set `{name}` to True or False",
                 )
         for name, bound in BOUNDS.items():
             if name in changes and not bound.accepts(changes[name]):
                 raise ConfigError(
                     f"{name} must be {bound.allowed}, got {changes[name]!r}",
                     where=name,
+                    fix=f"set `{name}` to {bound.allowed}",
                 )
         if "anyof_strategy" in changes and changes["anyof_strategy"] not in ANYOF_STRATEGIES:
             raise ConfigError(
