@@ -180,6 +180,7 @@ def measure(
     if deadline is not None:
         deadline.check()
     letters, digits = _letters_and_digits(text)
+    written_digits = digits  # (no digit written, no number to spell again)
     if not numbers:
         comments = False
     if comments and ("//" in text or "/*" in text):
@@ -191,7 +192,7 @@ def measure(
                 letters, digits = letters - gone[0], digits - gone[1]
     if "\\" in text:
         letters, digits = _unescaped(text, letters, digits)
-    for match in _RESPELLABLE.finditer(text) if numbers and digits else ():
+    for match in _RESPELLABLE.finditer(text) if numbers and written_digits else ():
         token = match.group()
         if deadline is not None:
             deadline.tick()
