@@ -480,3 +480,17 @@ def test_seed_5007889_a_hexadecimal_integer_past_4300_digits_is_measured() -> No
     assert expected[0] == "OutputError"
     check_stream(case, level, cuts, expected)
     assert decimal_digits(16**4000) == 4817 and decimal_digits(0) == decimal_digits(9) == 1
+
+
+def test_seed_26790_a_long_open_string_of_escapes_is_measured_in_one_pass() -> None:
+    """Seed 26790 (the growth phase of the second big run): the loss measure removed strings
+    with a pattern that needed the closing quote, so a long string left open was tried again
+    from each of its later quotes, the square of its length (200 KB: 28 s past the 5 s
+    time_limit). Every match now consumes its text: the open string is one match."""
+    from outform.parse.loss import _QUOTED
+
+    text = '{"a": "' + '\\"x\\" ' * 1000
+    assert [m.span() for m in _QUOTED.finditer(text)] == [(1, 4), (6, len(text))]
+    case, level, cuts = _seed_case(26790, 442)
+    expected = check_parse(case, level)
+    check_stream(case, level, cuts, expected)
