@@ -48,3 +48,15 @@ def test_only_an_escape_json_does_not_know_is_rewritten(text: str, kept: str) ->
 
 def test_strict_json_is_never_rewritten() -> None:
     assert outform.parse(r'{"a": "\\d"}', level="full").data == {"a": "\\d"}
+
+
+def test_a_text_holding_every_mark_character_is_rewritten_alike() -> None:
+    """The escaped backslashes are set aside under a private-use character the text does not
+    hold; a text that holds them all takes the slower way, to the same result and kinds."""
+    from outform.parse.escapes import _MARKS
+
+    assert keep_unknown("\\\\d \\d \\x " + _MARKS) == (
+        "\\\\d \\\\d \\\\x " + _MARKS,
+        ["\\d", "\\x"],
+    )
+    assert keep_unknown("\\\\d \\d \\x ") == ("\\\\d \\\\d \\\\x ", ["\\d", "\\x"])

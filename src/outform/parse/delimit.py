@@ -72,11 +72,11 @@ _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _AT_END = re.compile(r"\s*\Z")
 """Nothing but whitespace to the end: what a number there ends with is the reply's end."""
 _STRUCTURE = re.compile(r"[,:{}\[\]\n]")
+"""What ends a bare word."""
 _MEMBER_HEAD = re.compile(
     r"\s*,?\s*(?:\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|[^\s\"',:{}\[\]]+)\s*:\s*", re.DOTALL
 )
 """A member's text up to its value: a comma, a key (quoted either way, or bare) and a colon."""
-"""What ends a bare word."""
 _NOT_ALNUM = re.compile(r"[\W_]+")
 _IDENTIFIER_HEAD = re.compile(r"[^\W\d]|[_$]")
 _AFTER_ANY = ("//", "/*", "```", "~~~")
@@ -266,18 +266,16 @@ class _Pass:
         elif self.cut is not None and self.stack:
             number = clip(out[self.cut].strip(), 40)
             note = f"dropped the number {number} cut off at the end (it may have been longer)"
-            if self.stack[-1] == "{" and _MEMBER_HEAD.fullmatch(
-                "".join(self.out[self.starts[-1] : self.cut])
-            ):
+            in_object = self.stack[-1] == "{"
+            if in_object and _MEMBER_HEAD.fullmatch("".join(self.out[self.starts[-1] : self.cut])):
                 self._drop(self.starts[-1], note)  # the number is the value of its key
-            elif self.stack[-1] == "{":
-                # The number follows more than a key (`"a": "x, "b": 1`: a string the reply
-                # broke): only the number is dropped on purpose; what the decoder then makes
+            else:
+                # An item, or a number after more than a key (`"a": "x, "b": 1`: a string the
+                # reply broke): only the number is dropped on purpose; what the decoder makes
                 # of the rest is measured by the loss rule like any reading.
                 self._drop(self.cut, note)
-            else:
-                self._drop(self.cut, note)
-                self._drop_comma()
+                if not in_object:
+                    self._drop_comma()
         if self.dropped:
             self._drop_emptied()
         notes = tuple(

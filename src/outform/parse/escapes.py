@@ -46,7 +46,7 @@ def keep_unknown(text: str) -> tuple[str, list[str]]:
         held = set(text)
         mark = next((c for c in _MARKS if c not in held), "")
         if not mark:  # (a text holding every private-use character: one Python call a match)
-            return _PAIRED.sub(r"\1\\\\", text), _kinds(_PAIRED.sub(r"\1", text))
+            return _PAIRED.sub(r"\1\\\\", text), _kinds(text.replace("\\\\", "  "))
         text = text.replace("\\\\", mark)
     kinds = _kinds(text)
     if kinds:
