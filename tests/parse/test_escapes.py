@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import outform
 from outform.parse.escapes import keep_unknown
@@ -40,6 +42,7 @@ def test_a_broken_reply_keeps_them_through_json_repair_too() -> None:
         (r'"\\\d"', r'"\\\\d"'),  # an escaped backslash, then an unknown escape
         (r'"it\'s"', r'"it\'s"'),  # a quote, as JSON5 reads it
         ('"one \\\ntwo"', '"one \\\ntwo"'),  # JSON5's line continuation
+        ("\\d \\", "\\\\d \\"),  # a backslash ending the text escapes nothing
     ],
 )
 def test_only_an_escape_json_does_not_know_is_rewritten(text: str, kept: str) -> None:
@@ -59,4 +62,17 @@ def test_a_text_holding_every_mark_character_is_rewritten_alike() -> None:
         "\\\\d \\\\d \\\\x " + _MARKS,
         ["\\d", "\\x"],
     )
+    assert keep_unknown("\\\\d \\d \\x " + _MARKS[1:]) == (
+        "\\\\d \\\\d \\\\x " + _MARKS[1:],
+        ["\\d", "\\x"],
+    )
     assert keep_unknown("\\\\d \\d \\x ") == ("\\\\d \\\\d \\\\x ", ["\\d", "\\x"])
+
+
+@given(st.text(alphabet=["\\", "\\", "\\", "d", "n", "u", '"', "'", "„", "\n", "x", " ", "\ue000"]))
+def test_the_passes_in_c_double_the_backslashes_the_pattern_finds(text: str) -> None:
+    """The rule written as one pattern (a backslash after an even run of backslashes, before
+    a character JSON does not know), against the passes of `str.replace` that apply it."""
+    from outform.parse.escapes import _PAIRED
+
+    assert keep_unknown(text)[0] == _PAIRED.sub(r"\1\\\\", text)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 import outform
 from outform import OutputError
@@ -211,3 +213,15 @@ def test_a_number_re_spelled_by_a_tolerant_reading_is_no_loss() -> None:
     result = outform.parse("{'p': 1.50, 'q': 1e3, 'r': 3.14159265358979323846,}", ANY, level="full")
     assert result.value == {"p": 1.5, "q": 1000.0, "r": 3.141592653589793}
     assert result.changes and not result.lossy
+
+
+@given(st.text(alphabet=["\\", "\\", "\\", "d", "u", "0", "7", "B", "L", "D", "\n", "é", " "]))
+def test_escapes_count_as_what_they_stand_for_in_bulk(text: str) -> None:
+    """What an escape shows is what removing it takes away: counted for ASCII over the text
+    written as classes, checked here against removing them one match at a time."""
+    from outform.parse.loss import _SIMPLE_ESCAPE, _letters_and_digits, _unescaped
+
+    assume("\\u" not in text)  # (`\\uXXXX` counts as the character it stands for)
+    letters, digits = _letters_and_digits(text)
+    bare = _SIMPLE_ESCAPE.sub("", text.replace("\\\\", " "))
+    assert _unescaped(text, letters, digits) == _letters_and_digits(bare)

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 import re
+import string
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -64,6 +65,11 @@ _RESPELLABLE = re.compile(
 _DIGITS = "0123456789"
 _NOT_LETTER = bytes(b for b in range(128) if not chr(b).isalpha())
 _NOT_DIGIT = bytes(b for b in range(128) if not chr(b).isdigit())
+_CLASSES = bytes.maketrans(
+    b"\\" + string.ascii_letters.encode() + string.digits.encode(), b"B" + b"L" * 52 + b"D" * 10
+)
+"""ASCII as classes: a backslash `B`, a letter `L`, a digit `D` (anything else as it is:
+punctuation, never one of the three)."""
 _EXPONENT_OR_HEX = re.compile(r"[eExX]")
 _STRING = re.compile(r'"((?:[^"\\]|\\.)*)"(:?)', re.DOTALL)
 
@@ -228,11 +234,23 @@ def _unescaped(text: str, letters: int, digits: int) -> tuple[int, int]:
             digits += meant[1] - shown[1]
             text = _UNICODE_ESCAPE.sub(" ", text)
     if "\\" in text:
-        before = _letters_and_digits(text)
-        after = _letters_and_digits(_SIMPLE_ESCAPE.sub("", text))
-        letters -= before[0] - after[0]
-        digits -= before[1] - after[1]
+        escaped = _escaped_letters_and_digits(text)
+        letters -= escaped[0]
+        digits -= escaped[1]
     return letters, digits
+
+
+def _escaped_letters_and_digits(text: str) -> tuple[int, int]:
+    """The letters and digits right after a backslash, in a text where each backslash begins
+    an escape (what removing the escapes takes away). For ASCII, two counts over the text
+    written as classes (`BL`, `BD`: a match at a time would cost 0.2 s for a million); else
+    a regex removes the escapes."""
+    if text.isascii():
+        classes = text.encode("ascii").translate(_CLASSES)
+        return classes.count(b"BL"), classes.count(b"BD")
+    before = _letters_and_digits(text)
+    after = _letters_and_digits(_SIMPLE_ESCAPE.sub("", text))
+    return before[0] - after[0], before[1] - after[1]
 
 
 def _letters_and_digits(text: str) -> tuple[int, int]:
