@@ -191,7 +191,7 @@ def decode_tier(
     if unreadable is not None:
         return unreadable
     decoded: Decoded | DecodeFailure | None
-    written, unknown = escapes.keep_unknown(text)  # `\\d` is not `d` (see escapes.py)
+    written, unknown = escapes.keep_unknown(text, deadline)  # `\\d` is not `d` (see escapes.py)
     if deadline is not None:
         deadline.check()
     if tier == 1:

@@ -17,11 +17,15 @@ from __future__ import annotations
 
 import itertools
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from outform.parse.context import Deadline
 
 QUOTES = "'`\u201e\u201c\u201d\u2018\u2019\u201a\u00ab\u00bb\u2039\u203a"
 """Quote characters besides `"`: an escaped one reads as the quote (`\\'` is `'`, `\\„` is `„`),
 the model's way of saying it does not end a string."""
-_KNOWN = "\"/bfnrtu\r\n" + QUOTES
+_KNOWN = '"/bfnrtu\r\n' + QUOTES
 """What may follow a backslash in an escape the tolerant readers keep as they read it (the
 escaped backslash aside): JSON's own, a line continuation and a quote."""
 _KNOWN_ESCAPE = re.compile("\\\\[" + re.escape(_KNOWN) + "]")
@@ -33,7 +37,7 @@ _KIND = re.compile(r"\\[^\"\\/bfnrtu\r\n" + QUOTES + "]", re.DOTALL)
 """Such an escape as written."""
 
 
-def keep_unknown(text: str) -> tuple[str, list[str]]:
+def keep_unknown(text: str, deadline: Deadline | None = None) -> tuple[str, list[str]]:
     """`text` with the backslash of every escape JSON does not know doubled, and those
     escapes as written (the first three kinds, for a change's detail; none: empty).
 
@@ -41,7 +45,8 @@ def keep_unknown(text: str) -> tuple[str, list[str]]:
     substitution costs a match each: 0.5 s for a million). The escaped backslashes are set
     aside first, under a mark (a character the text does not hold), so that every backslash
     left begins an escape; the backslashes of the escapes kept as they are go under a second
-    mark; every backslash left is then doubled, and the marks are written back."""
+    mark; every backslash left is then doubled, and the marks are written back. The
+    `deadline` is read between the passes (each is a few milliseconds a megabyte)."""
     if "\\" not in text:
         return text, []
     held, kept = _marks(text)
@@ -52,9 +57,13 @@ def keep_unknown(text: str) -> tuple[str, list[str]]:
     if kinds:
         found = _KNOWN_ESCAPE.search(text)
         while found is not None:  # (each kind once: a pass to mark all of it)
+            if deadline is not None:
+                deadline.check()
             escape = found.group()
             text = text.replace(escape, kept + escape[1])
             found = _KNOWN_ESCAPE.search(text, found.start())
+        if deadline is not None:
+            deadline.check()
         last = text[-1] == "\\"  # (a backslash ending the text escapes nothing)
         text = text[:-1].replace("\\", "\\\\") + "\\" if last else text.replace("\\", "\\\\")
         text = text.replace(kept, "\\")

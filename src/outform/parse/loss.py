@@ -189,6 +189,8 @@ def measure(
     if deadline is not None:
         deadline.check()
     letters, digits = _letters_and_digits(text)
+    if deadline is not None:
+        deadline.check()
     written_digits = digits  # (no digit written, no number to spell again)
     if not numbers:
         comments = False
@@ -200,7 +202,7 @@ def measure(
                 gone = _letters_and_digits(match.group(1))
                 letters, digits = letters - gone[0], digits - gone[1]
     if "\\" in text:
-        letters, digits = _unescaped(text, letters, digits)
+        letters, digits = _unescaped(text, letters, digits, deadline)
     for match in _RESPELLABLE.finditer(text) if numbers and written_digits else ():
         token = match.group()
         if deadline is not None:
@@ -215,14 +217,19 @@ def measure(
     return Measure(letters, digits)
 
 
-def _unescaped(text: str, letters: int, digits: int) -> tuple[int, int]:
+def _unescaped(
+    text: str, letters: int, digits: int, deadline: Deadline | None = None
+) -> tuple[int, int]:
     """The counts of `text` as written (`letters`, `digits`), corrected for its escapes: an
     escape counts as what it stands for (`\\u00e9` one letter, `\\n` nothing). In bulk, a few
     passes in C whatever the number of escapes: escaped backslashes set aside first (a
     space: no letter or digit), so that every backslash left begins an escape; `\\uXXXX`
-    decoded together; what the other escapes show is what removing them takes away."""
+    decoded together; what the other escapes show is what removing them takes away. The
+    `deadline` is read between the passes."""
     if "\\\\" in text:
         text = text.replace("\\\\", " ")
+    if deadline is not None:
+        deadline.check()
     if "\\u" in text:
         hexas = _UNICODE_ESCAPE.findall(text)
         if hexas:
@@ -233,6 +240,8 @@ def _unescaped(text: str, letters: int, digits: int) -> tuple[int, int]:
             letters += meant[0] - shown[0] - len(hexas)  # (and each `u`)
             digits += meant[1] - shown[1]
             text = _UNICODE_ESCAPE.sub(" ", text)
+            if deadline is not None:
+                deadline.check()
     if "\\" in text:
         escaped = _escaped_letters_and_digits(text)
         letters -= escaped[0]
@@ -323,8 +332,8 @@ def assess(
     # Counted as written first (a few passes in C): when both sides agree exactly, the reading
     # kept every letter and digit as the reply wrote them, and comments and number spellings
     # need no second look (a large reply with trailing commas pays only this).
-    content = measure(read, numbers=False)
-    kept = measure(value_json, numbers=False)
+    content = measure(read, numbers=False, deadline=deadline)
+    kept = measure(value_json, numbers=False, deadline=deadline)
     if content != kept + dropped:
         content = measure(read, deadline=deadline)
         kept = measure(value_json, comments=False, deadline=deadline)
