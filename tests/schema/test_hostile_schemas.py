@@ -119,3 +119,18 @@ def test_the_reference_analyses_visit_each_location_of_a_chain_a_bounded_number_
         translate(chain(length), "gemini")
         counts.append(lookups)
     assert counts[2] <= 2.2 * counts[1] and counts[1] <= 2.2 * counts[0], counts
+
+
+def test_required_names_merged_from_several_parts_are_each_sent_once_in_order() -> None:
+    """The names `required` in the parts of a conjunction are merged as an ordered set (a list
+    searched for each name made 20,000 names 200 million comparisons; the fuzzer's dialects
+    family grew 2.6× a doubling on such schemas)."""
+    names_ = [f"k{i}" for i in range(20_000)]
+    schema = {
+        "type": "object",
+        "properties": {name: {"type": "integer"} for name in names_},
+        "required": names_[::2],
+        "allOf": [{"required": names_[::-1]}],
+    }
+    wire = translate(schema, "gemini").schema
+    assert wire["required"] == names_[::2] + names_[-1::-2]  # (the odd ones, as listed)

@@ -1099,7 +1099,8 @@ class _ObjectShape:
 
     loc: str
     declared: dict[str, list[Part]]
-    required: list[str]
+    required: dict[str, None]
+    """The required names, in order (a dict: a set that keeps it, for membership in O(1))."""
     required_holders: list[Part]
     values: list[Part]
     """Schemas of values under undeclared keys (`additionalProperties` schemas)."""
@@ -1114,7 +1115,7 @@ class _ObjectShape:
     @staticmethod
     def of(parts: list[Part]) -> _ObjectShape:
         declared: dict[str, list[Part]] = {}
-        required: list[str] = []
+        required: dict[str, None] = {}
         holders: list[Part] = []
         values: list[Part] = []
         patterns: list[tuple[str, str, Part]] = []
@@ -1129,7 +1130,7 @@ class _ObjectShape:
             names = part.get("required")
             if isinstance(names, list):
                 holders.append(part)
-                required += [n for n in names if isinstance(n, str) and n not in required]
+                required.update((n, None) for n in names if isinstance(n, str))
             more = part.get("additionalProperties")
             if more is False:
                 closed = True
