@@ -61,8 +61,8 @@ from outform.parse import arraypath, context, strictness
 from outform.parse.cache import shared as _pipelines
 from outform.parse.context import too_deep, too_long, too_slow
 from outform.parse.extract import (
-    _OPENER_RUN,
     TAG_SPAN,
+    opener_run_end,
     opens_json,
     reasoning_tag,
     strip_reasoning,
@@ -498,7 +498,7 @@ class StreamParser(Generic[T]):
         """Whether the nesting past `max_depth` the parser met (in the value it follows, which
         it then stopped reading) is refused by `outform.parse` too: raise it now.
 
-        The value's first run of openers (`[[[…`, `_OPENER_RUN`) is judged once what follows
+        The value's first run of openers (`[[[…`, `opener_run_end`) is judged once what follows
         it decides, as the extraction judges it (`extract.opens_json`): while the run goes on
         (or only spaces follow it, or a word that may still grow), nothing is decided. Followed
         by what begins no JSON value (`[[[… Let me see`), it is prose and the value is not
@@ -515,9 +515,9 @@ class StreamParser(Generic[T]):
         if self._deep is None:
             assert parser.start is not None
             whole = self.text[: parser.received]
-            run = _OPENER_RUN.match(whole, parser.start)
-            assert run is not None  # the value starts with an opener
-            self._deep_at = run.end() - 1
+            run_end = opener_run_end(whole, parser.start)
+            assert run_end is not None  # the value starts with an opener
+            self._deep_at = run_end - 1
             self._deep = whole[self._deep_at :]
         else:
             self._deep += text
@@ -716,7 +716,7 @@ class StreamParser(Generic[T]):
 
 
 _MORE_OPENERS = re.compile(r"(?:\s*[{\[])*")
-"""More of a run of openers (`extract._OPENER_RUN`) after its last one so far."""
+"""More of a run of openers (`extract.opener_run_end`) after its last one so far."""
 _UNCONFIRMED = frozenset('"{}[]0123456789')
 """The last characters after which, at *full*, the tolerant decoders may read the value otherwise
 than the stream parser (see `StreamParser._reading_is_final`)."""

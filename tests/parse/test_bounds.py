@@ -392,3 +392,33 @@ def test_the_json_repair_limits_are_settable_in_outform_toml(
     finally:
         monkeypatch.delenv("OUTFORM_CONFIG")
         outform.config.reload()
+
+
+def test_the_loss_rules_looks_at_strings_read_the_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by a new-user trial: the looks for keys merged across a string's end and for
+    empty strings a reading invents ran over every string of a 4 to 6 MB reading before the
+    clock was read (0.3 s past a 1 s limit). Each looks at the strings one by one only when
+    the reading could hold what it looks for, reading the clock as it goes."""
+    from outform.parse import loss
+
+    assert loss.invented_empties('{"x": "", "y": "a"}', '{"x": ') == 1
+    assert loss.merged_keys('{"y\\", \\"c": true}', '"x" "y", "c": true') == 1
+    empties = "[" + '"", "a", ' * 3000 + '""]'
+    merged = "{" + '"k\\", \\"c": 1, ' * 3000 + '"z": 1}'
+    for look, value in ((loss.invented_empties, empties), (loss.merged_keys, merged)):
+        monkeypatch.setattr(context, "clock", ExpiresInside(in_function(look)))
+        with pytest.raises(InputError):
+            look(value, "", Deadline(5))
+
+
+def test_the_rewrite_with_no_free_mark_reads_the_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reply holding every private-use character leaves no mark for the rewrite of escapes:
+    the pattern rewrites it a window at a time, the clock read between them (one call over
+    2 MB took 1.9 s past a 0.5 s limit)."""
+    from outform.parse import escapes
+
+    monkeypatch.setattr(context, "clock", ExpiresInside(in_function(escapes._paired)))
+    reply = '{"s": "' + escapes._MARKS + "\\d" * 100_000 + '"}'
+    with pytest.raises(InputError) as caught:
+        outform.parse(reply, {"type": "object"}, level="full", time_limit=5)
+    assert raised_inside(caught.value.__traceback__, in_function(escapes._paired))

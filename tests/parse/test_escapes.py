@@ -76,3 +76,48 @@ def test_the_passes_in_c_double_the_backslashes_the_pattern_finds(text: str) -> 
     from outform.parse.escapes import _PAIRED
 
     assert keep_unknown(text)[0] == _PAIRED.sub(r"\1\\\\", text)
+
+
+@given(st.text(alphabet=["\\", "\\", "\\", "d", "n", '"', "x"]))
+def test_the_rewrite_window_by_window_is_the_rewrite_of_the_whole(text: str) -> None:
+    """Where no mark is free the pattern rewrites the text a window at a time, the deadline
+    read between them; a window never ends after a backslash, so none cuts an escape."""
+    from outform.parse import escapes
+
+    saved = escapes._WINDOW
+    escapes._WINDOW = 3
+    try:
+        windowed = escapes._paired(text, None)
+    finally:
+        escapes._WINDOW = saved
+    assert windowed == escapes._PAIRED.sub(r"\1\\\\", text)
+
+
+@pytest.mark.parametrize(
+    ("reply", "value"),
+    [
+        ('{"s": """\\d \\n"""}', "\\d \\n"),  # a triple-quoted value is raw
+        ('{"s": `C:\\Program Files`}', "C:\\Program Files"),
+        ('{"s": ```\n\\d+\n```}', "\\d+"),
+    ],
+)
+def test_a_raw_value_keeps_its_backslashes_as_written(reply: str, value: str) -> None:
+    """Found by a new-user trial: the escapes JSON does not know were doubled before the
+    delimit pass read the raw values, which then kept both backslashes. It reads the reply
+    as written now, and the escapes are kept for the readers after it."""
+    assert outform.parse(reply, level="full").data == {"s": value}
+
+
+@pytest.mark.parametrize(
+    ("reply", "value"),
+    [
+        ('{"s": "the "best" a\\\nb"}', 'the "best" ab'),
+        ('{"s": "the "best" a\\\r\nb"}', 'the "best" ab'),
+        ('{"s": "the "best" \\\n\\„"}', 'the "best" „'),
+        ('{"s": "the "best" \\\n\\n"}', 'the "best" \n'),
+    ],
+)
+def test_a_line_continuation_joins_the_lines_in_a_string_rewritten(reply: str, value: str) -> None:
+    """A string with quotes inside is rewritten as JSON by the delimit pass: a backslash ending
+    a line joins the lines there too, as JSON5 reads it (found by a new-user trial)."""
+    assert outform.parse(reply, level="full").data == {"s": value}

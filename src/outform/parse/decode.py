@@ -205,7 +205,7 @@ def decode_tier(
         )
     else:
         try:
-            decoded = _repair(written, deadline, max_repair_string)
+            decoded = _repair(text, deadline, max_repair_string)
         except LongString as stopped:
             return DecodeFailure(
                 f"json_repair was stopped: it read a string of more than "
@@ -264,18 +264,21 @@ def _json5(text: str) -> Decoded | None:
 
 def _repair(text: str, deadline: Deadline | None, longest: int) -> Decoded | DecodeFailure | None:
     """json-repair's reading of `text`, once the delimit pass has read it; raises LongString
-    when json-repair reads a string of more than `longest` characters."""
+    when json-repair reads a string of more than `longest` characters. The delimit pass reads
+    the text as written (a triple-quoted, backtick or fenced value is raw: its backslashes are
+    its own); the escapes JSON does not know are kept for the readers after it."""
     delimited = read(text, deadline)
+    text = escapes.keep_unknown(text, deadline)[0]
     if delimited.notes:
         # Its strings delimited (and the brackets a cut reply left open closed), the text is
         # often JSON or JSON5 again: read exactly, without json-repair's own guesses.
-        closed = decode(delimited.closed, 1)
+        closed = decode(escapes.keep_unknown(delimited.closed, deadline)[0], 1)
         if isinstance(closed, Decoded):
             notes = [delimited.detail]
             if delimited.closers:
                 notes.append(f"closed {len(delimited.closers)} bracket(s) left open at the end")
             return Decoded(closed.value, 2, "; ".join(notes), dropped=delimited.dropped)
-        decoded = _repair_text(delimited.text, longest, deadline)
+        decoded = _repair_text(escapes.keep_unknown(delimited.text, deadline)[0], longest, deadline)
         if decoded is not None:
             detail = f"{delimited.detail}; {decoded.detail}"
             decoded = Decoded(decoded.value, 2, detail, dropped=delimited.dropped)

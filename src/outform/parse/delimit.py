@@ -62,6 +62,7 @@ the top-level value), or nothing (a value was just read)."""
 
 _SPACE = frozenset(" \t\r\n")
 _JSON_ESCAPES = frozenset('"\\/bfnrtu')
+_LINE_ENDS = frozenset(("\n", "\r", "\r\n", "\u2028", "\u2029"))
 _VALUE_START = frozenset("\"'{[-+.0123456789`")
 _WORDS = ("true", "false", "null", "True", "False", "None", "NaN", "Infinity")
 _KEY_LOOKAHEAD = 256
@@ -84,7 +85,7 @@ _AFTER_ANY = ("//", "/*", "```", "~~~")
 _FENCES = ('"""', "'''", "```")
 """The foreign literals of more than one character: Python's triple quotes, a Markdown fence."""
 _CONTROL = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
-_TO_ESCAPE = re.compile(r'\\(.)|\\\Z|"|[\x00-\x1f]', re.DOTALL)
+_TO_ESCAPE = re.compile(r'\\(\r\n|.)|\\\Z|"|[\x00-\x1f]', re.DOTALL)
 """What `_as_json_string` rewrites: an escape, a backslash ending the body, a quote, a control
 character."""
 
@@ -813,6 +814,8 @@ def _escaped(match: re.Match[str]) -> str:
     if escape is not None:
         if escape in _JSON_ESCAPES:
             return match.group()
+        if escape in _LINE_ENDS:
+            return ""  # a line continuation joins the lines (as JSON5 reads it)
         return escape if escape in escapes.QUOTES else "\\\\" + escape
     c = match.group()
     if c == "\\":

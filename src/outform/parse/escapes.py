@@ -31,8 +31,10 @@ escaped backslash aside): JSON's own, a line continuation and a quote."""
 _KNOWN_ESCAPE = re.compile("\\\\[" + re.escape(_KNOWN) + "]")
 _PAIRED = re.compile(r"((?:^|[^\\])(?:\\\\)*)\\(?=[^\"\\/bfnrtu\r\n" + QUOTES + "])", re.DOTALL)
 """The same backslash in a text as written: after an even run of backslashes."""
-_MARKS = "".join(map(chr, range(0xE000, 0xF900)))
+_MARKS = "".join(map(chr, [*range(0xE000, 0xF900), *range(0xF0000, 0xFFFFE)]))
 """Private-use characters, two of which mark the backslashes set aside (see `keep_unknown`)."""
+_WINDOW = 1 << 16
+"""Characters rewritten by one call of the pattern, where no mark is free (see `_paired`)."""
 _KIND = re.compile(r"\\[^\"\\/bfnrtu\r\n" + QUOTES + "]", re.DOTALL)
 """Such an escape as written."""
 
@@ -50,8 +52,8 @@ def keep_unknown(text: str, deadline: Deadline | None = None) -> tuple[str, list
     if "\\" not in text:
         return text, []
     held, kept = _marks(text)
-    if not kept:  # (a text holding all but one private-use character: a Python call a match)
-        return _PAIRED.sub(r"\1\\\\", text), _kinds(text.replace("\\\\", "  "))
+    if not kept:  # (a text holding all but one private-use character)
+        return _paired(text, deadline), _kinds(text.replace("\\\\", "  "))
     text = text.replace("\\\\", held)
     kinds = _kinds(text)
     if kinds:
@@ -68,6 +70,23 @@ def keep_unknown(text: str, deadline: Deadline | None = None) -> tuple[str, list
         text = text[:-1].replace("\\", "\\\\") + "\\" if last else text.replace("\\", "\\\\")
         text = text.replace(kept, "\\")
     return text.replace(held, "\\\\"), kinds
+
+
+def _paired(text: str, deadline: Deadline | None) -> str:
+    """The rewrite by one pattern (a Python call a match, on Python 3.11), window by window so
+    that the deadline is read between them; a window never ends after a backslash, so each
+    starts with the count of backslashes before it even and no escape is cut."""
+    parts = []
+    start = 0
+    while start < len(text):
+        end = min(len(text), start + _WINDOW)
+        while end < len(text) and text[end - 1] == "\\":
+            end += 1
+        parts.append(_PAIRED.sub(r"\1\\\\", text[start:end]))
+        if deadline is not None:
+            deadline.check()
+        start = end
+    return "".join(parts)
 
 
 def _marks(text: str) -> tuple[str, str]:

@@ -8,7 +8,8 @@ digits, measured by :func:`measure`, and the value *keeps* the same measure of i
 (its keys, strings, numbers and `true` / `false` / `null`). Both sides are measured alike:
 
 - comments count for nothing;
-- an escape counts as what it stands for (`\\u00e9` as one letter, `\\n` as nothing);
+- an escape counts as what it stands for (`\\u00e9` as one letter, `\\n` as nothing, and one
+  JSON does not know as its backslash and character: `\\d` counts its `d`, see escapes.py);
 - a number with a fraction or an exponent counts the digits of its shortest spelling
   (`1.50` and `1.5` both count 2, `1e3` and `1000.0` both 5, `0x1F` and `31` both 2), so that
   re-spelling a number is no loss; Python's `None` / `True` / `False` have as many letters as
@@ -36,7 +37,6 @@ from __future__ import annotations
 
 import math
 import re
-import string
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -56,8 +56,6 @@ _BOUNDARY = re.compile(r'\\"\s*[,:]|[,:]\s*\\"')
 """An escaped quote next to a comma or colon, as a key holding a member boundary is written."""
 _NOT_ALNUM = re.compile(r"[\W_]+")
 _UNICODE_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
-_SIMPLE_ESCAPE = re.compile(r"\\(?!u[0-9a-fA-F]{4}).", re.DOTALL)
-"""Escapes in a text whose escaped backslashes were set aside (see `_unescaped`)."""
 # A number that a decoder may write otherwise: with a fraction, an exponent, or in hex.
 _RESPELLABLE = re.compile(
     r"(?<![\w.])(?:0[xX][0-9a-fA-F]+|(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+)(?![\w.])"
@@ -65,11 +63,6 @@ _RESPELLABLE = re.compile(
 _DIGITS = "0123456789"
 _NOT_LETTER = bytes(b for b in range(128) if not chr(b).isalpha())
 _NOT_DIGIT = bytes(b for b in range(128) if not chr(b).isdigit())
-_CLASSES = bytes.maketrans(
-    b"\\" + string.ascii_letters.encode() + string.digits.encode(), b"B" + b"L" * 52 + b"D" * 10
-)
-"""ASCII as classes: a backslash `B`, a letter `L`, a digit `D` (anything else as it is:
-punctuation, never one of the three)."""
 _EXPONENT_OR_HEX = re.compile(r"[eExX]")
 _STRING = re.compile(r'"((?:[^"\\]|\\.)*)"(:?)', re.DOTALL)
 
@@ -224,8 +217,8 @@ def _unescaped(
     escape counts as what it stands for (`\\u00e9` one letter, `\\n` nothing). In bulk, a few
     passes in C whatever the number of escapes: escaped backslashes set aside first (a
     space: no letter or digit), so that every backslash left begins an escape; `\\uXXXX`
-    decoded together; what the other escapes show is what removing them takes away. The
-    `deadline` is read between the passes."""
+    decoded together; the letters of the other escapes JSON knows taken away (see
+    `_escaped_letters`). The `deadline` is read between the passes."""
     if "\\\\" in text:
         text = text.replace("\\\\", " ")
     if deadline is not None:
@@ -243,23 +236,17 @@ def _unescaped(
             if deadline is not None:
                 deadline.check()
     if "\\" in text:
-        escaped = _escaped_letters_and_digits(text)
-        letters -= escaped[0]
-        digits -= escaped[1]
+        letters -= _escaped_letters(text)
     return letters, digits
 
 
-def _escaped_letters_and_digits(text: str) -> tuple[int, int]:
-    """The letters and digits right after a backslash, in a text where each backslash begins
-    an escape (what removing the escapes takes away). For ASCII, two counts over the text
-    written as classes (`BL`, `BD`: a match at a time would cost 0.2 s for a million); else
-    a regex removes the escapes."""
-    if text.isascii():
-        classes = text.encode("ascii").translate(_CLASSES)
-        return classes.count(b"BL"), classes.count(b"BD")
-    before = _letters_and_digits(text)
-    after = _letters_and_digits(_SIMPLE_ESCAPE.sub("", text))
-    return before[0] - after[0], before[1] - after[1]
+def _escaped_letters(text: str) -> int:
+    """The letters that name an escape JSON knows (`\\n`, `\\t`, `\\b`, `\\f`, `\\r`; `\\u`
+    without its four digits), in a text where each backslash begins an escape: they stand for
+    no letter. The letter or digit of an escape JSON does not know is content, as the rule
+    for those escapes reads it (`\\d` is a backslash and a `d`: see escapes.py). Six counts
+    in C."""
+    return sum(text.count("\\" + letter) for letter in "bfnrtu")
 
 
 def _letters_and_digits(text: str) -> tuple[int, int]:
@@ -299,25 +286,38 @@ def decimal_digits(n: int) -> int:
 _LOG10_2 = math.log10(2)
 
 
-def merged_keys(value_json: str, text: str) -> int:
+def merged_keys(value_json: str, text: str, deadline: Deadline | None = None) -> int:
     """Member boundaries inside the keys of `value_json` that `text` does not write escaped: a
     key holding a quote next to a comma or a colon (`y", "c`) was read across the end of a
-    string, two members merged into one. (A quote inside a word, `k"e"y`, is no boundary.)"""
-    if '\\"' not in value_json:
+    string, two members merged into one. (A quote inside a word, `k"e"y`, is no boundary.)
+    The strings are looked at one by one only when the value holds such a boundary at all."""
+    if '\\"' not in value_json or _BOUNDARY.search(value_json) is None:
         return 0
-    held = sum(len(_BOUNDARY.findall(body)) for body, colon in _STRING.findall(value_json) if colon)
+    held = 0
+    for string in _STRING.finditer(value_json):
+        if deadline is not None:
+            deadline.tick()
+        if string.group(2):
+            held += len(_BOUNDARY.findall(string.group(1)))
     return max(0, held - len(_BOUNDARY.findall(text))) if held else 0
 
 
-def invented_empties(value_json: str, text: str) -> int:
+def invented_empties(value_json: str, text: str, deadline: Deadline | None = None) -> int:
     """Empty strings among the values of `value_json` that `text` does not write: json-repair
     reads a key whose value it lost track of as `""` (`{"name": "Ana, "nick":` as
     `{"name": "Ana", "nick": ""}`), a value the reply never wrote. What the reply writes empty
-    (`""`, `''`, a string opened at its very end) is counted as written."""
+    (`""`, `''`, a string opened at its very end) is counted as written. The strings are
+    looked at one by one only when the value writes `""` more often than the reply."""
     if '""' not in value_json:
         return 0
-    made = sum(1 for body, colon in _STRING.findall(value_json) if not body and not colon)
     written = text.count('""') + text.count("''") + text.rstrip().endswith(('"', "'"))
+    if value_json.count('""') <= written:
+        return 0
+    made = 0
+    for string in _STRING.finditer(value_json):
+        if deadline is not None:
+            deadline.tick()
+        made += not string.group(1) and not string.group(2)
     return max(0, made - written)
 
 
@@ -327,8 +327,8 @@ def assess(
     """The loss of a decode of candidate `text` into the value whose compact JSON is
     `value_json`; `dropped` is what a rule dropped on purpose and said so."""
     read = region(text)
-    merged = merged_keys(value_json, read)
-    invented = invented_empties(value_json, read)
+    merged = merged_keys(value_json, read, deadline)
+    invented = invented_empties(value_json, read, deadline)
     # Counted as written first (a few passes in C): when both sides agree exactly, the reading
     # kept every letter and digit as the reply wrote them, and comments and number spellings
     # need no second look (a large reply with trailing commas pays only this).

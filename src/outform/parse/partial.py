@@ -41,7 +41,7 @@ import orjson
 
 from outform.errors import OutputError
 from outform.jsontext import loads_exact, may_be_inexact
-from outform.parse.extract import _JSON_LANGS, _OPENER_RUN, _REASONING_TAGS
+from outform.parse.extract import _JSON_LANGS, _REASONING_TAGS, opener_run_end
 from outform.parse.hint import RetryHint, Violation, clip
 from outform.parse.values import ordinary_numbers, out_of_range
 
@@ -819,21 +819,21 @@ class PartialParser:
         `_rewind`.)"""
         if not self.too_deep:
             return False
-        run = _OPENER_RUN.match(self._buf, self._tentative - self._base)
-        return run is None or self.too_deep_at >= run.end() + self._base
+        run_end = opener_run_end(self._buf, self._tentative - self._base)
+        return run_end is None or self.too_deep_at >= run_end + self._base
 
     def _rewind(self) -> None:
         """A tentative start was not JSON: read it as prose again, from the next character.
         One nested too deep is read as prose up to the end of its run of openers (the pipeline
-        reads them alike: see `extract._OPENER_RUN`), so a long run is not read again from
+        reads them alike: see `extract.opener_run_end`), so a long run is not read again from
         each of its brackets; its depth is the pipeline's to judge, if it is JSON."""
         self._phase = _PROSE_PHASE
         self._pos = self._tentative + 1
         if self.too_deep:
             self.too_deep = False
-            run = _OPENER_RUN.match(self._buf, self._tentative - self._base)
-            if run is not None:
-                self._pos = run.end() + self._base
+            run_end = opener_run_end(self._buf, self._tentative - self._base)
+            if run_end is not None:
+                self._pos = run_end + self._base
         self._tentative = -1
         self._stack = []
         self._outer = ()
