@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -387,3 +388,14 @@ def test_a_repair_that_tears_apart_a_region_read_as_written_is_refused() -> None
     with pytest.raises(outform.OutputError) as caught:
         outform.parse('Math: [0, 1) then {"a": "x"}', schema, level="full")
     assert "tears apart a region" in caught.value.what
+
+
+@given(st.text(alphabet=["[", "{", " ", "\n", "\u2003", "a", "1", "]"]), st.integers(0, 8))
+def test_a_run_of_openers_ends_after_its_last_opener(text: str, index: int) -> None:
+    """One possessive repeat of a class finds the run (five million `[` in 0.015 s, where a
+    repeated group of whitespace-then-opener took 0.57 s), then steps back over the
+    whitespace after its last opener: the end the repeated group finds."""
+    from outform.parse.extract import opener_run_end
+
+    run = re.compile(r"[{\[](?:\s*[{\[])*").match(text, index)
+    assert opener_run_end(text, index) == (run.end() if run else None)
