@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 import typing
 from collections.abc import (
     AsyncIterable,
@@ -521,11 +520,11 @@ class StreamParser(Generic[T]):
             self._deep = whole[self._deep_at :]
         else:
             self._deep += text
-            more = _MORE_OPENERS.match(self._deep, 1)
-            assert more is not None  # the pattern matches the empty string
-            if more.end() > 1:
-                self._deep_at += more.end() - 1
-                self._deep = self._deep[more.end() - 1 :]
+            run_end = opener_run_end(self._deep, 0)  # (it starts at the run's last opener)
+            assert run_end is not None
+            if run_end > 1:
+                self._deep_at += run_end - 1
+                self._deep = self._deep[run_end - 1 :]
         verdict = opens_json(self._deep, 0, final=False)
         if verdict is None:
             return False
@@ -715,8 +714,6 @@ class StreamParser(Generic[T]):
         )
 
 
-_MORE_OPENERS = re.compile(r"(?:\s*[{\[])*")
-"""More of a run of openers (`extract.opener_run_end`) after its last one so far."""
 _UNCONFIRMED = frozenset('"{}[]0123456789')
 """The last characters after which, at *full*, the tolerant decoders may read the value otherwise
 than the stream parser (see `StreamParser._reading_is_final`)."""

@@ -205,7 +205,7 @@ def decode_tier(
         )
     else:
         try:
-            decoded = _repair(text, deadline, max_repair_string)
+            decoded = _repair(text, written, deadline, max_repair_string)
         except LongString as stopped:
             return DecodeFailure(
                 f"json_repair was stopped: it read a string of more than "
@@ -262,13 +262,15 @@ def _json5(text: str) -> Decoded | None:
     return Decoded(value, 1, "accepted JSON5 syntax")
 
 
-def _repair(text: str, deadline: Deadline | None, longest: int) -> Decoded | DecodeFailure | None:
+def _repair(
+    text: str, written: str, deadline: Deadline | None, longest: int
+) -> Decoded | DecodeFailure | None:
     """json-repair's reading of `text`, once the delimit pass has read it; raises LongString
     when json-repair reads a string of more than `longest` characters. The delimit pass reads
     the text as written (a triple-quoted, backtick or fenced value is raw: its backslashes are
-    its own); the escapes JSON does not know are kept for the readers after it."""
+    its own); the readers after it are given the escapes JSON does not know kept (`written`,
+    `text` as `escapes.keep_unknown` rewrites it)."""
     delimited = read(text, deadline)
-    text = escapes.keep_unknown(text, deadline)[0]
     if delimited.notes:
         # Its strings delimited (and the brackets a cut reply left open closed), the text is
         # often JSON or JSON5 again: read exactly, without json-repair's own guesses.
@@ -285,11 +287,10 @@ def _repair(text: str, deadline: Deadline | None, longest: int) -> Decoded | Dec
         elif delimited.dropped:
             return None  # the text as written ends in what was dropped: not read again
     else:
-        decoded = _repair_text(text, longest, deadline)
+        decoded = _repair_text(written, longest, deadline)
     if decoded is None:
         return None
-    written = delimited.keys | keys.before_colons(text)
-    key = keys.invented(decoded.value, written, deadline)
+    key = keys.invented(decoded.value, delimited.keys | keys.before_colons(written), deadline)
     if key is not None:
         return DecodeFailure(
             f"json_repair's reading makes a key of {key!r}, which the reply does not write as "

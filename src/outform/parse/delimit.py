@@ -62,7 +62,8 @@ the top-level value), or nothing (a value was just read)."""
 
 _SPACE = frozenset(" \t\r\n")
 _JSON_ESCAPES = frozenset('"\\/bfnrtu')
-_LINE_ENDS = frozenset(("\n", "\r", "\r\n", "\u2028", "\u2029"))
+_LINE_ENDS = frozenset(("\n", "\r", "\r\n"))
+"""What a backslash ending a line escapes: the lines join (escapes.py keeps the same ones)."""
 _VALUE_START = frozenset("\"'{[-+.0123456789`")
 _WORDS = ("true", "false", "null", "True", "False", "None", "NaN", "Infinity")
 _KEY_LOOKAHEAD = 256

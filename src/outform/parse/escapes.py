@@ -29,13 +29,15 @@ _KNOWN = '"/bfnrtu\r\n' + QUOTES
 """What may follow a backslash in an escape the tolerant readers keep as they read it (the
 escaped backslash aside): JSON's own, a line continuation and a quote."""
 _KNOWN_ESCAPE = re.compile("\\\\[" + re.escape(_KNOWN) + "]")
-_PAIRED = re.compile(r"((?:^|[^\\])(?:\\\\)*)\\(?=[^\"\\/bfnrtu\r\n" + QUOTES + "])", re.DOTALL)
+_UNKNOWN_CHAR = "[^\\\\" + re.escape(_KNOWN) + "]"
+"""A character that, after a backslash, makes an escape JSON does not know."""
+_PAIRED = re.compile(r"((?:^|[^\\])(?:\\\\)*)\\(?=" + _UNKNOWN_CHAR + ")", re.DOTALL)
 """The same backslash in a text as written: after an even run of backslashes."""
 _MARKS = "".join(map(chr, [*range(0xE000, 0xF900), *range(0xF0000, 0xFFFFE)]))
 """Private-use characters, two of which mark the backslashes set aside (see `keep_unknown`)."""
 _WINDOW = 1 << 16
 """Characters rewritten by one call of the pattern, where no mark is free (see `_paired`)."""
-_KIND = re.compile(r"\\[^\"\\/bfnrtu\r\n" + QUOTES + "]", re.DOTALL)
+_KIND = re.compile(r"\\" + _UNKNOWN_CHAR, re.DOTALL)
 """Such an escape as written."""
 
 

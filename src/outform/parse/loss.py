@@ -43,15 +43,16 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from outform.parse.context import Deadline
 
-_COMMENTS = re.compile(
-    r'"(?:[^"\\\n]|\\.)*+"?'  # a double-quoted string (skipped, even unterminated)
-    r"|'(?:[^'\\\n]|\\.)*+'?"  # a single-quoted string
-    r"|(//[^\n]*+|/\*(?s:.*?)(?:\*/|\Z))"  # a comment
-)
-_QUOTED = re.compile(r'"(?:[^"\\\n]|\\.)*+"?')
+_DOUBLE_QUOTED = r'"(?:[^"\\\n]|\\.)*+"?'
 """A string, or one left open to the end of its line: every match consumes its text (a pattern
 that needed the closing quote tried again from each later quote of a long open string, the
 square of its length: 200 KB of escapes took 28 s past a 5 s time_limit)."""
+_COMMENTS = re.compile(
+    _DOUBLE_QUOTED  # a string (skipped, even unterminated)
+    + r"|'(?:[^'\\\n]|\\.)*+'?"  # a single-quoted string
+    + r"|(//[^\n]*+|/\*(?s:.*?)(?:\*/|\Z))"  # a comment
+)
+_QUOTED = re.compile(_DOUBLE_QUOTED)
 _BOUNDARY = re.compile(r'\\"\s*[,:]|[,:]\s*\\"')
 """An escaped quote next to a comma or colon, as a key holding a member boundary is written."""
 _NOT_ALNUM = re.compile(r"[\W_]+")
