@@ -252,6 +252,27 @@ def test_a_string_cut_at_the_end_keeps_its_line_breaks() -> None:
     assert _read('["a", "b\n\n') == ["a", "b\n\n"]
 
 
+def test_a_string_cut_at_the_end_is_written_as_a_json_string() -> None:
+    """Its escapes read as in any string: `\\/` is `/` and a backslash ending the reply is
+    kept (json-repair, which read it before, kept `\\/` and dropped that backslash)."""
+    delimited = delimit('{"a": "x \\/ y \\')
+    assert delimited is not None
+    assert orjson.loads(delimited.closed) == {"a": "x / y \\"}
+    assert "closed a string cut off at the end" in delimited.detail
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [('["a", "', ["a"]), ('{"a": 1, "b": "', {"a": 1}), ('{"a": ["', {})],
+)
+def test_a_string_cut_off_after_its_opening_quote_is_no_value(text: str, expected: Any) -> None:
+    """Nothing of it was written: dropped with its key, as a key left without a value is."""
+    delimited = delimit(text)
+    assert delimited is not None
+    assert orjson.loads(delimited.closed) == expected
+    assert "dropped the string cut off at the end before its first character" in delimited.detail
+
+
 def test_a_cut_string_with_structure_inside_is_left_to_the_decoder() -> None:
     assert delimit('{"a": "hello}') is None
 

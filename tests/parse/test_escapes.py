@@ -121,3 +121,75 @@ def test_a_line_continuation_joins_the_lines_in_a_string_rewritten(reply: str, v
     """A string with quotes inside is rewritten as JSON by the delimit pass: a backslash ending
     a line joins the lines there too, as JSON5 reads it (found by a new-user trial)."""
     assert outform.parse(reply, level="full").data == {"s": value}
+
+
+BODIES = [
+    "a \\/ b",  # JSON's own
+    "a \\` b",  # escaped quotes, which json-repair reads its own way or not
+    "a \\« b \\‹ b",
+    "a \\„ b \\“ b",
+    "a \\' b",
+    "a \\\nb",  # line continuations
+    "a \\\r\nb \\\rc",
+    "a \\d b",  # an escape JSON does not know
+    "a \\\\\\/ b",  # an escaped backslash, then `\/`
+]
+
+
+@pytest.mark.parametrize("body", BODIES)
+@pytest.mark.parametrize(
+    "shape",
+    [
+        '{{"s": "{}" "t": 1}}',  # no comma after the string: json-repair reads it
+        '{{"s": "{}',  # cut off at the end
+        '["{}"',  # an array left open
+        '{{"s": "{}", "t": [1, 2}}',  # a closer of the wrong kind
+    ],
+)
+def test_every_reader_gives_a_string_the_value_json5_gives_it(shape: str, body: str) -> None:
+    """Found by a new-user trial: json-repair kept the backslash of `\\/`, of an escaped
+    backtick and of a line continuation where a string was cut off or no comma followed it,
+    while the same string in a reply pyjson5 reads lost it. The reading of a string does not
+    depend on which reader the rest of the reply needs."""
+    expected = outform.parse('{"s": "' + body + '"}', level="full").data["s"]
+    data = outform.parse(shape.format(body), level="full").data
+    assert (data[0] if isinstance(data, list) else data["s"]) == expected
+
+
+@pytest.mark.parametrize("body", BODIES)
+def test_a_line_break_inside_a_string_does_not_change_its_escapes(body: str) -> None:
+    """A raw line break inside a string is refused by pyjson5 (json-repair reads the reply)."""
+    expected = outform.parse('{"s": "' + body + '\\nx"}', level="full").data["s"]
+    assert outform.parse('{"s": "' + body + '\nx", "t": 1}', level="full").data["s"] == expected
+
+
+@given(st.text(alphabet=["\\", "\\", "\\", "/", "`", "'", "„", "\r", "\n", "d", "\ue000"]))
+def test_the_passes_in_c_read_as_json5_what_the_pattern_finds(text: str) -> None:
+    """`read_as_json5` (a pass of `str.replace` per kind) against its rule written as one
+    pattern, and against the same pattern applied a window at a time (where no mark is free)."""
+    from outform.parse import escapes
+
+    by_pattern = escapes._READ_AS_PAIRED.sub(escapes._read_as, text)
+    assert escapes.read_as_json5(text) == by_pattern
+    saved = escapes._WINDOW
+    escapes._WINDOW = 3
+    try:
+        windowed = escapes._paired(text, None, escapes._READ_AS_PAIRED, escapes._read_as)
+    finally:
+        escapes._WINDOW = saved
+    assert windowed == by_pattern
+
+
+def test_a_backslash_ending_a_cut_reply_is_kept() -> None:
+    """Found by a new-user trial: `"abc\\\\\\` (an escaped backslash, then one the reply's end
+    cut off) lost the last backslash without a record."""
+    assert outform.parse('{"s": "abc\\\\\\', level="full").data == {"s": "abc\\\\"}
+
+
+def test_only_the_unknown_escapes_the_value_holds_are_named() -> None:
+    """Those of a comment the reading dropped are not the value's (found by a new-user trial)."""
+    result = outform.parse('{"s": "x\\d" /* \\q */, "t": "y"}', level="full")
+    assert result.data == {"s": "x\\d", "t": "y"}
+    assert "kept the backslash of escapes JSON does not know (\\d)" in result.changes[0].detail
+    result = outform.parse('{"s": "x" /* \\q */, "t": "y"}', level="full")
+    assert "does not know" not in result.changes[0].detail

@@ -220,8 +220,12 @@ def decode_tier(
         return decoded
     accepted = _accept(text, decoded, deadline, max_depth)
     if unknown and isinstance(accepted, Decoded):
-        kept = f"kept the backslash of escapes JSON does not know ({', '.join(unknown)})"
-        return replace(accepted, detail=f"{accepted.detail}; {kept}")
+        # Named only as the value holds them (not those of a comment the reading dropped).
+        encoded = values.encode(accepted.value)
+        unknown = [kind for kind in unknown if "\\" + kind in encoded]
+        if unknown:
+            kept = f"kept the backslash of escapes JSON does not know ({', '.join(unknown)})"
+            return replace(accepted, detail=f"{accepted.detail}; {kept}")
     return accepted
 
 
@@ -271,7 +275,7 @@ def _repair(
     its own); the readers after it are given the escapes JSON does not know kept (`written`,
     `text` as `escapes.keep_unknown` rewrites it)."""
     delimited = read(text, deadline)
-    if delimited.notes:
+    if delimited.notes or delimited.closers:
         # Its strings delimited (and the brackets a cut reply left open closed), the text is
         # often JSON or JSON5 again: read exactly, without json-repair's own guesses.
         closed = decode(escapes.keep_unknown(delimited.closed, deadline)[0], 1)
@@ -302,16 +306,17 @@ def _repair(
 
 
 def _repair_text(text: str, longest: int, deadline: Deadline | None = None) -> Decoded | None:
-    """json-repair's reading of `text`, its long strings held out (see held.py)."""
+    """json-repair's reading of `text`, its long strings held out (see held.py), the escapes
+    it would keep as written given as JSON5 reads them (see `escapes.read_as_json5`)."""
     held = hold(text, deadline)
     if held is None:
-        return _json_repair(text, longest, deadline)
-    decoded = _json_repair(held.text, longest, deadline)
+        return _json_repair(escapes.read_as_json5(text, deadline), longest, deadline)
+    decoded = _json_repair(escapes.read_as_json5(held.text, deadline), longest, deadline)
     if decoded is None:
         return None
     value, whole = held.put_back(decoded.value)
     if not whole:
-        return _json_repair(text, longest, deadline)
+        return _json_repair(escapes.read_as_json5(text, deadline), longest, deadline)
     detail = held.note if decoded.detail == _REPAIRED else f"{decoded.detail}; {held.note}"
     return Decoded(value, 2, detail)
 

@@ -26,7 +26,9 @@ as JSON strings the values whose extent a rule decides:
   `"c": }`) is dropped with its member, so the field is absent rather than `""` (json-repair's
   reading), and said in `dropped`.
 - **The end of a cut reply.** A string still open at the end keeps its text to the very end,
-  trailing spaces and line breaks included (json-repair trims them); a key left without a value
+  trailing spaces and line breaks included (json-repair trims them), and is written here, its
+  escapes read as in any string (json-repair keeps some backslashes there); one of which only
+  the opening quote was written is no value, and is dropped; a key left without a value
   at the end (`"nick":`, `"nick"`) is dropped, so the field is absent rather than `""`; so is
   a number that nothing but the end of the reply follows (`"total": 12`, `[1, 2, 34`: the
   reply may have been writing 1234.56), with its key: the stream parser too shows no number
@@ -187,7 +189,8 @@ class _Pass:
         self.pending_key: str | None = None
         """A key read whose value has not started yet (dropped if the text ends there)."""
         self.cut: int | None = None
-        """Where (in `out`) a number that runs to the very end of the text is (dropped)."""
+        """Where (in `out`) a number that runs to the very end of the text is, or a string of
+        which only the opening quote was written (dropped)."""
         self.dropped: list[str] = []
         self.exhausted: dict[tuple[str, Role, bool], int] = {}
         """Searches for a string's end that failed, and where: a later search that starts
@@ -266,8 +269,12 @@ class _Pass:
             key = clip(self.pending_key, 40)
             self._drop(self.starts[-1], f"dropped the key {key!r} left without a value at the end")
         elif self.cut is not None and self.stack:
-            number = clip(out[self.cut].strip(), 40)
-            note = f"dropped the number {number} cut off at the end (it may have been longer)"
+            cut = clip(out[self.cut].strip(), 40)
+            note = (
+                "dropped the string cut off at the end before its first character"
+                if cut == '""'
+                else f"dropped the number {cut} cut off at the end (it may have been longer)"
+            )
             in_object = self.stack[-1] == "{"
             if in_object and _MEMBER_HEAD.fullmatch("".join(self.out[self.starts[-1] : self.cut])):
                 self._drop(self.starts[-1], note)  # the number is the value of its key
@@ -507,12 +514,19 @@ class _Pass:
             self._key(body, text[i])  # a key cut off: dropped at the end, as a key left alone
             self.out.append(text[i:])
             return self.n
+        if not body and self.stack:  # only the opening quote: no value written yet
+            self.cut = len(self.out)
+            self.out.append('""')
+            self._after_value()
+            return self.n
         literal = _as_json_string(body, self.deadline)
         self.out.append(literal)
         as_written = True
         if body != body.rstrip():
             self._note("kept the end of a string cut off at the end of the reply")
             as_written = False
+        else:
+            self._note("closed a string cut off at the end of the reply")
         if _string_end(body, 0, text[i]) != -1:
             self._note("kept quotes inside a string that did not end there")
             as_written = False

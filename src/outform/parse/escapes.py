@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -74,7 +75,55 @@ def keep_unknown(text: str, deadline: Deadline | None = None) -> tuple[str, list
     return text.replace(held, "\\\\"), kinds
 
 
-def _paired(text: str, deadline: Deadline | None) -> str:
+_REPAIR_QUOTES = "'\u201e\u201c\u201d"
+"""The quotes json-repair reads as quotes itself (`'`, `„`, `“`, `”`): the escaped one is the
+quote there, and an unescaped one may end one of its strings."""
+_READ_AS = {"/": "/", "\r\n": "", "\r": "", "\n": ""} | {
+    quote: quote for quote in QUOTES if quote not in _REPAIR_QUOTES
+}
+"""What json-repair is given instead of the escapes it keeps as written although JSON5 reads
+them as a character: `\\/` (JSON's own), an escaped quote (but those of `_REPAIR_QUOTES`) and
+a line continuation."""
+_READ_AS_ESCAPE = re.compile(r"\\(\r\n|[" + re.escape("".join(_READ_AS)) + "])")
+_READ_AS_PAIRED = re.compile(r"\\(\\|\r\n|[" + re.escape("".join(_READ_AS)) + "])")
+"""The same, or an escaped backslash (kept): matched left to right, every backslash is paired."""
+
+
+def read_as_json5(text: str, deadline: Deadline | None = None) -> str:
+    """`text` with `\\/`, an escaped quote and a line continuation written as JSON5 reads them
+    (`/`, the quote, nothing), for json-repair: it keeps the backslash of these where a string
+    is cut off or is followed by no comma (`{"s": "a \\/ b" "t": 1}` read as `a \\/ b`), a
+    change of content beside every other reader's. Escaped backslashes are set aside under a
+    mark first (as in `keep_unknown`), so that each backslash left begins an escape; each kind
+    found is then one `str.replace`, the deadline read between them."""
+    if "\\" not in text or _READ_AS_ESCAPE.search(text) is None:
+        return text
+    held = _marks(text)[0]
+    if not held:  # (a text holding all but one private-use character)
+        return _paired(text, deadline, _READ_AS_PAIRED, _read_as)
+    text = text.replace("\\\\", held)
+    found = _READ_AS_ESCAPE.search(text)
+    while found is not None:
+        if deadline is not None:
+            deadline.check()
+        if found.group(1) == "\r":
+            text = text.replace("\\\r\n", "")  # (a continuation ends at a whole line end)
+        text = text.replace(found.group(), _READ_AS[found.group(1)])
+        found = _READ_AS_ESCAPE.search(text, found.start())
+    return text.replace(held, "\\\\")
+
+
+def _read_as(match: re.Match[str]) -> str:
+    escaped = match.group(1)
+    return "\\\\" if escaped == "\\" else _READ_AS[escaped]
+
+
+def _paired(
+    text: str,
+    deadline: Deadline | None,
+    pattern: re.Pattern[str] = _PAIRED,
+    replacement: str | Callable[[re.Match[str]], str] = r"\1\\\\",
+) -> str:
     """The rewrite by one pattern (a Python call a match, on Python 3.11), window by window so
     that the deadline is read between them; a window never ends after a backslash, so each
     starts with the count of backslashes before it even and no escape is cut."""
@@ -82,9 +131,9 @@ def _paired(text: str, deadline: Deadline | None) -> str:
     start = 0
     while start < len(text):
         end = min(len(text), start + _WINDOW)
-        while end < len(text) and text[end - 1] == "\\":
+        while end < len(text) and text[end - 1] in "\\\r":
             end += 1
-        parts.append(_PAIRED.sub(r"\1\\\\", text[start:end]))
+        parts.append(pattern.sub(replacement, text[start:end]))
         if deadline is not None:
             deadline.check()
         start = end
