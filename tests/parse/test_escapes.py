@@ -193,3 +193,10 @@ def test_only_the_unknown_escapes_the_value_holds_are_named() -> None:
     assert "kept the backslash of escapes JSON does not know (\\d)" in result.changes[0].detail
     result = outform.parse('{"s": "x" /* \\q */, "t": "y"}', level="full")
     assert "does not know" not in result.changes[0].detail
+
+
+@pytest.mark.parametrize("reply", ['{"a": "\\\n", "b": 1}', '{"a": "\\\r\n\\\n" "b": 1}'])
+def test_a_string_of_line_continuations_alone_is_written_empty(reply: str) -> None:
+    """JSON5 reads it as `""`: a reading that gives the empty string invents nothing (the
+    loss rule refused it as an empty string the reply does not write)."""
+    assert outform.parse(reply, level="full").data == {"a": "", "b": 1}

@@ -66,6 +66,8 @@ _NOT_LETTER = bytes(b for b in range(128) if not chr(b).isalpha())
 _NOT_DIGIT = bytes(b for b in range(128) if not chr(b).isdigit())
 _EXPONENT_OR_HEX = re.compile(r"[eExX]")
 _STRING = re.compile(r'"((?:[^"\\]|\\.)*)"(:?)', re.DOTALL)
+_CONTINUED = re.compile(r"([\"'])(?:\\(?:\r\n|[\r\n]))+\1")
+"""A string of line continuations alone (`"\\⏎"`): JSON5's empty string."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,6 +316,8 @@ def invented_empties(value_json: str, text: str, deadline: Deadline | None = Non
     written = text.count('""') + text.count("''") + text.rstrip().endswith(('"', "'"))
     if value_json.count('""') <= written:
         return 0
+    if "\\" in text:  # a string of line continuations alone is written empty too (JSON5)
+        written += len(_CONTINUED.findall(text))
     made = 0
     for string in _STRING.finditer(value_json):
         if deadline is not None:
