@@ -9,6 +9,7 @@ import pyjson5
 import pytest
 
 import outform
+from outform.parse import loss
 from outform.parse.delimit import delimit
 
 CODE = {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}
@@ -273,8 +274,75 @@ def test_a_string_cut_off_after_its_opening_quote_is_no_value(text: str, expecte
     assert "dropped the string cut off at the end before its first character" in delimited.detail
 
 
-def test_a_cut_string_with_structure_inside_is_left_to_the_decoder() -> None:
-    assert delimit('{"a": "hello}') is None
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [('{"a": "hello}', {"a": "hello"}), ('{"a": ["x, y]}', {"a": ["x, y"]})],
+)
+def test_closers_ending_a_cut_string_end_it(text: str, expected: Any) -> None:
+    """Closers that close what is open, and nothing after them: the closing quote was left
+    out before them."""
+    delimited = delimit(text)
+    assert delimited is not None
+    assert orjson.loads(delimited.closed) == expected
+    assert "closing quote was left out before a closer" in delimited.detail
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [('{"s": "x} y', {"s": "x} y"}), ('{"s": "x}1', {"s": "x}1"}), ('["a]b', ["a]b"])],
+)
+def test_a_bracket_inside_a_cut_string_is_its_text(text: str, expected: Any) -> None:
+    """Found by a new-user trial: json-repair ended the string at the bracket and dropped
+    what followed (`y`, `1`), and the loss rule did not see it (it took the bracket for the
+    region's end)."""
+    delimited = delimit(text)
+    assert delimited is not None
+    assert orjson.loads(delimited.closed) == expected
+    assert outform.parse(text, level="full").data == expected
+
+
+def test_a_cut_string_holding_a_colon_is_left_to_the_decoder() -> None:
+    """`{"a": "x, b: 1}`: maybe the quote left out before a member whose key is unquoted."""
+    assert delimit('{"a": "x, b: 1}') is None
+
+
+def test_what_json_repair_drops_after_a_bracket_in_a_cut_string_is_counted() -> None:
+    """The region a decoder reads runs past a closer inside a string left open."""
+    assert loss.region('{"s": "x} y') == '{"s": "x} y'
+    assert loss.region('{"s": "x"} y') == '{"s": "x"}'
+    result = outform.parse('{"s": "x} y: z', level="full")
+    assert result.lossy
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"a": "x \\u00', {"a": "x \\u00"}),
+        ('{"a": "x\\ud83d', {"a": "x\\ud83d"}),
+        ('["\\„\\u', ["„\\u"]),
+    ],
+)
+def test_an_escape_cut_off_at_the_end_is_kept_as_written(text: str, expected: Any) -> None:
+    """Found by a new-user trial: `\\u` cut short gained a quote (`„\\u"`), and half a
+    surrogate pair refused the whole reply."""
+    assert outform.parse(text, level="full").data == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [('{"s": "x", "t": tru', {"s": "x"}), ("[1, fal", [1]), ('["a", n', ["a"])],
+)
+def test_a_literal_cut_off_at_the_end_is_dropped(text: str, expected: Any) -> None:
+    """As a cut number is (json-repair made `tru` the string "tru")."""
+    result = outform.parse(text, level="full")
+    assert result.data == expected
+    assert "dropped the literal" in result.changes[0].detail
+    assert result.lossy
+
+
+def test_a_key_cut_off_at_the_end_is_absent_whatever_it_holds() -> None:
+    """Found by a new-user trial: a cut key holding a colon was read as a member."""
+    assert outform.parse('{"title": "x", "n": {"note: see', level="full").data == {"title": "x"}
 
 
 @pytest.mark.parametrize(
@@ -479,3 +547,20 @@ def test_a_long_body_rewritten_in_chunks_is_the_body_rewritten_at_once(
     whole = [module._as_json_string(body) for body in bodies]
     monkeypatch.setattr(module, "_CHUNK", chunk)
     assert [module._as_json_string(body, Deadline.never()) for body in bodies] == whole
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '{"a": 1, // c\n "m": {"b": 2}, "s": NaN',
+        '{\'a\': 1, "m": {"b": 2}, "s": NaN',
+        '{"a": "\\d", "m": {"b": 2}, "s": NaN',
+    ],
+)
+def test_a_piece_of_a_cut_document_is_not_its_answer(reply: str) -> None:
+    """Found by a new-user trial: when no reading of a reply cut off worked, an object found
+    inside it (after the point where it stops reading as strict JSON) was returned as the
+    answer, the rest of the document left out without a word. It is read as a piece of the
+    document, under the loss rule."""
+    with pytest.raises(outform.OutputError, match="one region of the broken JSON document"):
+        outform.parse(reply, level="full")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -200,3 +202,26 @@ def test_a_string_of_line_continuations_alone_is_written_empty(reply: str) -> No
     """JSON5 reads it as `""`: a reading that gives the empty string invents nothing (the
     loss rule refused it as an empty string the reply does not write)."""
     assert outform.parse(reply, level="full").data == {"a": "", "b": 1}
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ('{"s": "a\\\\\\"b" "t": 1}', {"s": 'a\\"b', "t": 1}),
+        ('{"s": "a\\\\\\nb" "t": 1}', {"s": "a\\\nb", "t": 1}),
+        ('{"s": "\\\\\\u00e9" "t": 1}', {"s": "\\é", "t": 1}),
+        ('{"path": "C:\\\\temp\\\\" "n": 1}', {"path": "C:\\temp\\", "n": 1}),
+        ('["C:\\\\temp\\\\" "x"]', ["C:\\temp\\", "x"]),
+        ('["\\n" "x"]', ["\n", "x"]),
+        ('{"s": "a\\n" "t": 1}', {"s": "a\n", "t": 1}),
+        ('{"s": "a\\f" "t": 1}', {"s": "a\f", "t": 1}),
+        ('{"A": {"k": "\\na", ",": 1} "B": 2}', {"A": {"k": "\na", ",": 1}, "B": 2}),
+    ],
+)
+def test_a_string_holding_an_escape_is_read_as_json_reads_it(reply: str, expected: Any) -> None:
+    """Found by a new-user trial: json-repair pairs the backslashes of some escapes wrongly
+    (`a\\\\\\"b` read as `a"b`), trims an escaped final line break, drops an item that is
+    one, and lets a string ending in an escaped backslash swallow the next member. A string
+    whose extent the delimit pass confirms and that holds an escape is read by outform (as
+    a long one is: held.py), whatever else json-repair repairs in the reply."""
+    assert outform.parse(reply, level="full").data == expected

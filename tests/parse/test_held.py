@@ -97,7 +97,7 @@ def test_a_held_string_is_read_as_json_reads_it(unit: str, read: str) -> None:
     assert result.value["text"] == read * units
     (change,) = result.changes
     assert change.transform == "json_repair"
-    assert "read 1 string of over 4,096 characters as JSON" in change.detail
+    assert "read 1 string as JSON (over 4,096 characters, or escaped)" in change.detail
 
 
 def test_an_unknown_escape_keeps_its_backslash_as_json_repair_keeps_it() -> None:

@@ -280,13 +280,13 @@ def _repair(
         # often JSON or JSON5 again: read exactly, without json-repair's own guesses.
         closed = decode(escapes.keep_unknown(delimited.closed, deadline)[0], 1)
         if isinstance(closed, Decoded):
-            notes = [delimited.detail]
+            notes = [delimited.detail] if delimited.notes else []
             if delimited.closers:
                 notes.append(f"closed {len(delimited.closers)} bracket(s) left open at the end")
             return Decoded(closed.value, 2, "; ".join(notes), dropped=delimited.dropped)
         decoded = _repair_text(escapes.keep_unknown(delimited.text, deadline)[0], longest, deadline)
         if decoded is not None:
-            detail = f"{delimited.detail}; {decoded.detail}"
+            detail = "; ".join(filter(None, (delimited.detail, decoded.detail)))
             decoded = Decoded(decoded.value, 2, detail, dropped=delimited.dropped)
         elif delimited.dropped:
             return None  # the text as written ends in what was dropped: not read again

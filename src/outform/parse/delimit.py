@@ -63,6 +63,7 @@ Role = Literal["key", "value", "item", "after"]
 the top-level value), or nothing (a value was just read)."""
 
 _SPACE = frozenset(" \t\r\n")
+_NO_SPACE = str.maketrans("", "", " \t\r\n")
 _JSON_ESCAPES = frozenset('"\\/bfnrtu')
 _LINE_ENDS = frozenset(("\n", "\r", "\r\n"))
 """What a backslash ending a line escapes: the lines join (escapes.py keeps the same ones)."""
@@ -72,6 +73,10 @@ _KEY_LOOKAHEAD = 256
 """How far a quoted key after a `,` is looked for (keys are short; this keeps the pass linear)."""
 _CUT_NUMBER = re.compile(r"[-+]?(?:\d[\d.]*(?:[eE][-+]?\d*)?|\.\d*|)")
 """A number (or its start: `-`, `1.`, `1e`)."""
+_CUT_LITERAL = re.compile(
+    r"t(?:ru?)?|f(?:a(?:ls?)?)?|n(?:ul?)?|T(?:ru?)?|F(?:a(?:ls?)?)?|N(?:on?)?"
+)
+"""The start of `true`, `false` or `null` (or Python's spelling), cut off by the reply's end."""
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _AT_END = re.compile(r"\s*\Z")
 """Nothing but whitespace to the end: what a number there ends with is the reply's end."""
@@ -142,7 +147,8 @@ def long_strings(
     text: str, longer_than: int, deadline: Deadline | None = None
 ) -> list[tuple[int, int, str]]:
     """The double-quoted string values of `text`, in an object or an array, longer than
-    `longer_than` characters whose extent the pass leaves as written: closed by a quote the
+    `longer_than` characters or holding an escape, whose extent the pass leaves as written:
+    closed by a quote the
     quote rule confirms (what follows can follow a value there), or still open at the end with
     nothing of the pass's own to add.
     (start, end) of each in `text`, its quotes included, and its body as a JSON string (see
@@ -198,7 +204,8 @@ class _Pass:
         it is not tried again."""
         self.hold_over = hold_over
         self.held: list[tuple[int, int, str]] = []
-        """The string values longer than `hold_over` copied as written (see long_strings)."""
+        """The string values longer than `hold_over`, or holding an escape, copied as written
+        (see long_strings)."""
 
     # -- the pass --------------------------------------------------------------------------
 
@@ -270,11 +277,12 @@ class _Pass:
             self._drop(self.starts[-1], f"dropped the key {key!r} left without a value at the end")
         elif self.cut is not None and self.stack:
             cut = clip(out[self.cut].strip(), 40)
-            note = (
-                "dropped the string cut off at the end before its first character"
-                if cut == '""'
-                else f"dropped the number {cut} cut off at the end (it may have been longer)"
-            )
+            if cut == '""':
+                note = "dropped the string cut off at the end before its first character"
+            elif _CUT_LITERAL.fullmatch(cut):
+                note = f"dropped the literal {cut} cut off at the end (true, false or null begun)"
+            else:
+                note = f"dropped the number {cut} cut off at the end (it may have been longer)"
             in_object = self.stack[-1] == "{"
             if in_object and _MEMBER_HEAD.fullmatch("".join(self.out[self.starts[-1] : self.cut])):
                 self._drop(self.starts[-1], note)  # the number is the value of its key
@@ -425,7 +433,7 @@ class _Pass:
         if (
             self.role in ("value", "item")
             and _AT_END.match(text, j)
-            and _CUT_NUMBER.fullmatch(word.rstrip())
+            and (_CUT_NUMBER.fullmatch(word.rstrip()) or _CUT_LITERAL.fullmatch(word.rstrip()))
         ):
             self.cut = len(self.out)
         self.out.append(word)
@@ -489,7 +497,7 @@ class _Pass:
         else:
             self.out.append(text[i : end + 1])
             if (
-                self._holds(end - i - 1, quote)
+                self._holds(i + 1, end, quote)
                 and role in ("value", "item")
                 and self._ends_string(end)
             ):
@@ -503,16 +511,33 @@ class _Pass:
         return end + 1
 
     def _unterminated(self, i: int) -> int:
-        """A string still open at the end of the text."""
+        """A string still open at the end of the text (no quote follows its opening one). Its
+        text runs to the end, but for two readings of the brackets and colons it holds: closers
+        that close what is open, and nothing else, end it (its closing quote was left out:
+        `{"a": "hello}`), and a colon is left to the decoder (`{"a": "x, b: 1}`: the quote
+        left out before a member with an unquoted key). A key cut off is dropped (one holding
+        a bracket is left to the decoder: `{"key:value}`)."""
         text = self.text
         body = text[i + 1 :]
-        if self.role == "after" or any(c in body for c in ":{}[]"):
-            self.out.append(text[i:])  # more structure follows: left to the decoder
-            self._after_value()
-            return self.n
+        structure = any(c in body for c in ":{}[]")
+        quoted = text[i] in body  # (a quote inside it the rule read as text)
         if self.role == "key":
+            if any(c in body for c in "{}[]"):
+                self.out.append(text[i:])  # `{"key:value}`: its quote left out, to the decoder
+                return self.n
             self._key(body, text[i])  # a key cut off: dropped at the end, as a key left alone
             self.out.append(text[i:])
+            return self.n
+        if structure and self.role != "after" and not quoted:
+            closers = self._closers_at_end(body)
+            if closers >= 0:
+                self.out.append(_as_json_string(body[:closers].rstrip(), self.deadline))
+                self._note("closed a string whose closing quote was left out before a closer")
+                self._after_value()
+                return i + 1 + closers
+        if self.role == "after" or (structure and (quoted or ":" in body)):
+            self.out.append(text[i:])  # more structure follows: left to the decoder
+            self._after_value()
             return self.n
         if not body and self.stack:  # only the opening quote: no value written yet
             self.cut = len(self.out)
@@ -520,8 +545,14 @@ class _Pass:
             self._after_value()
             return self.n
         literal = _as_json_string(body, self.deadline)
-        self.out.append(literal)
         as_written = True
+        cut = _cut_escape(body)
+        if cut >= 0:  # kept as written, its backslashes too: nothing of it is guessed
+            written = body[cut:].replace("\\", "\\\\")
+            literal = _as_json_string(body[:cut], self.deadline)[:-1] + written + '"'
+            self._note("kept an escape cut off at the end as written")
+            as_written = False
+        self.out.append(literal)
         if body != body.rstrip():
             self._note("kept the end of a string cut off at the end of the reply")
             as_written = False
@@ -530,21 +561,49 @@ class _Pass:
         if _string_end(body, 0, text[i]) != -1:
             self._note("kept quotes inside a string that did not end there")
             as_written = False
-        if as_written and self._holds(len(body), text[i]):
+        if as_written and self._holds(i + 1, self.n, text[i]):
             self.held.append((i, self.n, literal))
         self._after_value()
         return self.n
 
-    def _holds(self, length: int, quote: str) -> bool:
-        """Whether a string value of `length` characters copied as written is noted in `held`:
-        double-quoted, in an object or an array (json-repair reads what a top-level string or
-        a single-quoted one holds as structure too)."""
-        return (
-            self.hold_over is not None
-            and length > self.hold_over
-            and quote == '"'
-            and bool(self.stack)
-        )
+    def _closers_at_end(self, body: str) -> int:
+        """Where, in the body of a string open to the end, a run of closers begins that closes
+        the innermost containers open (nothing but whitespace, or a fence closing the JSON,
+        after it; no other bracket or colon before it); -1 if none."""
+        stripped = body.rstrip(" \t\r\n")
+        if stripped.endswith(("```", "~~~")):
+            stripped = stripped[:-3].rstrip(" \t\r\n")
+        start = len(stripped)
+        while start and stripped[start - 1] in "}] \t\r\n":
+            start -= 1
+        while start < len(stripped) and stripped[start] not in "}]":
+            start += 1  # (the run begins at a closer)
+        run = stripped[start:].translate(_NO_SPACE)
+        stack = self.stack
+        if not run or len(run) > len(stack) or any(c in stripped[:start] for c in ":{}[]"):
+            return -1
+        for depth, closer in enumerate(run, 1):
+            if (closer == "}") != (stack[-depth] == "{"):
+                return -1
+        return start
+
+    def _holds(self, start: int, end: int, quote: str) -> bool:
+        """Whether a string value whose body, copied as written, is `text[start:end]` is noted
+        in `held`: longer than `hold_over` characters, or holding an escape (json-repair pairs
+        the backslashes of some wrongly: `"a\\\\\\"b"` read as `a"b`, and trims an escaped
+        final line break); double-quoted, in an object or an array (json-repair reads what a
+        top-level string or a single-quoted one holds as structure too)."""
+        if self.hold_over is None or quote != '"' or not self.stack:
+            return False
+        if end - start > self.hold_over:
+            return True
+        text = self.text
+        if text.find("\\", start, end) < 0:
+            return False
+        # Held for its escapes only where its end is plain: a closer of the wrong kind after
+        # it leaves it to json-repair, which reads quotes in a regex's class (`['"]`) itself.
+        k = _skip_space(text, end + 1)
+        return k >= self.n or text[k] not in "}]" or (text[k] == "}") == (self.stack[-1] == "{")
 
     def _search_end(self, first: int, quote: str) -> int:
         """The first quote after `first` that surely ends the string (a closer, or a comma and
@@ -793,6 +852,27 @@ def _item_follows(text: str, k: int) -> bool:
     if k >= len(text) or text[k] in _VALUE_START or text[k] == "]":
         return True
     return text.startswith(_WORDS, k)
+
+
+_CUT_ESCAPE = re.compile(
+    r"\\u[0-9a-fA-F]{0,3}\Z|\\u[dD][89abAB][0-9a-fA-F]{2}(?:\\(?:u[0-9a-fA-F]{0,3})?)?\Z"
+)
+"""An escape the end of a reply cut off: `\\u` and fewer than four digits, or a high
+surrogate's `\\ud83d` still waiting for its low half."""
+
+
+def _cut_escape(body: str) -> int:
+    """Where, in the body of a string open to the end of the reply, an escape the end cut off
+    begins (its backslash after an even run of them: it begins an escape); -1 if none."""
+    tail = len(body) - 16
+    found = _CUT_ESCAPE.search(body, max(0, tail))
+    if found is None:
+        return -1
+    at = found.start()
+    run = at
+    while run and body[run - 1] == "\\":
+        run -= 1
+    return at if (at - run) % 2 == 0 else -1
 
 
 def _as_json_string(body: str, deadline: Deadline | None = None) -> str:

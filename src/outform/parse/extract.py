@@ -456,6 +456,9 @@ class Extraction:
     whatever follows its first top-level value is more JSON, not prose. Its tolerant reading
     then outranks any piece of it."""
     unmatched: int = 0
+    cut: bool = False
+    """The document is left open at the end (a reply cut off): a region inside it is a piece
+    of it, whose reading alone leaves the rest out."""
 
 
 _CONTINUATION = frozenset(',:{}[]"')
@@ -521,8 +524,9 @@ def candidates(
     lead = len(body) - len(body.lstrip())
     found: list[Candidate] = [Candidate(whole, "whole", root_of(whole), base, 0, lead)]
     seen = {whole}
-    document = False
+    document = cut = False
     if spans and spans[0].start == lead:
+        cut = not spans[0].closed
         rest = body[spans[0].end :].strip()
         document = not spans[0].closed or not rest or rest[0] in _CONTINUATION
         if document and not collect and spans[0].closed and rest[:1] in ("{", "["):
@@ -661,7 +665,7 @@ def candidates(
                         text, "written", "array", (*base, transform), deepest + 1, 0, detail, tail
                     )
                 )
-    return Extraction(found, body, removed, deepest, document, scanned.unmatched)
+    return Extraction(found, body, removed, deepest, document, scanned.unmatched, document and cut)
 
 
 _CODE_HEAD = re.compile(r"\s*[A-Za-z_$]")

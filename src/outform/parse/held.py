@@ -50,7 +50,7 @@ class Held:
         """What was done, for the change's detail."""
         count = len(self.strings)
         strings = "string" if count == 1 else "strings"
-        return f"read {count} {strings} of over {LONGER_THAN:,} characters as JSON"
+        return f"read {count} {strings} as JSON (over {LONGER_THAN:,} characters, or escaped)"
 
     def put_back(self, value: Any) -> tuple[Any, bool]:
         """`value` with each placeholder replaced by its string, and whether every marker
@@ -89,8 +89,9 @@ class Held:
 
 
 def hold(text: str, deadline: Deadline | None = None) -> Held | None:
-    """`text` with its long string values held out, or None when it has none."""
-    if len(text) <= LONGER_THAN:
+    """`text` with its long string values, and those holding an escape, held out, or None
+    when it has none."""
+    if len(text) <= LONGER_THAN and "\\" not in text:
         return None
     marker = next((m for m in _MARKERS if m not in text), None)
     if marker is None:

@@ -156,9 +156,18 @@ def region(text: str) -> str:
         return text
     start = min(starts)
     end = max(text.rfind("}"), text.rfind("]"))
-    if end > start and not _left_open(text[start:]):
+    if end > start and not _left_open(text[start:]) and not _in_string(text, start, end):
         return text[start : end + 1]
     return text[start:]
+
+
+def _in_string(text: str, start: int, end: int) -> bool:
+    """Whether the closer at `end`, which text follows, is inside a string (one left open:
+    `{"s": "x} y`, a reply cut off in a string holding a bracket, whose tail is content). One
+    substitution in C, and only when text follows the closer."""
+    if not text[end + 1 :].strip() or '"' not in text:
+        return False
+    return not _QUOTED.sub("", text[start : end + 1]).endswith(text[end])
 
 
 def _left_open(text: str) -> bool:
