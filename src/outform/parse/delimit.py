@@ -71,6 +71,9 @@ _VALUE_START = frozenset("\"'{[-+.0123456789`")
 _WORDS = ("true", "false", "null", "True", "False", "None", "NaN", "Infinity")
 _KEY_LOOKAHEAD = 256
 """How far a quoted key after a `,` is looked for (keys are short; this keeps the pass linear)."""
+_MEMBER_INSIDE = re.compile(r"[,\n]\s*(?:[A-Za-z_$][\w$-]*|'[^'\n]*'|`[^`\n]*`?)\s*:(?!//)")
+"""In a string open to the end: a member whose key is unquoted (or quoted otherwise than the
+string), after a comma or a line break (its closing quote may have been left out before it)."""
 _CUT_NUMBER = re.compile(r"[-+]?(?:\d[\d.]*(?:[eE][-+]?\d*)?|\.\d*|)")
 """A number (or its start: `-`, `1.`, `1e`)."""
 _CUT_LITERAL = re.compile(
@@ -514,8 +517,9 @@ class _Pass:
         """A string still open at the end of the text (no quote follows its opening one). Its
         text runs to the end, but for two readings of the brackets and colons it holds: closers
         that close what is open, and nothing else, end it (its closing quote was left out:
-        `{"a": "hello}`), and a colon is left to the decoder (`{"a": "x, b: 1}`: the quote
-        left out before a member with an unquoted key). A key cut off is dropped (one holding
+        `{"a": "hello}`), and a member after a comma or a line break is left to the decoder
+        (`{"a": "x, b: 1}`: the quote left out before a member with an unquoted key; a colon
+        in prose, `"Note: the`, is text). A key cut off is dropped (one holding
         a bracket is left to the decoder: `{"key:value}`)."""
         text = self.text
         body = text[i + 1 :]
@@ -535,7 +539,7 @@ class _Pass:
                 self._note("closed a string whose closing quote was left out before a closer")
                 self._after_value()
                 return i + 1 + closers
-        if self.role == "after" or (structure and (quoted or ":" in body)):
+        if self.role == "after" or (structure and (quoted or _MEMBER_INSIDE.search(body))):
             self.out.append(text[i:])  # more structure follows: left to the decoder
             self._after_value()
             return self.n
