@@ -69,3 +69,11 @@ def test_the_index_is_built_once_per_compiled_schema(monkeypatch: pytest.MonkeyP
 def test_a_sentence_naming_two_members_of_a_large_enum_is_refused() -> None:
     with pytest.raises(OutputError):
         Pipeline(SCHEMA, level="full").run('{"c": "member1 or member2"}')
+
+
+@pytest.mark.parametrize("reply", ["It is VERY HIGH", "rated VERY HIGH.", "it is very HIGH"])
+def test_a_longer_mention_wins_over_an_exact_one_inside_it(reply: str) -> None:
+    """Found by a new-user trial: the exact-case search found "HIGH" inside "VERY HIGH" and
+    never looked further; the longer mention is the member "very high", whatever its case."""
+    schema = {"enum": ["LOW", "HIGH", "very high"]}
+    assert outform.parse(reply, schema, level="full").data == "very high"

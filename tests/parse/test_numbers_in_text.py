@@ -59,3 +59,22 @@ def test_a_negated_number() -> None:
 )
 def test_a_plain_number_in_a_sentence_is_still_read(text: str, value: float) -> None:
     assert amount(text) == value
+
+
+@pytest.mark.parametrize(
+    "reply", ["minus 5", "negative 5", "- 5 degrees", "5 below zero", "It is minus 5 degrees"]
+)
+def test_a_sign_written_apart_or_as_a_word_is_not_dropped(reply: str) -> None:
+    """Found by a new-user trial: "minus 5" gave 5, the sign lost (recorded only as words
+    left out). The words make the number another one: refused, as "(5)" is."""
+    with pytest.raises(OutputError, match="made negative by the words around it"):
+        outform.parse(reply, {"type": "number"}, level="full")
+
+
+@pytest.mark.parametrize("written", ["0,250", "0,001", "-0,250", "$0,234", "0,234,567", "0,234.5"])
+def test_a_comma_after_a_lone_zero_groups_no_thousands(written: str) -> None:
+    """Found by a new-user trial: "0,250" was read as thousands (250). No locale groups
+    thousands after a lone 0: it is a decimal comma, refused by locale as "12,5" is."""
+    schema = {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]}
+    with pytest.raises(OutputError):
+        outform.parse(json.dumps({"x": written}), schema, level="minimal")

@@ -232,24 +232,23 @@ class Choices:
 
         Members written exactly as declared are looked for first; only when none is, the
         search ignores case and accents. Where one mention lies inside a longer one ("1040" in
-        "1040-X"), the longer counts. A mention a negation governs ("Not HIGH", "It is low,
-        not HIGH") names nothing (see negation.py).
+        "1040-X"), the longer counts, whatever its case ("HIGH" in "VERY HIGH" is the member
+        "very high"). A mention a negation governs ("Not HIGH", "It is low, not HIGH") names
+        nothing (see negation.py).
         """
-        for fold in (False, True):
-            table: _Index | frozenset[str]
-            if fold:
-                if self._folded is None:
-                    self._folded = _Index(self.unique, _folded(self.unique))
-                table, lengths = self._folded, self._folded.lengths
-            else:
-                if self._lengths is None:
-                    self._lengths = sorted(set(map(len, self.unique)))
-                table, lengths = self.string_set, self._lengths
-            haystack = fold_accents(text).casefold() if fold else text
-            spans = _find(haystack, table, lengths, deadline)
-            if spans:
-                negations = Negations(haystack)
-                spans = [span for span in spans if not negations.govern(span[0], span[1])]
+        exact = self._spans(text, False, deadline)
+        if exact and len(fold_accents(text).casefold()) == len(text):
+            # A mention inside a longer one written in another case: the longer counts (where
+            # folding keeps every position: "ß" folds to two letters).
+            exact += [
+                span
+                for span in self._spans(text, True, deadline)
+                if any(
+                    span[0] <= start and end <= span[1] and span[1] - span[0] > end - start
+                    for start, end, _ in exact
+                )
+            ]
+        for spans in (exact, [] if exact else self._spans(text, True, deadline)):
             if not spans:
                 continue
             spans.sort(key=lambda span: (span[0], -(span[1] - span[0])))
@@ -261,6 +260,27 @@ class Choices:
                     reach = end
             return kept.pop() if len(kept) == 1 else None
         return None
+
+    def _spans(
+        self, text: str, fold: bool, deadline: Deadline | None
+    ) -> list[tuple[int, int, str]]:
+        """The mentions of members in `text` that no negation governs: as declared, or (`fold`)
+        ignoring case and accents."""
+        table: _Index | frozenset[str]
+        if fold:
+            if self._folded is None:
+                self._folded = _Index(self.unique, _folded(self.unique))
+            table, lengths = self._folded, self._folded.lengths
+        else:
+            if self._lengths is None:
+                self._lengths = sorted(set(map(len, self.unique)))
+            table, lengths = self.string_set, self._lengths
+        haystack = fold_accents(text).casefold() if fold else text
+        spans = _find(haystack, table, lengths, deadline)
+        if spans:
+            negations = Negations(haystack)
+            spans = [span for span in spans if not negations.govern(span[0], span[1])]
+        return spans
 
 
 def _find(

@@ -393,6 +393,8 @@ class Pipeline(Generic[T]):
                 return None  # Pydantic reads NaN and Infinity; the slow path refuses them
             if values.out_of_range(text, integers=True, marks=marks) is not None:
                 return None  # Pydantic reads 1e400 as infinity: the slow path refuses it
+            if marks.find(values.LONG_INTEGRAL) >= 0:
+                return None  # `9007199254740993.0` read through a float: read exactly there
             if self._decimals is not None and decimals.FRACTION.search(text):
                 return None  # a decimal Pydantic may have read through a float: read there
             data: Any = FROM_TEXT
@@ -426,7 +428,7 @@ class Pipeline(Generic[T]):
         except orjson.JSONDecodeError:
             return None
         marks = values.number_marks(text)
-        long_run = values.LONG_RUN in marks
+        long_run = values.LONG_RUN in marks or values.LONG_INTEGRAL in marks
         if (long_run or values.LONG_EXPONENT in marks) and values.out_of_range(
             text, marks=marks
         ) is not None:

@@ -14,7 +14,8 @@ so (`number_note`), never guessed; so is one whose digits are grouped by spaces
 as one. In lenient mode a string holding exactly one number among words ("about 42 apples")
 gives that number; two numbers ("between 3 and 5") give nothing, and neither does one that is
 not the value: multiplied by a scale word ("2 million"), a bound ("more than 100", "<100"), an
-accounting negative ("(1,234.50)") or negated ("not 42"); the refusal says why (`number_note`).
+accounting negative ("(1,234.50)"), made negative by words ("minus 5", "- 5", "5 below zero")
+or negated ("not 42"); the refusal says why (`number_note`).
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ _CURRENCY = "$€£¥₹₩₽¢₺₪₫₱₦฿"
 _PLAIN = re.compile(r"[+-]?+(?:\d++\.?+\d*+|\.\d++)(?:[eE][+-]?+\d++)?+")
 """A number literal. Possessive: linear in the string's length (a plain `\\d+\\.?\\d*` is tried
 at every split of a long run of digits that fails to end, which is quadratic)."""
-_GROUPED = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+_GROUPED = re.compile(r"[+-]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?")
+"""Commas grouping thousands: the first group is not a lone 0 ("0,250" groups nothing: a
+decimal comma, refused by locale like "12,5")."""
 _FRACTION = re.compile(r"([+-]?\d+)\s*/\s*(\d+)")
 _AMBIGUOUS = re.compile(r"[+-]?(?!0[.,])\d{1,3}[.,]\d{3}")
 """One separator, three digits after it: thousands or decimals, by locale."""
@@ -243,6 +246,9 @@ _BOUNDS = (
 )
 """Words that make the number a bound: "more than 100" is not 100."""
 _COMPARISON = "<>≤≥≈"
+_SIGN_WORDS = frozenset({"-", "\u2212", "\u2013", "minus", "negative", "neg"})
+"""Before a number, a sign written apart or as a word: "minus 5" is -5, not 5."""
+_BELOW_ZERO = ("below zero", "under zero", "below 0", "under 0")
 
 
 def _not_the_number(text: str, words: list[tuple[int, str]], index: int) -> str:
@@ -258,6 +264,9 @@ def _not_the_number(text: str, words: list[tuple[int, str]], index: int) -> str:
     if bound is not None:
         return f"{bound!r} makes {chunk!r} a bound, not a value; write the value"
     sign = words[index - 1][1] if index else ""
+    following_two = " ".join(w for _, w in words[index + 1 : index + 3]).casefold()
+    if sign.casefold() in _SIGN_WORDS or following_two.rstrip(_CHUNK_STRIP).startswith(_BELOW_ZERO):
+        return f"{chunk!r} is made negative by the words around it; write a JSON number (-5)"
     if chunk.lstrip(_CHUNK_STRIP.replace("<>", ""))[:1] in _COMPARISON or (
         sign and not sign.strip(_COMPARISON + "=~")
     ):

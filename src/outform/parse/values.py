@@ -143,6 +143,9 @@ def nonfinite_literal(text: str) -> tuple[int, str] | None:
 
 _MARKS = bytes.maketrans(b"123456789+-E{}", b"00000000000e[]")
 LONG_RUN = b"0" * 19
+LONG_INTEGRAL = b"0" * 16 + b"."
+"""In `number_marks`: 16 digits and a point, a number with a fraction a float may round (an
+integer so written keeps its digits in the exact reading: see `jsontext.loads_exact`)."""
 """In `number_marks`: a run of 19 digits (an integer orjson may read as a float)."""
 LONG_EXPONENT = b"e000"
 """In `number_marks`: an exponent of three digits or more, signed or not."""
@@ -173,11 +176,16 @@ def ordinary_numbers(text: str) -> bool:
     its argument as an integer and clears the error, `bytes.find` parses its arguments, and
     either costs more than the translation itself."""
     marks = text.encode("utf-8", "surrogatepass").translate(_MARKS, b"+-").decode("latin-1")
-    return _LONG_EXPONENT_TEXT not in marks and _LONG_RUN_TEXT not in marks
+    return (
+        _LONG_EXPONENT_TEXT not in marks
+        and _LONG_RUN_TEXT not in marks
+        and _LONG_INTEGRAL_TEXT not in marks
+    )
 
 
 _LONG_EXPONENT_TEXT = LONG_EXPONENT.decode()
 _LONG_RUN_TEXT = LONG_RUN.decode()
+_LONG_INTEGRAL_TEXT = LONG_INTEGRAL.decode()
 
 
 @dataclass(frozen=True, slots=True)
