@@ -15,6 +15,7 @@ from outform.errors import (
     AuthenticationError,
     BadRequestError,
     ConnectionFailedError,
+    ProviderError,
     RateLimitError,
     ServerError,
     StreamInterruptedError,
@@ -337,3 +338,28 @@ def test_a_retried_upload_sends_the_whole_file_again(server: FakeServer, tmp_pat
     assert reply.body == {"id": "batch-1"}
     assert [r.body for r in server.requests] == [path.read_bytes()] * 2
     assert server.last.headers["content-type"] == "application/json"
+
+
+def _escaped(text: str) -> str:
+    """`text` with every character a JSON `\\u` escape: the same string to any JSON reader."""
+    return "".join(f"\\u{ord(c):04x}" for c in text)
+
+
+@pytest.mark.parametrize(
+    ("status", "body"),
+    [
+        (401, b'{"error": {"message": "Incorrect API key provided: Bearer sk-secret-123456"}}'),
+        (500, b'{"error": {"message": "' + _escaped("Bearer sk-secret-123456").encode() + b'"}}'),
+        (503, b"upstream said: Bearer sk-secret-123456"),
+    ],
+)
+def test_a_provider_echoing_the_key_it_was_sent_never_puts_it_in_an_error(
+    server: FakeServer, status: int, body: bytes
+) -> None:
+    """Found by a new-user trial: `outform generate` printed "answered HTTP 401: Incorrect API
+    key provided: Bearer sk-…", the key written plainly or in `\\u` escapes."""
+    server.reply(*[Reply(status=status, body=body)] * 3)
+    with Transport(sleep=Sleeps()) as transport, pytest.raises(ProviderError) as caught:
+        transport.send(Endpoint("fake", server.url, api_key=Secret("sk-secret-123456")), WIRE)
+    shown = f"{caught.value} {caught.value.body} {caught.value!r}"
+    assert "sk-secret" not in shown and "123456" not in shown

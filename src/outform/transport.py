@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import email.utils
 import random
+import re
 import time
 from collections.abc import AsyncGenerator, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from outform.errors import (
 from outform.jsontext import dumps
 from outform.providers.base import Auth, StreamFormat, WireRequest
 from outform.providers.credentials import TokenSource
+from outform.trace import redact
 
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 _BODY_EXCERPT = 2_000
@@ -513,27 +515,54 @@ def _json_body(endpoint: Endpoint, content: bytes) -> Mapping[str, Any]:
         raise ProviderError(
             f"{endpoint.provider} answered with a body that is not JSON",
             provider=endpoint.provider,
-            body=_excerpt(content),
+            body=_excerpt(content, endpoint),
         ) from None
     if not isinstance(body, dict):
         raise ProviderError(
             f"{endpoint.provider} answered with JSON that is not an object",
             provider=endpoint.provider,
-            body=_excerpt(content),
+            body=_excerpt(content, endpoint),
         )
     return body
 
 
-def _excerpt(content: bytes) -> str:
+def _excerpt(content: bytes, endpoint: Endpoint | None = None) -> str:
     text = content[:_BODY_EXCERPT].decode("utf-8", "replace")
-    return text + ("…" if len(content) > _BODY_EXCERPT else "")
+    return _hidden(text + ("…" if len(content) > _BODY_EXCERPT else ""), endpoint)
+
+
+def _hidden(text: str, endpoint: Endpoint | None) -> str:
+    """`text`, from a provider's reply, without a secret: the endpoint's key and every secret
+    outform knows (`trace.redact`), which a provider may echo in an error ("Incorrect API key
+    provided: Bearer sk-..."). A JSON text that escapes characters (`\\u0042` for `B`) is
+    written out plainly first, so that no escape hides one."""
+    if "\\u" in text:
+        try:
+            text = orjson.dumps(orjson.loads(text)).decode()
+        except orjson.JSONDecodeError:
+            pass  # an excerpt cut short: its escapes are read one by one below
+        else:
+            return _hidden(text, endpoint)
+        text = _UNICODE_ESCAPE.sub(_unescaped, text)
+    key = endpoint.api_key.reveal() if endpoint is not None and endpoint.api_key else ""
+    if len(key) >= 8 and key in text:
+        text = text.replace(key, "***")
+    return redact.scrub_text(text)
+
+
+_UNICODE_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
+
+
+def _unescaped(match: re.Match[str]) -> str:
+    char = chr(int(match.group(1), 16))
+    return char if char.isprintable() and char not in '"\\' else match.group()
 
 
 def _status_error(
     endpoint: Endpoint, status: int, body: bytes, headers: httpx.Headers
 ) -> ProviderError:
-    excerpt = _excerpt(body)
-    what = f"{endpoint.provider} answered HTTP {status}: {_message(body)}"
+    excerpt = _excerpt(body, endpoint)
+    what = f"{endpoint.provider} answered HTTP {status}: {_hidden(_message(body), endpoint)}"
     if status in (401, 403):
         return AuthenticationError(
             what,
@@ -615,7 +644,7 @@ def _not_a_stream(
         f"{endpoint.provider} was asked for an event stream ({expected}) and answered HTTP "
         f"{response.status_code} with {got} instead",
         provider=endpoint.provider,
-        body=_excerpt(head),  # no `status`: the call did not fail with one, the answer is wrong
+        body=_excerpt(head, endpoint),  # no `status`: the call did not fail, the answer is wrong
         where=endpoint.base_url,
         fix="check that the base URL points at the provider's API itself (a proxy may not "
         "stream), or call generate() instead of stream()",
@@ -707,13 +736,13 @@ class _EventReader:
             raise StreamInterruptedError(
                 f"{self.endpoint.provider} sent a stream event that is not JSON",
                 provider=self.endpoint.provider,
-                body=_excerpt(data),
+                body=_excerpt(data, self.endpoint),
             ) from None
         if not isinstance(event, dict):
             raise StreamInterruptedError(
                 f"{self.endpoint.provider} sent a stream event that is not a JSON object",
                 provider=self.endpoint.provider,
-                body=_excerpt(data),
+                body=_excerpt(data, self.endpoint),
             )
         return event
 

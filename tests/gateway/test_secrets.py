@@ -212,3 +212,25 @@ def test_a_store_outage_answers_503_without_naming_the_database(
 
 
 pytest_plugins = ["tests.gateway.postgres"]
+
+
+def test_a_backend_error_writing_its_key_in_json_escapes_is_scrubbed(
+    make_gateway: MakeGateway,
+) -> None:
+    """Found by a new-user trial: `\\u0042\\u0065…` spells the key to any JSON reader (the
+    OpenAI SDK raised "bad key Bearer sk-…") while a search for its bytes finds nothing."""
+    gw = make_gateway(backend_api_key_env="BACKEND_KEY", env={"BACKEND_KEY": BACKEND_KEY})
+    escaped = "".join(f"\\u{ord(c):04x}" for c in f"Bearer {BACKEND_KEY}")
+    for path_, body in (
+        ("/v1/responses", {"model": "m", "input": "x"}),
+        ("/v1/chat/completions", {"model": "m", "messages": [{"role": "user", "content": "x"}]}),
+    ):
+        message = b'"bad key ' + escaped.encode() + b'"'
+        gw.backend.reply(
+            status=500,
+            body=b'{"error": {"message": ' + message + b', "type": "server_error", '
+            b'"param": null, "code": null}}',
+        )
+        answer = gw.http.post(gw.url + path_, json=body)
+        assert answer.status_code >= 500, path_
+        assert BACKEND_KEY not in str(answer.json()), path_

@@ -306,7 +306,7 @@ class GatewayApp:
     def _scrubbed(self, reply: Reply) -> Reply:
         """Error bodies (the backend's included) never carry a configured secret."""
         if reply.status >= 400 and self.scrubber:
-            reply.body = self.scrubber.data(reply.body)
+            reply.body = self.scrubber.body(reply.body)
         return reply
 
     async def _create_response(self, scope: Scope, receive: Receive) -> Reply | StreamReply:

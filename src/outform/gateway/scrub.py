@@ -64,6 +64,20 @@ class Scrubber:
                 value = value.replace(secret, b"***")
         return value
 
+    def body(self, value: bytes) -> bytes:
+        """An error body: `data`, and where it is JSON that escapes characters (a secret
+        written `\\u0042\\u0065...` is the secret to any JSON reader), its strings scrubbed
+        as they read, the body written out again if one held a secret."""
+        value = self.data(value)
+        if b"\\u" not in value:
+            return value
+        try:
+            decoded = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return value
+        clean = self.value(decoded)
+        return value if clean is decoded else orjson.dumps(clean)
+
     def value(self, value: Any) -> Any:
         """A JSON-like value with every string (and key) scrubbed; unchanged parts are the
         same objects, so a clean value costs one walk and no copy."""
