@@ -910,7 +910,7 @@ def test_the_limit_an_error_names_is_shown_as_its_flag_in_the_changes_too(
 def test_a_string_over_max_repair_string_is_told_with_its_flag(
     capsys: pytest.CaptureFixture[str], workdir: Path
 ) -> None:
-    text = '{"a": "' + "x" * 200 + "\nHere is the JSON:"  # json-repair must find its end
+    text = '{"a": "' + "x" * 200 + "\nnote: see"  # a member inside: json-repair finds its end
     result = run(capsys, reply(workdir, text), "--level", "full", "--max-repair-string", "100")
     assert result.code == 1
     assert "more than 100 characters, over the --max-repair-string limit" in result.err_text

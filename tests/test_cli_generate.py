@@ -251,3 +251,17 @@ def test_the_console_script_generates_against_a_local_server(
     assert orjson.loads(done.stdout) == {"name": "Ada", "age": 36}
     assert "mode: native_schema" in done.stderr
     assert "/age  semantic  string_to_integer" in done.stderr  # plain lines: not a terminal
+
+
+def test_a_silent_provider_is_given_up_on_after_the_timeout_the_flag_sets(
+    capsys: pytest.CaptureFixture[str], server: FakeServer
+) -> None:
+    """Found by a new-user trial: the transport's 120 s could not be set from the CLI (a
+    silent backend held the command 6 minutes, retries included), and the error named no
+    limit. The flag sets it; the error names it and how to raise it."""
+    for _ in range(3):  # the first attempt and the transport's two retries
+        server.reply(body=openai_wire.chat_completion(content="{}"), delay=2.0)
+    result = generate(capsys, server, "--schema", "person.json", "--timeout", "0.2")
+    assert result.code == EXIT_PROVIDER
+    assert "did not send a byte within the timeout of 0.2 s" in result.err
+    assert "--timeout" in result.err

@@ -395,6 +395,11 @@ def _step(values: dict[str, Any], where: str, path: Path) -> dict[str, Any]:
     return out
 
 
+def gateway_check(key: str) -> Check:
+    """How `[gateway] key` is validated: `outform serve` holds its flags to the same rules."""
+    return _GATEWAY[key]
+
+
 def _checked(
     values: dict[str, Any],
     checks: dict[str, Check],

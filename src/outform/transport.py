@@ -256,7 +256,7 @@ class Transport:
                 response = self._client.send(request, stream=stream)
             except httpx.TransportError as exc:
                 if attempt >= self.retry.retries:
-                    raise _connection_failed(endpoint, exc) from None
+                    raise _connection_failed(endpoint, exc, self._client.timeout) from None
                 self._sleep(self.retry.wait(attempt, None))
                 attempt += 1
                 continue
@@ -352,7 +352,7 @@ class AsyncTransport:
                 response = await self._client.send(request, stream=stream)
             except httpx.TransportError as exc:
                 if attempt >= self.retry.retries:
-                    raise _connection_failed(endpoint, exc) from None
+                    raise _connection_failed(endpoint, exc, self._client.timeout) from None
                 await self._sleep(self.retry.wait(attempt, None))
                 attempt += 1
                 continue
@@ -606,10 +606,22 @@ def _message(body: bytes) -> str:
     return _excerpt(body)[:300]
 
 
-def _connection_failed(endpoint: Endpoint, exc: httpx.TransportError) -> ConnectionFailedError:
-    kind = "timed out" if isinstance(exc, httpx.TimeoutException) else "failed"
+def _connection_failed(
+    endpoint: Endpoint, exc: httpx.TransportError, timeout: httpx.Timeout
+) -> ConnectionFailedError:
+    if isinstance(exc, httpx.TimeoutException):
+        limit = timeout.connect if isinstance(exc, httpx.ConnectTimeout) else timeout.read
+        waited = "connect" if isinstance(exc, httpx.ConnectTimeout) else "send a byte"
+        return ConnectionFailedError(
+            f"{endpoint.provider} did not {waited} within the timeout of {limit:g} s "
+            f"({type(exc).__name__}; the call was retried before giving up)",
+            provider=endpoint.provider,
+            where=endpoint.base_url,
+            fix="raise the timeout (`Transport(timeout=...)`; `outform generate --timeout`), "
+            "or check that the provider is up",
+        )
     return ConnectionFailedError(
-        f"the connection to {endpoint.provider} {kind}: {type(exc).__name__}",
+        f"the connection to {endpoint.provider} failed: {type(exc).__name__}",
         provider=endpoint.provider,
         where=endpoint.base_url,
         fix="check the base URL and the network; the call was retried before giving up",

@@ -50,6 +50,13 @@ def test_a_busy_port_is_refused_before_start_up(
         (("--port", "-1"), "port -1 is not a TCP port"),
         (("--host", "no-such-host.invalid"), "the host is not known"),
         (("--max-body-bytes", "4096", "--max-buffered-bytes", "1024"), "max_buffered_bytes"),
+        # Found by a new-user trial: flags skipped the rules the file's keys obey, and the
+        # gateway started to answer every request 413, 504 or 500.
+        (("--max-body-bytes", "-5"), "--max-body-bytes must be an integer from 1024"),
+        (("--backend-timeout", "0"), "--backend-timeout must be a number from 0.01"),
+        (("--backend-timeout", "nan"), "--backend-timeout must be a number from 0.01"),
+        (("--backend-idle-timeout", "-1"), "--backend-idle-timeout must be a number"),
+        (("--backend-connect-timeout", "nan"), "--backend-connect-timeout must be a number"),
     ],
 )
 def test_bad_addresses_and_limits_exit_2_with_what_to_fix(

@@ -62,6 +62,14 @@ def generate_command(
         typer.Option("--base-url", help="The provider's API URL (a proxy, a local server)."),
     ] = None,
     api_key_env: options.ApiKeyEnv = None,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            help="Seconds the provider may stay silent while it answers (each attempt).",
+            callback=options.positive_seconds,
+        ),
+    ] = 120.0,
     as_json: options.AsJson = False,
     max_chars: options.MaxChars = None,
     max_depth: options.MaxDepth = None,
@@ -87,7 +95,8 @@ def generate_command(
     if system is not None:
         messages.insert(0, {"role": "system", "content": system})
     try:
-        with Transport() as transport:  # one call: its connections close with the command
+        # One call: its connections close with the command.
+        with Transport(timeout=timeout) as transport:
             generation = generate(
                 model,
                 messages,

@@ -7,6 +7,7 @@ A flag left out keeps the value of outform.toml, or the library's default.
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Annotated, Any
@@ -68,6 +69,13 @@ ApiKeyEnv = Annotated[
         help="Environment variable holding the key, when not the provider's usual one.",
     ),
 ]
+
+
+def positive_seconds(value: float) -> float:
+    """A duration flag: a finite number of seconds above zero (NaN passes typer's `min`)."""
+    if not math.isfinite(value) or value <= 0:
+        raise typer.BadParameter(f"must be a number of seconds above 0, got {value}")
+    return value
 
 
 def key_from(env_var: str | None) -> str | None:

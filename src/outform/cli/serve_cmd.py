@@ -80,7 +80,7 @@ def serve_command(
 
     Defaults come from the [gateway] section of outform.toml.
     """
-    from outform.config import settings
+    from outform.config import gateway_check, settings
     from outform.gateway.settings import GatewaySettings, parse_model_map
 
     try:
@@ -93,6 +93,21 @@ def serve_command(
             fix="pip install 'outform[gateway]'",
         ) from None
 
+    flags = {
+        "--backend-timeout": ("backend_timeout", backend_timeout),
+        "--backend-connect-timeout": ("backend_connect_timeout", backend_connect_timeout),
+        "--backend-idle-timeout": ("backend_idle_timeout", backend_idle_timeout),
+        "--max-body-bytes": ("max_body_bytes", max_body_bytes),
+        "--max-buffered-bytes": ("max_buffered_bytes", max_buffered_bytes),
+    }
+    for flag, (key, value) in flags.items():
+        check = gateway_check(key)
+        if value is not None and not check.accepts(value):
+            raise UsageError(
+                f"{flag} must be {check.allowed}, got {value}",
+                where=flag,
+                fix=f"the same rule as [gateway] {key} in outform.toml",
+            )
     configured = settings()
     base = GatewaySettings.from_config(configured.gateway, source=configured.source)
     mapping = {**base.model_map, **parse_model_map(model_map)} if model_map else None
