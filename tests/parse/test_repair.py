@@ -85,13 +85,14 @@ reply): JSON's escapes, lone surrogates and one JSON lacks (`\\x`)."""
 
 
 def cut_off(length: int) -> str:
-    """A string cut off at the end of the reply, with a colon in the prose after it (issue 9,
-    the fuzzer's `long_escapes` seed 8382): the delimit pass cannot tell where the string ends
-    (the colon may be structure), so json-repair must read it itself, and it is not held."""
+    """A string cut off at the end of the reply, with what may be a member after a line break
+    (issue 9, the fuzzer's `long_escapes` seed 8382): the delimit pass cannot tell where the
+    string ends (its quote may be left out before the member), so json-repair must read it
+    itself, and it is not held."""
     body = (ESCAPES * (length // len(ESCAPES) + 1))[:length]
     while body.endswith("\\"):
         body = body[:-1]
-    return '{"a": "' + body + "\nHere is the JSON:"
+    return '{"a": "' + body + "\nnote: see"
 
 
 def copies(monkeypatch: pytest.MonkeyPatch) -> list[int]:
