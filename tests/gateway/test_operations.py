@@ -9,8 +9,10 @@ and sends it SIGTERM in the middle of a stream.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -364,6 +366,66 @@ def test_sigterm_lets_an_in_flight_stream_finish_and_the_log_has_no_secrets(
     assert lines[0]["response_id"] == events[-1]["response"]["id"]
     for secret in (*secrets.values(), "sk-in-query"):
         assert secret not in log
+
+
+def test_a_stream_still_open_when_the_shutdown_grace_ends_gets_its_terminal_event(
+    tmp_path: Path,
+) -> None:
+    """Found by a new-user trial: a stream the backend kept silent past `shutdown_timeout`
+    was cut off without `response.failed` (uvicorn cancels what is left; a CancelledError
+    traceback in the log) and stored as the client's leaving. Shortly before the grace ends
+    the gateway stops it itself: the terminal event says why, and so does the stored row."""
+    backend = ChatFake()
+    (tmp_path / "outform.toml").write_text(
+        "[gateway]\nshutdown_timeout = 2\nbackend_idle_timeout = 100\n"
+    )
+    store = tmp_path / "responses.sqlite"
+    with backend:
+        gated = GatedReply(events=text_stream("Hello", ", world", "!"), gate_after=2)
+        backend.reply(gated)
+        port = free_port()
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+        env.pop("OUTFORM_CONFIG", None)
+        command = [sys.executable, "-m", "outform.cli", "serve", "--backend", backend.base]
+        command += ["--port", str(port), "--store", f"sqlite:{store}"]
+        process = subprocess.Popen(
+            command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        try:
+            _wait_for(port)
+            received: list[bytes] = []
+
+            def consume() -> None:
+                with (
+                    httpx.Client(timeout=30) as http,
+                    http.stream(
+                        "POST",
+                        f"http://127.0.0.1:{port}/v1/responses",
+                        json={"model": "m", "input": "x", "stream": True},
+                    ) as answer,
+                ):
+                    received.extend(answer.iter_bytes())
+
+            reader = threading.Thread(target=consume)
+            reader.start()
+            assert gated.reached.wait(10), "the stream did not start"
+            process.send_signal(signal.SIGTERM)  # the backend stays silent: never released
+            reader.join(30)
+            assert process.wait(30) in (0, -signal.SIGTERM)
+        finally:
+            gated.gate.set()
+            if process.poll() is None:
+                process.kill()
+        _, stderr = process.communicate()
+    events = response_events(b"".join(received))
+    assert events[-1]["type"] == "response.failed"
+    error = events[-1]["response"]["error"]["message"]
+    assert error == "The gateway shut down before the response was complete."
+    assert "Exception in ASGI application" not in stderr.decode()
+    with contextlib.closing(sqlite3.connect(store)) as db:
+        rows = db.execute("SELECT status, response FROM outform_responses").fetchall()
+    assert len(rows) == 1 and rows[0][0] == "failed"
+    assert orjson.loads(rows[0][1])["error"]["message"] == error
 
 
 def _wait_for(port: int) -> None:

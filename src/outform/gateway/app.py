@@ -121,6 +121,9 @@ class GatewayApp:
         self._given_backend = backend
         self._owned: list[Callable[[], Awaitable[None]]] = []
         self._stop_scrubbing: Callable[[], None] | None = None
+        self._pumps: set[asyncio.Task[None]] = set()
+        """The streams being sent (stopped at shutdown: `drain`)."""
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.gateway: Gateway | None = None
         self.dashboard: Starlette | None = None
         """`/dashboard` over the trace store, when `[trace]` has one (behind the same keys)."""
@@ -133,7 +136,29 @@ class GatewayApp:
 
     # -- lifecycle -------------------------------------------------------------------------------
 
+    def drain(self, grace: float) -> None:
+        """The process is shutting down and gives its streams `grace` seconds (uvicorn's
+        graceful shutdown, which then cancels what is left, cutting a stream off without its
+        terminal event and storing it as its client's leaving). Shortly before the grace
+        ends, each stream still open is stopped here instead: it ends with `response.failed`
+        (or an `error` event), stored as the gateway's shutdown. Safe from a signal handler."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._stop_streams_later, grace)
+
+    def _stop_streams_later(self, grace: float) -> None:
+        assert self._loop is not None
+        self._loop.call_later(max(0.0, grace - min(1.0, grace / 4)), self._stop_streams)
+
+    def _stop_streams(self) -> None:
+        if self.gateway is None:
+            return
+        self.gateway.stopping = True
+        for pumping in list(self._pumps):
+            pumping.cancel()
+
     async def startup(self) -> None:
+        self._loop = asyncio.get_running_loop()
         self._stop_scrubbing = log_scrubbing(self.scrubber)
         warning = open_warning(self.settings.host, bool(self._keys))
         if warning:
@@ -299,7 +324,7 @@ class GatewayApp:
         if isinstance(reply, StreamReply):
             if self.scrubber:
                 reply.chunks = self.scrubber.stream(reply.chunks)
-            await _send_stream(reply, receive, send)
+            await _send_stream(reply, receive, send, self._pumps)
         else:
             await _send_reply(self._scrubbed(reply), send)
 
@@ -406,7 +431,9 @@ async def _send_reply(reply: Reply, send: Send) -> None:
     await send({"type": "http.response.body", "body": reply.body})
 
 
-async def _send_stream(reply: StreamReply, receive: Receive, send: Send) -> None:
+async def _send_stream(
+    reply: StreamReply, receive: Receive, send: Send, pumps: set[asyncio.Task[None]]
+) -> None:
     """Send the stream until it ends or the client goes away, then end its work
     (`StreamReply.close`), in every case: a client that left before the first byte leaves a
     stream that may never have started, and a server may raise `OSError` from `send` once
@@ -436,6 +463,8 @@ async def _send_stream(reply: StreamReply, receive: Receive, send: Send) -> None
     try:
         await send({"type": "http.response.start", "status": reply.status, "headers": headers})
         pumping = asyncio.ensure_future(pump())
+        pumps.add(pumping)  # (stopped at shutdown: `GatewayApp.drain`)
+        pumping.add_done_callback(pumps.discard)
         watching = asyncio.ensure_future(gone())
         try:
             await asyncio.wait({pumping, watching}, return_when=asyncio.FIRST_COMPLETED)

@@ -12,6 +12,7 @@ acknowledged (`gateway.keeper`); `background: true` runs on the `Worker`
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
 from typing import Any
@@ -76,6 +77,9 @@ class Gateway:
         self.checker = Checker(settings)
         self.provider = settings.backend if settings.native else None
         """The provider runs are recorded under (None for a Chat Completions URL backend)."""
+        self.stopping = False
+        """The process is shutting down and its grace is nearly over: the streams still open
+        are being stopped (`GatewayApp.drain`), each ending with its terminal event."""
 
     # -- POST /v1/responses ----------------------------------------------------------------------
 
@@ -148,7 +152,7 @@ class Gateway:
             if stream:
                 if keeper is not None:
                     await keeper.begin(shell.build("in_progress", []))
-                settle = Settle(StreamTranslator(shell), keeper)
+                settle = Settle(StreamTranslator(shell), keeper, gateway=self)
                 chunks = _replay(completion_chunks(completion))
                 return StreamReply(200, _events(settle, chunks), headers=headers, close=settle)
         elif stream:
@@ -161,7 +165,7 @@ class Gateway:
                     call.end(error)
                     await backend_stream.aclose()
                     raise
-            settle = Settle(StreamTranslator(shell), keeper, call, backend_stream)
+            settle = Settle(StreamTranslator(shell), keeper, call, backend_stream, self)
             return StreamReply(200, _events(settle, backend_stream.chunks()), close=settle)
         else:
             called = time.perf_counter()
@@ -273,7 +277,7 @@ class Gateway:
         if stream:
             call = StreamCall(run)
             backend_stream = await _opened(self.backend.stream(body), call)
-            settle = Settle(None, None, call, backend_stream)
+            settle = Settle(None, None, call, backend_stream, self)
             relayed = _relay(settle, backend_stream)
             return StreamReply(200, relayed, backend_stream.content_type, close=settle)
         called = time.perf_counter()
@@ -331,7 +335,7 @@ class Settle:
     own `finally` calls it, and so does the app once the answer is over (`StreamReply.close`):
     a stream that never started has no `finally` to run."""
 
-    __slots__ = ("backend_stream", "call", "done", "failure", "keeper", "translator")
+    __slots__ = ("backend_stream", "call", "done", "failure", "gateway", "keeper", "translator")
 
     def __init__(
         self,
@@ -339,11 +343,14 @@ class Settle:
         keeper: Keeper | None,
         call: StreamCall | None = None,
         backend_stream: ChatStream | None = None,
+        gateway: Gateway | None = None,
     ) -> None:
         self.translator = translator
         self.keeper = keeper
         self.call = call
         self.backend_stream = backend_stream
+        self.gateway = gateway
+        """Whose shutdown may stop the stream (`Gateway.stopping`)."""
         self.failure: BaseException | str | None = CLIENT_LEFT
         """Why the stream stopped (None: it was whole); the client's leaving until it ends."""
         self.done = False
@@ -356,7 +363,10 @@ class Settle:
             if self.call is not None:
                 self.call.end(self.failure)
             if self.keeper is not None and self.translator is not None:
-                await self.keeper.abandon(self.translator)
+                if _stopped(self):
+                    await self.keeper.abandon(self.translator, SHUT_DOWN)
+                else:
+                    await self.keeper.abandon(self.translator)
         finally:
             if self.backend_stream is not None:
                 await self.backend_stream.aclose()
@@ -429,6 +439,11 @@ async def _events(settle: Settle, source: AsyncIterator[dict[str, Any]]) -> Asyn
         except Exception as exc:  # whatever broke, the stream ends with response.failed
             settle.failure = exc
             translator.abort(failure_message(exc))
+        except asyncio.CancelledError:
+            if not _stopped(settle):
+                raise  # the client went away
+            settle.failure = SHUT_DOWN
+            translator.abort(SHUT_DOWN)
         if keeper is not None:  # committed before the terminal event, or the stream fails
             await keeper.end_stream(translator)
         yield closing + translator.terminal()
@@ -448,8 +463,22 @@ async def _relay(settle: Settle, backend_stream: ChatStream) -> AsyncIterator[by
     except Exception as exc:
         settle.failure = exc
         yield data_frame(chat_error(exc))
+    except asyncio.CancelledError:
+        if not _stopped(settle):
+            raise  # the client went away
+        settle.failure = SHUT_DOWN
+        yield data_frame(chat_error(GatewayError(503, SHUT_DOWN, code="shutting_down")))
     finally:
         await settle()
+
+
+SHUT_DOWN = "The gateway shut down before the response was complete."
+"""Why a stream the process's shutdown stopped ended (its terminal event, its stored row)."""
+
+
+def _stopped(settle: Settle) -> bool:
+    """Whether a cancelled stream was stopped by its gateway's shutdown (not its client)."""
+    return settle.gateway is not None and settle.gateway.stopping
 
 
 async def _answered(backend: Backend, chat: Mapping[str, Any], run: RunTrace) -> dict[str, Any]:

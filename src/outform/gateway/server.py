@@ -5,8 +5,10 @@ is not this machine's is a configuration error (exit 2, one line) before start-u
 address announced is the one listened on (`port = 0` announces the port the system chose).
 
 Shutdown is graceful: on SIGTERM or Ctrl-C uvicorn stops accepting connections and waits up to
-`shutdown_timeout` seconds for in-flight requests, streams included, to finish; only then are
-the store and the backend connections closed. The access log is one JSON object per line on
+`shutdown_timeout` seconds for in-flight requests, streams included, to finish; a stream still
+open shortly before that (the last quarter of the grace, at most its last second) is stopped
+with its terminal event and stored as failed by the shutdown (`GatewayApp.drain`); only then
+are the store and the backend connections closed. The access log is one JSON object per line on
 standard error (logger `outform.gateway.access`), without headers, keys, bodies or query
 strings.
 """
@@ -21,6 +23,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import uvicorn
+
 from outform.errors import ConfigError
 from outform.gateway.app import GatewayApp, create_app
 from outform.gateway.limits import release_memory
@@ -29,8 +33,6 @@ from outform.gateway.stores import check_store
 
 
 def uvicorn_config(app: GatewayApp, settings: GatewaySettings, **extra: Any) -> Any:
-    import uvicorn
-
     fast = importlib.util.find_spec("httptools") is not None
     loop = "uvloop" if importlib.util.find_spec("uvloop") is not None else "asyncio"
     options: dict[str, Any] = {
@@ -111,10 +113,21 @@ def url_of(sock: socket.socket) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
+class _Server(uvicorn.Server):
+    """uvicorn's server, which tells the app when its graceful shutdown starts (`drain`)."""
+
+    def __init__(self, config: uvicorn.Config, app: GatewayApp) -> None:
+        super().__init__(config)
+        self._gateway_app = app
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        if not self.should_exit:
+            self._gateway_app.drain(self.config.timeout_graceful_shutdown or 0.0)
+        super().handle_exit(sig, frame)
+
+
 def serve(settings: GatewaySettings, *, announce: Callable[[str], None] = print) -> None:
     """Run the gateway until SIGTERM / Ctrl-C; `announce(url)` once it listens there."""
-    import uvicorn
-
     release_memory()
     app = create_app(settings)
     check_store(settings.store_spec(), base_dir=settings.store_base_dir)  # before listening
@@ -124,7 +137,7 @@ def serve(settings: GatewaySettings, *, announce: Callable[[str], None] = print)
     sock = listen(settings.host, settings.port)
     try:
         announce(url_of(sock))
-        uvicorn.Server(uvicorn_config(app, settings)).run(sockets=[sock])
+        _Server(uvicorn_config(app, settings), app).run(sockets=[sock])
     finally:
         sock.close()
 
