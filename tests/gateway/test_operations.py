@@ -72,6 +72,7 @@ def test_a_body_over_the_limit_is_refused_with_413(make_gateway: MakeGateway) ->
     answer = gw.http.post(gw.url + "/v1/responses", json=big)
     assert answer.status_code == 413
     assert answer.json()["error"]["code"] == "request_too_large"
+    assert "max_body_bytes" in answer.json()["error"]["message"]  # the limit, named
 
     def chunked() -> Any:
         yield b'{"model": "m", "input": "'

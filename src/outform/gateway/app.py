@@ -395,7 +395,8 @@ class _ClientGone(Exception):  # noqa: N818 - the client hung up; nothing to ans
 def _too_large(limit: int) -> GatewayError:
     return GatewayError(
         413,
-        f"The request body is larger than this gateway accepts ({limit} bytes).",
+        f"The request body is larger than this gateway accepts ({limit} bytes: its "
+        "max_body_bytes, set in [gateway] or with --max-body-bytes).",
         code="request_too_large",
     )
 
