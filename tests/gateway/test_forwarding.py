@@ -175,3 +175,26 @@ def test_a_native_provider_refuses_what_its_request_cannot_carry() -> None:
             )
             assert fine.status_code == 200, fine.text
             assert claude.last.json["output_config"]["effort"] == "high"
+
+
+@pytest.mark.parametrize("path", ["/v1/responses", "/v1/chat/completions"])
+@pytest.mark.parametrize(
+    ("model", "message"),
+    [
+        (None, "Missing required parameter: 'model'."),
+        (5, "Invalid type for 'model': expected a string, got int."),
+    ],
+)
+def test_a_model_that_is_missing_or_no_string_is_a_400_saying_which(
+    gw: tuple[ChatFake, httpx.Client, str], path: str, model: Any, message: str
+) -> None:
+    """Found by a new-user trial: `{"model": 5}` was told the model was missing."""
+    backend, http, url = gw
+    body: dict[str, Any] = {"input": "x", "messages": [{"role": "user", "content": "x"}]}
+    if model is not None:
+        body["model"] = model
+    answer = http.post(url + path, json=body)
+    assert answer.status_code == 400
+    assert answer.json()["error"]["message"] == message
+    assert answer.json()["error"]["param"] == "model"
+    assert backend.requests == []

@@ -253,9 +253,7 @@ class Gateway:
         started = time.perf_counter()
         req = _json_object(raw)
         named = profile_named(profile)
-        model = req.get("model")
-        if not isinstance(model, str) or not model:
-            raise bad_request("Missing required parameter: 'model'.", "model", "missing_required")
+        model = translate.model_name(req)
         stream = req.get("stream") is True
         log["model"] = model
         log["stream"] = stream

@@ -93,11 +93,23 @@ _LOGPROBS = "message.output_text.logprobs"
 # -- validation ----------------------------------------------------------------------------
 
 
+def model_name(req: Mapping[str, Any]) -> str:
+    """The request's `model`: a 400 naming what is wrong when it is missing or no string."""
+    model = req.get("model")
+    if model is None or model == "":
+        raise bad_request("Missing required parameter: 'model'.", "model", "missing_required")
+    if not isinstance(model, str):
+        raise bad_request(
+            f"Invalid type for 'model': expected a string, got {type(model).__name__}.",
+            "model",
+            "invalid_type",
+        )
+    return model
+
+
 def check_request(req: Mapping[str, Any]) -> None:
     """Reject, with the API's 400 error shape, what cannot be translated."""
-    model = req.get("model")
-    if not isinstance(model, str) or not model:
-        raise bad_request("Missing required parameter: 'model'.", "model", "missing_required")
+    model_name(req)
     value = req.get("input")
     if value is not None and not isinstance(value, str):
         if not isinstance(value, list):
