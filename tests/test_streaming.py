@@ -14,6 +14,7 @@ import dataclasses
 import datetime
 import itertools
 import pickle
+import warnings
 from collections.abc import AsyncIterator, Iterator
 from enum import Enum
 from typing import Annotated, Any
@@ -831,3 +832,25 @@ def test_stream_items_refuses_a_path_the_schema_has_no_array_at() -> None:
 def test_stream_items_takes_any_path_where_the_schema_does_not_say() -> None:
     assert list(stream_items(['{"b": [1, 2]}'], OBJECT, path="b")) == [1, 2]
     assert list(stream_items(['{"items": [1, 2]}'], LISTS, path="/items")) == [1, 2]
+
+
+class _Tagged(BaseModel):
+    name: str
+    tags: list[str]
+    info: dict[str, int]
+
+
+def test_a_partial_model_dumps_what_it_shows_while_a_list_is_open() -> None:
+    """Found by a new-user trial: `model_dump_json()` raised PydanticSerializationError on a
+    snapshot whose list was still open (a view, not a list), and `model_dump()` warned."""
+    parser: StreamParser[_Tagged] = StreamParser(_Tagged)
+    dumped = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for part in ('{"name": "a", "tags": ["x", "y', '", "z"], "info": {"a": 1', "}}"):
+            for snapshot in parser.feed(part):
+                value = snapshot.value
+                assert orjson.loads(value.model_dump_json()) == value.model_dump()
+                dumped.append(value.model_dump())
+    assert dumped[0]["tags"] == ["x", "y"]
+    assert dumped[-1] == {"name": "a", "tags": ["x", "y", "z"], "info": {"a": 1}}

@@ -1039,10 +1039,7 @@ def _partial(tp: Any) -> Any:
             for (key, annotation), f in zip(annotations.items(), fields, strict=True)
         }
         model: Any = create_model(
-            name,
-            __config__=ConfigDict(arbitrary_types_allowed=True),
-            __module__=tp.__module__,
-            **definitions,
+            name, __base__=_PartialModel, __module__=tp.__module__, **definitions
         )
         model.__doc__ = f"{tp.__name__} while it streams: every field optional."
         return model
@@ -1056,6 +1053,22 @@ def _partial(tp: Any) -> Any:
             namespace={"__module__": tp.__module__},
         )
     return typing.TypedDict(name, annotations, total=False)  # type: ignore[operator]
+
+
+class _PartialModel(BaseModel):
+    """The base of partial models. Their fields hold the stream's views (`PartialList`,
+    `PartialDict`) where the type says `list` or `dict`: Pydantic writes them as what they
+    show, and is told not to warn that they are views."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    def model_dump(self, **options: Any) -> dict[str, Any]:
+        options.setdefault("warnings", False)
+        return super().model_dump(**options)
+
+    def model_dump_json(self, **options: Any) -> str:
+        options.setdefault("warnings", False)
+        return super().model_dump_json(**options)
 
 
 def _partial_field(f: _Field) -> Any:

@@ -38,6 +38,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final, Literal, Protocol, overload
 
 import orjson
+from pydantic_core import SchemaSerializer, core_schema
 
 from outform.errors import OutputError
 from outform.jsontext import loads_exact, may_be_inexact
@@ -138,6 +139,11 @@ class PartialList(Sequence[Any]):
     def __repr__(self) -> str:
         return repr(list(self))
 
+    __pydantic_serializer__ = SchemaSerializer(
+        core_schema.any_schema(serialization=core_schema.plain_serializer_function_ser_schema(list))
+    )
+    """Pydantic writes a view as the list it shows (a partial model's `model_dump_json`)."""
+
 
 class PartialDict(Mapping[str, Any]):
     """An object still being written: the first `n` members of an append-only dict, then the
@@ -216,6 +222,11 @@ class PartialDict(Mapping[str, Any]):
 
     def __repr__(self) -> str:
         return repr(dict(self))
+
+    __pydantic_serializer__ = SchemaSerializer(
+        core_schema.any_schema(serialization=core_schema.plain_serializer_function_ser_schema(dict))
+    )
+    """Pydantic writes a view as the dict it shows (a partial model's `model_dump_json`)."""
 
 
 _new = object.__new__
