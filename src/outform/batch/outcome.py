@@ -21,6 +21,7 @@ from outform.parse.pipeline import Pipeline
 from outform.parse.result import Change
 from outform.providers.base import Response, Usage
 from outform.reask import CUT_OFF, repaired_after_cut
+from outform.trace import redact
 from outform.trace.events import Event
 
 Status = Literal["ok", "repaired", "failed", "provider_error", "expired"]
@@ -83,7 +84,9 @@ def output_line(
     if verdict.hint is not None:
         out["hint"] = verdict.hint.to_dict()
     if verdict.error:
-        out["error"] = verdict.error
+        # A provider's message may quote the key it was sent: no secret outform knows is
+        # stored (the row's line goes to the manifest and OUT.jsonl).
+        out["error"] = redact.scrub_text(verdict.error)
     if verdict.status == "failed" and verdict.text:
         out["reply"] = verdict.text[:2000]
     out["attempts"] = attempts

@@ -30,7 +30,7 @@ from outform.batch.outcome import Verdict, judge, output_line
 from outform.batch.progress import Counts, Progress, Silent
 from outform.batch.rows import count_rows, rows_at, scan
 from outform.batch.runs import RowRuns, attempt_of
-from outform.errors import OutformError, UsageError
+from outform.errors import OutformError, ProviderError, UsageError
 from outform.providers.base import WireRequest
 from outform.transport import Transport
 
@@ -75,6 +75,8 @@ def check_and_record(
     """Read every row (a bad one raises, naming its line, and nothing is recorded), then
     record the job and its rows in one transaction. Nothing is sent before this returns."""
     path = prepared.input
+    if spec.output is not None:
+        check_output(Path(spec.output), path)
     stat = path.stat() if path.exists() else None
     spec = JobSpec(
         **{
@@ -242,7 +244,14 @@ class Runner:
         waiting = self.manifest.batches(self.job, ["submitting"])
         if not waiting:
             return
-        known = {b.provider_id for b in self.manifest.batches(self.job) if b.provider_id}
+        # Every batch any job of this manifest has: one API without metadata (Message
+        # Batches) is matched by size and time, and must never adopt another job's batch.
+        known = {
+            b.provider_id
+            for job in self.manifest.jobs()
+            for b in self.manifest.batches(job.id)
+            if b.provider_id
+        }
         found = self._carrier.find(self.job, waiting, known)
         for batch in waiting:
             if batch.key in found:
@@ -273,6 +282,8 @@ class Runner:
             try:
                 for page in self.manifest.pending_pages(self.job, round_):
                     for stored, wire, line in self._lines(page):
+                        if chunk.too_large(line):
+                            raise _too_large(stored.row_id, len(line), limits.max_bytes)
                         if not chunk.fits(line):
                             self._send(round_, chunk)
                         chunk.add(stored.idx, wire, line)
@@ -302,7 +313,13 @@ class Runner:
         path, idxs, first = chunk.finish()
         key = f"r{round_}b{self.manifest.next_batch_number(self.job)}"
         self.manifest.start_batch(self.job, key, round_, idxs)  # recorded before the call
-        provider_id = self._carrier.submit(self.job, key, path, first)
+        try:
+            provider_id = self._carrier.submit(self.job, key, path, first)
+        except ProviderError as error:
+            if error.status is not None and 400 <= error.status < 500 and error.status != 429:
+                # Refused outright: no batch was made, none may be looked for on resume.
+                self.manifest.release_batch(self.job, key)
+            raise
         self.manifest.set_batch(self.job, key, "submitted", provider_id=provider_id)
         self.progress.advance("submitting", len(idxs))
 
@@ -433,6 +450,11 @@ class Chunk:
         self._handle: BinaryIO | None = None
         self._size = 0
 
+    def too_large(self, line: bytes) -> bool:
+        """Whether `line` alone makes a batch file over the byte limit."""
+        framing = len(self.framing.head) + len(self.framing.tail) + len(self.framing.separator)
+        return len(line) + framing > self.limits.max_bytes
+
     def fits(self, line: bytes) -> bool:
         grow = len(line) + len(self.framing.separator)
         return not self.idxs or (
@@ -467,11 +489,44 @@ class Chunk:
             self._handle = None
 
 
+def check_output(path: Path, input_path: Path) -> None:
+    """Before anything is paid for: OUT.jsonl can be written where it is asked for (its
+    folder made, a file created there), and it is not the input (a paid job cannot then
+    end unwritable, nor overwrite what it read)."""
+    if path.resolve() == input_path.resolve():
+        raise UsageError(
+            f"the output {path} is the input file", where="-o", fix="write the output elsewhere"
+        )
+    if path.is_dir():
+        raise UsageError(
+            f"the output {path} is a directory", where="-o", fix="give a file path: -o out.jsonl"
+        )
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        os.close(fd)
+        Path(probe).unlink()
+    except OSError as exc:
+        raise UsageError(
+            f"the output {path} cannot be written: {exc.strerror or exc}",
+            where="-o",
+            fix="choose a path in a folder you may write to",
+        ) from None
+
+
 def write_output(manifest: Manifest, job: str, path: Path) -> int:
     """OUT.jsonl, one line per input row in input order, written whole or not at all (a
     temporary file renamed into place)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        raise UsageError(
+            f"the output {path} cannot be written: {exc.strerror or exc}",
+            where=str(path),
+            fix="make the folder writable (or remove what is in the way), then "
+            "`outform batch resume` writes it",
+        ) from None
     count = 0
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -484,6 +539,13 @@ def write_output(manifest: Manifest, job: str, path: Path) -> int:
             handle.flush()
             os.fsync(handle.fileno())
         Path(temp).replace(path)
+    except IsADirectoryError:
+        Path(temp).unlink(missing_ok=True)
+        raise UsageError(
+            f"the output {path} is a directory",
+            where=str(path),
+            fix="remove or rename it, then `outform batch resume` writes the output",
+        ) from None
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
@@ -529,6 +591,15 @@ def start(
         bedrock_place(spec.s3_uri, spec.role_arn)  # before the rows are read
     job, _ = check_and_record(manifest, spec, prepared, progress or Silent())
     return job
+
+
+def _too_large(row: str, size: int, limit: int) -> UsageError:
+    return UsageError(
+        f"row {row!r} makes a request of {size:,} bytes, over the {limit:,} bytes a batch file "
+        "may hold (--max-bytes, or the API's own limit)",
+        where="--max-bytes",
+        fix="raise --max-bytes (up to the API's limit), or shorten the row or the prompt",
+    )
 
 
 __all__ = ["JobStatus", "Runner", "new_job_id", "start", "status_of", "write_output"]

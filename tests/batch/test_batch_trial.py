@@ -1,0 +1,115 @@
+"""Found by a new-user trial of `outform batch`: a resumed job adopting another job's batch,
+a key in a stored row, a row over `--max-bytes`, an output that cannot be written."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from outform import batch
+from outform.batch.carriers import AnthropicCarrier
+from outform.errors import BadRequestError, UsageError
+from tests.batch.conftest import Scripted, submit
+from tests.batch.fakes import BatchFake, Error
+
+KEY = "sk-trial-0123456789abcdef"
+
+
+def _echo(custom_id: str, body: Mapping[str, Any]) -> str:
+    """A reply naming the prompt it was asked (so that one job's answers are not another's)."""
+    prompt = body["messages"][-1]["content"]
+    text = prompt if isinstance(prompt, str) else prompt[0]["text"]
+    return orjson.dumps({"name": text, "age": int(custom_id.lstrip("r"))}).decode()
+
+
+def test_a_resumed_job_never_adopts_another_jobs_batch(
+    rows: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Message Batches carry no label: a batch is matched by size and time. Job A's batch
+    was refused outright (HTTP 400); job B then ran the same rows; resuming A took B's batch
+    and wrote B's answers as A's, exit 0. A refused creation now releases A's batch, and no
+    batch another job of the manifest holds is ever adopted."""
+    manifest = tmp_path / "m.sqlite3"
+    with BatchFake("anthropic", _echo) as fake:
+        submit_batch = AnthropicCarrier.submit
+
+        def refused(self: AnthropicCarrier, *args: Any) -> str:
+            raise BadRequestError("anthropic answered HTTP 400", provider="anthropic", status=400)
+
+        monkeypatch.setattr(AnthropicCarrier, "submit", refused)
+        with pytest.raises(BadRequestError):
+            submit(
+                rows,
+                "anthropic:claude-sonnet-4-5",
+                manifest,
+                fake.url,
+                prompt="A {text}",
+                output=tmp_path / "a.jsonl",
+            )
+        (job_a,) = batch.open_manifest(manifest).jobs()
+        assert not batch.open_manifest(manifest).batches(job_a.id, ["submitting"])
+        monkeypatch.setattr(AnthropicCarrier, "submit", submit_batch)
+        output_b = tmp_path / "b.jsonl"
+        submit(
+            rows,
+            "anthropic:claude-sonnet-4-5",
+            manifest,
+            fake.url,
+            prompt="B {text}",
+            output=output_b,
+        )
+        done = batch.resume(job_a.id, manifest=manifest, api_key="k")
+    assert done.done
+    lines = [orjson.loads(line) for line in (tmp_path / "a.jsonl").read_bytes().splitlines()]
+    assert lines and all(line["value"]["name"].startswith("A ") for line in lines)
+
+
+def test_a_provider_error_quoting_the_key_is_not_stored(rows: Path, tmp_path: Path) -> None:
+    def model(custom_id: str, body: Mapping[str, Any]) -> str | Error:
+        if custom_id == "r2":
+            return Error(400, f"Incorrect API key provided: {KEY}")
+        return Scripted()(custom_id, body)
+
+    manifest = tmp_path / "m.sqlite3"
+    with BatchFake("openai", model) as fake:
+        output = tmp_path / "out.jsonl"
+        submit(rows, "openai:gpt-5-mini", manifest, fake.url + "/v1", api_key=KEY, output=output)
+    assert "r2" in output.read_text() and KEY not in output.read_text()
+    assert KEY.encode() not in manifest.read_bytes()
+
+
+def test_a_row_over_max_bytes_is_refused_before_it_is_sent(tmp_path: Path) -> None:
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"id": "r1", "text": "' + "x" * 3000 + '"}\n' * 1)
+    with BatchFake("openai", Scripted()) as fake:
+        with pytest.raises(UsageError, match="over the 1,024 bytes") as caught:
+            submit(
+                rows,
+                "openai:gpt-5-mini",
+                tmp_path / "m.sqlite3",
+                fake.url + "/v1",
+                max_bytes=1024,
+                live=False,
+            )
+        assert not [r for r in fake.requests if "batches" in r.path or "files" in r.path]
+    assert caught.value.where == "--max-bytes"
+
+
+@pytest.mark.parametrize("where", ["a folder", "the input"])
+def test_an_output_that_cannot_be_written_is_refused_before_anything_is_sent(
+    rows: Path, tmp_path: Path, where: str
+) -> None:
+    output = tmp_path / "out" if where == "a folder" else rows
+    output.mkdir(exist_ok=True) if where == "a folder" else None
+    with BatchFake("openai", Scripted()) as fake:
+        with pytest.raises(UsageError) as caught:
+            submit(
+                rows, "openai:gpt-5-mini", tmp_path / "m.sqlite3", fake.url + "/v1", output=output
+            )
+        assert fake.requests == []
+    assert caught.value.where == "-o"
+    assert batch.open_manifest(tmp_path / "m.sqlite3").jobs() == []
