@@ -175,6 +175,11 @@ def test_what_cannot_be_a_tool_or_an_output_is_refused_before_any_call(echo: Ech
         agent(echo, [add, FunctionTool(divide, name="add")])
     with pytest.raises(UsageError, match="needs a name"):
         agent(echo, [lambda: 1])
+    # Found by a new-user trial: max_steps=2.5 raised TypeError, max_result_chars=-1 clipped
+    # every result to nothing without a word.
+    for limits in ({"max_steps": 2.5}, {"max_steps": 0}, {"max_result_chars": -1}):
+        with pytest.raises(UsageError, match="must be a whole number"):
+            agent(echo, [add], **limits)
     assert echo.sent == []
 
 
@@ -194,3 +199,18 @@ def test_the_loop_works_over_every_provider(call: Call) -> None:
         call.provider.check_request(request.path, request.json)
     assert result.complete and result.content == "5" and calls == [("add", (2, 3))]
     assert isinstance(result.final, Envelope)
+
+
+def not_a_number() -> float:
+    """A measurement that failed."""
+    return float("nan")
+
+
+def test_a_tool_result_json_has_no_number_for_is_not_sent_as_null(echo: Echo) -> None:
+    """Found by a new-user trial: a tool's NaN went to the model as `null`, a value changed
+    without a word. It is spelled as JSON5 spells it."""
+    echo.reply(ask({"function_name": "not_a_number", "arguments": {}, "reasoning": "measure"}))
+    echo.reply(answer("unknown"))
+    agent(echo, [not_a_number])
+    text = echo.texts(-1)[-1].split("\n")[1]
+    assert '"output":NaN' in text

@@ -10,6 +10,7 @@ act on. Every step is kept in the result.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,7 @@ import orjson
 from outform.agent.envelope import Envelope, Metadata
 from outform.agent.tools import Runnable, ToolResult, toolbox
 from outform.errors import UsageError
+from outform.parse import values
 from outform.parse.hint import clip
 from outform.providers.base import Message, Usage, as_message
 from outform.reask import with_instructions
@@ -102,8 +104,16 @@ class _Run:
                 where="output",
                 fix="pass Envelope, Envelope[YourContent], or a subclass of Envelope",
             )
-        if max_steps < 1:
-            raise UsageError("max_steps must be 1 or more", where="max_steps")
+        for name, value, least in (
+            ("max_steps", max_steps, 1),
+            ("max_result_chars", max_result_chars, 0),
+        ):
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise UsageError(
+                    f"{name} must be a whole number of {least} or more, got {value!r}",
+                    where=name,
+                    fix=f"pass {name}={least if least else 20_000} or more",
+                )
         self.output = output
         self.max_steps = max_steps
         self.max_result_chars = max_result_chars
@@ -146,13 +156,13 @@ class _Run:
             Message.assistant(said),
             Message.user(
                 "Tool results (JSON):\n"
-                + orjson.dumps(shown).decode()
+                + _written(shown)
                 + "\nContinue: call more tools, or answer with no tool_calls."
             ),
         ]
 
     def _clipped(self, result: dict[str, Any]) -> Any:
-        text = orjson.dumps(result, default=str).decode()
+        text = _written(result)
         if len(text) <= self.max_result_chars:
             return result
         return {
@@ -163,6 +173,16 @@ class _Run:
 
     def done(self, complete: bool) -> AgentRun:
         return AgentRun(tuple(self.steps), complete, self.usage, tuple(self.conversation))
+
+
+def _written(value: Any) -> str:
+    """A tool result as the model reads it: JSON, but a number JSON has none for (a tool's
+    NaN or infinity) spelled as JSON5 spells it, never `null` (orjson's writing: a value
+    changed without a word)."""
+    text = orjson.dumps(value, default=str).decode()
+    if "null" in text and values.nonfinite_in(value):
+        return json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"))
+    return text
 
 
 def describe(tools: Mapping[str, Runnable]) -> str | None:

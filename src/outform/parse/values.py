@@ -42,6 +42,11 @@ def encode(value: Any) -> str:
     return dumps_text(value)
 
 
+def nonfinite_in(value: Any) -> bool:
+    """Whether `value` (JSON-like) holds NaN or an infinity anywhere."""
+    return _nonfinite(value)
+
+
 def _nonfinite(value: Any) -> bool:
     stack = [value]
     while stack:
