@@ -45,6 +45,7 @@ def test_a_job_ends_with_one_line_per_row(
         assert by_id[f"r{n}"]["status"] in ("ok", "repaired")
         assert by_id[f"r{n}"]["rounds"][0]["round"] == 0
     assert "age" in by_id["r7"]["rounds"][0]["detail"]
+    assert {c["attempt"] for c in by_id["r10"]["changes"]} == {1}  # repaired on its first ask
     assert done.counts == {"ok": 24, "repaired": 6}
     assert [r["sent"] for r in done.rounds] == [30, 6]
     # nothing was submitted twice in a round: re-asked rows twice in all, the others once

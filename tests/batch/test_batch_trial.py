@@ -113,3 +113,14 @@ def test_an_output_that_cannot_be_written_is_refused_before_anything_is_sent(
         assert fake.requests == []
     assert caught.value.where == "-o"
     assert batch.open_manifest(tmp_path / "m.sqlite3").jobs() == []
+
+
+def test_the_changes_of_a_value_a_re_ask_gave_are_on_that_attempt() -> None:
+    """They said attempt 1 whatever the attempt whose reply gave the value."""
+    from outform.batch.outcome import Verdict, output_line
+    from outform.parse.result import Change
+
+    change = Change("/age", "semantic", "string_to_integer", '"3"', "3")
+    verdict = Verdict("repaired", {"age": 3}, (change,))
+    line = orjson.loads(output_line("r1", 1, verdict, attempts=2))
+    assert [c["attempt"] for c in line["changes"]] == [2]

@@ -9,6 +9,7 @@ whole is re-asked, and an invalid reply is re-asked with its hint while rounds r
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -80,7 +81,11 @@ def output_line(
     out: dict[str, Any] = {"id": row_id, "line": line, "status": verdict.status}
     if verdict.status in ("ok", "repaired"):
         out["value"] = verdict.data
-        out["changes"] = [c.to_dict() for c in verdict.changes]
+        # The changes belong to the attempt whose reply gave the value: the last one.
+        out["changes"] = [
+            (c if c.attempt == attempts else dataclasses.replace(c, attempt=attempts)).to_dict()
+            for c in verdict.changes
+        ]
     if verdict.hint is not None:
         out["hint"] = verdict.hint.to_dict()
     if verdict.error:
