@@ -124,3 +124,19 @@ def test_the_changes_of_a_value_a_re_ask_gave_are_on_that_attempt() -> None:
     verdict = Verdict("repaired", {"age": 3}, (change,))
     line = orjson.loads(output_line("r1", 1, verdict, attempts=2))
     assert [c["attempt"] for c in line["changes"]] == [2]
+
+
+def test_a_base_url_holding_a_password_is_refused_before_it_is_stored(
+    rows: Path, tmp_path: Path
+) -> None:
+    """The job's settings are stored in the manifest for resume (a trial found the URL's
+    password there)."""
+    with pytest.raises(UsageError, match="holds a password") as caught:
+        submit(
+            rows, "openai:gpt-5-mini", tmp_path / "m.sqlite3", "http://u:pw-secret@127.0.0.1:9/v1"
+        )
+    assert "pw-secret" not in str(caught.value)
+    assert (
+        not (tmp_path / "m.sqlite3").exists()
+        or b"pw-secret" not in (tmp_path / "m.sqlite3").read_bytes()
+    )

@@ -17,6 +17,7 @@ import os
 from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 
@@ -125,6 +126,13 @@ def spec(
     `[defaults]` (resolved now: a resume in another process records under the same)."""
     defaults = _defaults()
     resolved = resolve_labels(labels)
+    if base_url is not None and urlsplit(base_url).password:
+        raise UsageError(
+            "the base URL holds a password; a batch job keeps its settings in the manifest (for "
+            "resume), where no secret may be stored",
+            where="--base-url",
+            fix="take the credentials out of the URL and give the key with --api-key-env",
+        )
     return JobSpec(
         model=model,
         format=_format(output_format).to_dict(),
