@@ -88,11 +88,15 @@ def check_and_record(
     )
     job = new_job_id()
     progress.start("checking", count_rows(path))  # counted in rows, as every other bar
+    api = batch_api(prepared) if prepared.api is not None and not spec.live else None
+    limits = batch_limits(api, spec) if api is not None else None
 
     def rows() -> Iterator[tuple[int, str, int, int]]:
         shown = seen = 0
         for row in scan(path, prepared.prompt, spec.id_field):
-            prepared.wire(prepared.request(row.messages))  # the adapter accepts it
+            wire = prepared.wire(prepared.request(row.messages))  # the adapter accepts it
+            if api is not None and limits is not None:  # and its request fits a batch file
+                check_size(row.id, api.line(row.id, wire), api.framing, limits)
             seen = row.index + 1
             if seen - shown >= 1000:
                 progress.advance("checking", seen - shown)
@@ -231,12 +235,7 @@ class Runner:
     @property
     def limits(self) -> Limits:
         assert self._api is not None
-        base = self._api.limits
-        return Limits(
-            min(base.max_requests, self.spec.max_requests or base.max_requests),
-            min(base.max_bytes, self.spec.max_bytes or base.max_bytes),
-            base.min_requests,
-        )
+        return batch_limits(self._api, self.spec)
 
     def _recover(self) -> None:
         """Batches recorded as `submitting`: adopt those the provider has, release the rest."""
@@ -282,8 +281,8 @@ class Runner:
             try:
                 for page in self.manifest.pending_pages(self.job, round_):
                     for stored, wire, line in self._lines(page):
-                        if chunk.too_large(line):
-                            raise _too_large(stored.row_id, len(line), limits.max_bytes)
+                        # (a re-ask, longer than the request the job's check measured)
+                        check_size(stored.row_id, line, self._api.framing, limits)
                         if not chunk.fits(line):
                             self._send(round_, chunk)
                         chunk.add(stored.idx, wire, line)
@@ -450,11 +449,6 @@ class Chunk:
         self._handle: BinaryIO | None = None
         self._size = 0
 
-    def too_large(self, line: bytes) -> bool:
-        """Whether `line` alone makes a batch file over the byte limit."""
-        framing = len(self.framing.head) + len(self.framing.tail) + len(self.framing.separator)
-        return len(line) + framing > self.limits.max_bytes
-
     def fits(self, line: bytes) -> bool:
         grow = len(line) + len(self.framing.separator)
         return not self.idxs or (
@@ -593,13 +587,27 @@ def start(
     return job
 
 
-def _too_large(row: str, size: int, limit: int) -> UsageError:
-    return UsageError(
-        f"row {row!r} makes a request of {size:,} bytes, over the {limit:,} bytes a batch file "
-        "may hold (--max-bytes, or the API's own limit)",
-        where="--max-bytes",
-        fix="raise --max-bytes (up to the API's limit), or shorten the row or the prompt",
+def batch_limits(api: BatchApi, spec: JobSpec) -> Limits:
+    """The API's limits per batch, lowered by the job's settings (never raised past them)."""
+    base = api.limits
+    return Limits(
+        min(base.max_requests, spec.max_requests or base.max_requests),
+        min(base.max_bytes, spec.max_bytes or base.max_bytes),
+        base.min_requests,
     )
+
+
+def check_size(row: str, line: bytes, framing: Framing, limits: Limits) -> None:
+    """A UsageError when the request `line` alone makes a batch file over the byte limit."""
+    size = len(line) + len(framing.head) + len(framing.tail) + len(framing.separator)
+    if size > limits.max_bytes:
+        raise UsageError(
+            f"row {row!r} makes a request of {len(line):,} bytes, over the "
+            f"{limits.max_bytes:,} bytes a batch file may hold (--max-bytes, or the API's own "
+            "limit)",
+            where="--max-bytes",
+            fix="raise --max-bytes (up to the API's limit), or shorten the row or the prompt",
+        )
 
 
 __all__ = ["JobStatus", "Runner", "new_job_id", "start", "status_of", "write_output"]
