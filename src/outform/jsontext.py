@@ -15,11 +15,14 @@ from typing import Any
 
 import orjson
 
-_LONG_INTEGER = b"0" * 19
-_LONG_INTEGRAL = b"0" * 16 + b"."
+LONG_INTEGER = b"0" * 19
+"""19 digits (each written `0`): the shortest integer orjson may read as a float (below
+-2**63)."""
+LONG_INTEGRAL = b"0" * 16 + b"."
 """16 digits and a point: a number written with a fraction (`9007199254740993.0`) that a
 float may hold only rounded, whose digits the exact reading keeps when it is an integer."""
-"""19 digits: the shortest integer orjson may read as a float (below -2**63)."""
+_LONG_DIGITS = b"0" * 16
+"""What both begin with: one search for it rules both out."""
 _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 
 
@@ -70,9 +73,15 @@ def may_be_inexact(text: str) -> bool:
     tenth of the cost of a regex, which tries a match at every digit)."""
     if len(text) < 17:
         return False
-    marks = text.encode("utf-8", "surrogatepass").translate(_DIGITS_AS_ZERO)
-    # (`find`, not `in`: `in` costs more, it tries an integer first)
-    return marks.find(_LONG_INTEGER) >= 0 or marks.find(_LONG_INTEGRAL) >= 0
+    return may_round(text.encode("utf-8", "surrogatepass").translate(_DIGITS_AS_ZERO))
+
+
+def may_round(marks: bytes) -> bool:
+    """Whether a text whose digits are all written `0` in `marks` holds `LONG_INTEGER` or
+    `LONG_INTEGRAL`: one search for the digits both begin with, the two only after it finds
+    them (`find`, not `in`: `in` costs more, it tries an integer first)."""
+    at = marks.find(_LONG_DIGITS)
+    return at >= 0 and (marks.find(LONG_INTEGER, at) >= 0 or marks.find(LONG_INTEGRAL, at) >= 0)
 
 
 def loads_exact(text: str) -> Any:
@@ -106,4 +115,13 @@ _EXACT_FLOATS = 2**53
 """Every integer up to this is a float exactly; past it, a float holds only some of them."""
 
 
-__all__ = ["dumps", "dumps_text", "loads", "loads_exact", "may_be_inexact"]
+__all__ = [
+    "LONG_INTEGER",
+    "LONG_INTEGRAL",
+    "dumps",
+    "dumps_text",
+    "loads",
+    "loads_exact",
+    "may_be_inexact",
+    "may_round",
+]

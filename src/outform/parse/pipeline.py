@@ -428,7 +428,7 @@ class Pipeline(Generic[T]):
         except orjson.JSONDecodeError:
             return None
         marks = values.number_marks(text)
-        long_run = values.LONG_RUN in marks or values.LONG_INTEGRAL in marks
+        long_run = values.may_round(marks)
         if (long_run or values.LONG_EXPONENT in marks) and values.out_of_range(
             text, marks=marks
         ) is not None:

@@ -147,11 +147,13 @@ def nonfinite_literal(text: str) -> tuple[int, str] | None:
 
 
 _MARKS = bytes.maketrans(b"123456789+-E{}", b"00000000000e[]")
-LONG_RUN = b"0" * 19
-LONG_INTEGRAL = b"0" * 16 + b"."
+LONG_RUN = jsontext.LONG_INTEGER
+"""In `number_marks`: a run of 19 digits (an integer orjson may read as a float)."""
+LONG_INTEGRAL = jsontext.LONG_INTEGRAL
 """In `number_marks`: 16 digits and a point, a number with a fraction a float may round (an
 integer so written keeps its digits in the exact reading: see `jsontext.loads_exact`)."""
-"""In `number_marks`: a run of 19 digits (an integer orjson may read as a float)."""
+may_round = jsontext.may_round
+"""Whether `number_marks` hold `LONG_RUN` or `LONG_INTEGRAL` (one search, mostly)."""
 LONG_EXPONENT = b"e000"
 """In `number_marks`: an exponent of three digits or more, signed or not."""
 _LITERAL = re.compile(r"(?<![\w.])-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
@@ -181,16 +183,17 @@ def ordinary_numbers(text: str) -> bool:
     its argument as an integer and clears the error, `bytes.find` parses its arguments, and
     either costs more than the translation itself."""
     marks = text.encode("utf-8", "surrogatepass").translate(_MARKS, b"+-").decode("latin-1")
-    return (
-        _LONG_EXPONENT_TEXT not in marks
-        and _LONG_RUN_TEXT not in marks
-        and _LONG_INTEGRAL_TEXT not in marks
+    return _LONG_EXPONENT_TEXT not in marks and (
+        _LONG_DIGITS_TEXT not in marks
+        or (_LONG_RUN_TEXT not in marks and _LONG_INTEGRAL_TEXT not in marks)
     )
 
 
 _LONG_EXPONENT_TEXT = LONG_EXPONENT.decode()
 _LONG_RUN_TEXT = LONG_RUN.decode()
 _LONG_INTEGRAL_TEXT = LONG_INTEGRAL.decode()
+_LONG_DIGITS_TEXT = _LONG_INTEGRAL_TEXT[:16]
+"""What both begin with: the stream parser's members pay one search for it, mostly."""
 
 
 @dataclass(frozen=True, slots=True)
