@@ -237,18 +237,19 @@ class Choices:
         nothing (see negation.py).
         """
         exact = self._spans(text, False, deadline)
-        if exact and len(fold_accents(text).casefold()) == len(text):
+        folded = fold_accents(text).casefold()
+        if exact and len(folded) == len(text):
             # A mention inside a longer one written in another case: the longer counts (where
             # folding keeps every position: "ß" folds to two letters).
             exact += [
                 span
-                for span in self._spans(text, True, deadline)
+                for span in self._spans(folded, True, deadline)
                 if any(
                     span[0] <= start and end <= span[1] and span[1] - span[0] > end - start
                     for start, end, _ in exact
                 )
             ]
-        for spans in (exact, [] if exact else self._spans(text, True, deadline)):
+        for spans in (exact, [] if exact else self._spans(folded, True, deadline)):
             if not spans:
                 continue
             spans.sort(key=lambda span: (span[0], -(span[1] - span[0])))
@@ -262,10 +263,10 @@ class Choices:
         return None
 
     def _spans(
-        self, text: str, fold: bool, deadline: Deadline | None
+        self, haystack: str, fold: bool, deadline: Deadline | None
     ) -> list[tuple[int, int, str]]:
-        """The mentions of members in `text` that no negation governs: as declared, or (`fold`)
-        ignoring case and accents."""
+        """The mentions of members in `haystack` that no negation governs: as declared, or
+        (`fold`, the haystack folded by the caller) ignoring case and accents."""
         table: _Index | frozenset[str]
         if fold:
             if self._folded is None:
@@ -275,7 +276,6 @@ class Choices:
             if self._lengths is None:
                 self._lengths = sorted(set(map(len, self.unique)))
             table, lengths = self.string_set, self._lengths
-        haystack = fold_accents(text).casefold() if fold else text
         spans = _find(haystack, table, lengths, deadline)
         if spans:
             negations = Negations(haystack)

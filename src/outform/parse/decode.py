@@ -278,13 +278,14 @@ def _repair(
     if delimited.notes or delimited.closers:
         # Its strings delimited (and the brackets a cut reply left open closed), the text is
         # often JSON or JSON5 again: read exactly, without json-repair's own guesses.
-        closed = decode(escapes.keep_unknown(delimited.closed, deadline)[0], 1)
+        kept = escapes.keep_unknown(delimited.text, deadline)[0]  # (closers hold no escape)
+        closed = decode(kept + delimited.closers, 1)
         if isinstance(closed, Decoded):
             notes = [delimited.detail] if delimited.notes else []
             if delimited.closers:
                 notes.append(f"closed {len(delimited.closers)} bracket(s) left open at the end")
             return Decoded(closed.value, 2, "; ".join(notes), dropped=delimited.dropped)
-        decoded = _repair_text(escapes.keep_unknown(delimited.text, deadline)[0], longest, deadline)
+        decoded = _repair_text(kept, longest, deadline)
         if decoded is not None:
             detail = "; ".join(filter(None, (delimited.detail, decoded.detail)))
             decoded = Decoded(decoded.value, 2, detail, dropped=delimited.dropped)

@@ -548,7 +548,6 @@ class _Pass:
             self.out.append('""')
             self._after_value()
             return self.n
-        literal = _as_json_string(body, self.deadline)
         as_written = True
         cut = _cut_escape(body)
         if cut >= 0:  # kept as written, its backslashes too: nothing of it is guessed
@@ -556,6 +555,8 @@ class _Pass:
             literal = _as_json_string(body[:cut], self.deadline)[:-1] + written + '"'
             self._note("kept an escape cut off at the end as written")
             as_written = False
+        else:
+            literal = _as_json_string(body, self.deadline)
         self.out.append(literal)
         if body != body.rstrip():
             self._note("kept the end of a string cut off at the end of the reply")
