@@ -297,50 +297,23 @@ def test_sigterm_lets_an_in_flight_stream_finish_and_the_log_has_no_secrets(
     with backend:
         gated = GatedReply(events=text_stream("Hello", ", world", "!"), gate_after=2)
         backend.reply(gated)
-        port = free_port()
-        env = {**os.environ, **secrets, "PYTHONPATH": str(ROOT / "src")}
-        env.pop("OUTFORM_CONFIG", None)
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "outform.cli",
-                "serve",
-                "--backend",
-                backend.base,
-                "--port",
-                str(port),
-                "--store",
-                "memory",
-                "--api-key-env",
-                "GATEWAY_KEY",
-                "--backend-key-env",
-                "BACKEND_KEY",
-            ],
-            cwd=tmp_path,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+        process, port = _serve(
+            tmp_path,
+            secrets,
+            "--backend",
+            backend.base,
+            "--store",
+            "memory",
+            "--api-key-env",
+            "GATEWAY_KEY",
+            "--backend-key-env",
+            "BACKEND_KEY",
         )
         try:
             _wait_for(port)
-            received: list[bytes] = []
             headers = {"authorization": f"Bearer {secrets['GATEWAY_KEY']}"}
-
-            def consume() -> None:
-                with (
-                    httpx.Client(timeout=20) as http,
-                    http.stream(
-                        "POST",
-                        f"http://127.0.0.1:{port}/v1/responses?debug=sk-in-query",
-                        json={"model": "m", "input": "x", "stream": True},
-                        headers=headers,
-                    ) as answer,
-                ):
-                    received.extend(answer.iter_bytes())
-
-            reader = threading.Thread(target=consume)
-            reader.start()
+            url = f"http://127.0.0.1:{port}/v1/responses?debug=sk-in-query"
+            reader, received = _streaming(url, headers)
             assert gated.reached.wait(10), "the stream did not start"
             process.send_signal(signal.SIGTERM)
             _wait_until_closed(port)  # shutdown has begun: no new connections
@@ -384,31 +357,12 @@ def test_a_stream_still_open_when_the_shutdown_grace_ends_gets_its_terminal_even
     with backend:
         gated = GatedReply(events=text_stream("Hello", ", world", "!"), gate_after=2)
         backend.reply(gated)
-        port = free_port()
-        env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-        env.pop("OUTFORM_CONFIG", None)
-        command = [sys.executable, "-m", "outform.cli", "serve", "--backend", backend.base]
-        command += ["--port", str(port), "--store", f"sqlite:{store}"]
-        process = subprocess.Popen(
-            command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        process, port = _serve(
+            tmp_path, {}, "--backend", backend.base, "--store", f"sqlite:{store}"
         )
         try:
             _wait_for(port)
-            received: list[bytes] = []
-
-            def consume() -> None:
-                with (
-                    httpx.Client(timeout=30) as http,
-                    http.stream(
-                        "POST",
-                        f"http://127.0.0.1:{port}/v1/responses",
-                        json={"model": "m", "input": "x", "stream": True},
-                    ) as answer,
-                ):
-                    received.extend(answer.iter_bytes())
-
-            reader = threading.Thread(target=consume)
-            reader.start()
+            reader, received = _streaming(f"http://127.0.0.1:{port}/v1/responses", {})
             assert gated.reached.wait(10), "the stream did not start"
             process.send_signal(signal.SIGTERM)  # the backend stays silent: never released
             reader.join(30)
@@ -427,6 +381,36 @@ def test_a_stream_still_open_when_the_shutdown_grace_ends_gets_its_terminal_even
         rows = db.execute("SELECT status, response FROM outform_responses").fetchall()
     assert len(rows) == 1 and rows[0][0] == "failed"
     assert orjson.loads(rows[0][1])["error"]["message"] == error
+
+
+def _serve(cwd: Path, env: dict[str, str], *flags: str) -> tuple[subprocess.Popen[bytes], int]:
+    """`outform serve` in a process of its own (its outform.toml: `cwd`'s), and its port."""
+    port = free_port()
+    environment = {**os.environ, **env, "PYTHONPATH": str(ROOT / "src")}
+    environment.pop("OUTFORM_CONFIG", None)
+    command = [sys.executable, "-m", "outform.cli", "serve", "--port", str(port), *flags]
+    process = subprocess.Popen(
+        command, cwd=cwd, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    return process, port
+
+
+def _streaming(url: str, headers: dict[str, str]) -> tuple[threading.Thread, list[bytes]]:
+    """A client reading a streamed response in a thread of its own, and what it received."""
+    received: list[bytes] = []
+
+    def consume() -> None:
+        with (
+            httpx.Client(timeout=30) as http,
+            http.stream(
+                "POST", url, json={"model": "m", "input": "x", "stream": True}, headers=headers
+            ) as answer,
+        ):
+            received.extend(answer.iter_bytes())
+
+    reader = threading.Thread(target=consume)
+    reader.start()
+    return reader, received
 
 
 def _wait_for(port: int) -> None:

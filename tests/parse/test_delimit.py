@@ -10,7 +10,7 @@ import pytest
 
 import outform
 from outform.parse import loss
-from outform.parse.delimit import delimit
+from outform.parse.delimit import Delimited, delimit
 
 CODE = {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}
 TEXTS = {"type": "array", "items": {"type": "string"}}
@@ -21,10 +21,15 @@ NOTE = {
 }
 
 
-def _read(text: str) -> Any:
+def _delimited(text: str) -> Delimited:
+    """What the pass writes for `text` (it rewrites something there)."""
     delimited = delimit(text)
     assert delimited is not None
-    return pyjson5.decode(delimited.closed)
+    return delimited
+
+
+def _read(text: str) -> Any:
+    return pyjson5.decode(_delimited(text).closed)
 
 
 # -- foreign literals -------------------------------------------------------------------------
@@ -117,8 +122,7 @@ def test_a_search_for_the_end_stops_at_a_quote_that_ends_a_key() -> None:
 
 
 def test_unquoted_keys_keep_their_role() -> None:
-    delimited = delimit("{title: 'O'Neil', count: 1}")
-    assert delimited is not None
+    delimited = _delimited("{title: 'O'Neil', count: 1}")
     assert delimited.text == '{title: "O\'Neil", count: 1}'
 
 
@@ -234,8 +238,7 @@ def test_a_closer_written_twice_is_dropped_and_said() -> None:
     ],
 )
 def test_a_markdown_value_is_kept_whole_with_its_markers(text: str, expected: Any) -> None:
-    delimited = delimit(text)
-    assert delimited is not None
+    delimited = _delimited(text)
     assert "Markdown" in delimited.detail
     assert pyjson5.decode(delimited.closed) == expected
 
@@ -256,8 +259,7 @@ def test_a_string_cut_at_the_end_keeps_its_line_breaks() -> None:
 def test_a_string_cut_at_the_end_is_written_as_a_json_string() -> None:
     """Its escapes read as in any string: `\\/` is `/` and a backslash ending the reply is
     kept (json-repair, which read it before, kept `\\/` and dropped that backslash)."""
-    delimited = delimit('{"a": "x \\/ y \\')
-    assert delimited is not None
+    delimited = _delimited('{"a": "x \\/ y \\')
     assert orjson.loads(delimited.closed) == {"a": "x / y \\"}
     assert "closed a string cut off at the end" in delimited.detail
 
@@ -268,8 +270,7 @@ def test_a_string_cut_at_the_end_is_written_as_a_json_string() -> None:
 )
 def test_a_string_cut_off_after_its_opening_quote_is_no_value(text: str, expected: Any) -> None:
     """Nothing of it was written: dropped with its key, as a key left without a value is."""
-    delimited = delimit(text)
-    assert delimited is not None
+    delimited = _delimited(text)
     assert orjson.loads(delimited.closed) == expected
     assert "dropped the string cut off at the end before its first character" in delimited.detail
 
@@ -281,8 +282,7 @@ def test_a_string_cut_off_after_its_opening_quote_is_no_value(text: str, expecte
 def test_closers_ending_a_cut_string_end_it(text: str, expected: Any) -> None:
     """Closers that close what is open, and nothing after them: the closing quote was left
     out before them."""
-    delimited = delimit(text)
-    assert delimited is not None
+    delimited = _delimited(text)
     assert orjson.loads(delimited.closed) == expected
     assert "closing quote was left out before a closer" in delimited.detail
 
@@ -295,8 +295,7 @@ def test_a_bracket_inside_a_cut_string_is_its_text(text: str, expected: Any) -> 
     """Found by a new-user trial: json-repair ended the string at the bracket and dropped
     what followed (`y`, `1`), and the loss rule did not see it (it took the bracket for the
     region's end)."""
-    delimited = delimit(text)
-    assert delimited is not None
+    delimited = _delimited(text)
     assert orjson.loads(delimited.closed) == expected
     assert outform.parse(text, level="full").data == expected
 
@@ -366,8 +365,7 @@ def test_a_key_cut_off_at_the_end_is_absent_whatever_it_holds() -> None:
     ],
 )
 def test_a_key_left_without_a_value_at_the_end_is_dropped(text: str) -> None:
-    delimited = delimit(text)
-    assert delimited is not None
+    delimited = _delimited(text)
     assert orjson.loads(delimited.closed) == {"name": "Ana"}
     assert "without a value" in delimited.detail
 
@@ -389,8 +387,7 @@ def test_a_container_left_empty_by_what_the_end_dropped_is_dropped_too(
     text: str, expected: Any
 ) -> None:
     """No `{}` the reply never wrote: the container goes with its key."""
-    delimited = delimit(text)
-    assert delimited is not None
+    delimited = _delimited(text)
     assert orjson.loads(delimited.closed) == expected
     assert "left empty" in delimited.detail
 
@@ -427,8 +424,7 @@ def test_the_first_key_left_alone_leaves_an_empty_object() -> None:
 )
 def test_a_key_whose_member_ends_after_its_colon_is_dropped(text: str, read: Any, key: str) -> None:
     """Never given `""` (json-repair's reading): what is dropped is kept for the loss rule."""
-    delimited = delimit(text)
-    assert delimited is not None
+    delimited = _delimited(text)
     assert pyjson5.decode(delimited.closed) == read
     assert "without a value" in delimited.detail
     (dropped,) = delimited.dropped

@@ -30,7 +30,7 @@ from outform.gateway.enforce import (
     wanted,
 )
 from outform.gateway.events import DONE, data_frame
-from outform.gateway.keeper import Keeper
+from outform.gateway.keeper import CLIENT_GONE, Keeper
 from outform.gateway.output import Shell, response_from_completion
 from outform.gateway.replies import (
     GatewayError,
@@ -361,10 +361,8 @@ class Settle:
             if self.call is not None:
                 self.call.end(self.failure)
             if self.keeper is not None and self.translator is not None:
-                if _stopped(self):
-                    await self.keeper.abandon(self.translator, SHUT_DOWN)
-                else:
-                    await self.keeper.abandon(self.translator)
+                reason = SHUT_DOWN if _stopped(self) else CLIENT_GONE
+                await self.keeper.abandon(self.translator, reason)
         finally:
             if self.backend_stream is not None:
                 await self.backend_stream.aclose()

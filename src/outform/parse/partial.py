@@ -73,6 +73,13 @@ class PartialStr(str):
     __slots__ = ()
 
 
+def _written_as(kind: type[list[Any]] | type[dict[str, Any]]) -> SchemaSerializer:
+    """How Pydantic writes a view: as the `kind` (list or dict) built from what it shows."""
+    return SchemaSerializer(
+        core_schema.any_schema(serialization=core_schema.plain_serializer_function_ser_schema(kind))
+    )
+
+
 class PartialList(Sequence[Any]):
     """An array still being written: the first `n` items of an append-only list, then the
     item being written (if any). Read-only; the next snapshot's view may be longer."""
@@ -139,9 +146,7 @@ class PartialList(Sequence[Any]):
     def __repr__(self) -> str:
         return repr(list(self))
 
-    __pydantic_serializer__ = SchemaSerializer(
-        core_schema.any_schema(serialization=core_schema.plain_serializer_function_ser_schema(list))
-    )
+    __pydantic_serializer__ = _written_as(list)
     """Pydantic writes a view as the list it shows (a partial model's `model_dump_json`)."""
 
 
@@ -223,9 +228,7 @@ class PartialDict(Mapping[str, Any]):
     def __repr__(self) -> str:
         return repr(dict(self))
 
-    __pydantic_serializer__ = SchemaSerializer(
-        core_schema.any_schema(serialization=core_schema.plain_serializer_function_ser_schema(dict))
-    )
+    __pydantic_serializer__ = _written_as(dict)
     """Pydantic writes a view as the dict it shows (a partial model's `model_dump_json`)."""
 
 
