@@ -15,15 +15,13 @@ from typing import Any
 
 import orjson
 
-LONG_INTEGER = b"0" * 19
-"""19 digits (each written `0`): the shortest integer orjson may read as a float (below
--2**63)."""
-LONG_INTEGRAL = b"0" * 16 + b"."
-"""16 digits and a point: a number written with a fraction (`9007199254740993.0`) that a
-float may hold only rounded, whose digits the exact reading keeps when it is an integer."""
-_LONG_DIGITS = b"0" * 16
-"""What both begin with: one search for it rules both out."""
-_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+MAY_ROUND = b"0" * 17
+"""17 digits or points in a row (each written `0`): the shortest literal a float may read
+otherwise than written. An integer of 19 digits or more (orjson reads it as a float), an
+integer written with a fraction past 2**53 (`9007199254740993.0`, which a float rounds), and a
+number whose fraction a float drops (`9007199254740993.5` reads as an integer) all write one: a
+float holds 15 to 17 significant digits, and its integers are exact up to 2**53, 16 digits."""
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789.", b"0000000000")
 
 
 def dumps(
@@ -67,21 +65,19 @@ def loads(text: str) -> Any:
 
 
 def may_be_inexact(text: str) -> bool:
-    """Whether orjson's reading of `text` may have turned an integer into a float, or rounded
-    an integer written with a fraction: it holds a run of 19 digits, or of 16 and a point.
-    Searched for as zeros in its UTF-8 bytes with every digit made a zero (passes in C: a
-    tenth of the cost of a regex, which tries a match at every digit)."""
+    """Whether orjson's reading of `text` may have turned an integer into a float, rounded an
+    integer written with a fraction, or dropped a fraction: it holds `MAY_ROUND`. Searched
+    for in its UTF-8 bytes with every digit and point made a zero (passes in C: a tenth of the
+    cost of a regex, which tries a match at every digit)."""
     if len(text) < 17:
         return False
     return may_round(text.encode("utf-8", "surrogatepass").translate(_DIGITS_AS_ZERO))
 
 
 def may_round(marks: bytes) -> bool:
-    """Whether a text whose digits are all written `0` in `marks` holds `LONG_INTEGER` or
-    `LONG_INTEGRAL`: one search for the digits both begin with, the two only after it finds
-    them (`find`, not `in`: `in` costs more, it tries an integer first)."""
-    at = marks.find(_LONG_DIGITS)
-    return at >= 0 and (marks.find(LONG_INTEGER, at) >= 0 or marks.find(LONG_INTEGRAL, at) >= 0)
+    """Whether a text whose digits and points are all written `0` in `marks` holds `MAY_ROUND`
+    (`find`, not `in`: `in` costs more, it tries an integer first)."""
+    return marks.find(MAY_ROUND) >= 0
 
 
 def loads_exact(text: str) -> Any:
@@ -116,8 +112,7 @@ _EXACT_FLOATS = 2**53
 
 
 __all__ = [
-    "LONG_INTEGER",
-    "LONG_INTEGRAL",
+    "MAY_ROUND",
     "dumps",
     "dumps_text",
     "loads",

@@ -123,3 +123,80 @@ def test_a_quoted_integer_beyond_a_float_is_refused_for_a_float_field() -> None:
     assert untyped.data == {"x": 10**400}
     with pytest.raises(OutputError):
         outform.parse(f'{{"x": "{digits}"}}', type=Reading)
+
+
+# A float holds 15 to 17 significant digits, and past 2**53 only integers: a literal with a
+# fraction may read as an integer. An integer field would take it, a float field would hold
+# another number: refused, except by a decimal field, which keeps every digit.
+
+DROPPED = [
+    "9007199254740993.5",
+    "-12345678901234567890.5",
+    "1.00000000000000000001",
+    "1.00000000000000001e16",
+]
+
+
+class Whole(BaseModel):
+    n: int
+
+
+@pytest.mark.parametrize("literal", DROPPED)
+@pytest.mark.parametrize("level", ["off", "minimal", "full"])
+def test_a_fraction_a_float_drops_is_refused_for_integer_and_number_fields(
+    literal: str, level: str
+) -> None:
+    reply = f'{{"n": [1, {literal}]}}'
+    for wanted in ("integer", "number"):
+        items = {"type": "array", "items": {"type": wanted}}
+        schema = {"type": "object", "properties": {"n": items}}
+        with pytest.raises(OutputError) as caught:
+            outform.parse(reply, schema=schema, level=level)
+        (violation,) = caught.value.hint.violations
+        assert violation.path == "/n/1" and "lose its fraction" in violation.found
+    with pytest.raises(OutputError):  # (past 64 bits, Pydantic's own refusal comes first)
+        outform.parse(f'{{"n": {literal}}}', type=Whole, level=level)  # the typed fast path
+    with pytest.raises(OutputError, match="lose its fraction"):
+        outform.parse(f'{{"x": {literal}}}', type=Reading, level=level)
+
+
+def test_a_fraction_a_float_keeps_is_read() -> None:
+    """Rounding that keeps a fraction is what reading a number as a float is; an integer
+    written with a fraction past 2**53 keeps its digits; a fraction written as text stays."""
+    number = {"type": "object", "properties": {"x": {"type": "number"}}}
+    assert outform.parse('{"x": 3.14159265358979323846}', schema=number).value == {
+        "x": 3.141592653589793
+    }
+    assert outform.parse('{"x": 9007199254740993.0}', schema=number).value == {
+        "x": 9007199254740993
+    }
+    text = {"type": "object", "properties": {"x": {"type": "string"}}}
+    assert outform.parse('{"x": 9007199254740993.5}', schema=text, level="minimal").value == {
+        "x": "9007199254740993.5"
+    }
+
+
+def test_a_decimal_field_keeps_the_fraction_a_float_field_beside_it_may_not() -> None:
+    from decimal import Decimal
+
+    class Priced(BaseModel):
+        price: Decimal
+        weight: float = 0
+
+    kept = outform.parse('{"price": 12345678901234567890.5}', type=Priced).value
+    assert kept.price == Decimal("12345678901234567890.5")
+    with pytest.raises(OutputError) as caught:
+        outform.parse('{"price": 1.5, "weight": 12345678901234567890.5}', type=Priced)
+    assert [v.path for v in caught.value.hint.violations] == ["/weight"]
+
+
+def test_a_fraction_a_float_drops_in_a_string_is_not_converted_for_a_float() -> None:
+    with pytest.raises(OutputError, match="lose its fraction"):
+        outform.parse('{"x": "$9,007,199,254,740,993.5"}', type=Reading, level="minimal")
+
+
+def test_the_stream_ends_as_parse_does() -> None:
+    reply = '{"n": 9007199254740993.5}'
+    with pytest.raises(OutputError, match="lose its fraction"):
+        for _ in parse_stream([reply[:10], reply[10:]], type=Whole):
+            pass

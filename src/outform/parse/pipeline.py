@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from functools import partial
 from typing import Any, Generic, Literal, TypeVar, cast, overload
 
@@ -391,9 +392,9 @@ class Pipeline(Generic[T]):
                 return None
             if values.nonfinite_literal(text) is not None:
                 return None  # Pydantic reads NaN and Infinity; the slow path refuses them
-            if values.out_of_range(text, integers=True, marks=marks) is not None:
+            if values.out_of_range(text, integers=True, precise=True, marks=marks) is not None:
                 return None  # Pydantic reads 1e400 as infinity: the slow path refuses it
-            if marks.find(values.LONG_INTEGRAL) >= 0:
+            if values.may_round(marks):
                 return None  # `9007199254740993.0` read through a float: read exactly there
             if self._decimals is not None and decimals.FRACTION.search(text):
                 return None  # a decimal Pydantic may have read through a float: read there
@@ -403,11 +404,7 @@ class Pipeline(Generic[T]):
                 # the schema refuses (`" 1.5"` for a decimal): the reply's plain JSON must be
                 # valid too, or the slow path refuses it, or records the coercion it needs.
                 try:
-                    data = (
-                        values.decode_exact(text)
-                        if marks.find(values.LONG_RUN) >= 0
-                        else orjson.loads(text)
-                    )
+                    data = orjson.loads(text)  # (no long number: `may_round` said so)
                 except ValueError:
                     return None
                 if not self._fast_validator.is_valid(data):
@@ -429,8 +426,8 @@ class Pipeline(Generic[T]):
             return None
         marks = values.number_marks(text)
         long_run = values.may_round(marks)
-        if (long_run or values.LONG_EXPONENT in marks) and values.out_of_range(
-            text, marks=marks
+        if (long_run or marks.find(values.LONG_EXPONENT) >= 0) and values.out_of_range(
+            text, precise=True, marks=marks
         ) is not None:
             return None  # orjson reads 1e-400 as 0: the slow path refuses it
         if long_run:
@@ -867,17 +864,20 @@ class Pipeline(Generic[T]):
             value = self._fill_defaults(self._defaults, value, run.changes, deadline)
         found: tuple[Violation, ...] = ()
         typed = None
+        kept = 0  # fractions a float drops that decimal fields keep
         if valid and self.adapter is not None:
             try:
                 typed = self.adapter.validate_python(value)
                 if self._decimals is not None:
-                    typed = self._exact_decimals(value, typed, candidate.text, run, made)
+                    typed, kept = self._exact_decimals(value, typed, candidate.text, run, made)
             except PydanticValidationError as exc:
                 found = pydantic_violations(exc, deadline)
             else:
                 found = self._integer_overflow(candidate.text, typed)
                 self._record_ignored(value, run)
                 self._record_folded(value, run)
+        if valid and not found:
+            found = _dropped_fractions(candidate.text, made, value, kept)
         # (The reply's changes before the fork, from processors of its text and skipped tiers,
         # are none semantic.)
         semantic = tuple(dict.fromkeys(c.transform for c in run.changes if c.stage == "semantic"))
@@ -904,10 +904,11 @@ class Pipeline(Generic[T]):
         text: str,
         run: Run,
         made: dict[int, tuple[float, str]] | None = None,
-    ) -> Any:
-        """`typed` with each decimal holding the digits the reply wrote (see decimals.py); a
-        decimal whose spelling is not known is recorded as lossy. Raises Pydantic's error when
-        the digits written break a constraint the float's did not (`max_digits`)."""
+    ) -> tuple[Any, int]:
+        """`typed` with each decimal holding the digits the reply wrote (see decimals.py), and
+        how many of them have a fraction their float dropped; a decimal whose spelling is not
+        known is recorded as lossy. Raises Pydantic's error when the digits written break a
+        constraint the float's did not (`max_digits`)."""
         assert self._decimals is not None and self.adapter is not None
         # (`made`: the floats coercion read out of strings, spelled as the strings wrote them.)
         reading = decimals.read(self._decimals, value, Spellings(text, run.deadline, made))
@@ -925,8 +926,9 @@ class Pipeline(Generic[T]):
                 lost=1,
             )
         if not reading.exact:
-            return typed
-        return self.adapter.validate_python(decimals.replaced(value, reading.exact))
+            return typed, 0
+        kept = sum(1 for exact in reading.exact.values() if _fraction_dropped(exact))
+        return self.adapter.validate_python(decimals.replaced(value, reading.exact)), kept
 
     def _reasons(self, attempt: _Attempt) -> tuple[Violation, ...]:
         """Why the reported attempt fails: every violation the validator finds (each told
@@ -1268,6 +1270,61 @@ def _keeps_intact(candidate: extract.Candidate, value: Any, intact: list[tuple[i
             return False
         position = found + len(text)
     return True
+
+
+def _dropped_fractions(
+    text: str, made: dict[int, tuple[float, str]] | None, value: Any, kept: int
+) -> tuple[Violation, ...]:
+    """The violation of a reply that writes a number whose fraction a float drops
+    (`9007199254740993.5` reads as the integer 9007199254740994), as JSON or in a string
+    coercion read (`made`), when `value` holds such a float other than in a decimal field,
+    which keeps the digits (`kept` of them): a float field would hold another number, and an
+    integer field would take one that is not an integer (see docs/pipeline.md#values). A
+    number turned into text keeps the literal, and is no such float. Told at the first place
+    `value` holds one."""
+    literals = [out.literal for out in values.dropped_fractions(text)]
+    if made:
+        literals += [literal for _, literal in made.values() if _fraction_dropped(literal)]
+    if not literals:
+        return ()
+    by_float = {float(literal): literal for literal in literals}
+    held = _floats_in(value, by_float)
+    if len(held) <= kept:
+        return ()
+    path, number = held[0]
+    out = values.OutOfRange(0, by_float[number], "too precise")
+    return (
+        Violation(
+            path,
+            "constraint",
+            f"a number a float holds as written ({out.advice})",
+            out.describe(),
+            "type",
+        ),
+    )
+
+
+def _floats_in(value: Any, numbers: Mapping[float, str]) -> list[tuple[str, float]]:
+    """Each place `value` holds a float among `numbers`, in document order: (its JSON
+    pointer, the float)."""
+    found: list[tuple[str, float]] = []
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, dict):
+            stack.extend((child, pointer.join(path, key)) for key, child in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend((item[i], pointer.join(path, i)) for i in range(len(item) - 1, -1, -1))
+        elif type(item) is float and item in numbers:
+            found.append((path, item))
+    return found
+
+
+def _fraction_dropped(number: Decimal | str) -> bool:
+    """Whether a float reads `number` (a decimal, or its literal) as an integer although it
+    has a fraction."""
+    exact = Decimal(number)
+    return exact != exact.to_integral_value() and float(exact).is_integer()
 
 
 def _with_presence(schema: Any, defaults: Defaults) -> Any:

@@ -15,6 +15,7 @@ import math
 import re
 import sys
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 import jsonschema_rs
@@ -146,14 +147,13 @@ def nonfinite_literal(text: str) -> tuple[int, str] | None:
     return None
 
 
-_MARKS = bytes.maketrans(b"123456789+-E{}", b"00000000000e[]")
-LONG_RUN = jsontext.LONG_INTEGER
-"""In `number_marks`: a run of 19 digits (an integer orjson may read as a float)."""
-LONG_INTEGRAL = jsontext.LONG_INTEGRAL
-"""In `number_marks`: 16 digits and a point, a number with a fraction a float may round (an
-integer so written keeps its digits in the exact reading: see `jsontext.loads_exact`)."""
+_MARKS = bytes.maketrans(b"123456789.+-E{}", b"000000000000e[]")
+MAY_ROUND = jsontext.MAY_ROUND
+"""In `number_marks`: 17 digits or points in a row, a number a float may read otherwise than
+written (an integer past 64 bits, one written with a fraction past 2**53, a fraction a float
+drops: see `jsontext.MAY_ROUND`)."""
 may_round = jsontext.may_round
-"""Whether `number_marks` hold `LONG_RUN` or `LONG_INTEGRAL` (one search, mostly)."""
+"""Whether `number_marks` hold `MAY_ROUND` (one search)."""
 LONG_EXPONENT = b"e000"
 """In `number_marks`: an exponent of three digits or more, signed or not."""
 _LITERAL = re.compile(r"(?<![\w.])-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
@@ -163,12 +163,13 @@ _NUMBER = re.compile(
 
 
 def number_marks(text: str) -> bytes:
-    """`text` as UTF-8 with every digit and sign a `0`, `E` an `e` and braces as brackets: one
-    translation in C whose result the fast path's checks share (each is then one search or
-    count, also in C).
+    """`text` as UTF-8 with every digit, point and sign a `0`, `E` an `e` and braces as
+    brackets: one translation in C whose result the fast path's checks share (each is then one
+    search or count, also in C).
 
-    - `LONG_RUN`: 19 digits in a row, an integer orjson may read as a float (a sign between
-      digits, as in a date, may join two runs: a needless exact reading, never a missed one);
+    - `MAY_ROUND`: 17 digits or points in a row, a number a float may read otherwise than
+      written (a sign between digits, as in a date, may join two runs: a needless exact
+      reading, never a missed one);
     - `LONG_EXPONENT`: `e400`, `e+400` and `e-400` alike (and `e-40`: a needless look);
     - `[` counts the opening brackets of both kinds, which bound the nesting (`within_depth`);
     - `:` counts the keys written, and the colons inside strings (`duplicates.may_repeat`)."""
@@ -176,24 +177,18 @@ def number_marks(text: str) -> bytes:
 
 
 def ordinary_numbers(text: str) -> bool:
-    """Whether `text` has neither an exponent of three digits nor a run of 19 digits (in its
-    `number_marks`): then every number in it is one a float holds and orjson reads exactly,
-    and `out_of_range` and `may_be_inexact` would both say so (a hot path's shortcut). The
-    marks are searched as latin-1 text (one character per byte): `in` on bytes first tries
-    its argument as an integer and clears the error, `bytes.find` parses its arguments, and
-    either costs more than the translation itself."""
+    """Whether `text` has neither an exponent of three digits nor a run of 17 digits or
+    points (in its `number_marks`): then every number in it is one a float holds and orjson
+    reads as written, and `out_of_range` and `may_be_inexact` would both say so (a hot path's
+    shortcut). The marks are searched as latin-1 text (one character per byte): `in` on bytes
+    first tries its argument as an integer and clears the error, `bytes.find` parses its
+    arguments, and either costs more than the translation itself."""
     marks = text.encode("utf-8", "surrogatepass").translate(_MARKS, b"+-").decode("latin-1")
-    return _LONG_EXPONENT_TEXT not in marks and (
-        _LONG_DIGITS_TEXT not in marks
-        or (_LONG_RUN_TEXT not in marks and _LONG_INTEGRAL_TEXT not in marks)
-    )
+    return _LONG_EXPONENT_TEXT not in marks and _MAY_ROUND_TEXT not in marks
 
 
 _LONG_EXPONENT_TEXT = LONG_EXPONENT.decode()
-_LONG_RUN_TEXT = LONG_RUN.decode()
-_LONG_INTEGRAL_TEXT = LONG_INTEGRAL.decode()
-_LONG_DIGITS_TEXT = _LONG_INTEGRAL_TEXT[:16]
-"""What both begin with: the stream parser's members pay one search for it, mostly."""
+_MAY_ROUND_TEXT = MAY_ROUND.decode()
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,8 +199,9 @@ class OutOfRange:
     position: int
     literal: str
     why: str
-    """"too large" (a float reads it as infinity), "too small" (as zero, though not zero), or
-    "too long" (an integer of more digits than Python's int-string limit)."""
+    """"too large" (a float reads it as infinity), "too small" (as zero, though not zero),
+    "too precise" (as an integer, though it has a fraction), or "too long" (an integer of
+    more digits than Python's int-string limit)."""
 
     def describe(self) -> str:
         if self.why == "too long":
@@ -214,6 +210,11 @@ class OutOfRange:
                 f"{clip(self.literal, 24)} is an integer of {digits:,} digits, over the "
                 f"{int_digits():,} Python reads from text (its int-string limit, which holds for "
                 "the whole process and which outform does not change)"
+            )
+        if self.why == "too precise":
+            return (
+                f"{clip(self.literal, 24)} has more digits than a float holds: it would read as "
+                f"{clip(str(int(float(self.literal))), 24)}, an integer, and lose its fraction"
             )
         reading = "infinity" if self.why == "too large" else "0"
         return (
@@ -225,6 +226,8 @@ class OutOfRange:
         """What the number is, for a message: "a number a float cannot hold", ..."""
         if self.why == "too long":
             return f"an integer of more than {int_digits():,} digits"
+        if self.why == "too precise":
+            return "a number whose fraction a float cannot hold"
         return "a number a float cannot hold"
 
     @property
@@ -232,6 +235,8 @@ class OutOfRange:
         """What the reply should write instead."""
         if self.why == "too long":
             return f"write at most {int_digits():,} digits, or the number as a string"
+        if self.why == "too precise":
+            return "write at most 15 significant digits, or the number as a string"
         return "write a number a float holds (from 1e-308 to 1e308 in size), or 0"
 
 
@@ -242,30 +247,50 @@ def int_digits() -> int:
 
 
 def out_of_range(
-    text: str, *, integers: bool = False, marks: bytes | None = None
+    text: str, *, integers: bool = False, precise: bool = False, marks: bytes | None = None
 ) -> OutOfRange | None:
     """The first number literal of `text` (outside its strings) that a 64-bit float reads as
     infinity, or as zero although one of its digits is not zero, or an integer longer than
     Python reads (see docs/pipeline.md#values), or None. Integers (no fraction, no exponent)
     count as floats only with `integers`: outform keeps them exact, but a float field reads
-    them as floats.
+    them as floats. With `precise`, also one a float reads as an integer although it has a
+    fraction (which a decimal field keeps: the pipeline judges those, see `dropped_fractions`).
 
-    Nearly free: such a literal has an exponent of three digits or a run of 19 digits (a
-    float's range is 1e-324 to 1e308), which two searches of `number_marks` rule out; then
-    the literals are tried, and only when one is out of range is the text scanned again for
-    whether it lies outside the strings (a UUID's "550e8400" is not a number)."""
+    Nearly free: such a literal has an exponent of three digits or a run of 17 digits or
+    points (a float's range is 1e-324 to 1e308, its precision 15 to 17 digits), which two
+    searches of `number_marks` rule out; then the literals are tried, and only when one is out
+    of range is the text scanned again for whether it lies outside the strings (a UUID's
+    "550e8400" is not a number)."""
+    found = _out_of_range(text, integers, precise, marks, first=True)
+    return found[0] if found else None
+
+
+def dropped_fractions(text: str) -> list[OutOfRange]:
+    """Every number literal of `text` (outside its strings) that a float reads as an integer
+    although it has a fraction (`9007199254740993.5`): no field but a decimal holds it as
+    written."""
+    found = _out_of_range(text, False, True, None, first=False)
+    return [out for out in found if out.why == "too precise"]
+
+
+def _out_of_range(
+    text: str, integers: bool, precise: bool, marks: bytes | None, *, first: bool
+) -> list[OutOfRange]:
     if len(text) < 5:
-        return None
+        return []
     marks = number_marks(text) if marks is None else marks
-    if marks.find(LONG_EXPONENT) < 0 and marks.find(LONG_RUN) < 0:
-        return None  # (`find`, not `in`: `in` first tries an integer, then clears the error)
-    if not any(_reading(m.group(), integers) for m in _LITERAL.finditer(text)):
-        return None
+    if marks.find(LONG_EXPONENT) < 0 and not may_round(marks):
+        return []  # (`find`, not `in`: `in` first tries an integer, then clears the error)
+    if not any(_reading(m.group(), integers, precise) for m in _LITERAL.finditer(text)):
+        return []
+    found = []
     for match in _NUMBER.finditer(text):
         literal = match.group(1)
-        if literal is not None and (why := _reading(literal, integers)):
-            return OutOfRange(match.start(1), literal, why)
-    return None
+        if literal is not None and (why := _reading(literal, integers, precise)):
+            found.append(OutOfRange(match.start(1), literal, why))
+            if first:
+                break
+    return found
 
 
 def literal_range(literal: str) -> OutOfRange | None:
@@ -273,13 +298,14 @@ def literal_range(literal: str) -> OutOfRange | None:
     fraction, an exponent) is not read, as `out_of_range` judges one written as JSON: a float
     cannot hold it (a fraction or an exponent), or it is an integer longer than Python reads;
     None when it is read (an integer keeps every digit)."""
-    why = _reading(literal, False)
+    why = _reading(literal, False, False)
     return OutOfRange(0, literal, why) if why else None
 
 
-def _reading(literal: str, integers: bool) -> str:
-    """ "too large" or "too small" when a float cannot hold the number `literal`, "too long"
-    when it is an integer longer than Python reads, else ""."""
+def _reading(literal: str, integers: bool, precise: bool) -> str:
+    """ "too large" or "too small" when a float cannot hold the number `literal`, "too
+    precise" (when asked) when a float reads it as an integer though it has a fraction, "too
+    long" when it is an integer longer than Python reads, else ""."""
     if len(literal) < 5:
         return ""
     mantissa, exponent, _ = literal.replace("E", "e").partition("e")
@@ -292,7 +318,20 @@ def _reading(literal: str, integers: bool) -> str:
         return "too large"
     if number == 0 and mantissa.strip("+-0.") != "":
         return "too small"
+    if precise and number.is_integer() and _fraction_dropped(literal, mantissa):
+        return "too precise"
     return ""
+
+
+def _fraction_dropped(literal: str, mantissa: str) -> bool:
+    """Whether the number `literal`, which a float reads as an integer, has a fraction: the
+    float dropped it (`9007199254740993.5`, `1.00000000000000000001`). Only a mantissa of 17
+    digits or more can, a float holding 15 to 17 significant digits: shorter ones cost one
+    `len`."""
+    if len(mantissa) < 17 or len(mantissa.lstrip("+-").replace(".", "")) < 17:
+        return False
+    exact = Decimal(literal)
+    return exact != exact.to_integral_value()
 
 
 def _surrogate(text: str) -> str | None:
