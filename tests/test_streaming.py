@@ -16,6 +16,7 @@ import itertools
 import pickle
 import warnings
 from collections.abc import AsyncIterator, Iterator
+from decimal import Decimal
 from enum import Enum
 from typing import Annotated, Any
 
@@ -142,6 +143,40 @@ def test_a_value_that_is_not_of_the_declared_type_is_not_shown() -> None:
     assert (value.count, value.ratio, value.ok, value.when, value.colour) == (None,) * 5
     assert value.note == "12"  # a number where a string goes: written as the string
     assert changes == [("/note", "number_to_string", 12, "12")]
+
+
+class Exact(BaseModel):
+    price: Decimal
+    label: str = ""
+    big: int = 0
+
+
+def test_a_value_the_final_parse_reads_from_the_text_waits_for_it() -> None:
+    """A float may not hold the digits of a Decimal (nor give the literal of a number written
+    as text): shown only by the final parse, which reads them from the reply, never changed."""
+    reply = (
+        '{"price": 12345678901234567890.5, "label": 1.10, "big": 123456789012345678901234567890}'
+    )
+    snapshots = list(streaming.replay(reply, 8, type=Exact))
+    *partial, last = snapshots
+    assert all(s.value.price is None and s.value.label is None for s in partial)
+    assert partial[-1].value.big == 123456789012345678901234567890  # an integer: every digit
+    assert last.value.price == Decimal("12345678901234567890.5") and last.value.label == "1.10"
+
+
+def test_the_last_snapshot_of_a_reply_cut_off_is_not_complete() -> None:
+    """The final parse keeps what a cut reply wrote (closing it, recorded); the last snapshot
+    says that the value was not closed by the reply."""
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "bio": {"type": "string"}},
+    }
+    cut = list(streaming.replay('{"name": "Ana", "bio": "hello wor', 5, schema, level="full"))[-1]
+    assert cut.final and not cut.complete and cut.value == {"name": "Ana", "bio": "hello wor"}
+    closed = list(streaming.replay('Sure: {"name": "Ana"} done', 5, schema))[-1]
+    assert closed.final and closed.complete
+    text = list(streaming.replay("hello", 2, {"type": "string"}))[-1]
+    assert text.final and text.complete  # no JSON value to close: the reply is the value
 
 
 def test_a_string_being_written_shows_only_where_any_string_goes() -> None:

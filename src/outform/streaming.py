@@ -41,7 +41,6 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Annotated, Any, Final, Generic, Literal, TypeVar, cast
 
-import orjson
 import typing_extensions
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 from pydantic import ValidationError as PydanticValidationError
@@ -56,7 +55,7 @@ from outform.errors import (
     guarded,
 )
 from outform.format import JsonSchemaFormat, ResponseFormat
-from outform.parse import arraypath, context, strictness
+from outform.parse import arraypath, context, decimals, strictness
 from outform.parse.cache import shared as _pipelines
 from outform.parse.context import too_deep, too_long, too_slow
 from outform.parse.extract import (
@@ -86,6 +85,7 @@ from outform.parse.result import Change, ParseResult
 from outform.parse.scalars import as_integer, is_null_word, parse_bool, parse_number
 from outform.parse.unescape import ESCAPE_WINDOW, looks_escaped, may_look_escaped
 from outform.parse.validate import pydantic_violations
+from outform.parse.values import number_text
 from outform.schema import pointer
 from outform.schema.compiled import compile_schema
 from outform.schema.derive import adapter_for, is_type
@@ -428,11 +428,14 @@ class StreamParser(Generic[T]):
 
     @guarded("stream")
     def final(self) -> Snapshot[T]:
-        """`finish`, as the last snapshot."""
+        """`finish`, as the last snapshot: `complete` unless the reply ended inside the JSON
+        value it was writing (cut off: the final parse closed it)."""
         result = self.finish()
         restarted, self._restarted = self._restarted, False
+        parser = self.parser
+        complete = parser.done or parser.start is None
         return Snapshot(
-            result.data, len(self.text), complete=True, result=result, restarted=restarted
+            result.data, len(self.text), complete=complete, result=result, restarted=restarted
         )
 
     # -- internals --------------------------------------------------------------------------
@@ -1242,10 +1245,15 @@ class _ScalarPlan(_Plan):
         """Where the type's strict reading takes a value its schema refuses (`true` for
         `Literal[1]`, `" 1.5"` for a decimal: see strictness.py), the schema's validator, which
         the value must pass too; else None."""
+        self.decimal = decimals.decimal_validator(self.adapter) is not None
+        """Whether the type holds a Decimal: one read from a float is not shown (the float
+        may not hold the digits the reply wrote, which the final parse gives: decimals.py)."""
 
     def build(self, data: Any, builder: _Builder, path: str) -> Any:
         if not is_complete(data):
             return data if self.text and isinstance(data, str) else _HOLD
+        if self.decimal and type(data) is float:
+            return _HOLD  # (nor any conversion of it: `number_to_integer` would give its digits)
         value = self._typed(data)
         if value is not _HOLD:
             return value
@@ -1260,11 +1268,13 @@ class _ScalarPlan(_Plan):
         return _HOLD
 
     def _typed(self, data: Any) -> Any:
+        if self.decimal and type(data) is float:
+            return _HOLD
         if self.check is not None and not self.check.is_valid(data):
             return _HOLD
         try:
-            return self.adapter.validate_json(orjson.dumps(data), strict=True)
-        except (PydanticValidationError, orjson.JSONEncodeError):
+            return self.adapter.validate_json(jsontext.dumps(data), strict=True)
+        except (PydanticValidationError, TypeError):
             return _HOLD
 
 
@@ -1303,7 +1313,9 @@ def _conversions(data: Any) -> Iterator[tuple[Any, str]]:
             yield integer, "number_to_integer"
         if data in (0, 1):
             yield bool(data), "number_to_boolean"
-        yield orjson.dumps(data).decode(), "number_to_string"
+        if isinstance(data, int) and (text := number_text(data)) is not None:
+            # (A float's text is the literal the reply wrote, which the final parse gives.)
+            yield text, "number_to_string"
 
 
 class _EnumPlan(_Plan):
