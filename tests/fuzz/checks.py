@@ -27,6 +27,7 @@ import json
 import re
 import time
 from collections.abc import Callable, Sequence
+from decimal import Decimal
 from typing import Any
 
 import jsonschema_rs
@@ -181,7 +182,7 @@ def _as_written(text: str, data: Any) -> bool:
     if isinstance(data, str) and data == text:
         return True
     stripped = text.strip()
-    for read in (_exact, orjson.loads):
+    for read in (_exact, _integers_kept, orjson.loads):
         try:
             value = read(stripped)
         except (ValueError, TypeError, RecursionError):
@@ -193,6 +194,27 @@ def _as_written(text: str, data: Any) -> bool:
 
 def _exact(text: str) -> Any:
     return json.loads(text, parse_constant=_no_constant)
+
+
+def _integers_kept(text: str) -> Any:
+    """The documented reading of an integer written with a fraction or an exponent past a
+    float's exact integers (docs/pipeline.md#values): `9007199254740993.0` and
+    `100000000000000010e5` are the integers they write, where a float rounds them; a float's
+    own shortest spelling stays that float."""
+    return json.loads(text, parse_constant=_no_constant, parse_float=_integer_if_rounded)
+
+
+def _integer_if_rounded(literal: str) -> Any:
+    number = float(literal)
+    exact = Decimal(literal)
+    if (
+        number.is_integer()
+        and abs(number) >= 2**53
+        and exact == exact.to_integral_value()
+        and exact != Decimal(repr(number))
+    ):
+        return int(exact)
+    return number
 
 
 def _no_constant(name: str) -> Any:

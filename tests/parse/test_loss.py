@@ -113,6 +113,46 @@ def test_a_reading_that_merges_two_members_is_refused() -> None:
     assert outform.parse('{"say \\"hi\\"": 1,}', ANY, level="full").value == {'say "hi"': 1}
 
 
+@pytest.mark.parametrize("reply", ['{"w": 10, "h": 2.\n5}', '{"a": 3. 7, "b": 1}', '{"a": -0. 9}'])
+def test_a_digit_dropped_beside_a_number_re_spelled_is_refused(reply: str) -> None:
+    """`2.` is re-spelled `2.0`: the same count of digits as `2.` and a dropped `5`. The
+    quick count as written is trusted only when the same digits are written as often."""
+    with pytest.raises(OutputError, match="digits"):
+        outform.parse(reply, level="full")
+    assert outform.parse('{"a": 2., "b": 1}', level="full").value == {"a": 2.0, "b": 1}
+
+
+@pytest.mark.parametrize(
+    ("reply", "level"),
+    [
+        ('{"id": 7, "ok":} true, "dims": {"w": 10}}', None),  # the default level
+        ('{"id": 1, "name": "W", "price": -12.}75, "qty": 3, "tags": ["a"]}', "full"),
+        ('{"id": 1, "name": "W", "price": 12}5}', "full"),
+        ('{"id": 1, "name": "W"} 3, "tags": ["red"]}', "full"),
+        ('{"id": 1, "name": "W"} true, "b": 2', "full"),
+        ('{"id": 1, "name": "W"} true, "b": 2', "minimal"),
+    ],
+)
+def test_more_json_after_the_first_value_is_content_of_the_document(
+    reply: str, level: str | None
+) -> None:
+    """A number or a literal and a separator after the first value continue the document (a
+    stray closer in it): a piece of it is no answer, nor a reading that stops at the closer."""
+    with pytest.raises(OutputError, match="letters and digits"):
+        outform.parse(reply, level=level) if level is None else outform.parse(
+            reply, ANY, level=level
+        )
+
+
+@pytest.mark.parametrize(
+    "reply",
+    ['{"id": 1, "name": "W"}\n2. Next we see', '{"id": 1, "name": "W"}, as requested.'],
+)
+def test_prose_after_the_first_value_is_not_content(reply: str) -> None:
+    assert outform.parse(reply, ANY, level="full").value == {"id": 1, "name": "W"}
+    assert region(reply) == '{"id": 1, "name": "W"}'
+
+
 # -- the end of a cut reply ---------------------------------------------------------------
 
 

@@ -459,6 +459,9 @@ class Extraction:
     cut: bool = False
     """The document is left open at the end (a reply cut off): a region inside it is a piece
     of it, whose reading alone leaves the rest out."""
+    continued: bool = False
+    """The document's first value is closed and what follows it continues it (see
+    `loss.continues`): likewise, a piece of it leaves the rest out."""
 
 
 _CONTINUATION = frozenset(',:{}[]"')
@@ -524,11 +527,12 @@ def candidates(
     lead = len(body) - len(body.lstrip())
     found: list[Candidate] = [Candidate(whole, "whole", root_of(whole), base, 0, lead)]
     seen = {whole}
-    document = cut = False
+    document = cut = continued = False
     if spans and spans[0].start == lead:
         cut = not spans[0].closed
         rest = body[spans[0].end :].strip()
-        document = not spans[0].closed or not rest or rest[0] in _CONTINUATION
+        continued = spans[0].closed and loss.continues(rest)
+        document = not spans[0].closed or not rest or rest[0] in _CONTINUATION or continued
         if document and not collect and spans[0].closed and rest[:1] in ("{", "["):
             # Several values, one after another (`{...}\n{...}`), for a root that takes one:
             # each is a candidate of its own, in order, never read together by a tolerant
@@ -665,7 +669,9 @@ def candidates(
                         text, "written", "array", (*base, transform), deepest + 1, 0, detail, tail
                     )
                 )
-    return Extraction(found, body, removed, deepest, document, scanned.unmatched, document and cut)
+    return Extraction(
+        found, body, removed, deepest, document, scanned.unmatched, document and cut, continued
+    )
 
 
 _CODE_HEAD = re.compile(r"\s*[A-Za-z_$]")

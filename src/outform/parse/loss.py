@@ -149,16 +149,32 @@ class Loss:
 def region(text: str) -> str:
     """The part of a candidate a decoder reads as JSON: from its first opening bracket to its
     last closing one, or to the end when it is left open (more brackets opened than closed,
-    outside double-quoted strings: a cut reply's tail is content); all of it when it has
-    none."""
+    outside double-quoted strings: a cut reply's tail is content) or when what follows the
+    last closer `continues` the JSON; all of it when it has none."""
     starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
     if not starts:
         return text
     start = min(starts)
     end = max(text.rfind("}"), text.rfind("]"))
-    if end > start and not _left_open(text[start:]) and not _in_string(text, start, end):
+    if (
+        end > start
+        and not _left_open(text[start:])
+        and not _in_string(text, start, end)
+        and not continues(text[end + 1 :].lstrip())
+    ):
         return text[start : end + 1]
     return text[start:]
+
+
+_CONTINUES = re.compile(r'(?:-?\d[\d.eE+-]*|true|false|null)[ \t]*[,\]}]|,\s*"')
+
+
+def continues(tail: str) -> bool:
+    """Whether `tail`, what a reply writes after a closed value (spaces stripped), is more of
+    the same JSON document: a number or a literal followed by a separator or a closer
+    (`{"price": -12.}75, "qty": 3}`, `{"a": 1} true, "b": 2`), or a comma and a quoted key or
+    item. Prose is not (`12 apples`, `2. Next`, `, as asked`)."""
+    return _CONTINUES.match(tail) is not None
 
 
 def _in_string(text: str, start: int, end: int) -> bool:
@@ -212,8 +228,9 @@ def measure(
         token = match.group()
         if deadline is not None:
             deadline.tick()
-        if len(token) < 16 and token[-1] != "0" and not _EXPONENT_OR_HEX.search(token):
-            continue  # already written as Python writes it: nothing to count again
+        if len(token) < 16 and token[-1] not in "0." and not _EXPONENT_OR_HEX.search(token):
+            continue  # already written as Python writes it: nothing to count again (`2.`
+            # is not: Python writes `2.0`, as the value read from it will be measured)
         respelled = _meant(token)
         if respelled is not None:
             written = _count(token)
@@ -348,10 +365,19 @@ def assess(
     # need no second look (a large reply with trailing commas pays only this).
     content = measure(read, numbers=False, deadline=deadline)
     kept = measure(value_json, numbers=False, deadline=deadline)
-    if content != kept + dropped:
+    if content != kept + dropped or (
+        not dropped.size and _digits_of_each(read) != _digits_of_each(value_json)
+    ):
+        # (The same count of digits may hide a digit lost behind a number re-spelled: `2.⏎5`
+        # read as 2.0. With nothing dropped, the same digits, each as often, hide nothing.)
         content = measure(read, deadline=deadline)
         kept = measure(value_json, comments=False, deadline=deadline)
     return Loss(content, kept, dropped, merged, invented)
+
+
+def _digits_of_each(text: str) -> tuple[int, ...]:
+    """How often `text` writes each digit: ten counts in C."""
+    return tuple(text.count(digit) for digit in _DIGITS)
 
 
 def size(value_json: str) -> int:

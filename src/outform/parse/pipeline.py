@@ -638,12 +638,14 @@ class Pipeline(Generic[T]):
         # The regions found inside one that stops reading as JSON, read as written (where, and
         # their JSON): a tolerant reading of a region around them must keep them whole.
         intact: list[tuple[int, str]] = []
-        # In a reply that is one broken JSON document (stray closers, or cut off), the rest
-        # of the document is content too: a region read alone falls under the loss rule,
-        # measured against the whole.
+        # In a reply that is one broken JSON document (stray closers, cut off, or more JSON
+        # after its first value: `{"a": 1} true, "b": 2`), the rest of the document is
+        # content too: a region read alone falls under the loss rule, measured against the
+        # whole.
         whole_content = (
             loss.measure(loss.region(whole.text), deadline=deadline)
-            if extraction.document and (extraction.unmatched or extraction.cut)
+            if extraction.document
+            and (extraction.unmatched or extraction.cut or extraction.continued)
             else None
         )
         # Once an attempt has been yielded and the caller came back, it failed and is the one
