@@ -89,6 +89,41 @@ def test_a_backend_error_echoing_its_key_is_scrubbed(
     assert "retrying with key ***" in caplog.text
 
 
+def test_an_answer_that_writes_a_secret_is_scrubbed_as_its_stream_and_its_row_are(
+    make_gateway: MakeGateway,
+) -> None:
+    """A successful body says `***` too: what is served is what GET returns."""
+    gw = make_gateway(
+        backend_api_key_env="BACKEND_KEY",
+        env={"BACKEND_KEY": BACKEND_KEY},
+    )
+    answer = f'{{"name": "key {BACKEND_KEY}", "age": 1}}'
+    fmt = {
+        "format": {
+            "type": "json_schema",
+            "name": "p",
+            "schema": {"type": "object", "properties": {"name": {"type": "string"}}},
+        }
+    }
+    for enforce in ("0", "1"):
+        gw.backend.json(chat_completion(content=answer))
+        served = gw.http.post(
+            gw.url + "/v1/responses",
+            json={"model": "m", "input": "x", "text": fmt},
+            headers={"x-outform-enforce": enforce},
+        )
+        assert served.status_code == 200 and BACKEND_KEY not in served.text
+        assert "key ***" in served.json()["output"][0]["content"][0]["text"]
+        stored = gw.http.get(gw.url + "/v1/responses/" + served.json()["id"])
+        assert stored.json()["output"] == served.json()["output"]
+    gw.backend.json(chat_completion(content=answer))
+    chat = gw.http.post(
+        gw.url + "/v1/chat/completions",
+        json={"model": "m", "messages": [{"role": "user", "content": "x"}]},
+    )
+    assert chat.status_code == 200 and BACKEND_KEY not in chat.text and "***" in chat.text
+
+
 def test_a_native_providers_error_echoing_its_key_is_scrubbed(make_gateway: MakeGateway) -> None:
     secret = "sk-proj-openai-6f2a09d1c8e3"
     gw = make_gateway(

@@ -329,8 +329,9 @@ class GatewayApp:
             await _send_reply(self._scrubbed(reply), send)
 
     def _scrubbed(self, reply: Reply) -> Reply:
-        """Error bodies (the backend's included) never carry a configured secret."""
-        if reply.status >= 400 and self.scrubber:
+        """No body carries a configured secret: an error's (the backend's included), nor an
+        answer's (a model that writes the key: the stream, and the stored row, say `***`)."""
+        if self.scrubber:
             reply.body = self.scrubber.body(reply.body)
         return reply
 
