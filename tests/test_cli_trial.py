@@ -92,6 +92,34 @@ def test_a_malformed_base_url_is_a_usage_error_before_any_call(
     assert caught.value.where == "base_url"
 
 
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("http://[::1", "not a valid URL (Invalid IPv6 URL)"),
+        ("http://127.0.0.1:99999/v1", "not a valid URL (Port out of range"),
+        ("http://user:hunter2pass@127.0.0.1:9/v1", "credentials"),
+        ("http://127.0.0.1:9/v1?api-key=QUERYSECRET", "query string"),
+        ("http://127.0.0.1:9/v1#QUERYSECRET", "query string or a fragment"),
+    ],
+)
+def test_a_base_url_that_cannot_be_joined_or_would_leak_is_refused_unquoted(
+    capsys: pytest.CaptureFixture[str], url: str, why: str
+) -> None:
+    """Credentials would go out as Basic authentication (and be printed with the URL), the
+    API paths would follow a query string: refused before any call, the URL shown without
+    them; `outform serve --backend` and `[gateway] backend` keep the same rule."""
+    code, err = outcome(capsys, "generate", "openai:gpt-4o", "hi", "--base-url", url)
+    assert code == EXIT_USAGE and why in err and "where: --base-url" in err
+    assert "hunter2pass" not in err and "QUERYSECRET" not in err
+    code, err = outcome(capsys, "serve", "--backend", url)
+    assert code == EXIT_USAGE and why in err and "where: --backend" in err
+    assert "hunter2pass" not in err and "QUERYSECRET" not in err
+    from outform.config import gateway_check
+
+    assert not gateway_check("backend").accepts(url)
+    assert gateway_check("backend").accepts("http://127.0.0.1:9/v1")
+
+
 def test_a_missing_key_names_the_cli_flag_not_the_library_argument(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

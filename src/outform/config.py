@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from outform import baseurl
 from outform.errors import ConfigError
 from outform.parse.context import BOUNDS
 from outform.trace.settings import TraceSettings
@@ -32,6 +33,8 @@ class Check:
     allowed: str
     secret: bool = False
     """A bad value is not repeated in the error (it may be a key pasted in by mistake)."""
+    shown: Callable[[Any], str] = repr
+    """How a bad value is repeated in the error (a URL without its credentials)."""
 
 
 def _choice(*values: str) -> Check:
@@ -78,7 +81,7 @@ def _backend(value: Any) -> bool:
     if not _text(value):
         return False
     if value.startswith(("http://", "https://")):
-        return True
+        return baseurl.problem(value) is None
     from outform.providers.registry import PROVIDERS
 
     return value in PROVIDERS
@@ -87,8 +90,10 @@ def _backend(value: Any) -> bool:
 _GATEWAY: dict[str, Check] = {
     "backend": Check(
         _backend,
-        "an http:// or https:// URL of a Chat Completions API (e.g. http://localhost:8000/v1), "
+        "an http:// or https:// URL of a Chat Completions API with a host, a valid port if "
+        "any, and no credentials, query string or fragment (e.g. http://localhost:8000/v1), "
         "or a provider name such as 'anthropic' or 'gemini'",
+        shown=lambda value: repr(baseurl.shown(value) if isinstance(value, str) else value),
     ),
     "backend_api_key_env": Check(
         _env_name, "the name of an environment variable (not the key itself)", secret=True
@@ -418,7 +423,7 @@ def _checked(
                 fix=moved if moved else f"use one of: {', '.join(sorted([*checks, *tables]))}",
             )
         if not check.accepts(value):
-            shown = "(not shown: it may be a secret)" if check.secret else repr(value)
+            shown = "(not shown: it may be a secret)" if check.secret else check.shown(value)
             raise ConfigError(
                 f"bad value {shown} for {where}.{key}",
                 where=str(path),

@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from outform import baseurl
 from outform.cli.app import app, stderr
 from outform.errors import UsageError
 
@@ -108,6 +109,14 @@ def serve_command(
                 where=flag,
                 fix=f"the same rule as [gateway] {key} in outform.toml",
             )
+    if backend is not None and not gateway_check("backend").accepts(backend):
+        why = baseurl.problem(backend) if "://" in backend else None
+        raise UsageError(
+            f"--backend {baseurl.shown(backend)!r} refused: "
+            + (why or "it is neither an http(s) URL nor a provider outform knows"),
+            where="--backend",
+            fix=baseurl.FIX if why else gateway_check("backend").allowed,
+        )
     configured = settings()
     base = GatewaySettings.from_config(configured.gateway, source=configured.source)
     mapping = {**base.model_map, **parse_model_map(model_map)} if model_map else None

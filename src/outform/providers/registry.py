@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from outform import baseurl
 from outform.errors import AuthenticationError, UsageError
 from outform.providers.base import Adapter, Auth
 from outform.providers.credentials import TokenSource, application_default
@@ -238,15 +239,13 @@ def resolve(
 
 
 def _check_url(url: str, where: str) -> None:
-    """A base URL is http(s) with a host: anything else is a usage error before any call
-    (httpx would fail later with a connection error that reads like a network fault)."""
-    parts = urlsplit(url)
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        shown = url.rpartition("@")[2]  # never echo credentials written into a URL
+    """A base URL is one `baseurl.problem` accepts: anything else is a usage error before any
+    call (httpx would fail later with a connection error that reads like a network fault, or
+    send the credentials written into it)."""
+    why = baseurl.problem(url)
+    if why is not None:
         raise UsageError(
-            f"not an http(s) URL with a host: {shown!r}",
-            where=where,
-            fix="give the full URL, e.g. http://127.0.0.1:8000/v1",
+            f"base URL {baseurl.shown(url)!r} refused: {why}", where=where, fix=baseurl.FIX
         )
 
 
