@@ -29,7 +29,7 @@ from outform.errors import StoreError
 from outform.gateway.app import create_app
 from outform.gateway.store import MemoryStore, StoredResponse
 from tests.gateway.conftest import Harness, MakeGateway
-from tests.gateway.harness import ChatFake, GatedReply, free_port, response_events
+from tests.gateway.harness import ChatFake, GatedReply, HeldReply, free_port, response_events
 from tests.providers.fake import Reply
 from tests.providers.openai_wire import chat_completion, chat_usage, chunk, text_stream
 
@@ -381,6 +381,58 @@ def test_a_stream_still_open_when_the_shutdown_grace_ends_gets_its_terminal_even
         rows = db.execute("SELECT status, response FROM outform_responses").fetchall()
     assert len(rows) == 1 and rows[0][0] == "failed"
     assert orjson.loads(rows[0][1])["error"]["message"] == error
+
+
+def test_a_request_still_waiting_when_the_shutdown_grace_ends_gets_a_json_503(
+    tmp_path: Path,
+) -> None:
+    """Found by a new-user trial: a non-streamed request whose backend had not answered by
+    the end of the grace got uvicorn's plain-text 500 (and a traceback in the log). It is
+    answered 503 `shutting_down` instead, with nothing stored (no id was given out)."""
+    backend = ChatFake()
+    (tmp_path / "outform.toml").write_text(
+        "[gateway]\nshutdown_timeout = 2\nbackend_idle_timeout = 100\n"
+    )
+    store = tmp_path / "responses.sqlite"
+    answers: list[httpx.Response] = []
+    with backend:
+        held = HeldReply(body=chat_completion(content="too late"))
+        backend.reply(held)
+        process, port = _serve(
+            tmp_path, {}, "--backend", backend.base, "--store", f"sqlite:{store}"
+        )
+
+        def ask() -> None:
+            with httpx.Client(timeout=30) as http:
+                answers.append(
+                    http.post(
+                        f"http://127.0.0.1:{port}/v1/responses", json={"model": "m", "input": "x"}
+                    )
+                )
+
+        try:
+            _wait_for(port)
+            client = threading.Thread(target=ask)
+            client.start()
+            assert held.reached.wait(10), "the request did not reach the backend"
+            process.send_signal(signal.SIGTERM)  # the backend never answers
+            client.join(30)
+            assert process.wait(30) in (0, -signal.SIGTERM)
+        finally:
+            held.gate.set()
+            if process.poll() is None:
+                process.kill()
+        _, stderr = process.communicate()
+    (answer,) = answers
+    assert answer.status_code == 503
+    assert answer.json()["error"]["code"] == "shutting_down"
+    assert (
+        answer.json()["error"]["message"]
+        == "The gateway shut down before the response was complete."
+    )
+    assert "Exception in ASGI application" not in stderr.decode()
+    with contextlib.closing(sqlite3.connect(store)) as db:
+        assert db.execute("SELECT count(*) FROM outform_responses").fetchone() == (0,)
 
 
 def _serve(cwd: Path, env: dict[str, str], *flags: str) -> tuple[subprocess.Popen[bytes], int]:

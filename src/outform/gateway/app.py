@@ -45,7 +45,7 @@ from outform.errors import OutformError, StoreError
 from outform.gateway import chain, schemas
 from outform.gateway.backend import Backend, HttpChatBackend
 from outform.gateway.background import Worker
-from outform.gateway.handlers import Gateway
+from outform.gateway.handlers import SHUT_DOWN, Gateway
 from outform.gateway.limits import BodyBudget, Lease
 from outform.gateway.replies import GatewayError, PassthroughError, Reply, StreamReply
 from outform.gateway.scrub import Scrubber, check_client_keys, configured_secrets, log_scrubbing
@@ -122,6 +122,8 @@ class GatewayApp:
         self._owned: list[Callable[[], Awaitable[None]]] = []
         self._stop_scrubbing: Callable[[], None] | None = None
         self._pumps: set[asyncio.Task[None]] = set()
+        self._answering: set[asyncio.Task[Any]] = set()
+        """The requests whose handler is still at work (waiting for the backend, say)."""
         """The streams being sent (stopped at shutdown: `drain`)."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self.gateway: Gateway | None = None
@@ -139,9 +141,11 @@ class GatewayApp:
     def drain(self, grace: float) -> None:
         """The process is shutting down and gives its streams `grace` seconds (uvicorn's
         graceful shutdown, which then cancels what is left, cutting a stream off without its
-        terminal event and storing it as its client's leaving). Shortly before the grace
-        ends, each stream still open is stopped here instead: it ends with `response.failed`
-        (or an `error` event), stored as the gateway's shutdown. Safe from a signal handler."""
+        terminal event and storing it as its client's leaving, and answering a request still
+        waiting for the backend with a plain-text 500). Shortly before the grace ends, each
+        stream still open is stopped here instead: it ends with `response.failed` (or an
+        `error` event), stored as the gateway's shutdown; and each request still waiting is
+        answered 503, `shutting_down`. Safe from a signal handler."""
         loop = self._loop
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(self._stop_streams_later, grace)
@@ -154,8 +158,8 @@ class GatewayApp:
         if self.gateway is None:
             return
         self.gateway.stopping = True
-        for pumping in list(self._pumps):
-            pumping.cancel()
+        for task in [*self._pumps, *self._answering]:
+            task.cancel()
 
     async def startup(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -301,10 +305,23 @@ class GatewayApp:
             lease.release()
 
     async def _serve(self, handler: Handler, scope: Scope, receive: Receive, send: Send) -> None:
+        task = asyncio.current_task()
         try:
             if self.gateway is None:
                 raise GatewayError(503, "The gateway is starting or stopping.", type="server_error")
-            reply = await handler(scope, receive)
+            if task is not None:
+                self._answering.add(task)
+            try:
+                reply = await handler(scope, receive)
+            finally:
+                self._answering.discard(task)
+        except asyncio.CancelledError:
+            if task is None or self.gateway is None or not self.gateway.stopping:
+                raise
+            # Stopped by the shutdown before its answer (nothing of it was stored or sent):
+            # an error the client can read, rather than uvicorn's plain-text 500.
+            task.uncancel()
+            reply = GatewayError(503, SHUT_DOWN, type="server_error", code="shutting_down").reply()
         except (GatewayError, PassthroughError) as exc:
             reply = exc.reply()
         except chain.ChainError as exc:
