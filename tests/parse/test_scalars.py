@@ -274,3 +274,16 @@ def test_a_number_whose_one_separator_is_ambiguous_is_refused_with_a_note(
     assert "locale" in (number_note("12,5") or "")
     assert number_note("1,234.5") is None and number_note("0.125") is None
     assert number_note("1.234") is None  # a JSON number as written
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["€ 12.345", "£ 1.500", "It is $ 1.234", "12.345 EUR", "EUR 12.345", "about 12.345 euros"],
+)
+def test_a_sentence_keeps_the_rule_of_a_currency_apart_from_its_number(text: str) -> None:
+    """Found by a new-user trial: at level full a sign or a code one space away from
+    `12.345` let the sentence reader take 12.345, where `€12.345` is refused by locale."""
+    assert parse_number(text, lenient=True) is None
+    assert "it may mean" in (number_note(text, lenient=True) or "")
+    assert parse_number("about 12.345 units", lenient=True) is not None  # no money: a JSON number
+    assert parse_number("It costs € 12.34", lenient=True) is not None  # two decimals: not thousands

@@ -147,11 +147,7 @@ def number_note(text: str, *, lenient: bool = False) -> str | None:
     if _number(s, currency=currency) is not None:
         return None
     if _ambiguous(s, currency):
-        separator = "." if "." in s else ","
-        return (
-            f"it may mean {s.replace(separator, '')} or {s.replace(separator, '.')}, as "
-            f"{separator!r} groups thousands or marks decimals by locale; write a JSON number"
-        )
+        return _ambiguity(s)
     if _SPACED.fullmatch(s):
         return (
             "spaces between digit groups mark thousands in some locales, where the decimal "
@@ -163,6 +159,15 @@ def number_note(text: str, *, lenient: bool = False) -> str | None:
             "number"
         )
     return None
+
+
+def _ambiguity(s: str) -> str:
+    """The note of a number `_ambiguous` refuses."""
+    separator = "." if "." in s else ","
+    return (
+        f"it may mean {s.replace(separator, '')} or {s.replace(separator, '.')}, as "
+        f"{separator!r} groups thousands or marks decimals by locale; write a JSON number"
+    )
 
 
 def _in_text(text: str) -> Number | str | None:
@@ -184,8 +189,38 @@ def _in_text(text: str) -> Number | str | None:
     if not found:
         return None
     number, index = found[0]
+    core = words[index][1].strip(_CHUNK_STRIP)
+    if _ambiguous(core, currency=True) and _beside_money(words, index):
+        return _ambiguity(core)  # `€ 12.345`: as `€12.345` is, a sign apart or not
     why = _not_the_number(text, words, index)
     return why or Number(number.value, "in_text", number.written)
+
+
+def _beside_money(words: list[tuple[int, str]], index: int) -> bool:
+    """Whether a word next to the one at `index` names money: currency signs, a code of three
+    capitals (`EUR`), or a currency's name (`euros`)."""
+    for near in (index - 1, index + 1):
+        if 0 <= near < len(words):
+            word = words[near][1].strip(_CHUNK_STRIP)
+            if word and (
+                all(c in _CURRENCY for c in word)
+                or _CURRENCY_CODE.fullmatch(word)
+                or word.lower() in _MONEY_WORDS
+            ):
+                return True
+    return False
+
+
+_CURRENCY_CODE = re.compile(r"[A-Z]{3}")
+_MONEY_WORDS = frozenset(
+    {
+        "euro", "euros", "dollar", "dollars", "pound", "pounds", "yen", "yuan", "rupee",
+        "rupees", "franc", "francs", "won", "ruble", "rubles", "rouble", "roubles", "lira",
+        "real", "reais", "peso", "pesos", "krona", "kronor", "krone", "kroner", "zloty",
+        "rand", "shekel", "shekels", "dirham", "dirhams", "bucks",
+    }
+)  # fmt: skip
+"""Currency names that may stand beside a number instead of its sign."""
 
 
 _WORD = re.compile(r"\S+")
