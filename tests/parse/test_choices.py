@@ -41,6 +41,20 @@ def test_a_sentence_mentions_one_member_as_a_whole_word() -> None:
     assert members.mentioned("Medium.") == "MEDIUM"  # case and accents ignored second
 
 
+@pytest.mark.parametrize(
+    "sentence", ["very-high", "VERY  HIGH", "very\nhigh", "**very** high", "It is `very high`"]
+)
+def test_words_parted_otherwise_than_by_one_space_still_mention_the_longer_member(
+    sentence: str,
+) -> None:
+    """Found by a new-user trial: "very-high" named HIGH, not VERY HIGH."""
+    members = Choices(["LOW", "MEDIUM", "HIGH", "VERY HIGH"])
+    assert members.mentioned(sentence) == "VERY HIGH"
+    assert members.mentioned("It is high") == "HIGH"
+    assert Choices(["1040-X", "1040"]).mentioned("file the 1040 - X form") == "1040-X"
+    assert Choices(["in_progress", "progress"]).mentioned("work in_progress") == "in_progress"
+
+
 @pytest.mark.parametrize("member", ["member0", "member123456", "member199999"])
 def test_a_member_of_a_large_enum_named_in_a_sentence_is_found(member: str) -> None:
     pipeline = Pipeline(SCHEMA, level="full")

@@ -124,6 +124,8 @@ class Choices:
         "_numbers",
         "_others",
         "_spaced",
+        "_spaced_index",
+        "_spaced_members",
         "_spelled",
         "_strings",
         "_unique",
@@ -148,6 +150,8 @@ class Choices:
         self._named: _Index | None = None
         self._spaced: bool | None = None
         self._folded: _Index | None = None
+        self._spaced_members: list[str] | None = None
+        self._spaced_index: _Index | None = None
         self._numbers: dict[int | float, list[Any]] | None = None
         self._spelled: dict[int | str, list[str]] | None = None
 
@@ -231,11 +235,14 @@ class Choices:
         """The one member a sentence mentions as a whole word, or None (none, or several).
 
         Members written exactly as declared are looked for first; only when none is, the
-        search ignores case and accents. Where one mention lies inside a longer one ("1040" in
+        search ignores case and accents. Words are apart however the sentence parts them: a
+        hyphen, several spaces, a line break or Markdown emphasis are one space, in the
+        sentence as in the members ("very-high" and "**very** high" mention "VERY HIGH"). Where one mention lies inside a longer one ("1040" in
         "1040-X"), the longer counts, whatever its case ("HIGH" in "VERY HIGH" is the member
         "very high"). A mention a negation governs ("Not HIGH", "It is low, not HIGH") names
         nothing (see negation.py).
         """
+        text = _respace(text)
         exact = self._spans(text, False, deadline)
         folded = fold_accents(text).casefold()
         if exact and len(folded) == len(text):
@@ -270,8 +277,12 @@ class Choices:
         table: _Index | frozenset[str]
         if fold:
             if self._folded is None:
-                self._folded = _Index(self.unique, _folded(self.unique))
+                self._folded = _Index(self.unique, _folded(self._respaced()))
             table, lengths = self._folded, self._folded.lengths
+        elif self._respaced() is not self.unique:
+            if self._spaced_index is None:
+                self._spaced_index = _Index(self.unique, self._respaced())
+            table, lengths = self._spaced_index, self._spaced_index.lengths
         else:
             if self._lengths is None:
                 self._lengths = sorted(set(map(len, self.unique)))
@@ -281,6 +292,28 @@ class Choices:
             negations = Negations(haystack)
             spans = [span for span in spans if not negations.govern(span[0], span[1])]
         return spans
+
+    def _respaced(self) -> list[str]:
+        """The members as `_respace` writes them (the members themselves when it changes
+        none: one search of them all)."""
+        if self._spaced_members is None:
+            members = self.unique
+            flat = "".join(members)
+            if flat.isprintable() and "  " not in flat and not any(c in flat for c in "*`~-"):
+                spaced = members  # (passes in C: no whitespace but spaces, none doubled)
+            else:
+                spaced = [_respace(member) for member in members]
+            self._spaced_members = members if spaced == members else spaced
+        return self._spaced_members
+
+
+_RESPACE = re.compile(r"[\s*`~-]{2,}|[\t\n\r\f\v*`~-]")
+"""What parts two words other than one space: runs of spaces, a line break, a hyphen,
+Markdown's emphasis and code marks."""
+
+
+def _respace(text: str) -> str:
+    return _RESPACE.sub(" ", text)
 
 
 def _find(
