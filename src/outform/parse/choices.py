@@ -237,10 +237,10 @@ class Choices:
         Members written exactly as declared are looked for first; only when none is, the
         search ignores case and accents. Words are apart however the sentence parts them: a
         hyphen, several spaces, a line break or Markdown emphasis are one space, in the
-        sentence as in the members ("very-high" and "**very** high" mention "VERY HIGH"). Where one mention lies inside a longer one ("1040" in
-        "1040-X"), the longer counts, whatever its case ("HIGH" in "VERY HIGH" is the member
-        "very high"). A mention a negation governs ("Not HIGH", "It is low, not HIGH") names
-        nothing (see negation.py).
+        sentence as in the members ("very-high" and "**very** high" mention "VERY HIGH").
+        Where one mention lies inside a longer one ("1040" in "1040-X"), the longer counts,
+        whatever its case ("HIGH" in "VERY HIGH" is the member "very high"). A mention a
+        negation governs ("Not HIGH", "It is low, not HIGH") names nothing (see negation.py).
         """
         text = _respace(text)
         exact = self._spans(text, False, deadline)
