@@ -287,3 +287,9 @@ def test_a_sentence_keeps_the_rule_of_a_currency_apart_from_its_number(text: str
     assert "it may mean" in (number_note(text, lenient=True) or "")
     assert parse_number("about 12.345 units", lenient=True) is not None  # no money: a JSON number
     assert parse_number("It costs € 12.34", lenient=True) is not None  # two decimals: not thousands
+
+
+@pytest.mark.parametrize("text", ["3 ½", "1 ½ cups", "⅓ of 3", "x² is 4"])
+def test_a_sentence_with_a_number_written_otherwise_than_in_digits_has_two(text: str) -> None:
+    """Found by a new-user trial: `"3 ½"` read as 3 (the `½` only counted as lost)."""
+    assert parse_number(text, lenient=True) is None

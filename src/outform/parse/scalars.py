@@ -180,8 +180,8 @@ def _in_text(text: str) -> Number | str | None:
     words = [(m.start(), m.group()) for m in _WORD.finditer(text)]
     for index, (_, chunk) in enumerate(words):
         core = chunk.strip(_CHUNK_STRIP)
-        if not any(c.isdigit() for c in core):
-            continue
+        if not any(c.isnumeric() for c in core):
+            continue  # (numeric, not only digits: `½`, `³` and `三` are numbers too)
         number = parse_number(core)
         if number is None or found:
             return None
