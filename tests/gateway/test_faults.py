@@ -166,3 +166,25 @@ def test_a_native_providers_stream_cut_before_its_stop_reason_fails() -> None:
             )
             last = orjson.loads(sse_data(chat.content)[-1])
             assert last["error"]["code"] == "backend_stream_truncated"
+
+
+def test_a_native_provider_keeps_the_back_off_and_names_the_idle_timeout(
+    faulty: FaultServer,
+) -> None:
+    """Found by a new-user trial: through a provider of the registry (`backend = "openai"`),
+    a 429 reached the client without its `Retry-After`, and a stream that stalled said
+    "ReadTimeout" without naming the gateway's setting."""
+    env = {"OPENAI_BASE_URL": faulty.base, "OPENAI_API_KEY": "sk-test"}
+    settings = GatewaySettings(
+        backend="openai",
+        store="memory",
+        backend_idle_timeout=IDLE,
+        backend_timeout=TOTAL,
+        access_log=False,
+    )
+    with running(settings, store=RecordingStore(), env=env) as gw:
+        limited = call(gw, "responses", "status-429", False)
+        assert limited.status_code == 429 and limited.headers["retry-after"] == "7"
+        stalled = orjson.loads(sse_data(call(gw, "responses", "stall-mid", True).content)[-1])
+        assert stalled["type"] == "response.failed"
+        assert "backend_idle_timeout" in stalled["response"]["error"]["message"]

@@ -22,6 +22,7 @@ those of the HTTP backend (connect, idle between bytes, total).
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -41,7 +42,7 @@ from outform.format import ResponseFormat, TextFormat
 from outform.gateway.backend import BackendReply, Body, timeout_error
 from outform.gateway.chain import new_id
 from outform.gateway.events import DONE, data_frame
-from outform.gateway.replies import SSE, GatewayError, PassthroughError, bad_request
+from outform.gateway.replies import SSE, GatewayError, Headers, PassthroughError, bad_request
 from outform.gateway.settings import DEFAULT_TIMEOUTS, Timeouts
 from outform.gateway.stream import StreamFailure
 from outform.plan import Plan, plan
@@ -323,7 +324,10 @@ def _provider_error(exc: ProviderError) -> Exception:
         type="invalid_request_error" if status < 500 else "server_error",
         code=f"{exc.provider}_error",
     ).body()
-    return PassthroughError(status, orjson.dumps(body))
+    headers: Headers = []
+    if exc.retry_after is not None:  # the provider's back-off, as a URL backend's goes
+        headers.append((b"retry-after", str(max(0, math.ceil(exc.retry_after))).encode()))
+    return PassthroughError(status, orjson.dumps(body), headers=headers)
 
 
 # -- neutral response -> Chat ------------------------------------------------------------------
@@ -469,7 +473,9 @@ class _NativeStream:
                     elif delta.kind == "finish" and delta.finish_reason is not None:
                         finish = delta.finish_reason
         except (StreamInterruptedError, ProviderError) as exc:
-            raise StreamFailure(exc.what, _timeout_limit(exc.what)) from None
+            limit = _timeout_limit(exc.what)
+            named = f" ({limit} timeout, backend_{limit}_timeout)" if limit else ""
+            raise StreamFailure(exc.what + named, limit) from None
         if finish is None:
             raise StreamFailure(
                 f"{self._resolved.model}'s stream ended before its stop reason: the answer "
