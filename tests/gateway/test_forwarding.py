@@ -198,3 +198,36 @@ def test_a_model_that_is_missing_or_no_string_is_a_400_saying_which(
     assert answer.json()["error"]["message"] == message
     assert answer.json()["error"]["param"] == "model"
     assert backend.requests == []
+
+
+@pytest.mark.parametrize(
+    ("extra", "param", "phrase"),
+    [
+        ({"input": "x", "reasoning": "high"}, "reasoning", "'reasoning' must be an object"),
+        ({"input": "x", "reasoning": {"effort": 3}}, "reasoning", "'effort' a string"),
+        ({"input": None}, "input", "Missing required parameter: 'input'"),
+        (
+            {"input": [{"role": "user", "content": [{"type": "input_text"}]}]},
+            "input[0].content[0].text",
+            "Missing required parameter: 'input[0].content[0].text'",
+        ),
+        (
+            {"input": [{"type": "function_call_output", "call_id": "c", "output": {"a": 1}}]},
+            "input[0].output",
+            "a string or a list of parts, not dict",
+        ),
+        ({"input": [{"content": "hi"}]}, "input[0].type", "needs a 'type' (or a 'role'"),
+    ],
+)
+def test_a_request_the_gateway_would_garble_is_a_400_naming_the_field(
+    gw: tuple[ChatFake, httpx.Client, str], extra: dict[str, Any], param: str, phrase: str
+) -> None:
+    """Found by a new-user trial: `"reasoning": "high"` was dropped unseen, `"input": null`
+    sent an empty conversation, a text part without its text was sent as "", and an object
+    as a tool's output was told it had none."""
+    backend, http, url = gw
+    answer = http.post(url + "/v1/responses", json={"model": "m", **extra})
+    assert answer.status_code == 400, answer.text
+    assert phrase in answer.json()["error"]["message"]
+    assert answer.json()["error"]["param"] == param
+    assert backend.requests == []

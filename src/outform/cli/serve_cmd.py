@@ -109,13 +109,12 @@ def serve_command(
                 where=flag,
                 fix=f"the same rule as [gateway] {key} in outform.toml",
             )
-    if backend is not None and not gateway_check("backend").accepts(backend):
-        why = baseurl.problem(backend) if "://" in backend else None
+    why = baseurl.problem(backend) if backend is not None and "://" in backend else None
+    if backend is not None and why is not None:
         raise UsageError(
-            f"--backend {baseurl.shown(backend)!r} refused: "
-            + (why or "it is neither an http(s) URL nor a provider outform knows"),
+            f"--backend {baseurl.shown(backend)!r} refused: {why}",
             where="--backend",
-            fix=baseurl.FIX if why else gateway_check("backend").allowed,
+            fix=baseurl.FIX,
         )
     configured = settings()
     base = GatewaySettings.from_config(configured.gateway, source=configured.source)

@@ -44,6 +44,7 @@ Item = Mapping[str, Any]
 
 _ROLES = frozenset({"user", "assistant", "system", "developer"})
 _ITEM_TYPES = frozenset({"message", "function_call", "function_call_output", "reasoning"})
+_TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
 _CHOICE_MODES = frozenset({"none", "auto", "required"})
 _UNSUPPORTED = {
     "conversation": "conversations (use previous_response_id)",
@@ -119,6 +120,22 @@ def check_request(req: Mapping[str, Any]) -> None:
     for key in ("instructions", "previous_response_id"):
         if req.get(key) is not None and not isinstance(req[key], str):
             raise bad_request(f"'{key}' must be a string.", key)
+    if value is None and not req.get("previous_response_id") and not req.get("instructions"):
+        raise bad_request(
+            "Missing required parameter: 'input' (or 'instructions', or "
+            "'previous_response_id' to go on from a stored response).",
+            "input",
+            "missing_required",
+        )
+    reasoning = req.get("reasoning")
+    if reasoning is not None and (
+        not isinstance(reasoning, dict) or not isinstance(reasoning.get("effort"), str | None)
+    ):
+        raise bad_request(
+            "'reasoning' must be an object, its 'effort' a string (e.g. {\"effort\": \"low\"}).",
+            "reasoning",
+            "invalid_type",
+        )
     for key in ("stream", "store", "parallel_tool_calls"):
         if req.get(key) is not None and not isinstance(req[key], bool):
             raise bad_request(f"'{key}' must be a boolean.", key)
@@ -184,6 +201,12 @@ def _check_item(item: Any, where: str) -> None:
     if not isinstance(item, dict):
         raise bad_request("An input item must be an object.", where)
     kind = item.get("type", "message" if "role" in item else None)
+    if kind is None:
+        raise bad_request(
+            "An input item needs a 'type' (or a 'role', for a message).",
+            f"{where}.type",
+            "missing_required",
+        )
     if kind not in _ITEM_TYPES:
         raise bad_request(
             f"Input item type {kind!r} is not supported by this gateway.",
@@ -203,6 +226,13 @@ def _check_item(item: Any, where: str) -> None:
             raise bad_request(
                 "Message content must be a string or a list of parts.", f"{where}.content"
             )
+        for index, part in enumerate(content if isinstance(content, list) else ()):
+            if part.get("type") in _TEXT_PARTS and not isinstance(part.get("text"), str):
+                raise bad_request(
+                    f"Missing required parameter: '{where}.content[{index}].text'.",
+                    f"{where}.content[{index}].text",
+                    "missing_required",
+                )
     elif kind == "function_call":
         for key in ("call_id", "name", "arguments"):
             if not isinstance(item.get(key), str):
@@ -210,8 +240,14 @@ def _check_item(item: Any, where: str) -> None:
     elif kind == "function_call_output":
         if not isinstance(item.get("call_id"), str):
             raise bad_request("A function_call_output item needs a 'call_id'.", where)
-        if not isinstance(item.get("output"), str | list):
-            raise bad_request("A function_call_output item needs an 'output'.", where)
+        output = item.get("output")
+        if not isinstance(output, str | list):
+            raise bad_request(
+                "A function_call_output item needs an 'output': a string or a list of parts"
+                + (f", not {type(output).__name__}" if output is not None else "")
+                + " (write an object as JSON text).",
+                f"{where}.output",
+            )
 
 
 # -- the request ---------------------------------------------------------------------------
