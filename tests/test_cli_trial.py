@@ -226,3 +226,36 @@ def test_help_shows_bracketed_words_as_written(
 def _commands_by_path() -> Iterator[tuple[str, Any]]:
     for path, command in _commands():
         yield " ".join(path), command
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "phrase"),
+    [
+        ("--retries", "1000", "--retries must be a whole number from 0 to 10"),
+        ("--temperature", "nan", "--temperature must be a finite number of 0 or more"),
+        ("--temperature", "-1", "--temperature must be a finite number of 0 or more"),
+    ],
+)
+def test_a_value_the_library_would_send_otherwise_is_refused(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    flag: str,
+    value: str,
+    phrase: str,
+) -> None:
+    """Found by a new-user trial: `--temperature nan` was sent as null (the default, unsaid),
+    and `--retries 1000` taken where outform.toml allows 10."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    code, err = outcome(capsys, "generate", "openai:gpt-4o", "hi", flag, value)
+    assert code == EXIT_USAGE and phrase in err
+
+
+def test_a_timeout_fix_names_the_flag_on_the_command_line() -> None:
+    """Found by a new-user trial: the fix read "`Transport(--timeout ...)`"."""
+    from outform.cli.io import for_cli
+    from outform.errors import ConnectionFailedError
+
+    error = ConnectionFailedError(
+        "x", provider="p", fix="raise `timeout` (an argument of Transport), or check that it is up"
+    )
+    assert for_cli(error).fix == "raise --timeout, or check that it is up"

@@ -9,6 +9,7 @@ both behave identically.
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from collections.abc import (
     AsyncIterator,
@@ -24,6 +25,7 @@ from typing import Any, Generic, TypeVar, cast, overload
 
 import orjson
 
+from outform import arguments
 from outform.errors import OutformError, OutputError, StreamAbortedError, UsageError
 from outform.format import JsonSchemaFormat, ResponseFormat, TextFormat
 from outform.jsontext import dumps_text
@@ -82,6 +84,9 @@ _MODE_FOR_PLAN: dict[str, Mode] = {
     "instructions": "prompted",
     "unconstrained": "off",
 }
+
+MAX_RETRIES = 10
+"""The most re-asks a call may allow (`retries`, `[defaults] retries`, `--retries`)."""
 
 
 @dataclass(frozen=True)
@@ -592,8 +597,18 @@ def _loop(
     retries = retries if retries is not None else chosen.retries
     level = level or chosen.level
     parse_options = {**chosen.parse_options(), **parse_options}
-    if retries < 0:
-        raise UsageError("retries must be 0 or more", where="retries")
+    if type(retries) is not int or not 0 <= retries <= MAX_RETRIES:
+        raise arguments.refused(
+            "retries",
+            f"a whole number from 0 to {MAX_RETRIES} (as [defaults] retries)",
+            retries,
+            fix="each re-ask is a paid call: a reply still invalid after 10 needs another "
+            "level, mode or model",
+        )
+    if temperature is not None and (
+        type(temperature) not in (int, float) or not math.isfinite(temperature) or temperature < 0
+    ):
+        raise arguments.refused("temperature", "a finite number of 0 or more", temperature)
     fmt = _as_format(output)
     spec = resolved.spec
     call_plan = plan(

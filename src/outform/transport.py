@@ -617,8 +617,7 @@ def _connection_failed(
             f"({type(exc).__name__}; the call was retried before giving up)",
             provider=endpoint.provider,
             where=endpoint.base_url,
-            fix="raise the timeout (`Transport(timeout=...)`; `outform generate --timeout`), "
-            "or check that the provider is up",
+            fix="raise `timeout` (an argument of Transport), or check that the provider is up",
         )
     return ConnectionFailedError(
         f"the connection to {endpoint.provider} failed: {type(exc).__name__}",

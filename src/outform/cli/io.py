@@ -315,6 +315,7 @@ def for_cli(error: OutformError) -> OutformError:
         )
         fix = _ASSIGNED.sub(lambda m: _flagged(m, flags, f"{{}} {m.group(2)}"), fix)
         fix = _QUOTED.sub(lambda m: _flagged(m, flags, "{}"), fix)
+        fix = _ARGUMENT_OF.sub("", fix)  # the library's class means nothing here
         fix = _settings_as_flags(fix, flags)
     if (what, where, fix) == (error.what, error.where, error.fix):
         return error
@@ -325,6 +326,9 @@ def for_cli(error: OutformError) -> OutformError:
 
 _ASSIGNED = re.compile(r"\b([a-z_]+)='?([\w.-]+)'?")
 """`level='full'`, `retries=3`: a library argument given a value."""
+_ARGUMENT_OF = re.compile(r" \(an argument of [A-Za-z_.]+\)")
+"""Where the library names the class an argument belongs to ("raise `timeout` (an argument of
+Transport)"): said of the flag, it is dropped."""
 _QUOTED = re.compile(r"`([a-z_]+)`")
 """`retries`: a library argument named in backquotes."""
 _OPTION = re.compile(r"\bthe '([a-z_]+)' option\b")
