@@ -101,6 +101,18 @@ def test_after_the_last_attempt_the_client_gets_422_with_the_hint(
     assert "expected" in error["message"]  # the violations, for people:
     assert "Reply again" not in error["message"]  # not the words sent to the model
     assert len(gw.backend.requests) == 2
+    assert error["param"] == "text.format"
+    # Chat Completions states the format in `response_format`: the error names that.
+    for _ in range(2):
+        gw.backend.json(chat_completion(content="I do not know this person."))
+    with pytest.raises(openai.UnprocessableEntityError) as caught:
+        gw.client.chat.completions.create(
+            model="m",
+            messages=[{"role": "user", "content": "?"}],
+            response_format={"type": "json_schema", "json_schema": _person_format()},
+        )
+    assert isinstance(caught.value.body, dict)
+    assert caught.value.body["param"] == "response_format"
 
 
 def test_a_deployment_default_can_be_turned_off_per_request(make_gateway: MakeGateway) -> None:

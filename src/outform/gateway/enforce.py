@@ -137,8 +137,11 @@ async def enforce(
     checker: Checker,
     run: RunTrace | None = None,
     profile: str | None = None,
+    param: str = "text.format",
 ) -> Enforced:
     """Call the backend until its reply validates against `fmt` (or the retries run out).
+    `param`: where the request states the format (`response_format` on Chat Completions),
+    which the error after the last attempt names.
     `run`: the request's run, which records each exchange, each verdict and the outcome as
     generate() does (docs/observability.md). `profile` (of the `x-outform-profile` header,
     `profile_named`) names the parse settings to use; a level it sets explicitly wins over the
@@ -146,7 +149,14 @@ async def enforce(
     run = run or RunTrace(RunInfo("unrecorded"), observers=None)
     with run.recording():  # an error that ends the request ends its run
         return await _enforce(
-            backend, chat, fmt, retries=retries, checker=checker, run=run, profile=profile
+            backend,
+            chat,
+            fmt,
+            retries=retries,
+            checker=checker,
+            run=run,
+            profile=profile,
+            param=param,
         )
 
 
@@ -159,6 +169,7 @@ async def _enforce(
     checker: Checker,
     run: RunTrace,
     profile: str | None,
+    param: str = "text.format",
 ) -> Enforced:
     level = _level(profile, checker.level)
     body = {k: v for k, v in chat.items() if k not in ("stream", "stream_options")}
@@ -216,7 +227,7 @@ async def _enforce(
         422,
         f"The backend's reply did not match the response format after {retries + 1} "
         f"attempt(s):\n{explanation}",
-        param="text.format",
+        param=param,
         code="output_invalid",
     )
 

@@ -179,7 +179,12 @@ class Gateway:
         return Reply(200, body, headers=headers)
 
     async def _enforce(
-        self, chat: dict[str, Any], fmt: Any, profile: str | None, run: RunTrace
+        self,
+        chat: dict[str, Any],
+        fmt: Any,
+        profile: str | None,
+        run: RunTrace,
+        param: str = "text.format",
     ) -> Enforced:
         return await enforce(
             self.backend,
@@ -189,6 +194,7 @@ class Gateway:
             checker=self.checker,
             run=run,
             profile=profile,
+            param=param,
         )
 
     # -- GET / DELETE /v1/responses/{id} -----------------------------------------------------------
@@ -265,7 +271,9 @@ class Gateway:
         run = self._run(target, stream, fmt, enforce_header, labels=labels, profile=named)
         if fmt is not None:
             called = time.perf_counter()
-            enforced = await self._enforce({**req, "model": target}, fmt, named, run)
+            enforced = await self._enforce(
+                {**req, "model": target}, fmt, named, run, "response_format"
+            )
             log["enforce"] = enforced.attempts
             if stream:
                 frames = [data_frame(c) for c in completion_chunks(enforced.completion)]
