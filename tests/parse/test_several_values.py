@@ -118,3 +118,16 @@ def test_whether_a_stream_stops_does_not_depend_on_its_chunks(size: int) -> None
         parser.finish()
     assert caught.value.reason == "schema"
     assert outform.parse(reply, PAIR, level="full").data == SECOND
+
+
+@pytest.mark.parametrize("reply", BOTH_VALID[:4])
+def test_the_values_left_out_are_the_loss_of_the_one_taken(reply: str) -> None:
+    """Found by a new-user trial: a template before the answer was taken with nothing lost
+    (`Format: {...} Answer: {...}`). The one taken records the letters and digits of the
+    others, and is lossy (never refused: the rule still takes the first that validates)."""
+    result = outform.parse(reply, PAIR)
+    assert result.value == FIRST and result.lossy
+    (change,) = [c for c in result.changes if c.stage == "extract"]
+    assert change.lost == len("a2by")  # the second value's letters and digits
+    alone = outform.parse('{"a": 1, "b": "x"}', PAIR)
+    assert not alone.lossy

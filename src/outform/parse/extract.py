@@ -77,7 +77,8 @@ class Candidate:
     """Said with the extraction's change (which of several values this is)."""
     lost: int = 0
     """Letters and digits of the reply's values this candidate leaves out, as extraction
-    knows them: a gathered list leaves out the value left open at the end (a line cut off)."""
+    knows them: a gathered list leaves out the value left open at the end (a line cut off),
+    one of several values the others."""
 
     @property
     def size(self) -> int:
@@ -489,6 +490,19 @@ def _outside_fences(body: str, closed: list[Span], fences: list[Fence]) -> list[
     return found
 
 
+def _left_by_each(
+    body: str, spans: list[Span], numbered: dict[int, str], deadline: Deadline | None
+) -> dict[int, int]:
+    """For each of several values (by start), the letters and digits of the others."""
+    sizes = {
+        span.start: loss.measure(body[span.start : span.end], deadline=deadline).size
+        for span in spans
+        if span.start in numbered
+    }
+    total = sum(sizes.values())
+    return {start: total - size for start, size in sizes.items()}
+
+
 def _numbering(starts: list[int], noun: str) -> dict[int, str]:
     """`value 2 of 3 in the reply` for each start, when there are several."""
     if len(starts) < 2:
@@ -574,6 +588,13 @@ def candidates(
         more = f"{len(outside)} more value(s) in the reply outside its fenced blocks"
         fenced = {f.start: "; ".join(filter(None, (fenced.get(f.start), more))) for f in fences}
     fences.sort(key=lambda f: (f.lang not in _JSON_LANGS and f.lang != "", not f.closed))
+    # Of several blocks (and values outside them), the one taken leaves the others out.
+    sizes = (
+        {f.start: loss.measure(f.content, deadline=deadline).size for f in fences}
+        if len(fences) + len(outside) > 1 and not collect
+        else {}
+    )
+    prose = sum(loss.measure(body[s.start : s.end]).size for s in outside) if sizes else 0
     for fence in fences:
         content = fence.content.strip()
         if content and content not in seen:
@@ -588,10 +609,15 @@ def candidates(
                     0,
                     fence.start,
                     fenced.get(fence.start, ""),
+                    sum(sizes.values()) - sizes[fence.start] + prose if sizes else 0,
                 )
             )
 
     numbered = _numbering(starts, "value")
+    # Of several values, the one taken leaves the others out: their content is its loss
+    # (recorded, never refused: a template before the answer makes a lossy answer). (Values
+    # outside fenced blocks are numbered with them: there, the blocks count too.)
+    others = _left_by_each(body, spans, numbered, deadline) if numbered and not collect else {}
     # Regions found inside a region that stops reading as JSON come after it: its tolerant
     # reading is tried before theirs (each is tried as written before any is repaired).
     inside = [s for s in closed if s.inside]
@@ -613,7 +639,14 @@ def candidates(
             seen.add(piece)
             found.append(
                 Candidate(
-                    piece, kind, span.root, (*base, transform), span.depth, span.start, detail
+                    piece,
+                    kind,
+                    span.root,
+                    (*base, transform),
+                    span.depth,
+                    span.start,
+                    detail,
+                    others.get(span.start, 0),
                 )
             )
     if note:
