@@ -7,7 +7,10 @@ Every error says *what* went wrong, *where* (a file, a key, a JSON path, a byte 
 from __future__ import annotations
 
 import functools
+import os
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 if TYPE_CHECKING:
@@ -80,11 +83,62 @@ class InternalError(OutformError):
         )
 
     @classmethod
-    def wrap(cls, exc: BaseException, default_stage: str) -> InternalError:
+    def wrap(cls, exc: BaseException, default_stage: str) -> OutformError:
         """An InternalError for `exc`, naming the stage (the innermost outform module in the
-        traceback, else `default_stage`)."""
+        traceback, else `default_stage`); or, when the caller's own code raised it (a
+        validator of the output type, a custom type), a :class:`CallerCodeError` naming it."""
+        caller = _caller_frame(exc)
+        if caller is not None:
+            return CallerCodeError(exc, caller)
         stage = _stage_of(exc) or default_stage
         return cls(f"outform failed in stage {stage!r}: {type(exc).__name__}: {exc}", stage=stage)
+
+
+class CallerCodeError(UsageError):
+    """Code the caller handed to outform raised an exception outform cannot read: a validator
+    of the output type raising KeyError, a type whose constructor fails. Not outform's fault,
+    nor the model's: the caller's code is named, and the original is chained."""
+
+    def __init__(self, exc: BaseException, where: str) -> None:
+        super().__init__(
+            f"your code raised {type(exc).__name__}: {exc}",
+            where=where,
+            fix="a validator refuses a value by raising ValueError or AssertionError (Pydantic "
+            "then reports it, and outform can ask the model again); other exceptions are bugs "
+            "in the code named",
+        )
+
+
+def _caller_frame(exc: BaseException) -> str | None:
+    """Where the innermost frame of the caller's own code in `exc`'s traceback is (`name in
+    file:line`), or None when every frame is outform's, a library's or the standard
+    library's (installed under the interpreter's prefixes)."""
+    found = None
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        module = tb.tb_frame.f_globals.get("__name__", "")
+        if not _library(module, code.co_filename):
+            found = f"{code.co_name} in {code.co_filename}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return found
+
+
+def _library(module: Any, filename: str) -> bool:
+    if isinstance(module, str) and (module == "outform" or module.startswith("outform.")):
+        return True
+    return filename.startswith("<frozen") or filename.startswith(_PREFIXES)
+
+
+_PREFIXES = tuple(
+    dict.fromkeys(
+        str(path).rstrip(os.sep) + os.sep
+        for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)
+        for path in (Path(prefix), Path(prefix).resolve())
+    )
+)
+"""Where the standard library and installed packages live, as written and resolved: no
+caller's code."""
 
 
 def _stage_of(exc: BaseException) -> str | None:

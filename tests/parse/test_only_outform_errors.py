@@ -5,21 +5,31 @@ from __future__ import annotations
 
 import contextlib
 import pickle
+import types
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, field_validator
 
 import outform
 from outform import Processor, UsageError
-from outform.errors import InternalError, OutformError
+from outform.errors import CallerCodeError, InternalError, OutformError
 from outform.parse import coerce, extract
 from outform.schema import compiled as compiled_module
 from outform.schema import dialects
 from outform.streaming import StreamParser
 
 
-def broken(*args: Any, **kwargs: Any) -> Any:
+def _broken(*args: Any, **kwargs: Any) -> Any:
     raise TypeError("a fault inside outform")
+
+
+def broken_in(module: str) -> Callable[..., Any]:
+    """A function that raises as code of outform's `module` would: its frame names the module
+    (a function of the caller's raising is the caller's, see the test below)."""
+    namespace = {"__name__": module, "TypeError": TypeError, "Any": Any}
+    return types.FunctionType(_broken.__code__, namespace, "broken")
 
 
 @pytest.mark.parametrize(
@@ -32,7 +42,7 @@ def broken(*args: Any, **kwargs: Any) -> Any:
 def test_a_stray_exception_in_a_stage_becomes_an_internal_error_naming_it(
     monkeypatch: pytest.MonkeyPatch, module: Any, name: str, stage: str, reply: str
 ) -> None:
-    monkeypatch.setattr(module, name, broken)
+    monkeypatch.setattr(module, name, broken_in(f"outform.parse.{stage}"))
     schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
     with pytest.raises(InternalError) as caught:
         outform.parse(reply, schema)
@@ -51,18 +61,39 @@ def test_an_internal_error_survives_pickling() -> None:
 
 def test_the_stream_parser_wraps_a_stray_exception(monkeypatch: pytest.MonkeyPatch) -> None:
     parser: StreamParser[Any] = StreamParser({"type": "object"})
-    monkeypatch.setattr(parser.parser, "feed", broken)
+    monkeypatch.setattr(parser.parser, "feed", broken_in("outform.streaming"))
     with pytest.raises(InternalError) as caught:
         parser.feed('{"a": 1}')
     assert caught.value.stage == "stream"
 
 
 def test_the_schema_functions_wrap_a_stray_exception(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(compiled_module, "CompiledSchema", broken)
+    monkeypatch.setattr(compiled_module, "CompiledSchema", broken_in("outform.schema.compiled"))
     with pytest.raises(InternalError):
         compiled_module.compile_schema({"type": "object", "title": "never compiled before"})
     with pytest.raises(InternalError):
         dialects.translate({"type": "object", "title": "neither"}, "openai")
+
+
+def test_an_exception_of_the_callers_own_code_is_named_as_such_not_as_a_bug_of_outform() -> None:
+    """Found by a new-user trial: a validator of the output type raising KeyError became an
+    InternalError saying "this is a bug in outform"."""
+
+    class Checked(BaseModel):
+        a: int
+
+        @field_validator("a")
+        @classmethod
+        def look_up(cls, value: int) -> int:
+            return {0: value}[value]  # KeyError for anything but 0
+
+    for reply, level in (('{"a": 1}', None), ('{"a": "1"}', "full")):
+        with pytest.raises(CallerCodeError) as caught:
+            outform.parse(reply, type=Checked, level=level)
+        assert isinstance(caught.value, UsageError) and isinstance(caught.value.__cause__, KeyError)
+        assert caught.value.where is not None and caught.value.where.startswith("look_up in ")
+        assert __file__ in caught.value.where
+    assert outform.parse('{"a": 0}', type=Checked).value == Checked(a=0)
 
 
 def test_an_exception_of_a_processor_is_a_usage_error_naming_it() -> None:
