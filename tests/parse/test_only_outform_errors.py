@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import pickle
-import types
 from collections.abc import Callable
 from typing import Any
 
@@ -19,17 +18,11 @@ from outform.parse import coerce, extract
 from outform.schema import compiled as compiled_module
 from outform.schema import dialects
 from outform.streaming import StreamParser
-
-
-def _broken(*args: Any, **kwargs: Any) -> Any:
-    raise TypeError("a fault inside outform")
+from tests.injected import fault_in
 
 
 def broken_in(module: str) -> Callable[..., Any]:
-    """A function that raises as code of outform's `module` would: its frame names the module
-    (a function of the caller's raising is the caller's, see the test below)."""
-    namespace = {"__name__": module, "TypeError": TypeError, "Any": Any}
-    return types.FunctionType(_broken.__code__, namespace, "broken")
+    return fault_in(module)
 
 
 @pytest.mark.parametrize(

@@ -190,6 +190,13 @@ def decode_tier(
     unreadable = _unreadable(text)
     if unreadable is not None:
         return unreadable
+    if _cut_before_content(text):
+        return DecodeFailure(
+            "the reply was cut off before it wrote a value: it holds opening brackets or "
+            "quotes and nothing else, which no reading may fill in",
+            0,
+            refused=True,
+        )
     decoded: Decoded | DecodeFailure | None
     written, unknown = escapes.keep_unknown(text, deadline)  # `\\d` is not `d` (see escapes.py)
     if deadline is not None:
@@ -227,6 +234,20 @@ def decode_tier(
             kept = f"kept the backslash of escapes JSON does not know ({', '.join(unknown)})"
             return replace(accepted, detail=f"{accepted.detail}; {kept}")
     return accepted
+
+
+def _cut_before_content(text: str) -> bool:
+    """Whether `text` writes nothing but brackets, quotes, separators and spaces, and ends
+    inside a bracket or a string it opened (`[`, `{"`, `"`): closing it would invent a value
+    (`[]`, `""`) the reply never wrote. (A complete text of that kind, `[,]` or `{}`, is read
+    as usual; a string cut off that holds any character, `["„`, keeps it.)"""
+    if text.translate(_STRUCTURE).strip():
+        return False
+    return loss.left_open(text) or text.count('"') % 2 == 1
+
+
+_STRUCTURE = str.maketrans("", "", '[]{}",:')
+"""What no value is made of alone."""
 
 
 def _accept(

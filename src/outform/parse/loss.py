@@ -158,7 +158,7 @@ def region(text: str) -> str:
     end = max(text.rfind("}"), text.rfind("]"))
     if (
         end > start
-        and not _left_open(text[start:])
+        and not left_open(text[start:])
         and not _in_string(text, start, end)
         and not continues(text[end + 1 :].lstrip())
     ):
@@ -186,7 +186,8 @@ def _in_string(text: str, start: int, end: int) -> bool:
     return not _QUOTED.sub("", text[start : end + 1]).endswith(text[end])
 
 
-def _left_open(text: str) -> bool:
+def left_open(text: str) -> bool:
+    """Whether `text` opens more brackets than it closes, outside its strings."""
     opened, closed = _brackets(text)
     if opened != closed and '"' in text:
         # Brackets inside strings are text: counted again without them (only then, as the
