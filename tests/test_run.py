@@ -315,7 +315,9 @@ def test_a_reply_in_a_reshaped_wire_form_is_mapped_back(
     result = generate("echo:gpt-5", "Ada", output, transport=transport)
     assert result.data == expected and len(slow_parses) == 1
     assert result.parse is not None
-    assert [c.transform for c in result.parse.changes] == ["dialect_reverse"]
+    assert [(c.stage, c.transform) for c in result.parse.changes] == [
+        ("dialect", "dialect_reverse")
+    ]
 
 
 def test_free_text_needs_no_schema(server: FakeServer, transport: Transport) -> None:

@@ -31,7 +31,7 @@ from outform.format import JsonSchemaFormat, ResponseFormat, TextFormat
 from outform.jsontext import dumps_text
 from outform.parse.hint import RetryHint, clip, preview
 from outform.parse.incremental import DEFAULT_DEGENERATION, Degeneration
-from outform.parse.pipeline import Pipeline, Processor
+from outform.parse.pipeline import Pipeline
 from outform.parse.result import Change, ParseResult
 from outform.plan import Mode, Plan, plan
 from outform.profile import active, alabelled, labelled, step
@@ -549,14 +549,12 @@ def _pipeline(
     options: Mapping[str, Any],
 ) -> Pipeline[Any]:
     """A pipeline of one call: its events go out through the run (`_Loop._run`). The
-    dialect's reverse step is a processor only when the translation reshapes values (a
-    wrapped root, a map as pairs, an absent key sent as null...): a processor takes the
-    pipeline off its fast path, which a reply valid as sent should keep."""
-    processors: list[Processor] = []
+    dialect's reverse step is given only when the translation reshapes values (a
+    wrapped root, a map as pairs, an absent key sent as null...): it takes the pipeline off
+    its fast path, which a reply valid as sent should keep."""
     translation = call_plan.translation
-    if translation is not None and translation.reshapes:
-        processors.append(Processor("after_decode", translation.reverse, "dialect_reverse"))
-    return Pipeline(fmt, level=level, processors=processors, **options)
+    reverse = translation.reverse if translation is not None and translation.reshapes else None
+    return Pipeline(fmt, level=level, reverse=reverse, **options)
 
 
 def _joined(instructions: str | None, context: Mapping[str, Any] | None) -> str | None:

@@ -203,3 +203,24 @@ def test_buckets_are_whole_minutes_even_for_a_short_window(make_store: StoreFact
     data = report(store, HealthQuery(since_hours=0.05, trend_buckets=12, now=NOW)).to_dict()
     assert data["trend"]["bucket_seconds"] == 60
     assert len(data["trend"]["buckets"]) == 3  # 3 minutes: fewer buckets than asked
+
+
+def test_outform_mapping_its_own_translation_back_is_no_intervention(
+    make_store: StoreFactory,
+) -> None:
+    """Found by a new-user trial: every agent step's envelope (`error: null`, sent because a
+    strict dialect wants every key) counted as an intervention, and the report advised a
+    prompt change no model could make. A `dialect` change is recorded, not counted."""
+    store = make_store()
+    store.open()
+    events: list[Event] = []
+    for n in range(10):
+        dialect = (("dialect", "dialect_reverse", ""),)
+        events += run_events(RunSpec(step="agent", changes=dialect), NOW - HOUR + n)
+    events += run_events(RunSpec(step="agent", changes=CHANGE), NOW - HOUR + 20)
+    store.write(Batch(events, time=NOW))
+    data = run_report(store).to_dict()
+    assert data["totals"]["runs"] == 11 and data["totals"]["interventions"] == 1
+    assert [r["transform"] for r in data["top_transforms"]] == ["string_to_int"]
+    assert all(r["stage"] != "dialect" for r in data["stages"]["overall"])
+    assert not any("dialect" in str(advice) for advice in data["recommendations"])

@@ -136,6 +136,7 @@ class Pipeline(Generic[T]):
         level: str | None = None,
         processors: Iterable[Processor] = (),
         observers: Iterable[Observer] = (),
+        reverse: Callable[[Any], Any] | None = None,
         **options: Any,
     ) -> None: ...
 
@@ -147,6 +148,7 @@ class Pipeline(Generic[T]):
         level: str | None = None,
         processors: Iterable[Processor] = (),
         observers: Iterable[Observer] = (),
+        reverse: Callable[[Any], Any] | None = None,
         **options: Any,
     ) -> None: ...
 
@@ -158,8 +160,13 @@ class Pipeline(Generic[T]):
         level: str | None = None,
         processors: Iterable[Processor] = (),
         observers: Iterable[Observer] = (),
+        reverse: Callable[[Any], Any] | None = None,
         **options: Any,
     ) -> None:
+        """`reverse`: the dialect's mapping of a value in the provider's shape back to the
+        schema's (generate() passes it when the translation reshapes values), applied where
+        `after_decode` processors run; its changes are recorded under the `dialect` stage, no
+        intervention on the reply (see outform.trace.events.EventStage)."""
         from outform.config import settings
 
         configured = settings().parse
@@ -279,7 +286,8 @@ class Pipeline(Generic[T]):
         self._at = {
             point: [p for p in self.processors if p.at == point] for point in PROCESSOR_POINTS
         }
-        self._try_fast = not self.options.shadow and not self.processors
+        self._reverse = reverse
+        self._try_fast = not self.options.shadow and not self.processors and reverse is None
         # Whether coercion has the last word on a value's keys (no processor after it).
         self._coercer_decides = "coerce" in self.options.stages and not self._at["after_coerce"]
         self._level = self.options.level
@@ -841,6 +849,11 @@ class Pipeline(Generic[T]):
             # JSON read out of strings, or values gathered into a list: nesting the extraction
             # did not count (see `_within_depth`).
             self._within_depth(value, deadline)
+        if self._reverse is not None:
+            mapped = self._reverse(value)
+            if mapped != value:
+                run.change("", "dialect", "dialect_reverse", preview(value), preview(mapped))
+                value = mapped
         value = self._process_value("after_decode", value, run)
         deadline.enter("coerce")
         if trial and self._coercer_decides and self._coercer.cannot_fit(value):

@@ -50,12 +50,25 @@ EventName = Literal[
 EVENT_NAMES: tuple[EventName, ...] = get_args(EventName)
 
 EventStage = Literal[
-    "extract", "syntactic", "tolerant", "semantic", "custom", "validate", "fallback", "precheck"
+    "extract",
+    "syntactic",
+    "tolerant",
+    "semantic",
+    "custom",
+    "validate",
+    "fallback",
+    "precheck",
+    "dialect",
 ]
 """Where an intervention happened: finding the JSON (extract), undoing double encoding
 (syntactic), decoding malformed JSON (tolerant), schema-aware coercion (semantic), a user
 processor (custom), and the final validation (validate); a reply kept as text because it
-ignored the format (fallback), and the check of a plan before a generation (precheck)."""
+ignored the format (fallback), and the check of a plan before a generation (precheck). A
+`dialect` change is no intervention on the reply: outform mapping a value sent in the
+provider's shape (a wrapped root, an absent key sent as null) back to the caller's schema,
+recorded so that the value's provenance is whole, and left out of the health report."""
+NOT_INTERVENTIONS: frozenset[str] = frozenset({"dialect"})
+"""The stages whose changes are outform undoing its own translation (see EventStage)."""
 EVENT_STAGES: tuple[EventStage, ...] = get_args(EventStage)
 
 RunOutcomeName = Literal["valid", "invalid", "refused", "tool_calls", "error"]

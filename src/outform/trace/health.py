@@ -10,7 +10,8 @@ Definitions (docs/observability.md, "outform health"):
 
 * a *run* is one generate()/stream() call, one gateway request, one batch job's row, or one
   reply parsed on its own; runs are counted when they end;
-* an *intervention* is one `output.change`: one value the pipeline changed;
+* an *intervention* is one `output.change`: one value the pipeline changed (not one of the
+  `dialect` stage: outform mapping its own translation back, see events.EventStage);
 * the *re-ask rate* is the share of runs asked again at least once; the *abort rate* the
   stream aborts per streamed run; the *precheck failure rate* failures per check run;
 * percentiles come from histograms with 10% wide bins: within ±5% of the exact value;
@@ -34,6 +35,7 @@ from operator import itemgetter
 from typing import Any
 
 from outform.errors import UsageError
+from outform.trace.events import NOT_INTERVENTIONS
 from outform.trace.rows import BUCKET_SECONDS, bin_value, bucket_of
 from outform.trace.store import HOUR, MINUTE_HORIZON, Filter, TraceStore
 
@@ -115,6 +117,8 @@ class _Counts:
     def __init__(self, rows: Iterable[_Count]) -> None:
         self.by_kind: dict[str, list[_Count]] = defaultdict(list)
         for row in rows:
+            if row[4] == "output.change" and row[5] in NOT_INTERVENTIONS:
+                continue  # outform undoing its own translation: no intervention
             self.by_kind[row[4]].append(row)
 
     def of(self, kind: str) -> list[_Count]:
