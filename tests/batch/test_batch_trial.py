@@ -140,3 +140,37 @@ def test_a_base_url_holding_a_password_is_refused_before_it_is_stored(
         not (tmp_path / "m.sqlite3").exists()
         or b"pw-secret" not in (tmp_path / "m.sqlite3").read_bytes()
     )
+
+
+class _Told:
+    """A progress that keeps what it was told, in order."""
+
+    def __init__(self) -> None:
+        self.said: list[str] = []
+
+    def start(self, phase: str, total: int | None) -> None:
+        self.said.append(f"start {phase}")
+
+    def advance(self, phase: str, n: int = 1) -> None:
+        return None
+
+    def counts(self, counts: Mapping[str, int]) -> None:
+        return None
+
+    def note(self, text: str) -> None:
+        self.said.append(text)
+
+
+def test_the_job_id_is_told_before_anything_is_sent(rows: Path, tmp_path: Path) -> None:
+    """Found by a new-user trial: `batch run` printed the job id only after the first
+    submission pass, so a run stopped before it left the id to `batch status` to find."""
+    told = _Told()
+    with BatchFake("openai", Scripted()) as fake:
+        status = submit(
+            rows, "openai:gpt-5-mini", tmp_path / "m.sqlite3", fake.url + "/v1", progress=told
+        )
+    first_sent = next(i for i, said in enumerate(told.said) if said.startswith("start submit"))
+    recorded = told.said.index(
+        f"job {status.job} recorded: `outform batch status {status.job}` follows it"
+    )
+    assert recorded < first_sent

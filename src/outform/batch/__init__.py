@@ -176,6 +176,8 @@ def submit(
     store = open_manifest(manifest)
     try:
         job = start(store, job_spec, progress=progress, api_key=api_key)
+        if progress is not None:  # before anything is sent: a run stopped now resumes by it
+            progress.note(f"job {job} recorded: `outform batch status {job}` follows it")
         runner = Runner(store, job, transport=transport, progress=progress, api_key=api_key)
         return runner.run(wait=False)
     finally:
