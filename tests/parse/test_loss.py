@@ -288,3 +288,26 @@ def test_escapes_json_does_not_know_hide_no_lost_word() -> None:
     assert result.data == {"a": "x\\d\\d\\d\\d", "b": "y"}
     (change,) = result.changes
     assert change.lost == 4 and change.lossy
+
+
+@pytest.mark.parametrize("reply", ["Answer: {", "```json\n{", 'Sure. [{"', "<think>hm</think>["])
+def test_a_reply_cut_right_after_its_opener_is_refused_whatever_comes_before(reply: str) -> None:
+    """Found by a new-user trial: prose before the opener let `{}` through."""
+    with pytest.raises(OutputError, match="cut off before it wrote a value"):
+        outform.parse(reply, level="full")
+
+
+@pytest.mark.parametrize(
+    ("reply", "kept"),
+    [
+        ('{"a": [1], "b": [', {"a": [1]}),
+        ('{"lines": [{', {}),
+        ('{"a": 1, "b": [2, {"c": 3', {"a": 1, "b": [2]}),
+    ],
+)
+def test_a_container_cut_before_its_first_item_is_dropped_with_its_key(
+    reply: str, kept: dict[str, Any]
+) -> None:
+    """`"b": [` at the end held nothing the reply wrote: `[]` would be invented."""
+    result = outform.parse(reply, level="full")
+    assert result.value == kept and result.lossy

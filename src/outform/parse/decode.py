@@ -237,13 +237,15 @@ def decode_tier(
 
 
 def _cut_before_content(text: str) -> bool:
-    """Whether `text` writes nothing but brackets, quotes, separators and spaces, and ends
-    inside a bracket or a string it opened (`[`, `{"`, `"`): closing it would invent a value
-    (`[]`, `""`) the reply never wrote. (A complete text of that kind, `[,]` or `{}`, is read
-    as usual; a string cut off that holds any character, `["„`, keeps it.)"""
-    if text.translate(_STRUCTURE).strip():
+    """Whether the region of `text` a decoder reads writes nothing but brackets, quotes,
+    separators and spaces, and ends inside a bracket or a string it opened (`[`, `{"`, `"`):
+    closing it would invent a value (`[]`, `""`) the reply never wrote. (A complete text of
+    that kind, `[,]` or `{}`, is read as usual; a string cut off that holds any character,
+    `["„`, keeps it.)"""
+    read = loss.region(text)  # (prose before an opener is no value: `Answer: {`)
+    if read.translate(_STRUCTURE).strip():
         return False
-    return loss.left_open(text) or text.count('"') % 2 == 1
+    return loss.left_open(read) or read.count('"') % 2 == 1
 
 
 _STRUCTURE = str.maketrans("", "", '[]{}",:')

@@ -296,7 +296,7 @@ class _Pass:
                 self._drop(self.cut, note)
                 if not in_object:
                     self._drop_comma()
-        if self.dropped:
+        if self.dropped or len(self.stack) > 1:
             self._drop_emptied()
         notes = tuple(
             note if count == 1 else f"{note} (×{count})" for note, count in self.notes.items()
@@ -305,9 +305,11 @@ class _Pass:
         return Delimited("".join(out), notes, closers, tuple(self.dropped), frozenset(self.keys))
 
     def _drop_emptied(self) -> None:
-        """A container that what was dropped at the end leaves empty (`[1, {"x": 1`) held
-        nothing the reply finished writing: it is dropped too, with its key (an empty `{}` in
-        its place would be a value the reply never wrote). The outermost value stays."""
+        """A container left open at the end that holds nothing, because what was dropped at
+        the end leaves it empty (`[1, {"x": 1`) or because the reply was cut right after its
+        opener (`{"a": [1], "b": [`), held nothing the reply finished writing: it is dropped
+        too, with its key (an empty `{}` or `[]` in its place would be a value the reply never
+        wrote). The outermost value stays."""
         out = self.out
         while len(self.stack) > 1 and not "".join(out[self.opened[-1] + 1 :]).strip():
             kind = "object" if self.stack.pop() == "{" else "array"
