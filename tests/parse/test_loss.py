@@ -311,3 +311,30 @@ def test_a_container_cut_before_its_first_item_is_dropped_with_its_key(
     """`"b": [` at the end held nothing the reply wrote: `[]` would be invented."""
     result = outform.parse(reply, level="full")
     assert result.value == kept and result.lossy
+
+
+@pytest.mark.parametrize(
+    ("member", "written"),
+    [("qty", '"3'), ("price", '"$1'), ("paid", '"n'), ("price", '"-0.')],
+)
+def test_a_string_the_reply_ended_inside_is_not_read_as_another_type(
+    member: str, written: str
+) -> None:
+    """Found by a new-user trial: `"qty": "3` (of `"36"`) became 3, `"paid": "n` (of "n/a")
+    False, nothing lost. The text is kept where a string goes; it is never converted."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "qty": {"type": "integer"},
+            "paid": {"type": "boolean"},
+            "price": {"type": "number"},
+        },
+    }
+    with pytest.raises(OutputError) as caught:
+        outform.parse('{"name": "a", "' + member + '": ' + written, schema, level="full")
+    (violation,) = caught.value.hint.violations
+    assert violation.path == "/" + member and "ended inside this string" in violation.found
+    done = outform.parse('{"name": "a", "' + member + '": ' + written + '"}', schema, level="full")
+    assert done.value[member] is not None  # written whole, the same text converts
+    assert outform.parse('{"name": "Ada Love', schema, level="full").value == {"name": "Ada Love"}

@@ -155,13 +155,19 @@ class Coercer:
         """The type conversions allowed, per target type (None: all)."""
 
     def coerce(
-        self, value: Any, deadline: Deadline | None = None, text: str | None = None
+        self,
+        value: Any,
+        deadline: Deadline | None = None,
+        text: str | None = None,
+        cut: str | None = None,
     ) -> Coercion:
         """Coerce `value`; the work is bounded by the deadline (an InputError naming
         `time_limit` when it passes), not by any count of its own. `text`: what `value` was
         read from, where a number turned into text finds how the reply wrote it (see
-        literals.py)."""
-        return self.coerce_at(value, "", deadline, text)
+        literals.py). `cut`: the path of a string the reply ended inside, which may have
+        gone on (`"3` of `"36"`): kept as text, never read as a number, a boolean or a
+        member."""
+        return self.coerce_at(value, "", deadline, text, cut)
 
     def cannot_fit(self, value: Any) -> bool:
         """Whether coercion certainly leaves `value` invalid at the root: an object that lacks a
@@ -201,13 +207,19 @@ class Coercer:
         return len(covered) < len(unfilled)
 
     def coerce_at(
-        self, value: Any, loc: str, deadline: Deadline | None = None, text: str | None = None
+        self,
+        value: Any,
+        loc: str,
+        deadline: Deadline | None = None,
+        text: str | None = None,
+        cut: str | None = None,
     ) -> Coercion:
-        """Coerce `value` against the part of the schema at JSON pointer `loc` (`text`: see
-        `coerce`)."""
+        """Coerce `value` against the part of the schema at JSON pointer `loc` (`text`, `cut`:
+        see `coerce`)."""
         result = Coercion(value)
         deadline = deadline or Deadline.never()
         walk = _Walk(self, deadline, Spellings(text, deadline))
+        walk.cut = cut
         result.value = walk.node(value, _At(loc), result)
         result.made = walk.spellings.made_floats
         return result
@@ -300,6 +312,12 @@ class _Node:
         return self.named
 
 
+_CUT_NOTE = (
+    'the reply ended inside this string, which may have gone on ("3" of "36"): its '
+    "text is not read as another type"
+)
+
+
 class _Walk:
     """One coercion walk. Two rules keep it polynomial on recursive schemas: a value is never
     coerced against a schema location it is already being coerced against further up (wrapping
@@ -312,6 +330,7 @@ class _Walk:
         "allowlist",
         "best",
         "compiled",
+        "cut",
         "deadline",
         "failed",
         "fills",
@@ -343,6 +362,8 @@ class _Walk:
         the id stays its own)."""
         self.best = coercer.best
         self.allowlist = coercer.allowlist
+        self.cut: str | None = None
+        """The path of the string the reply ended inside (see `Coercer.coerce`)."""
         self.spellings = spellings or Spellings()
         """How the reply wrote its numbers: a number turned into text is written so."""
 
@@ -445,6 +466,17 @@ class _Walk:
 
     def own(self, value: Any, at: _At, plan: _Node, out: Coercion) -> Any:
         allowed, choices = plan.allowed, plan.choices
+        if (
+            self.cut is not None
+            and type(value) is str
+            and at.path == self.cut
+            and (
+                (choices is not None and value not in choices)
+                or (allowed is not None and not _fits("string", allowed))
+            )
+        ):
+            out.blocked.append((at.path, _CUT_NOTE))
+            return value
         if choices is not None:
             matched = self.match_choice(value, choices, at.lossy)
             if matched is not _NO:

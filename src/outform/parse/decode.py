@@ -54,6 +54,8 @@ class Decoded:
     """Letters and digits of content the tolerant reading discarded (see loss.py)."""
     dropped: tuple[str, ...] = ()
     """What a rule dropped on purpose at the end of a cut reply (see delimit.py)."""
+    cut_string: bool = False
+    """The reply ended inside the value's last string, kept as written (see delimit.py)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,7 +279,7 @@ def _accept(
         return DecodeFailure(measured.describe(f"{name}'s reading"), 0, refused=True)
     if measured.lost:
         detail = f"{decoded.detail}; {measured.describe(f'{name} reading')}"
-        return Decoded(decoded.value, decoded.tier, detail, measured.lost, decoded.dropped)
+        return replace(decoded, detail=detail, lost=measured.lost)
     return decoded
 
 
@@ -307,11 +309,23 @@ def _repair(
             notes = [delimited.detail] if delimited.notes else []
             if delimited.closers:
                 notes.append(f"closed {len(delimited.closers)} bracket(s) left open at the end")
-            return Decoded(closed.value, 2, "; ".join(notes), dropped=delimited.dropped)
+            return Decoded(
+                closed.value,
+                2,
+                "; ".join(notes),
+                dropped=delimited.dropped,
+                cut_string=delimited.cut_string,
+            )
         decoded = _repair_text(kept, longest, deadline)
         if decoded is not None:
             detail = "; ".join(filter(None, (delimited.detail, decoded.detail)))
-            decoded = Decoded(decoded.value, 2, detail, dropped=delimited.dropped)
+            decoded = Decoded(
+                decoded.value,
+                2,
+                detail,
+                dropped=delimited.dropped,
+                cut_string=delimited.cut_string,
+            )
         elif delimited.dropped:
             return None  # the text as written ends in what was dropped: not read again
     else:

@@ -115,6 +115,9 @@ class Delimited:
     keys: frozenset[str] = frozenset()
     """The content (letters and digits) of every text the reply writes as a key, or right
     before a colon: a reading whose keys are not among them made a key of a value."""
+    cut_string: bool = False
+    """The reply ends inside a string, kept: the last string of the value, which may have
+    gone on (`"3` of `"36"`)."""
 
     @property
     def closed(self) -> str:
@@ -164,6 +167,7 @@ def long_strings(
 class _Pass:
     __slots__ = (
         "cut",
+        "cut_string",
         "deadline",
         "dropped",
         "exhausted",
@@ -201,6 +205,7 @@ class _Pass:
         """Where (in `out`) a number that runs to the very end of the text is, or a string of
         which only the opening quote was written (dropped)."""
         self.dropped: list[str] = []
+        self.cut_string = False
         self.exhausted: dict[tuple[str, Role, bool], int] = {}
         """Searches for a string's end that failed, and where: a later search that starts
         before that point fails there again (the rule looks only at what follows a quote), so
@@ -302,7 +307,14 @@ class _Pass:
             note if count == 1 else f"{note} (×{count})" for note, count in self.notes.items()
         )
         closers = "".join("}" if opener == "{" else "]" for opener in reversed(self.stack))
-        return Delimited("".join(out), notes, closers, tuple(self.dropped), frozenset(self.keys))
+        return Delimited(
+            "".join(out),
+            notes,
+            closers,
+            tuple(self.dropped),
+            frozenset(self.keys),
+            self.cut_string,
+        )
 
     def _drop_emptied(self) -> None:
         """A container left open at the end that holds nothing, because what was dropped at
@@ -560,6 +572,7 @@ class _Pass:
         else:
             literal = _as_json_string(body, self.deadline)
         self.out.append(literal)
+        self.cut_string = True
         if body != body.rstrip():
             self._note("kept the end of a string cut off at the end of the reply")
             as_written = False

@@ -862,7 +862,8 @@ class Pipeline(Generic[T]):
         made: dict[int, tuple[float, str]] | None = None
         if "coerce" in options.stages and not self.compiled.is_valid(value):
             run.emit("output.coercion.attempt", "semantic")
-            coercion = self._coercer.coerce(value, deadline, candidate.text)
+            cut = _last_string(value) if decoded.cut_string else None
+            coercion = self._coercer.coerce(value, deadline, candidate.text, cut)
             value = coercion.value
             blocked = coercion.blocked
             made = coercion.made
@@ -1285,6 +1286,19 @@ def _keeps_intact(candidate: extract.Candidate, value: Any, intact: list[tuple[i
             return False
         position = found + len(text)
     return True
+
+
+def _last_string(value: Any) -> str | None:
+    """The JSON pointer of the last scalar of `value` in the order written, when it is a
+    string (that of a reply that ended inside it), else None."""
+    path = ""
+    while isinstance(value, dict | list) and value:
+        if isinstance(value, dict):
+            key = next(reversed(value))
+            path, value = pointer.join(path, key), value[key]
+        else:
+            path, value = pointer.join(path, len(value) - 1), value[-1]
+    return path if isinstance(value, str) else None
 
 
 def _dropped_fractions(
