@@ -145,18 +145,20 @@ def test_a_dropped_connection_is_retried_then_reported(server: FakeServer) -> No
     server.reply(Reply(body={"ok": 1}, drop_after=0), Reply(body={"ok": 1}, drop_after=0))
     with (
         Transport(sleep=Sleeps(), retry=RetryPolicy(retries=1)) as transport,
-        pytest.raises(ConnectionFailedError),
+        pytest.raises(ConnectionFailedError) as caught,
     ):
         transport.send(endpoint(server), WIRE)
+    assert caught.value.reached  # the request was read: the provider may have acted on it
 
 
 def test_nothing_listening_is_a_connection_failure() -> None:
     dead = Endpoint("fake", "http://127.0.0.1:9")
     with (
         Transport(sleep=Sleeps(), retry=RetryPolicy(retries=1)) as transport,
-        pytest.raises(ConnectionFailedError, match="connection to fake"),
+        pytest.raises(ConnectionFailedError, match="connection to fake") as caught,
     ):
         transport.send(dead, WIRE)
+    assert not caught.value.reached  # no attempt connected: nothing was created there
 
 
 def test_server_sent_events_are_read_as_json_events(server: FakeServer) -> None:

@@ -275,7 +275,13 @@ class ServerError(ProviderError):
 
 
 class ConnectionFailedError(ProviderError):
-    """No answer: the connection failed or timed out, after the retries allowed."""
+    """No answer: the connection failed or timed out, after the retries allowed. `reached`:
+    whether any attempt may have reached the provider (False only when every attempt failed
+    to connect: then nothing was created there, a batch say)."""
+
+    def __init__(self, what: str, *, reached: bool = True, **details: Any) -> None:
+        self.reached = reached
+        super().__init__(what, **details)
 
 
 class StreamInterruptedError(ProviderError):

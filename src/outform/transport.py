@@ -248,6 +248,7 @@ class Transport:
         stats: CallStats | None = None,
     ) -> Any:
         attempt = 0
+        reached = False  # whether any attempt may have reached the provider
         while True:
             token = endpoint.tokens.headers() if endpoint.tokens is not None else None
             request = _build(self._client, endpoint, wire, token, upload)
@@ -255,8 +256,9 @@ class Transport:
             try:
                 response = self._client.send(request, stream=stream)
             except httpx.TransportError as exc:
+                reached = reached or not isinstance(exc, _NOT_SENT)
                 if attempt >= self.retry.retries:
-                    raise _connection_failed(endpoint, exc, self._client.timeout) from None
+                    raise _connection_failed(endpoint, exc, self._client.timeout, reached) from None
                 self._sleep(self.retry.wait(attempt, None))
                 attempt += 1
                 continue
@@ -264,6 +266,7 @@ class Transport:
                 stats.status = response.status_code
             if response.status_code < 400:
                 return response
+            reached = True
             if response.status_code in _RETRY_STATUS and attempt < self.retry.retries:
                 wait = self.retry.wait(attempt, retry_after(response.headers))
                 response.close()
@@ -345,14 +348,16 @@ class AsyncTransport:
         stats: CallStats | None = None,
     ) -> Any:
         attempt = 0
+        reached = False  # whether any attempt may have reached the provider
         while True:
             request = _build(self._client, endpoint, wire, await _token_headers(endpoint))
             _sending(stats, attempt)
             try:
                 response = await self._client.send(request, stream=stream)
             except httpx.TransportError as exc:
+                reached = reached or not isinstance(exc, _NOT_SENT)
                 if attempt >= self.retry.retries:
-                    raise _connection_failed(endpoint, exc, self._client.timeout) from None
+                    raise _connection_failed(endpoint, exc, self._client.timeout, reached) from None
                 await self._sleep(self.retry.wait(attempt, None))
                 attempt += 1
                 continue
@@ -360,6 +365,7 @@ class AsyncTransport:
                 stats.status = response.status_code
             if response.status_code < 400:
                 return response
+            reached = True
             if response.status_code in _RETRY_STATUS and attempt < self.retry.retries:
                 wait = self.retry.wait(attempt, retry_after(response.headers))
                 await response.aclose()
@@ -606,8 +612,12 @@ def _message(body: bytes) -> str:
     return _excerpt(body)[:300]
 
 
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout)
+"""Failures before a connection existed: the request cannot have reached the provider."""
+
+
 def _connection_failed(
-    endpoint: Endpoint, exc: httpx.TransportError, timeout: httpx.Timeout
+    endpoint: Endpoint, exc: httpx.TransportError, timeout: httpx.Timeout, reached: bool = True
 ) -> ConnectionFailedError:
     if isinstance(exc, httpx.TimeoutException):
         limit = timeout.connect if isinstance(exc, httpx.ConnectTimeout) else timeout.read
@@ -618,12 +628,14 @@ def _connection_failed(
             provider=endpoint.provider,
             where=endpoint.base_url,
             fix="raise `timeout` (an argument of Transport), or check that the provider is up",
+            reached=reached,
         )
     return ConnectionFailedError(
         f"the connection to {endpoint.provider} failed: {type(exc).__name__}",
         provider=endpoint.provider,
         where=endpoint.base_url,
         fix="check the base URL and the network; the call was retried before giving up",
+        reached=reached,
     )
 
 

@@ -174,3 +174,34 @@ def test_the_job_id_is_told_before_anything_is_sent(rows: Path, tmp_path: Path) 
         f"job {status.job} recorded: `outform batch status {status.job}` follows it"
     )
     assert recorded < first_sent
+
+
+def test_a_batch_whose_creation_never_reached_the_provider_is_not_looked_for(
+    rows: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by a new-user trial: job Y's creation failed to connect (nothing listening),
+    its batch stayed `submitting`; job X of another manifest then made a batch of the same
+    size, and resuming Y adopted it (X's answers written as Y's, exit 0). A creation that no
+    attempt could deliver is released, as one refused outright is."""
+    from outform.errors import ConnectionFailedError
+
+    manifest_y, manifest_x = tmp_path / "y.sqlite3", tmp_path / "x.sqlite3"
+    with BatchFake("anthropic", _echo) as fake:
+        submit_batch = AnthropicCarrier.submit
+
+        def unreachable(self: AnthropicCarrier, *args: Any) -> str:
+            raise ConnectionFailedError("ConnectError", provider="anthropic", reached=False)
+
+        monkeypatch.setattr(AnthropicCarrier, "submit", unreachable)
+        with pytest.raises(ConnectionFailedError):
+            submit(rows, "anthropic:claude-sonnet-4-5", manifest_y, fake.url, prompt="Y {text}",
+                   output=tmp_path / "y.jsonl")  # fmt: skip
+        (job_y,) = batch.open_manifest(manifest_y).jobs()
+        assert not batch.open_manifest(manifest_y).batches(job_y.id, ["submitting"])
+        monkeypatch.setattr(AnthropicCarrier, "submit", submit_batch)
+        submit(rows, "anthropic:claude-sonnet-4-5", manifest_x, fake.url, prompt="X {text}",
+               output=tmp_path / "x.jsonl")  # fmt: skip
+        done = batch.resume(job_y.id, manifest=manifest_y, api_key="k")
+    assert done.done
+    lines = [orjson.loads(line) for line in (tmp_path / "y.jsonl").read_bytes().splitlines()]
+    assert lines and all(line["value"]["name"].startswith("Y ") for line in lines)

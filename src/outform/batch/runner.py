@@ -30,7 +30,7 @@ from outform.batch.outcome import Verdict, judge, output_line
 from outform.batch.progress import Counts, Progress, Silent
 from outform.batch.rows import count_rows, rows_at, scan
 from outform.batch.runs import RowRuns, attempt_of
-from outform.errors import OutformError, ProviderError, UsageError
+from outform.errors import ConnectionFailedError, OutformError, ProviderError, UsageError
 from outform.providers.base import WireRequest
 from outform.transport import Transport
 
@@ -315,8 +315,10 @@ class Runner:
         try:
             provider_id = self._carrier.submit(self.job, key, path, first)
         except ProviderError as error:
-            if error.status is not None and 400 <= error.status < 500 and error.status != 429:
-                # Refused outright: no batch was made, none may be looked for on resume.
+            refused = error.status is not None and 400 <= error.status < 500 and error.status != 429
+            if refused or (isinstance(error, ConnectionFailedError) and not error.reached):
+                # Refused outright, or never reached the provider: no batch was made, none may
+                # be looked for on resume (another job's could be taken for it).
                 self.manifest.release_batch(self.job, key)
             raise
         self.manifest.set_batch(self.job, key, "submitted", provider_id=provider_id)
