@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
+from outform import jsontext
 from outform.agent import AgentRun, Envelope, FunctionTool, arun, as_tool, run
 from outform.errors import UsageError
 from tests.agent.test_envelope import _wire_text
@@ -214,3 +215,35 @@ def test_a_tool_result_json_has_no_number_for_is_not_sent_as_null(echo: Echo) ->
     agent(echo, [not_a_number])
     text = echo.texts(-1)[-1].split("\n")[1]
     assert '"output":NaN' in text
+
+
+def huge(days: int) -> int:
+    """A count past 64 bits."""
+    return days * 10**30
+
+
+def test_integers_past_64_bits_from_the_model_or_a_tool_keep_every_digit(echo: Echo) -> None:
+    """Found by a new-user trial: a model's argument or a tool's result of 10**30 crashed the
+    loop with orjson's TypeError."""
+    echo.reply(jsontext.dumps_text(ask({"function_name": "huge", "arguments": {"days": 10**30}})))
+    echo.reply(answer("many"))
+    result = agent(echo, [huge])
+    assert result.steps[0].results[0].output == 10**60
+    assert str(10**60) in echo.texts(-1)[-1] and str(10**30) in echo.texts(-1)[-2]
+
+
+def long_text() -> str:
+    """A long output."""
+    return "x" * 500
+
+
+def test_a_clipped_result_keeps_the_start_of_its_output(echo: Echo) -> None:
+    """Found by a new-user trial: the clip measured the whole record, so with a small limit
+    the model saw `{"functio…` and none of the output."""
+    echo.reply(ask({"function_name": "long_text", "arguments": {}}))
+    echo.reply(answer("done"))
+    agent(echo, [long_text], max_result_chars=10)
+    (sent,) = results_sent(echo)
+    assert sent["output_clipped"].startswith('"xxxxxxx') and "function_name" not in str(
+        sent["output_clipped"]
+    )

@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from outform import jsontext
 from outform.agent.envelope import Envelope, Metadata
 from outform.agent.tools import Runnable, ToolResult, toolbox
 from outform.errors import UsageError
@@ -150,7 +151,7 @@ class _Run:
     def answer(self, results: list[ToolResult]) -> None:
         step = self.steps[-1]
         self.steps[-1] = Step(step.number, step.envelope, step.generation, tuple(results))
-        said = orjson.dumps(step.generation.data).decode()
+        said = jsontext.dumps_text(step.generation.data)  # integers of any size included
         shown = [self._clipped(r.to_dict()) for r in results]
         self.conversation += [
             Message.assistant(said),
@@ -162,13 +163,17 @@ class _Run:
         ]
 
     def _clipped(self, result: dict[str, Any]) -> Any:
-        text = _written(result)
+        """The result with its output clipped to `max_result_chars` (the output's text: the
+        tool's name and arguments are always shown)."""
+        if "output" not in result:
+            return result
+        text = _written(result["output"])
         if len(text) <= self.max_result_chars:
             return result
         return {
             **{k: v for k, v in result.items() if k != "output"},
             "output_clipped": clip(text, self.max_result_chars),
-            "note": f"the result had {len(text)} characters; only the start is shown",
+            "note": f"the output had {len(text)} characters; only the start is shown",
         }
 
     def done(self, complete: bool) -> AgentRun:
@@ -179,7 +184,10 @@ def _written(value: Any) -> str:
     """A tool result as the model reads it: JSON, but a number JSON has none for (a tool's
     NaN or infinity) spelled as JSON5 spells it, never `null` (orjson's writing: a value
     changed without a word)."""
-    text = orjson.dumps(value, default=str).decode()
+    try:
+        text = orjson.dumps(value, default=str).decode()
+    except TypeError:  # an integer beyond 64 bits: every digit, as the standard library writes
+        return json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"))
     if "null" in text and values.nonfinite_in(value):
         return json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"))
     return text
