@@ -131,7 +131,7 @@ def test_a_base_url_holding_a_password_is_refused_before_it_is_stored(
 ) -> None:
     """The job's settings are stored in the manifest for resume (a trial found the URL's
     password there)."""
-    with pytest.raises(UsageError, match="holds a password") as caught:
+    with pytest.raises(UsageError, match="holds credentials") as caught:
         submit(
             rows, "openai:gpt-5-mini", tmp_path / "m.sqlite3", "http://u:pw-secret@127.0.0.1:9/v1"
         )
@@ -205,3 +205,30 @@ def test_a_batch_whose_creation_never_reached_the_provider_is_not_looked_for(
     assert done.done
     lines = [orjson.loads(line) for line in (tmp_path / "y.jsonl").read_bytes().splitlines()]
     assert lines and all(line["value"]["name"].startswith("Y ") for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("options", "where", "phrase"),
+    [
+        ({"output": Path("/dev/null")}, "-o", "not a regular file"),
+        ({"poll_interval": -1.0}, "--poll-interval", "above 0, at most 86400"),
+        ({"poll_interval": float("nan")}, "--poll-interval", "above 0, at most 86400"),
+        ({"poll_interval": float("inf")}, "--poll-interval", "above 0, at most 86400"),
+        ({"prompt": "  "}, "--prompt", "template is empty"),
+        ({"prompt": "{text.upper}"}, "--prompt", "reaches into a field ({text.upper})"),
+        ({"base_url": "http://[::1"}, "--base-url", "not a valid URL"),
+    ],
+)
+def test_a_setting_that_would_break_a_paid_job_is_refused_before_anything_is_made(
+    rows: Path, tmp_path: Path, options: dict[str, Any], where: str, phrase: str
+) -> None:
+    """Found by a new-user trial: `-o /dev/null` (as root) replaced the device with the
+    output; a negative or NaN poll interval crashed a paid job while it waited; an empty
+    prompt sent every row as an empty message; `{text.upper}` sent Python's text of a method;
+    a malformed base URL left a new manifest behind."""
+    manifest = tmp_path / "m.sqlite3"
+    settings: dict[str, Any] = {"prompt": "{text}", "api_key": "k", **options}
+    with pytest.raises(UsageError) as caught:
+        batch.submit(rows, "openai:gpt-5-mini", {"type": "object"}, manifest=manifest, **settings)
+    assert caught.value.where == where and phrase in caught.value.what
+    assert not manifest.exists()

@@ -17,17 +17,24 @@ import os
 from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import orjson
 
+from outform import arguments, baseurl
 from outform.batch.job import JobSpec
 from outform.batch.manifest import JobBusyError, Manifest
 from outform.batch.manifest_sqlite import open_sqlite
 from outform.batch.outcome import STATUSES, Status
 from outform.batch.progress import Progress, Silent
-from outform.batch.rows import open_input
-from outform.batch.runner import JobStatus, Runner, start, status_of, write_output
+from outform.batch.rows import Template, open_input
+from outform.batch.runner import (
+    JobStatus,
+    Runner,
+    check_output,
+    start,
+    status_of,
+    write_output,
+)
 from outform.errors import UsageError
 from outform.format import ResponseFormat
 from outform.plan import Mode
@@ -126,12 +133,17 @@ def spec(
     `[defaults]` (resolved now: a resume in another process records under the same)."""
     defaults = _defaults()
     resolved = resolve_labels(labels)
-    if base_url is not None and urlsplit(base_url).password:
-        raise UsageError(
-            "the base URL holds a password; a batch job keeps its settings in the manifest (for "
-            "resume), where no secret may be stored",
+    if base_url is not None and (why := baseurl.problem(base_url)) is not None:
+        raise UsageError(  # before the manifest is made; credentials never go in it
+            f"base URL {baseurl.shown(base_url)!r} refused: {why}",
             where="--base-url",
-            fix="take the credentials out of the URL and give the key with --api-key-env",
+            fix=baseurl.FIX,
+        )
+    if poll_interval is not None and (
+        type(poll_interval) not in (int, float) or not 0 < poll_interval <= 86_400
+    ):
+        raise arguments.refused(
+            "--poll-interval", "a number of seconds above 0, at most 86400", poll_interval
         )
     return JobSpec(
         model=model,
@@ -173,6 +185,10 @@ def submit(
     record the job, and submit its first round. Returns at once; the job id is `.job`."""
     job_spec = spec(input, model, output_format, **options)
     open_input(Path(job_spec.input)).close()  # a missing input is named before a key is asked
+    # What can be judged without the rows is judged before the manifest is made.
+    Template(job_spec.prompt or "{text}")
+    if job_spec.output is not None:
+        check_output(Path(job_spec.output), Path(job_spec.input))
     store = open_manifest(manifest)
     try:
         job = start(store, job_spec, progress=progress, api_key=api_key)

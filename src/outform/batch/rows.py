@@ -65,6 +65,21 @@ class Template:
                 where="--prompt",
                 fix="name every field after a key of the input rows, such as {text}",
             )
+        reached = [name for _, name, _, _ in parsed if name and name not in self.fields]
+        if reached:
+            raise UsageError(
+                f"the prompt template reaches into a field ({{{reached[0]}}}): an attribute or "
+                "an index of a value would put Python's text of it in every prompt",
+                where="--prompt",
+                fix="use plain {name} fields: a value that is not text is inserted as JSON",
+            )
+        if not text.strip():
+            raise UsageError(
+                "the prompt template is empty: every row would be sent, and paid for, as an "
+                "empty message",
+                where="--prompt",
+                fix="write the prompt, with {name} fields from the rows, or leave --prompt out",
+            )
 
     def render(self, row: Mapping[str, Any], where: str) -> str:
         missing = [name for name in self.fields if name not in row]

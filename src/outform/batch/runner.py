@@ -497,6 +497,13 @@ def check_output(path: Path, input_path: Path) -> None:
         raise UsageError(
             f"the output {path} is a directory", where="-o", fix="give a file path: -o out.jsonl"
         )
+    if path.exists() and not path.is_file():
+        # It is written whole, then moved into place: a device or a pipe would be replaced.
+        raise UsageError(
+            f"the output {path} is not a regular file (a device, a pipe or a socket)",
+            where="-o",
+            fix="give the path of a file: -o out.jsonl",
+        )
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
