@@ -293,3 +293,13 @@ def test_a_sentence_keeps_the_rule_of_a_currency_apart_from_its_number(text: str
 def test_a_sentence_with_a_number_written_otherwise_than_in_digits_has_two(text: str) -> None:
     """Found by a new-user trial: `"3 ½"` read as 3 (the `½` only counted as lost)."""
     assert parse_number(text, lenient=True) is None
+
+
+@pytest.mark.parametrize(
+    "text", ["Is it true? No.", "No, it is true", "Yes, it is false", "false, yes"]
+)
+def test_a_sentence_whose_yes_or_no_says_the_other_is_no_boolean(text: str) -> None:
+    """Found by a new-user trial: "Is it true? No." was read as True."""
+    assert parse_bool(text, lenient=True) is None
+    assert parse_bool("Yes, it is true", lenient=True) is True
+    assert parse_bool("It is false, no doubt", lenient=True) is False

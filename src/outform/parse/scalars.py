@@ -52,6 +52,8 @@ _FALSE = frozenset({"false", "no", "0", "n", "off"})
 _NULL = frozenset({"null", "none", "nil", "n/a", "na", ""})
 STRIP = " \t\r\n\"'`*_.,;:!?()[]{}<>"
 _BOOL_WORD = re.compile(r"(?<![A-Za-z0-9_])(true|false)(?![A-Za-z0-9_])", re.IGNORECASE)
+_ANSWER_WORD = re.compile(r"(?<![\w'-])(?:yes|no)(?![\w'-])", re.IGNORECASE)
+"""Yes or no as a word of a sentence: an answer of its own, beside a true or false."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -379,7 +381,8 @@ def as_integer(number: int | float) -> int | None:
 
 def parse_bool(text: str, *, lenient: bool = False) -> bool | None:
     """true/false/yes/no/1/0 (and y/n, on/off) in any case; in lenient mode also a sentence
-    that contains exactly one of the words true and false."""
+    that contains exactly one of the words true and false, and no yes or no saying the
+    other ("Is it true? No." names both)."""
     token = text.strip(STRIP).casefold()
     if token in _TRUE:
         return True
@@ -388,7 +391,10 @@ def parse_bool(text: str, *, lenient: bool = False) -> bool | None:
     if lenient and len(text) <= 10_000:
         words = _plain_bool_words(text)
         if len(words) == 1:
-            return bool(words.pop() == "true")
+            flag = words.pop() == "true"
+            # An answer word of the other sense ("Is it true? No.") makes it two answers.
+            answers = {m.group().casefold() == "yes" for m in _ANSWER_WORD.finditer(text)}
+            return None if (not flag) in answers else flag
     return None
 
 
