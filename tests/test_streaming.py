@@ -177,6 +177,14 @@ def test_the_last_snapshot_of_a_reply_cut_off_is_not_complete() -> None:
     assert closed.final and closed.complete
     text = list(streaming.replay("hello", 2, {"type": "string"}))[-1]
     assert text.final and text.complete  # no JSON value to close: the reply is the value
+    # Found by a second trial: JSON5 after prose, a JSON line or a fenced block cut off.
+    for reply, level in (
+        ("Result: {number: 'INV-9', tags: ['x', 'y", "full"),
+        ('{"name": "apple"}\n{"name": "pe', None),
+        ('```json\n{"name": "a"}\n```\n```json\n{"name": "b"', "full"),
+    ):
+        last = list(streaming.replay(reply, 5, None, level=level))[-1]
+        assert last.final and not last.complete, reply
 
 
 def test_a_string_being_written_shows_only_where_any_string_goes() -> None:

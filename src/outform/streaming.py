@@ -60,9 +60,11 @@ from outform.parse.cache import shared as _pipelines
 from outform.parse.context import too_deep, too_long, too_slow
 from outform.parse.extract import (
     TAG_SPAN,
+    find_fences,
     opener_run_end,
     opens_json,
     reasoning_tag,
+    scan,
     strip_reasoning,
 )
 from outform.parse.hint import RetryHint, Violation
@@ -432,10 +434,12 @@ class StreamParser(Generic[T]):
         value it was writing (cut off: the final parse closed it)."""
         result = self.finish()
         restarted, self._restarted = self._restarted, False
-        parser = self.parser
-        complete = parser.done or parser.start is None
         return Snapshot(
-            result.data, len(self.text), complete=complete, result=result, restarted=restarted
+            result.data,
+            len(self.text),
+            complete=not _ends_cut(self.text),
+            result=result,
+            restarted=restarted,
         )
 
     # -- internals --------------------------------------------------------------------------
@@ -723,6 +727,18 @@ than the stream parser (see `StreamParser._reading_is_final`)."""
 
 
 # -- entry points ---------------------------------------------------------------------------
+
+
+def _ends_cut(text: str) -> bool:
+    """Whether the reply ends inside what it opened: a bracketed region, a string in one, or
+    a fenced block (reasoning set aside). Its last snapshot is then not complete, whichever
+    value the final parse took: the reply was cut off."""
+    body = strip_reasoning(text)[0]
+    scanned = scan(body)
+    if scanned.open_string or (scanned.spans and not scanned.spans[-1].closed):
+        return True
+    fences = find_fences(body)
+    return bool(fences) and not fences[-1].closed
 
 
 def _not_text(chunk: Any) -> UsageError:
