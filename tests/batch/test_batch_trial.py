@@ -232,3 +232,27 @@ def test_a_setting_that_would_break_a_paid_job_is_refused_before_anything_is_mad
         batch.submit(rows, "openai:gpt-5-mini", {"type": "object"}, manifest=manifest, **settings)
     assert caught.value.where == where and phrase in caught.value.what
     assert not manifest.exists()
+
+
+def test_a_re_ask_grown_past_max_bytes_ends_its_row_failed_and_the_job_goes_on(
+    tmp_path: Path,
+) -> None:
+    """Found by a new-user trial: a re-ask longer than --max-bytes stopped the job for good
+    (every resume failed the same way, the paid answers never written). The row ends failed,
+    saying why; the other rows finish."""
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(f'{{"id": "r{i}", "text": "{"x" * 600}"}}\n' for i in range(1, 4)))
+
+    def wordy(custom_id: str, body: Mapping[str, Any]) -> str:
+        if custom_id == "r1":
+            return '{"name": "' + "y" * 600 + '", "age": "unknown"}'  # invalid, and long
+        return '{"name": "P", "age": 3}'
+
+    output = tmp_path / "out.jsonl"
+    with BatchFake("openai", wordy) as fake:
+        status = submit(rows, "openai:gpt-5-mini", tmp_path / "m.sqlite3", fake.url + "/v1",
+                        max_bytes=1500, live=False, output=output)  # fmt: skip
+    assert status.done
+    lines = {line["id"]: line for line in map(orjson.loads, output.read_bytes().splitlines())}
+    assert lines["r1"]["status"] == "failed" and "--max-bytes" in lines["r1"]["error"]
+    assert lines["r2"]["status"] == lines["r3"]["status"] == "ok"

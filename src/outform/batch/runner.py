@@ -11,6 +11,7 @@ whose replies failed validation in round r are sent in round r+1, up to the job'
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 import time
@@ -280,12 +281,20 @@ class Runner:
             chunk = Chunk(Path(folder) / "chunk", self._api.framing, limits)
             try:
                 for page in self.manifest.pending_pages(self.job, round_):
+                    too_large: list[RowUpdate] = []
                     for stored, wire, line in self._lines(page):
-                        # (a re-ask, longer than the request the job's check measured)
-                        check_size(stored.row_id, line, self._api.framing, limits)
+                        try:
+                            # (a re-ask, longer than the request the job's check measured)
+                            check_size(stored.row_id, line, self._api.framing, limits)
+                        except UsageError as over:
+                            if stored.last_text is None:
+                                raise  # the first request: the job's check missed it
+                            too_large.append(_ended_over_size(stored, over))
+                            continue
                         if not chunk.fits(line):
                             self._send(round_, chunk)
                         chunk.add(stored.idx, wire, line)
+                    self.manifest.record(self.job, too_large)
                 if len(chunk.idxs) >= limits.min_requests:
                     self._send(round_, chunk)
             finally:
@@ -483,6 +492,20 @@ class Chunk:
         if self._handle is not None:
             self._handle.close()
             self._handle = None
+
+
+def _ended_over_size(stored: PendingRow, over: UsageError) -> RowUpdate:
+    """A row whose re-ask grew past the batch's byte limit: it ends `failed`, with its last
+    reply and why it was not asked again (the job goes on; its answers so far are kept)."""
+    history = list(orjson.loads(stored.history)) if stored.history else []
+    error = f"not asked again: {over.what}"
+    verdict = Verdict("failed", error=error, text=stored.last_text or "")
+    if stored.last_hint:
+        verdict = dataclasses.replace(verdict, hint=hint_from_dict(orjson.loads(stored.last_hint)))
+    result = output_line(
+        stored.row_id, stored.line, verdict, attempts=stored.attempts, rounds=history or None
+    )
+    return RowUpdate(stored.idx, status="failed", result=result, history=stored.history)
 
 
 def check_output(path: Path, input_path: Path) -> None:
