@@ -160,6 +160,25 @@ def test_a_field_reask_keeps_the_changes_behind_the_fields_it_keeps(
     }
 
 
+def test_a_field_reask_answered_with_the_whole_object_again_changes_nothing_unsaid(
+    server: FakeServer, transport: Transport
+) -> None:
+    """Found by a new-user trial: a model that answers a re-ask for `age` with the whole object
+    got a lossy `drop_unexpected_key` of `/name` recorded (and counted by health), though the
+    value returned holds that very name. A kept field written again with another value is
+    still a recorded loss."""
+    reply(server, {"name": "Ada", "age": "thirty-six", "email": "ada@example.com"})
+    reply(server, GOOD)
+    result = generate("echo:gpt-5", "Extract", Person, transport=transport)
+    assert result.value == Person(**GOOD)
+    assert [c for c in changes_of(result) if c[1] == "drop_unexpected_key"] == []
+    reply(server, {"name": "Ada", "age": "thirty-six", "email": "ada@example.com"})
+    reply(server, {**GOOD, "name": "Grace"})
+    again = generate("echo:gpt-5", "Extract", Person, transport=transport)
+    assert again.value == Person(**GOOD)  # the kept name
+    assert ("/name", "drop_unexpected_key", 2) in changes_of(again)
+
+
 def test_a_failed_field_reask_keeps_the_fields_and_the_changes_for_the_next(
     server: FakeServer, transport: Transport
 ) -> None:

@@ -297,7 +297,7 @@ class _Loop:
                         merged = ask.merge(error.result.data)
                         error.result = replace(error.result, value=merged, _data=merged)
                     raise
-                earlier += _numbered(answer.changes, number)
+                earlier += _numbered(_repeats_left_out(answer.changes, ask), number)
                 result = self._run(self.pipeline, dumps_text(ask.merge(answer.data)))
             else:
                 earlier = ()
@@ -534,6 +534,22 @@ def _with_earlier(
     if attempt == 1 and not earlier:
         return result
     return replace(result, changes=earlier + _numbered(result.changes, attempt))
+
+
+def _repeats_left_out(changes: Iterable[Change], ask: FieldAsk) -> tuple[Change, ...]:
+    """The changes of a field re-ask's answer, but for a field the ask keeps that the answer
+    wrote again with the same value (a model sending the whole object back): dropping it from
+    the answer changes nothing of the value returned, which holds that very value."""
+    return tuple(
+        c
+        for c in changes
+        if not (
+            c.transform == "drop_unexpected_key"
+            and len(pointer.parts(c.path)) == 1
+            and pointer.parts(c.path)[0] in ask.kept
+            and c.before == ask.kept[pointer.parts(c.path)[0]]
+        )
+    )
 
 
 def _kept(changes: Iterable[Change], ask: FieldAsk) -> tuple[Change, ...]:
