@@ -12,7 +12,7 @@ import pytest
 
 from outform import batch
 from outform.batch.carriers import AnthropicCarrier
-from outform.errors import BadRequestError, UsageError
+from outform.errors import BadRequestError, OutformError, UsageError
 from tests.batch.conftest import Scripted, submit
 from tests.batch.fakes import BatchFake, Error
 
@@ -256,3 +256,31 @@ def test_a_re_ask_grown_past_max_bytes_ends_its_row_failed_and_the_job_goes_on(
     lines = {line["id"]: line for line in map(orjson.loads, output.read_bytes().splitlines())}
     assert lines["r1"]["status"] == "failed" and "--max-bytes" in lines["r1"]["error"]
     assert lines["r2"]["status"] == lines["r3"]["status"] == "ok"
+
+
+def test_resuming_a_finished_job_writes_its_output_again_when_it_is_gone(
+    rows: Path, tmp_path: Path
+) -> None:
+    """Found by a new-user trial: `batch resume` of a done job whose output was deleted said
+    `written: out.jsonl` about a file that was not there."""
+    manifest, output = tmp_path / "m.sqlite3", tmp_path / "out.jsonl"
+    with BatchFake("openai", Scripted()) as fake:
+        done = submit(rows, "openai:gpt-5-mini", manifest, fake.url + "/v1", output=output)
+        written = output.read_bytes()
+        output.unlink()
+        again = batch.resume(done.job, manifest=manifest, api_key="k")
+    assert again.done and output.read_bytes() == written
+
+
+def test_a_reading_command_never_makes_a_manifest_of_another_database(tmp_path: Path) -> None:
+    """Found by a new-user trial: `batch status --manifest other.db` added outform's tables to
+    any SQLite file and listed no job."""
+    import sqlite3
+
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE t (a)")
+    with pytest.raises(OutformError, match="without outform's batch tables"):
+        batch.jobs(manifest=other)
+    with sqlite3.connect(other) as db:
+        assert db.execute("SELECT name FROM sqlite_master").fetchall() == [("t",)]

@@ -61,6 +61,14 @@ class SqliteDatabase:
             self._db = sqlite3.connect(
                 self.path, isolation_level=None, check_same_thread=False, timeout=30.0
             )
+            if not create and not self._holds_jobs():
+                self._db.close()
+                raise StoreError(
+                    f"no batch manifest in {self.path}: it is a SQLite file without outform's "
+                    "batch tables (another program's database, or a trace store)",
+                    where="--manifest (or [batch] manifest, OUTFORM_BATCH_MANIFEST)",
+                    fix="pass the manifest the job was submitted with",
+                )
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             with self.transaction() as tx:
@@ -72,6 +80,14 @@ class SqliteDatabase:
                 where=str(self.path),
                 fix="check the path and its permissions (--manifest, or [batch] manifest)",
             ) from None
+
+    def _holds_jobs(self) -> bool:
+        """Whether the file is a batch manifest (its jobs table exists): one a reading command
+        opens is never given outform's tables."""
+        found = self._db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'outform_batch_jobs'"
+        ).fetchone()
+        return found is not None
 
     def close(self) -> None:
         self._db.close()

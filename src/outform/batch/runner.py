@@ -177,6 +177,11 @@ class Runner:
             while True:
                 record = self.manifest.job(self.job)
                 if record.state == "done":
+                    output = self.spec.output
+                    if output and not Path(output).is_file():
+                        # Deleted or moved since: written again from the manifest, which
+                        # holds every row's line (a status never names a file not there).
+                        write_output(self.manifest, self.job, Path(output))
                     return self.status()
                 round_ = record.round
                 if self._carrier is None:
