@@ -303,3 +303,16 @@ def test_a_sentence_whose_yes_or_no_says_the_other_is_no_boolean(text: str) -> N
     assert parse_bool(text, lenient=True) is None
     assert parse_bool("Yes, it is true", lenient=True) is True
     assert parse_bool("It is false, no doubt", lenient=True) is False
+
+
+@pytest.mark.parametrize(
+    "text", ["5 or more", "5 or fewer", "exceeds 5", "5 plus", "5 and a half", "5 thousandths"]
+)
+def test_words_after_a_number_that_make_it_a_bound_or_another_number(text: str) -> None:
+    """Found by a new-user trial: a bound or a fraction written after the number was taken
+    as the number itself (5), where "at least 5" is refused."""
+    assert parse_number(text, lenient=True) is None
+    assert "makes it" in (number_note(text, lenient=True) or "") or "bound" in (
+        number_note(text, lenient=True) or ""
+    )
+    assert parse_number("about 5 apples", lenient=True) is not None

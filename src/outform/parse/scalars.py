@@ -280,8 +280,38 @@ _BOUNDS = (
     "upwards of",
     "beyond",
     "within",
+    "exceeds",
+    "exceed",
+    "exceeded",
 )
 """Words that make the number a bound: "more than 100" is not 100."""
+_AFTER = (
+    "or more",
+    "or less",
+    "or fewer",
+    "or greater",
+    "or higher",
+    "or lower",
+    "or above",
+    "or below",
+    "or over",
+    "or under",
+    "and up",
+    "and above",
+    "and over",
+    "and under",
+    "and below",
+    "plus",
+    "and a half",
+    "and a quarter",
+    "and a third",
+    "tenths",
+    "hundredths",
+    "thousandths",
+    "millionths",
+)
+"""Words after a number that make it a bound or another number: "5 or more", "5 plus",
+"5 and a half" (5.5), "5 thousandths" (0.005)."""
 _COMPARISON = "<>≤≥≈"
 _SIGN_WORDS = frozenset({"-", "\u2212", "\u2013", "minus", "negative", "neg"})
 """Before a number, a sign written apart or as a word: "minus 5" is -5, not 5."""
@@ -296,6 +326,13 @@ def _not_the_number(text: str, words: list[tuple[int, str]], index: int) -> str:
     following = words[index + 1][1].strip(_CHUNK_STRIP).casefold() if index + 1 < len(words) else ""
     if following in _SCALE:
         return f"{chunk!r} is followed by the scale word {following!r}; write the whole number"
+    after = " ".join(w for _, w in words[index + 1 : index + 4]).casefold()
+    after = after.rstrip(_CHUNK_STRIP)
+    changed = next((a for a in _AFTER if after == a or after.startswith(a + " ")), None)
+    if changed is None:
+        changed = next((a for a in _AFTER if after.rstrip(".,;:!?") == a), None)
+    if changed is not None:
+        return f"{changed!r} after {chunk!r} makes it another number or a bound; write the value"
     preceding = " ".join(w for _, w in words[max(0, index - 3) : index]).casefold()
     bound = next((b for b in _BOUNDS if preceding == b or preceding.endswith(" " + b)), None)
     if bound is not None:
