@@ -105,15 +105,15 @@ class _Run:
                 where="output",
                 fix="pass Envelope, Envelope[YourContent], or a subclass of Envelope",
             )
-        for name, value, least in (
-            ("max_steps", max_steps, 1),
-            ("max_result_chars", max_result_chars, 0),
+        for name, value, least, default in (
+            ("max_steps", max_steps, 1, 10),
+            ("max_result_chars", max_result_chars, 0, 20_000),
         ):
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 raise UsageError(
                     f"{name} must be a whole number of {least} or more, got {value!r}",
                     where=name,
-                    fix=f"pass {name}={least if least else 20_000} or more",
+                    fix=f"pass a whole number of {least} or more (the default is {default:,})",
                 )
         self.output = output
         self.max_steps = max_steps
