@@ -164,3 +164,12 @@ def test_a_value_the_tolerant_tiers_read_is_an_item_at_full() -> None:
     reply = '{"name": "a", "qty": 1}\n{\'name\': \'b\'}'
     assert _violations(reply, "full") == [("/1", "missing")]
     assert outform.parse(reply, ITEMS, level="minimal").data == [A]
+
+
+@pytest.mark.parametrize("reply", ["```json\n[1]\n```\n```json\n[2, 33", "[1]\n```json\n[2, 3"])
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_second_value_cut_off_is_lost_at_every_level(reply: str, level: str) -> None:
+    """Found by a new-user trial: at level minimal the first block was taken with the second,
+    cut off, left out unsaid (at full it was counted)."""
+    result = outform.parse(reply, {"type": "array", "items": {"type": "integer"}}, level=level)
+    assert result.data == [1] and result.lossy

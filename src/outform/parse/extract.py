@@ -591,7 +591,7 @@ def candidates(
     # Of several blocks (and values outside them), the one taken leaves the others out.
     sizes = (
         {f.start: loss.measure(f.content, deadline=deadline).size for f in fences}
-        if len(fences) + len(outside) > 1 and not collect
+        if len(fences) + len(outside) > 1
         else {}
     )
     prose = sum(loss.measure(body[s.start : s.end]).size for s in outside) if sizes else 0
@@ -617,7 +617,7 @@ def candidates(
     # Of several values, the one taken leaves the others out: their content is its loss
     # (recorded, never refused: a template before the answer makes a lossy answer). (Values
     # outside fenced blocks are numbered with them: there, the blocks count too.)
-    others = _left_by_each(body, spans, numbered, deadline) if numbered and not collect else {}
+    others = _left_by_each(body, spans, numbered, deadline) if numbered else {}
     # Regions found inside a region that stops reading as JSON come after it: its tolerant
     # reading is tried before theirs (each is tried as written before any is repaired).
     inside = [s for s in closed if s.inside]

@@ -709,7 +709,10 @@ class Pipeline(Generic[T]):
                 gathered.append((candidate, values.encode(outcome.value)))
             left = 0
             if gathering and candidate.kind in _PIECES:
+                # (What the candidate itself counts as left out, the other values, is added
+                # when its extraction is recorded: only what the gathering shows beyond it.)
                 left = _left_out(candidate, outcome.value, gathered, collected[0])
+                left = max(0, left - candidate.lost)
             lost = 0
             if whole_content is not None and candidate.kind in ("span", "unclosed", "inside"):
                 kept = loss.measure(values.encode(outcome.value), comments=False)
@@ -722,7 +725,9 @@ class Pipeline(Generic[T]):
                 lost = measured.lost
             if left:
                 lost = max(lost, left)
-            note = "the reply's other values are left out" if left else ""
+            # (A piece of a gathering: what it leaves out is its own count or the gathering's.)
+            pieced = gathering and candidate.kind in _PIECES and (left or candidate.lost)
+            note = "the reply's other values are left out" if pieced else ""
             yield self._carry(candidate, outcome, run, lost, trial=trial, note=note)
             trial = True
 
