@@ -247,3 +247,24 @@ def test_a_clipped_result_keeps_the_start_of_its_output(echo: Echo) -> None:
     assert sent["output_clipped"].startswith('"xxxxxxx') and "function_name" not in str(
         sent["output_clipped"]
     )
+
+
+SECRET = "sk-tool-secret-7f3a9c21d4"
+
+
+def leaky() -> str:
+    """A tool whose failure quotes a key."""
+    raise RuntimeError(f"the service refused key {SECRET}")
+
+
+def test_a_tools_failure_reaches_the_model_without_a_secret(echo: Echo) -> None:
+    """Found by a new-user trial: a tool's exception text went to the model as is, the API key
+    it quoted included (the trace store masked it; the provider's request did not)."""
+    from outform.trace.redact import register_secret
+
+    register_secret(SECRET)
+    echo.reply(ask({"function_name": "leaky", "arguments": {}}))
+    echo.reply(answer("sorry"))
+    agent(echo, [leaky])
+    (sent,) = results_sent(echo)
+    assert SECRET not in str(sent) and "RuntimeError: the service refused key" in sent["error"]

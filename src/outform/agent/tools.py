@@ -23,6 +23,7 @@ from outform.providers.base import ToolCall
 from outform.run import AgentTool
 from outform.schema.compiled import compile_schema
 from outform.schema.pointer import from_parts, readable
+from outform.trace.redact import scrub_text
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ class FunctionTool:
         try:
             return ToolResult(self.name, arguments, _jsonable(self.fn(**checked)))
         except Exception as exc:  # a tool's failure is the model's to read, not the caller's
-            return ToolResult(self.name, arguments, error=f"{type(exc).__name__}: {exc}")
+            return ToolResult(self.name, arguments, error=_failure(exc))
 
     async def arun(self, arguments: Mapping[str, Any]) -> ToolResult:
         checked = self.check(arguments)
@@ -97,7 +98,7 @@ class FunctionTool:
                 output = await asyncio.to_thread(self.fn, **checked)
             return ToolResult(self.name, arguments, _jsonable(output))
         except Exception as exc:
-            return ToolResult(self.name, arguments, error=f"{type(exc).__name__}: {exc}")
+            return ToolResult(self.name, arguments, error=_failure(exc))
 
 
 class SubCallTool:
@@ -131,7 +132,7 @@ class SubCallTool:
         try:
             return ToolResult(self.name, arguments, _output(self.tool(self._call(arguments)).text))
         except Exception as exc:
-            return ToolResult(self.name, arguments, error=f"{type(exc).__name__}: {exc}")
+            return ToolResult(self.name, arguments, error=_failure(exc))
 
     async def arun(self, arguments: Mapping[str, Any]) -> ToolResult:
         problem = self.check(arguments)
@@ -141,7 +142,7 @@ class SubCallTool:
             message = await self.tool.acall(self._call(arguments))
             return ToolResult(self.name, arguments, _output(message.text))
         except Exception as exc:
-            return ToolResult(self.name, arguments, error=f"{type(exc).__name__}: {exc}")
+            return ToolResult(self.name, arguments, error=_failure(exc))
 
 
 Runnable = FunctionTool | SubCallTool
@@ -218,6 +219,12 @@ def _output(text: str) -> Any:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
         return text
+
+
+def _failure(exc: Exception) -> str:
+    """A tool's exception as the model reads it, with every secret outform knows (a key the
+    exception's message quotes) masked: the model's provider is no place for one either."""
+    return scrub_text(f"{type(exc).__name__}: {exc}")
 
 
 __all__ = ["FunctionTool", "Runnable", "SubCallTool", "ToolResult", "toolbox"]
