@@ -24,6 +24,20 @@ CODES = {
 NUMBER_OR_OBJECT = {"oneOf": [{"type": "number"}, {"type": "object", "additionalProperties": {}}]}
 NUMBERS = {"type": "array", "items": {"type": "number"}, "minItems": 1}
 OBJECT = {"type": "object"}
+TWO_OR_MORE = {
+    "anyOf": [
+        {"type": "array", "items": {"type": "string", "minLength": 2, "maxLength": 5}},
+        {"type": "object", "additionalProperties": {"type": "string", "minLength": 2}},
+    ]
+}
+OBJECTS_OF_TEXT = {
+    "type": "array",
+    "items": {"type": "object", "additionalProperties": {"type": "string", "minLength": 2}},
+}
+FENCED_MINUS_ZERO = (
+    '````\n[{}, {"a": -0}]\nSure!  ```text [] ```\n- item\n- item ```js [{}, {"b": null\n}, {}]'
+    " ```\n# Result\n ~~~JSON [01] ~~~\n```\n[{ /* end */}, {},]\n```"
+)
 NAMED = {
     "type": "array",
     "items": {
@@ -56,6 +70,14 @@ STREAMED: list[tuple[Case, str, list[int]]] = [
     # (the first value decides), and the check reads JSON as outform does: no `1e400`, no `01`
     (Case("fences", "````json\n[1e400]\n````\n[26.5]", NUMBERS), "minimal", [21, 30]),
     (Case("fences", "````JSON\n01\n````\n~~~json\n{}\n~~~", OBJECT), "minimal", [19, 31]),
+    # seeds 30150196, 30745634 (the third big run): `-0` where a string of 2 or more goes is
+    # "-0" to the pipeline (the literal), "0" to the stream's checker, which stopped on it
+    (Case("stray_brackets", "[-0] ]{[ {}", TWO_OR_MORE), "minimal", [3, 4, 11]),
+    (
+        Case("fences", FENCED_MINUS_ZERO, OBJECTS_OF_TEXT),
+        "minimal",
+        [2, 5, 6, 9, 10, 21, 36, 39, 71, 74, 75, 95, 97, 104, 107, 142],
+    ),
 ]
 
 
@@ -498,3 +520,11 @@ def test_seed_26790_a_long_open_string_of_escapes_is_measured_in_one_pass() -> N
     case, level, cuts = _seed_case(26790, 442)
     expected = check_parse(case, level)
     check_stream(case, level, cuts, expected)
+
+
+def test_an_integer_written_with_an_exponent_past_2_53_keeps_its_digits() -> None:
+    """Seed 30051985 (the third big run): `-99…91E+2` is the integer it writes (the exact
+    reading of docs/pipeline.md#values), not the float a plain reader rounds it to."""
+    literal = "-" + "9" * 78 + "1E+2"
+    outcome = check_parse(Case("huge_numbers", literal, {"type": "number"}), "minimal")
+    assert outcome == ("ok", (("int", -int("9" * 78 + "1") * 100), ()))

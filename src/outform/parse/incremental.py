@@ -678,8 +678,12 @@ class Checker:
         """Whether the pipeline's coercion makes `value` valid at `loc` (the exact question, asked
         only after a cheaper check failed)."""
         try:
-            fixed = self._coercer.coerce_at(value, loc, Deadline(self.time_limit)).value
-            return self.compiled.is_valid_at(loc, fixed)
+            coercion = self._coercer.coerce_at(value, loc, Deadline(self.time_limit))
+            if any(_from_number(change.before) for change in coercion.changes):
+                # A number turned into text is the literal the reply wrote (`-0`, `1.10`),
+                # which only the final parse reads: its length or its member is not known here.
+                return True
+            return self.compiled.is_valid_at(loc, coercion.value)
         except Exception:  # cannot judge: never stop a reply on a guess
             return True
 
@@ -1035,6 +1039,11 @@ class DegenerationGuard:
             f"{preview(fragment, 40)} repeated {span // period}+ times",
             "degenerate",
         )
+
+
+def _from_number(before: Any) -> bool:
+    """Whether a change was made to a number (not a boolean): its text is the reply's."""
+    return isinstance(before, int | float) and not isinstance(before, bool)
 
 
 __all__ = ["DEFAULT_DEGENERATION", "Checker", "Degeneration", "DegenerationGuard", "Slot"]
