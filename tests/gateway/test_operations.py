@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -349,34 +350,20 @@ def test_a_stream_still_open_when_the_shutdown_grace_ends_gets_its_terminal_even
     was cut off without `response.failed` (uvicorn cancels what is left; a CancelledError
     traceback in the log) and stored as the client's leaving. Shortly before the grace ends
     the gateway stops it itself: the terminal event says why, and so does the stored row."""
-    backend = ChatFake()
-    (tmp_path / "outform.toml").write_text(
-        "[gateway]\nshutdown_timeout = 2\nbackend_idle_timeout = 100\n"
-    )
-    store = tmp_path / "responses.sqlite"
-    with backend:
-        gated = GatedReply(events=text_stream("Hello", ", world", "!"), gate_after=2)
-        backend.reply(gated)
-        process, port = _serve(
-            tmp_path, {}, "--backend", backend.base, "--store", f"sqlite:{store}"
-        )
-        try:
-            _wait_for(port)
-            reader, received = _streaming(f"http://127.0.0.1:{port}/v1/responses", {})
-            assert gated.reached.wait(10), "the stream did not start"
-            process.send_signal(signal.SIGTERM)  # the backend stays silent: never released
-            reader.join(30)
-            assert process.wait(30) in (0, -signal.SIGTERM)
-        finally:
-            gated.gate.set()
-            if process.poll() is None:
-                process.kill()
-        _, stderr = process.communicate()
-    events = response_events(b"".join(received))
+    received: list[list[bytes]] = []
+
+    def stream(port: int) -> threading.Thread:
+        reader, got = _streaming(f"http://127.0.0.1:{port}/v1/responses", {})
+        received.append(got)  # (filled as the reader reads)
+        return reader
+
+    gated = GatedReply(events=text_stream("Hello", ", world", "!"), gate_after=2)
+    stderr, store = _shut_down_while_waiting(tmp_path, gated, stream)
+    events = response_events(b"".join(received[0]))
     assert events[-1]["type"] == "response.failed"
     error = events[-1]["response"]["error"]["message"]
     assert error == "The gateway shut down before the response was complete."
-    assert "Exception in ASGI application" not in stderr.decode()
+    assert "Exception in ASGI application" not in stderr
     with contextlib.closing(sqlite3.connect(store)) as db:
         rows = db.execute("SELECT status, response FROM outform_responses").fetchall()
     assert len(rows) == 1 and rows[0][0] == "failed"
@@ -389,40 +376,20 @@ def test_a_request_still_waiting_when_the_shutdown_grace_ends_gets_a_json_503(
     """Found by a new-user trial: a non-streamed request whose backend had not answered by
     the end of the grace got uvicorn's plain-text 500 (and a traceback in the log). It is
     answered 503 `shutting_down` instead, with nothing stored (no id was given out)."""
-    backend = ChatFake()
-    (tmp_path / "outform.toml").write_text(
-        "[gateway]\nshutdown_timeout = 2\nbackend_idle_timeout = 100\n"
-    )
-    store = tmp_path / "responses.sqlite"
     answers: list[httpx.Response] = []
-    with backend:
-        held = HeldReply(body=chat_completion(content="too late"))
-        backend.reply(held)
-        process, port = _serve(
-            tmp_path, {}, "--backend", backend.base, "--store", f"sqlite:{store}"
-        )
 
-        def ask() -> None:
+    def ask(port: int) -> threading.Thread:
+        def post() -> None:
             with httpx.Client(timeout=30) as http:
-                answers.append(
-                    http.post(
-                        f"http://127.0.0.1:{port}/v1/responses", json={"model": "m", "input": "x"}
-                    )
-                )
+                url = f"http://127.0.0.1:{port}/v1/responses"
+                answers.append(http.post(url, json={"model": "m", "input": "x"}))
 
-        try:
-            _wait_for(port)
-            client = threading.Thread(target=ask)
-            client.start()
-            assert held.reached.wait(10), "the request did not reach the backend"
-            process.send_signal(signal.SIGTERM)  # the backend never answers
-            client.join(30)
-            assert process.wait(30) in (0, -signal.SIGTERM)
-        finally:
-            held.gate.set()
-            if process.poll() is None:
-                process.kill()
-        _, stderr = process.communicate()
+        client = threading.Thread(target=post)
+        client.start()
+        return client
+
+    held = HeldReply(body=chat_completion(content="too late"))
+    stderr, store = _shut_down_while_waiting(tmp_path, held, ask)
     (answer,) = answers
     assert answer.status_code == 503
     assert answer.json()["error"]["code"] == "shutting_down"
@@ -430,9 +397,42 @@ def test_a_request_still_waiting_when_the_shutdown_grace_ends_gets_a_json_503(
         answer.json()["error"]["message"]
         == "The gateway shut down before the response was complete."
     )
-    assert "Exception in ASGI application" not in stderr.decode()
+    assert "Exception in ASGI application" not in stderr
     with contextlib.closing(sqlite3.connect(store)) as db:
         assert db.execute("SELECT count(*) FROM outform_responses").fetchone() == (0,)
+
+
+def _shut_down_while_waiting(
+    tmp_path: Path,
+    reply: GatedReply | HeldReply,
+    client: Callable[[int], threading.Thread],
+) -> tuple[str, Path]:
+    """`outform serve` with a grace of 2 s and a SQLite store, its backend holding `reply`
+    back: the client `client(port)` starts, and once its request reached the backend the
+    gateway gets SIGTERM (the backend never answers). The gateway's log, and the store."""
+    (tmp_path / "outform.toml").write_text(
+        "[gateway]\nshutdown_timeout = 2\nbackend_idle_timeout = 100\n"
+    )
+    store = tmp_path / "responses.sqlite"
+    backend = ChatFake()
+    with backend:
+        backend.reply(reply)
+        process, port = _serve(
+            tmp_path, {}, "--backend", backend.base, "--store", f"sqlite:{store}"
+        )
+        try:
+            _wait_for(port)
+            waiting = client(port)
+            assert reply.reached.wait(10), "the request did not reach the backend"
+            process.send_signal(signal.SIGTERM)
+            waiting.join(30)
+            assert process.wait(30) in (0, -signal.SIGTERM)
+        finally:
+            reply.gate.set()
+            if process.poll() is None:
+                process.kill()
+        _, stderr = process.communicate()
+    return stderr.decode(), store
 
 
 def _serve(cwd: Path, env: dict[str, str], *flags: str) -> tuple[subprocess.Popen[bytes], int]:
