@@ -186,7 +186,8 @@ def submit(
     job_spec = spec(input, model, output_format, **options)
     open_input(Path(job_spec.input)).close()  # a missing input is named before a key is asked
     # What can be judged without the rows is judged before the manifest is made.
-    Template(job_spec.prompt or "{text}")
+    if job_spec.prompt is not None:
+        Template(job_spec.prompt)
     if job_spec.output is not None:
         check_output(Path(job_spec.output), Path(job_spec.input))
     store = open_manifest(manifest)

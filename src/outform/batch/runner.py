@@ -74,10 +74,9 @@ def check_and_record(
     manifest: Manifest, spec: JobSpec, prepared: Prepared, progress: Progress
 ) -> tuple[str, int]:
     """Read every row (a bad one raises, naming its line, and nothing is recorded), then
-    record the job and its rows in one transaction. Nothing is sent before this returns."""
+    record the job and its rows in one transaction. Nothing is sent before this returns. (The
+    output is checked before the manifest is made: `outform.batch.submit`.)"""
     path = prepared.input
-    if spec.output is not None:
-        check_output(Path(spec.output), path)
     stat = path.stat() if path.exists() else None
     spec = JobSpec(
         **{

@@ -491,15 +491,12 @@ def _outside_fences(body: str, closed: list[Span], fences: list[Fence]) -> list[
 
 
 def _left_by_each(
-    body: str, spans: list[Span], numbered: dict[int, str], deadline: Deadline | None
+    pieces: Iterable[tuple[int, str]], deadline: Deadline | None, elsewhere: int = 0
 ) -> dict[int, int]:
-    """For each of several values (by start), the letters and digits of the others."""
-    sizes = {
-        span.start: loss.measure(body[span.start : span.end], deadline=deadline).size
-        for span in spans
-        if span.start in numbered
-    }
-    total = sum(sizes.values())
+    """For each of several values or blocks (its start, its text), the letters and digits of
+    the others, and `elsewhere` more (of values elsewhere in the reply)."""
+    sizes = {start: loss.measure(text, deadline=deadline).size for start, text in pieces}
+    total = sum(sizes.values()) + elsewhere
     return {start: total - size for start, size in sizes.items()}
 
 
@@ -589,12 +586,10 @@ def candidates(
         fenced = {f.start: "; ".join(filter(None, (fenced.get(f.start), more))) for f in fences}
     fences.sort(key=lambda f: (f.lang not in _JSON_LANGS and f.lang != "", not f.closed))
     # Of several blocks (and values outside them), the one taken leaves the others out.
-    sizes = (
-        {f.start: loss.measure(f.content, deadline=deadline).size for f in fences}
-        if len(fences) + len(outside) > 1
-        else {}
-    )
-    prose = sum(loss.measure(body[s.start : s.end]).size for s in outside) if sizes else 0
+    left_by_block: dict[int, int] = {}
+    if len(fences) + len(outside) > 1:
+        prose = sum(loss.measure(body[s.start : s.end], deadline=deadline).size for s in outside)
+        left_by_block = _left_by_each(((f.start, f.content) for f in fences), deadline, prose)
     for fence in fences:
         content = fence.content.strip()
         if content and content not in seen:
@@ -609,7 +604,7 @@ def candidates(
                     0,
                     fence.start,
                     fenced.get(fence.start, ""),
-                    sum(sizes.values()) - sizes[fence.start] + prose if sizes else 0,
+                    left_by_block.get(fence.start, 0),
                 )
             )
 
@@ -617,7 +612,8 @@ def candidates(
     # Of several values, the one taken leaves the others out: their content is its loss
     # (recorded, never refused: a template before the answer makes a lossy answer). (Values
     # outside fenced blocks are numbered with them: there, the blocks count too.)
-    others = _left_by_each(body, spans, numbered, deadline) if numbered else {}
+    numbered_spans = ((s.start, body[s.start : s.end]) for s in spans if s.start in numbered)
+    others = _left_by_each(numbered_spans, deadline) if numbered else {}
     # Regions found inside a region that stops reading as JSON come after it: its tolerant
     # reading is tried before theirs (each is tried as written before any is repaired).
     inside = [s for s in closed if s.inside]

@@ -13,7 +13,6 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from functools import partial
 from typing import Any, Generic, Literal, TypeVar, cast, overload
 
@@ -400,10 +399,10 @@ class Pipeline(Generic[T]):
                 return None
             if values.nonfinite_literal(text) is not None:
                 return None  # Pydantic reads NaN and Infinity; the slow path refuses them
-            if values.out_of_range(text, integers=True, precise=True, marks=marks) is not None:
-                return None  # Pydantic reads 1e400 as infinity: the slow path refuses it
             if values.may_round(marks):
                 return None  # `9007199254740993.0` read through a float: read exactly there
+            if values.out_of_range(text, integers=True, marks=marks) is not None:
+                return None  # Pydantic reads 1e400 as infinity: the slow path refuses it
             if self._decimals is not None and decimals.FRACTION.search(text):
                 return None  # a decimal Pydantic may have read through a float: read there
             data: Any = FROM_TEXT
@@ -948,7 +947,7 @@ class Pipeline(Generic[T]):
             )
         if not reading.exact:
             return typed, 0
-        kept = sum(1 for exact in reading.exact.values() if _fraction_dropped(exact))
+        kept = sum(1 for exact in reading.exact.values() if values.fraction_dropped(exact))
         return self.adapter.validate_python(decimals.replaced(value, reading.exact)), kept
 
     def _reasons(self, attempt: _Attempt) -> tuple[Violation, ...]:
@@ -1318,7 +1317,7 @@ def _dropped_fractions(
     `value` holds one."""
     literals = [out.literal for out in values.dropped_fractions(text)]
     if made:
-        literals += [literal for _, literal in made.values() if _fraction_dropped(literal)]
+        literals += [literal for _, literal in made.values() if values.fraction_dropped(literal)]
     if not literals:
         return ()
     by_float = {float(literal): literal for literal in literals}
@@ -1352,13 +1351,6 @@ def _floats_in(value: Any, numbers: Mapping[float, str]) -> list[tuple[str, floa
         elif type(item) is float and item in numbers:
             found.append((path, item))
     return found
-
-
-def _fraction_dropped(number: Decimal | str) -> bool:
-    """Whether a float reads `number` (a decimal, or its literal) as an integer although it
-    has a fraction."""
-    exact = Decimal(number)
-    return exact != exact.to_integral_value() and float(exact).is_integer()
 
 
 def _with_presence(schema: Any, defaults: Defaults) -> Any:

@@ -326,11 +326,8 @@ def _not_the_number(text: str, words: list[tuple[int, str]], index: int) -> str:
     following = words[index + 1][1].strip(_CHUNK_STRIP).casefold() if index + 1 < len(words) else ""
     if following in _SCALE:
         return f"{chunk!r} is followed by the scale word {following!r}; write the whole number"
-    after = " ".join(w for _, w in words[index + 1 : index + 4]).casefold()
-    after = after.rstrip(_CHUNK_STRIP)
-    changed = next((a for a in _AFTER if after == a or after.startswith(a + " ")), None)
-    if changed is None:
-        changed = next((a for a in _AFTER if after.rstrip(".,;:!?") == a), None)
+    after = " ".join(w.strip(_CHUNK_STRIP) for _, w in words[index + 1 : index + 4]).casefold()
+    changed = next((a for a in _AFTER if f"{after} ".startswith(a + " ")), None)
     if changed is not None:
         return f"{changed!r} after {chunk!r} makes it another number or a bound; write the value"
     preceding = " ".join(w for _, w in words[max(0, index - 3) : index]).casefold()

@@ -318,20 +318,18 @@ def _reading(literal: str, integers: bool, precise: bool) -> str:
         return "too large"
     if number == 0 and mantissa.strip("+-0.") != "":
         return "too small"
-    if precise and number.is_integer() and _fraction_dropped(literal, mantissa):
+    # (Only a mantissa of 17 digits or more can lose its fraction to a float, which holds 15
+    # to 17 significant digits: shorter ones cost one `len`.)
+    if precise and len(mantissa) >= 17 and fraction_dropped(literal):
         return "too precise"
     return ""
 
 
-def _fraction_dropped(literal: str, mantissa: str) -> bool:
-    """Whether the number `literal`, which a float reads as an integer, has a fraction: the
-    float dropped it (`9007199254740993.5`, `1.00000000000000000001`). Only a mantissa of 17
-    digits or more can, a float holding 15 to 17 significant digits: shorter ones cost one
-    `len`."""
-    if len(mantissa) < 17 or len(mantissa.lstrip("+-").replace(".", "")) < 17:
-        return False
-    exact = Decimal(literal)
-    return exact != exact.to_integral_value()
+def fraction_dropped(number: Decimal | str) -> bool:
+    """Whether a float reads `number` (a decimal, or its literal) as an integer although it
+    has a fraction: the float dropped it (`9007199254740993.5`, `1.00000000000000000001`)."""
+    exact = Decimal(number)
+    return exact != exact.to_integral_value() and float(exact).is_integer()
 
 
 def _surrogate(text: str) -> str | None:
