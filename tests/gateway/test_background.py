@@ -81,6 +81,24 @@ def test_cancelling_a_running_response_stops_it_and_drops_its_result(
     assert gw.client.responses.cancel(started.id).status == "cancelled"  # again: the same
 
 
+def test_a_full_background_queue_answers_429_with_retry_after(
+    make_gateway: MakeGateway,
+) -> None:
+    gw = make_gateway(background_max_running=1, background_max_queued=0)
+    hold = HeldReply(body=chat_completion(content="slow"))
+    gw.backend.reply(hold)
+    running = gw.client.responses.create(model="m", input="x", background=True)
+    assert hold.reached.wait(20)
+    with pytest.raises(openai.RateLimitError) as refused:
+        gw.client.with_options(max_retries=0).responses.create(
+            model="m", input="y", background=True
+        )
+    assert refused.value.code == "too_many_background_responses"
+    assert refused.value.response.headers["retry-after"] == "5"
+    hold.gate.set()
+    assert poll(gw.client, running.id).status == "completed"
+
+
 def test_what_cannot_be_cancelled(gw: Harness) -> None:
     gw.backend.json(chat_completion(content="done"))
     plain = gw.client.responses.create(model="m", input="x")

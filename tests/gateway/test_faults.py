@@ -20,7 +20,7 @@ import pytest
 
 from outform.gateway.settings import GatewaySettings
 from tests.gateway.faults import FAULTS, FaultServer, judge, sse_data
-from tests.gateway.harness import RecordingStore, Running, running
+from tests.gateway.harness import RecordingStore, Running, free_port, running
 
 IDLE, TOTAL, STALL = 0.5, 2.0, 4.0
 PATHS = {"responses": "/v1/responses", "chat": "/v1/chat/completions"}
@@ -188,3 +188,18 @@ def test_a_native_provider_keeps_the_back_off_and_names_the_idle_timeout(
         stalled = orjson.loads(sse_data(call(gw, "responses", "stall-mid", True).content)[-1])
         assert stalled["type"] == "response.failed"
         assert "backend_idle_timeout" in stalled["response"]["error"]["message"]
+        # Reached, then broken off: the backend's error, as for a URL backend (a trial found
+        # it named `backend_unreachable`).
+        for fault in ("drop", "reset"):
+            broken = call(gw, "responses", fault, False)
+            assert broken.status_code == 502
+            assert broken.json()["error"]["code"] == "backend_error", fault
+
+
+def test_a_native_provider_no_attempt_reached_is_unreachable() -> None:
+    env = {"OPENAI_BASE_URL": f"http://127.0.0.1:{free_port()}/v1", "OPENAI_API_KEY": "sk-test"}
+    settings = GatewaySettings(backend="openai", store="memory", access_log=False)
+    with running(settings, store=RecordingStore(), env=env) as gw:
+        refused = call(gw, "responses", "ok", False)
+        assert refused.status_code == 502
+        assert refused.json()["error"]["code"] == "backend_unreachable"

@@ -41,6 +41,10 @@ from outform.gateway.output import Shell, response_from_completion
 from outform.gateway.replies import GatewayError, PassthroughError, bad_request, not_found
 from outform.gateway.store import HEARTBEAT_EVERY, ResponseStore, new_worker_id
 
+QUEUE_RETRY_AFTER = 5
+"""Seconds a client refused by a full background queue is told to wait (`Retry-After`): a
+background response runs for seconds, so a slot is seldom free sooner."""
+
 log = logging.getLogger("outform.gateway")
 
 POLL_EVERY = 0.5
@@ -145,6 +149,7 @@ class Worker:
                 f"This gateway already runs {len(self._jobs)} background responses; retry later.",
                 type="rate_limit_error",
                 code="too_many_background_responses",
+                headers=[(b"retry-after", b"%d" % QUEUE_RETRY_AFTER)],
             )
         queued = shell.build("queued", [])
         await keeper.begin(queued)

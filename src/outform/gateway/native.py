@@ -316,7 +316,10 @@ def _provider_error(exc: ProviderError) -> Exception:
         limit = _timeout_limit(exc.what)
         if limit is not None:
             return timeout_error(limit, f"{exc.what} ({limit} timeout, backend_{limit}_timeout).")
-        return GatewayError(502, exc.what, type="server_error", code="backend_unreachable")
+        # As for a URL backend: unreachable when no attempt got through, else its answer
+        # broke off (a reset, a body cut short).
+        code = "backend_error" if exc.reached else "backend_unreachable"
+        return GatewayError(502, exc.what, type="server_error", code=code)
     status = exc.status or 502
     body = GatewayError(
         status,
