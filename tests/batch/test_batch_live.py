@@ -41,6 +41,9 @@ def test_a_live_job_gives_the_same_output(rows: Path, tmp_path: Path) -> None:
     assert "expected integer" in lines["r7"]["rounds"][0]["detail"]
     assert lines["r5"]["status"] == "repaired"
     assert status.counts == {"ok": 23, "repaired": 6, "provider_error": 1}
+    # Every row sent once, as ordinary calls (re-asks go at once, within the row): a trial
+    # found the summary saying "round 0: 0 sent".
+    assert [(r["round"], r["sent"]) for r in status.rounds] == [(0, 30)]
 
 
 def test_the_rate_gate_waits_for_the_reset() -> None:

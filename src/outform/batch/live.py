@@ -41,8 +41,10 @@ def run_live(
     progress: Counts,
     runs: RowRuns,
     gate: RateGate | None = None,
-) -> None:
+) -> int:
+    """Run the pending rows; how many were sent."""
     gate = gate or RateGate()
+    sent = 0
     limit = max(1, prepared.spec.concurrency)
     updates: list[RowUpdate] = []
     with concurrent.futures.ThreadPoolExecutor(limit, thread_name_prefix="outform-live") as pool:
@@ -51,6 +53,7 @@ def run_live(
             places = [(p.idx, p.line, p.offset) for p in page]
             rows = rows_at(prepared.input, places, prepared.prompt, prepared.spec.id_field)
             for stored, row in zip(page, rows, strict=True):
+                sent += 1
                 running.add(
                     pool.submit(
                         _row, prepared, stored, row, transport=transport, gate=gate, runs=runs
@@ -71,6 +74,7 @@ def run_live(
             progress.advance("parsing")
     manifest.record(job, updates)
     progress.flush()
+    return sent
 
 
 def _row(

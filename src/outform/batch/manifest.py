@@ -506,10 +506,13 @@ class Manifest:
                 "WHERE job = ? AND idx = ? AND state = 'pending'",
                 [(key, job, idx) for idx in idxs],
             )
-            tx.execute(
-                "UPDATE outform_batch_rounds SET sent = sent + ? WHERE job = ? AND round = ?",
-                (len(idxs), job, round),
-            )
+            _count_sent(tx, job, round, len(idxs))
+
+    def add_sent(self, job: str, round: int, count: int) -> None:
+        """Rows sent in `round` as ordinary calls (a live job, or a tail too small for a
+        batch), counted as a batch's rows are."""
+        with self._transaction() as tx:
+            _count_sent(tx, job, round, count)
 
     def set_batch(
         self,
@@ -600,3 +603,10 @@ def _waiting(r: tuple[Any, ...]) -> WaitingRow:
 
 def _job_record(row: tuple[Any, ...]) -> JobRecord:
     return JobRecord(row[0], bytes(row[1]), *row[2:])
+
+
+def _count_sent(tx: Transaction, job: str, round: int, count: int) -> None:
+    tx.execute(
+        "UPDATE outform_batch_rounds SET sent = sent + ? WHERE job = ? AND round = ?",
+        (count, job, round),
+    )

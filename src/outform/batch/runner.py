@@ -225,7 +225,7 @@ class Runner:
 
     def _live(self, round_: int) -> None:
         self.progress.start("parsing", self.manifest.count_pending(self.job))
-        run_live(
+        sent = run_live(
             self.prepared,
             self.manifest,
             self.job,
@@ -234,6 +234,7 @@ class Runner:
             progress=self.counts,
             runs=self.runs,
         )
+        self.manifest.add_sent(self.job, round_, sent)
 
     # -- submitting ----------------------------------------------------------------------------
 
