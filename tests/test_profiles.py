@@ -121,6 +121,11 @@ def test_an_unknown_profile_names_the_file_and_the_profiles(project: Path) -> No
             "profiles.a.precheck.inject_feedback",
             "'context_key'",
         ),
+        (  # a provider outform does not know, found when the file is read (not at the call)
+            '[profiles.a.precheck]\nvalidator_model = "opnai:gpt-5-mini"\n',
+            "profiles.a.precheck.validator_model",
+            "registry",
+        ),
         (
             '[profiles.a.coercions]\ninteger = ["str->bool"]\n',
             "unknown conversion 'str->bool' for integer",

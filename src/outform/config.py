@@ -87,6 +87,16 @@ def _backend(value: Any) -> bool:
     return value in PROVIDERS
 
 
+def _model(value: Any) -> bool:
+    """A model written provider:name, the provider one of outform's registry."""
+    if not _text(value):
+        return False
+    from outform.providers.registry import PROVIDERS
+
+    provider, sep, name = value.partition(":")
+    return bool(sep) and provider in PROVIDERS and bool(name.strip())
+
+
 _GATEWAY: dict[str, Check] = {
     "backend": Check(
         _backend,
@@ -170,7 +180,9 @@ _PRECHECK: dict[str, Check] = {
     ),
     "plan": _choice("none", "sample"),
     "validator_model": Check(
-        lambda v: _text(v) and ":" in v, "a model written provider:name, e.g. 'openai:gpt-5-mini'"
+        lambda v: _model(v),
+        "a model written provider:name with a provider of outform's registry, "
+        "e.g. 'openai:gpt-5-mini'",
     ),
     "max_tokens": _int(1, 8_192),
     "score_threshold": _UNIT,
