@@ -224,3 +224,27 @@ def test_outform_mapping_its_own_translation_back_is_no_intervention(
     assert [r["transform"] for r in data["top_transforms"]] == ["string_to_int"]
     assert all(r["stage"] != "dialect" for r in data["stages"]["overall"])
     assert not any("dialect" in str(advice) for advice in data["recommendations"])
+
+
+def test_runs_without_a_reply_do_not_count_against_a_mode(make_store: StoreFactory) -> None:
+    """Found by a trial: provider errors (a 503, a timeout) made health advise a mode switch,
+    though no reply was judged. A mode's trouble rate is of the runs that had a reply."""
+    store = make_store()
+    store.open()
+    events: list[Event] = []
+    for n in range(20):  # mode tool: every call refused by the provider, then 5 valid
+        events += run_events(RunSpec(mode="tool", outcome="error"), NOW - HOUR + n)
+    for n in range(5):
+        events += run_events(RunSpec(mode="tool"), NOW - HOUR + 100 + n)
+    for n in range(12):  # mode json_object: a re-ask every time
+        events += run_events(RunSpec(mode="json_object", reasked=("/a",)), NOW - HOUR + 200 + n)
+    store.write(Batch(events, time=NOW))
+    found = run_report(store)
+    modes = {r["mode"]: r for r in found.to_dict()["modes"]}
+    assert (modes["tool"]["errors"], modes["tool"]["failed"]) == (20, 0)
+    assert modes["tool"]["trouble_rate"] == 0.0
+    advice = [r for r in found.recommendations if r["kind"] == "switch_mode"]
+    # Only json_object is advised against; tool (5 replies) is too few to judge or to name.
+    assert [r["target"]["mode"] for r in advice] == ["json_object"]
+    assert "of 12 runs with a reply" in advice[0]["message"]
+    assert "try another mode" in advice[0]["message"]

@@ -394,16 +394,20 @@ def _modes(counts: _Counts) -> list[dict[str, Any]]:
     reasked = counts.group("run.reasked", "model", "mode")
     rows = []
     for (model, mode), n in runs.items():
-        failed = sum(outcomes.get((model, mode, k), 0) for k in FAILED)
+        # A run that ended in an error (the provider's, a timeout) had no reply to judge: it
+        # says nothing of the mode, so the trouble rate is of the runs that had one.
+        errors = outcomes.get((model, mode, "error"), 0)
+        failed = sum(outcomes.get((model, mode, k), 0) for k in FAILED if k != "error")
         asked = reasked.get((model, mode), 0)
         rows.append(
             {
                 "model": _label(model),
                 "mode": _label(mode),
                 "runs": n,
+                "errors": errors,
                 "reasked": asked,
                 "failed": failed,
-                "trouble_rate": _share(asked + failed, n),
+                "trouble_rate": _share(asked + failed, n - errors),
             }
         )
     return _ranked(rows, by=lambda r: (r["model"], -r["runs"], r["mode"]))
@@ -611,20 +615,20 @@ def _recommend_modes(modes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for model, rows in by_model.items():
         for row in rows:
             rate = row["trouble_rate"] or 0.0
-            if row["runs"] < MODE_MIN_RUNS or rate < MODE_MAX_TROUBLE:
+            if row["runs"] - row["errors"] < MODE_MIN_RUNS or rate < MODE_MAX_TROUBLE:
                 continue
             better = [
                 r
                 for r in rows
                 if r is not row
-                and r["runs"] >= MODE_MIN_RUNS
+                and r["runs"] - r["errors"] >= MODE_MIN_RUNS
                 and (r["trouble_rate"] or 0.0) <= rate - MODE_BETTER_BY
             ]
             if better:
                 best = min(better, key=lambda r: r["trouble_rate"] or 0.0)
                 advice = (
                     f"mode {best['mode']} did better ({_pct(best['trouble_rate'])} of "
-                    f"{best['runs']} runs)"
+                    f"{best['runs'] - best['errors']} runs)"
                 )
             else:
                 advice = "try another mode (native, tool, json)"
@@ -634,9 +638,12 @@ def _recommend_modes(modes: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "target": {"model": model, "mode": row["mode"]},
                     "message": (
                         f"{model} in mode {row['mode']} needed a re-ask or failed in "
-                        f"{_pct(rate)} of {row['runs']} runs: switch its mode; {advice}"
+                        f"{_pct(rate)} of {row['runs'] - row['errors']} runs with a reply: "
+                        f"switch its mode; {advice}"
                     ),
-                    "evidence": {k: row[k] for k in ("runs", "reasked", "failed", "trouble_rate")},
+                    "evidence": {
+                        k: row[k] for k in ("runs", "errors", "reasked", "failed", "trouble_rate")
+                    },
                 }
             )
     return out
@@ -698,7 +705,7 @@ def _tables(data: dict[str, Any]) -> list[Table]:
               "model", "reason", "count"),
         table("prechecks", "Prechecks", data["prechecks"], "check", "outcome", "count"),
         table("modes", "Modes", data["modes"],
-              "model", "mode", "runs", "reasked", "failed", "trouble_rate"),
+              "model", "mode", "runs", "errors", "reasked", "failed", "trouble_rate"),
         table("latency", "Latency and tokens (percentiles)", data["latency"], *latency_columns),
         table("provider_errors", "Provider errors", data["provider_errors"],
               "model", "error", "count"),
