@@ -45,6 +45,11 @@ def test_a_job_ends_with_one_line_per_row(
         assert by_id[f"r{n}"]["status"] in ("ok", "repaired")
         assert by_id[f"r{n}"]["rounds"][0]["round"] == 0
     assert "age" in by_id["r7"]["rounds"][0]["detail"]
+    # A row's usage is what all its replies cost: r7's invalid reply too, r11's error nothing.
+    once = by_id["r1"]["usage"]
+    assert by_id["r7"]["usage"] == {k: 2 * n for k, n in once.items()}
+    assert by_id["r7"]["rounds"][0]["usage"] == once
+    assert by_id["r11"]["usage"] == once
     assert {c["attempt"] for c in by_id["r10"]["changes"]} == {1}  # repaired on its first ask
     assert done.counts == {"ok": 24, "repaired": 6}
     assert [r["sent"] for r in done.rounds] == [30, 6]

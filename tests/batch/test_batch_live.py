@@ -39,6 +39,8 @@ def test_a_live_job_gives_the_same_output(rows: Path, tmp_path: Path) -> None:
     assert lines["r7"]["status"] == "ok" and lines["r7"]["attempts"] == 2
     assert lines["r7"]["rounds"][0]["outcome"] == "invalid"
     assert "expected integer" in lines["r7"]["rounds"][0]["detail"]
+    once = lines["r1"]["usage"]  # both replies of r7 are paid for
+    assert lines["r7"]["usage"] == {k: 2 * n for k, n in once.items()}
     assert lines["r5"]["status"] == "repaired"
     assert status.counts == {"ok": 23, "repaired": 6, "provider_error": 1}
     # Every row sent once, as ordinary calls (re-asks go at once, within the row): a trial

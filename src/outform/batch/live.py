@@ -19,7 +19,7 @@ import orjson
 
 from outform.batch.job import Prepared, hint_from_dict
 from outform.batch.manifest import Manifest, PendingRow, RowUpdate
-from outform.batch.outcome import Verdict, judge, output_line
+from outform.batch.outcome import Verdict, judge, output_line, tokens
 from outform.batch.progress import Counts
 from outform.batch.ratelimit import RateGate
 from outform.batch.rows import Row, rows_at
@@ -138,9 +138,10 @@ def _row(
         runs.judged(trace, verdict)
         trace.attempt += 1
         # the same entries as a batch job's rounds (without a provider batch)
-        history.append(
-            {"round": attempt - 1, "outcome": "invalid", "detail": verdict.hint.message()}
-        )
+        entry: dict[str, Any] = {"round": attempt - 1}
+        if verdict.usage.total_tokens:  # (what the reply re-asked about cost: see output_line)
+            entry["usage"] = tokens(verdict.usage)
+        history.append(entry | {"outcome": "invalid", "detail": verdict.hint.message()})
         request = prepared.reask(row.messages, verdict.text, verdict.hint)
 
 

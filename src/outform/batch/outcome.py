@@ -97,7 +97,13 @@ def output_line(
     out["attempts"] = attempts
     if rounds:
         out["rounds"] = rounds
-    usage = verdict.usage
-    if usage.total_tokens:
-        out["usage"] = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
+    # What the row cost: every reply asked for, the ones re-asked about (in its rounds) too.
+    total = sum((Usage(**r["usage"]) for r in rounds or () if "usage" in r), verdict.usage)
+    if total.total_tokens:
+        out["usage"] = tokens(total)
     return orjson.dumps(out)
+
+
+def tokens(usage: Usage) -> dict[str, int]:
+    """A reply's usage as the output and a round's entry write it."""
+    return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}

@@ -27,7 +27,7 @@ from outform.batch.carriers import Carrier, bedrock_place, carrier_for
 from outform.batch.job import JobSpec, Prepared, batch_api, hint_from_dict, new_job_id, prepare
 from outform.batch.live import run_live
 from outform.batch.manifest import BatchRecord, Manifest, PendingRow, RowUpdate, WaitingRow
-from outform.batch.outcome import Verdict, judge, output_line
+from outform.batch.outcome import Verdict, judge, output_line, tokens
 from outform.batch.progress import Counts, Progress, Silent
 from outform.batch.rows import count_rows, rows_at, scan
 from outform.batch.runs import RowRuns, attempt_of
@@ -418,6 +418,8 @@ class Runner:
         first = stored.attempts == 0
         self._judged.append((stored.idx, first, attempt_of(history), verdict, batch.started))
         entry: dict[str, Any] = {"round": stored.round, "batch": batch.key}
+        if verdict.usage.total_tokens:  # (what the reply re-asked about cost: see output_line)
+            entry["usage"] = tokens(verdict.usage)
         if verdict.status == "reask":
             if verdict.hint is not None:
                 entry.update(outcome="invalid", detail=verdict.hint.message())
