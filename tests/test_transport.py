@@ -365,3 +365,55 @@ def test_a_provider_echoing_the_key_it_was_sent_never_puts_it_in_an_error(
         transport.send(Endpoint("fake", server.url, api_key=Secret("sk-secret-123456")), WIRE)
     shown = f"{caught.value} {caught.value.body} {caught.value!r}"
     assert "sk-secret" not in shown and "123456" not in shown
+
+
+# -- answers that cannot be read (found by a new-user trial) -----------------------------------
+
+
+@pytest.mark.parametrize("value", ["nan", "soon", "-3", "inf", "1e400", ""])
+def test_a_malformed_retry_after_falls_back_to_the_usual_back_off(
+    server: FakeServer, value: str
+) -> None:
+    """A `Retry-After` that is neither seconds nor a date raised ValueError out of outform."""
+    server.reply(Reply(status=429, body={}, headers={"retry-after": value}))
+    server.json({"ok": 1})
+    sleeps = Sleeps()
+    with Transport(sleep=sleeps, retry=RetryPolicy(retries=1, backoff=1.0)) as transport:
+        assert transport.send(endpoint(server), WIRE) == {"ok": 1}
+    (wait,) = sleeps.waits
+    assert 0.5 <= wait <= 1.5  # the back-off's first wait
+
+
+def test_a_body_its_content_encoding_does_not_decode_is_a_provider_error(
+    server: FakeServer,
+) -> None:
+    """httpx.DecodingError left outform (the CLI said "a bug in outform")."""
+    server.reply(Reply(body=b'{"ok": 1}', headers={"content-encoding": "gzip"}))
+    with Transport(sleep=Sleeps()) as transport, pytest.raises(ProviderError) as caught:
+        transport.send(endpoint(server), WIRE)
+    assert "cannot be read" in caught.value.what and "DecodingError" in caught.value.what
+    server.reply(
+        Reply(events=[{"n": 1}], headers={"content-encoding": "gzip"}),
+    )
+    with Transport(sleep=Sleeps()) as transport, pytest.raises(StreamInterruptedError):
+        list(transport.stream(endpoint(server), WireRequest("/s", {}, stream="sse")))
+
+
+def test_a_key_quoted_in_a_stream_error_event_is_not_in_the_error(server: FakeServer) -> None:
+    quoted = {"type": "error", "error": {"message": "Incorrect API key provided: sk-secret-123"}}
+    server.stream([{"a": 1}, ("error", quoted)])
+    with Transport() as transport, pytest.raises(StreamInterruptedError) as caught:
+        list(transport.stream(endpoint(server), WireRequest("/s", {}, stream="sse")))
+    assert "Incorrect API key" in caught.value.what
+    assert "sk-secret-123" not in str(caught.value) + repr(caught.value.body)
+
+
+def test_a_connection_failure_does_not_show_the_base_urls_password() -> None:
+    dead = Endpoint("fake", "http://user:hunter2-secret@127.0.0.1:9/v1")
+    with (
+        Transport(sleep=Sleeps(), retry=RetryPolicy(retries=0)) as transport,
+        pytest.raises(ConnectionFailedError) as caught,
+    ):
+        transport.send(dead, WIRE)
+    assert "hunter2" not in str(caught.value)
+    assert "retried" not in str(caught.value)  # (no retry was allowed)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
+import math
 import random
 import re
 import time
@@ -22,6 +23,7 @@ from typing import Any, BinaryIO
 import httpx
 import orjson
 
+from outform import baseurl
 from outform.errors import (
     AuthenticationError,
     BadRequestError,
@@ -99,17 +101,22 @@ class RetryPolicy:
 
 
 def retry_after(headers: httpx.Headers) -> float | None:
-    """Seconds from a `Retry-After` header (delta seconds or an HTTP date), or None."""
+    """Seconds from a `Retry-After` header (delta seconds or an HTTP date), or None when
+    there is none or it is neither (`soon`, `nan`, a negative number): the usual back-off
+    then applies."""
     value = headers.get("retry-after") or headers.get("retry-after-ms")
     if value is None:
         return None
     try:
         seconds = float(value)
     except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
-        if parsed is None:
+        try:
+            parsed = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError, OverflowError):
             return None
         return max(parsed.timestamp() - time.time(), 0.0)
+    if not math.isfinite(seconds) or seconds < 0:
+        return None
     return (
         seconds / 1000 if "retry-after-ms" in headers and "retry-after" not in headers else seconds
     )
@@ -207,7 +214,7 @@ class Transport:
                 yield from (line for line in complete if line.strip())
             if buffer.strip():
                 yield buffer
-        except httpx.TransportError as exc:
+        except httpx.RequestError as exc:  # (a TransportError, or a body not decodable)
             raise StreamInterruptedError(
                 f"the {endpoint.provider} download broke off: {type(exc).__name__}",
                 provider=endpoint.provider,
@@ -229,7 +236,7 @@ class Transport:
             raise _not_a_stream(endpoint, wire.stream, response, head)
         try:
             yield from _events(endpoint, wire.stream, response.iter_bytes())
-        except httpx.TransportError as exc:
+        except httpx.RequestError as exc:  # (a TransportError, or a body not decodable)
             raise StreamInterruptedError(
                 f"the {endpoint.provider} stream broke off: {type(exc).__name__}",
                 provider=endpoint.provider,
@@ -258,10 +265,14 @@ class Transport:
             except httpx.TransportError as exc:
                 reached = reached or not isinstance(exc, _NOT_SENT)
                 if attempt >= self.retry.retries:
-                    raise _connection_failed(endpoint, exc, self._client.timeout, reached) from None
+                    raise _connection_failed(
+                        endpoint, exc, self._client.timeout, reached, retried=attempt > 0
+                    ) from None
                 self._sleep(self.retry.wait(attempt, None))
                 attempt += 1
                 continue
+            except httpx.RequestError as exc:  # an answer httpx cannot read (see _unreadable)
+                raise _unreadable(endpoint, exc) from None
             if stats is not None:
                 stats.status = response.status_code
             if response.status_code < 400:
@@ -330,7 +341,7 @@ class AsyncTransport:
                     yield event
             for event in reader.finish():
                 yield event
-        except httpx.TransportError as exc:
+        except httpx.RequestError as exc:  # (a TransportError, or a body not decodable)
             raise StreamInterruptedError(
                 f"the {endpoint.provider} stream broke off: {type(exc).__name__}",
                 provider=endpoint.provider,
@@ -357,10 +368,14 @@ class AsyncTransport:
             except httpx.TransportError as exc:
                 reached = reached or not isinstance(exc, _NOT_SENT)
                 if attempt >= self.retry.retries:
-                    raise _connection_failed(endpoint, exc, self._client.timeout, reached) from None
+                    raise _connection_failed(
+                        endpoint, exc, self._client.timeout, reached, retried=attempt > 0
+                    ) from None
                 await self._sleep(self.retry.wait(attempt, None))
                 attempt += 1
                 continue
+            except httpx.RequestError as exc:  # an answer httpx cannot read (see _unreadable)
+                raise _unreadable(endpoint, exc) from None
             if stats is not None:
                 stats.status = response.status_code
             if response.status_code < 400:
@@ -617,25 +632,44 @@ _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout)
 
 
 def _connection_failed(
-    endpoint: Endpoint, exc: httpx.TransportError, timeout: httpx.Timeout, reached: bool = True
+    endpoint: Endpoint,
+    exc: httpx.TransportError,
+    timeout: httpx.Timeout,
+    reached: bool = True,
+    *,
+    retried: bool = True,
 ) -> ConnectionFailedError:
+    where = baseurl.shown(endpoint.base_url)  # (no credentials or query in a message)
     if isinstance(exc, httpx.TimeoutException):
         limit = timeout.connect if isinstance(exc, httpx.ConnectTimeout) else timeout.read
         waited = "connect" if isinstance(exc, httpx.ConnectTimeout) else "send a byte"
+        again = "; the call was retried before giving up" if retried else ""
         return ConnectionFailedError(
             f"{endpoint.provider} did not {waited} within the timeout of {limit:g} s "
-            f"({type(exc).__name__}; the call was retried before giving up)",
+            f"({type(exc).__name__}{again})",
             provider=endpoint.provider,
-            where=endpoint.base_url,
+            where=where,
             fix="raise `timeout` (an argument of Transport), or check that the provider is up",
             reached=reached,
         )
+    again = "; the call was retried before giving up" if retried else ""
     return ConnectionFailedError(
         f"the connection to {endpoint.provider} failed: {type(exc).__name__}",
         provider=endpoint.provider,
-        where=endpoint.base_url,
-        fix="check the base URL and the network; the call was retried before giving up",
+        where=where,
+        fix=f"check the base URL and the network{again}",
         reached=reached,
+    )
+
+
+def _unreadable(endpoint: Endpoint, exc: httpx.RequestError) -> ProviderError:
+    """An answer httpx could not read: a body its `Content-Encoding` does not decode, or
+    redirects without end. The provider answered, so it is its error, not the network's."""
+    return ProviderError(
+        f"{endpoint.provider} answered with a body that cannot be read: "
+        f"{type(exc).__name__}: {_hidden(str(exc), endpoint)}",
+        provider=endpoint.provider,
+        where=baseurl.shown(endpoint.base_url),
     )
 
 
@@ -784,19 +818,22 @@ class _EventReader:
 
 def _stream_error(endpoint: Endpoint, event: Mapping[str, Any]) -> ProviderError:
     error = event.get("error", event)
-    message = error.get("message") if isinstance(error, dict) else str(error)
+    # A provider may quote the key it was sent ("Incorrect API key provided: sk-..."): the
+    # message and the body are scrubbed as an error status's are.
+    message = _hidden(str(error.get("message") if isinstance(error, dict) else error), endpoint)
     kind = str(event.get("type", "error"))
     if isinstance(error, dict) and isinstance(error.get("type"), str):
         kind = f"{kind}/{error['type']}"  # Anthropic: {"type": "error", "error": {"type": ...}}
+    body = _excerpt(dumps(event), endpoint)
     lowered = f"{kind} {message}".lower()
     if any(word in lowered for word in ("throttl", "rate_limit", "rate limit", "overloaded")):
         return RateLimitError(
             f"{endpoint.provider} stream failed: {message}",
             provider=endpoint.provider,
-            body=str(event)[:_BODY_EXCERPT],
+            body=body,
         )
     return StreamInterruptedError(
-        f"{endpoint.provider} stream failed ({kind}): {message}",
+        f"{endpoint.provider} stream failed ({_hidden(kind, endpoint)}): {message}",
         provider=endpoint.provider,
-        body=str(event)[:_BODY_EXCERPT],
+        body=body,
     )
