@@ -495,3 +495,42 @@ def test_a_schema_holding_an_integer_beyond_64_bits_reaches_the_provider(
     result = generate("echo:gpt-5", "Pick", schema, transport=transport)
     assert result.data == {"n": 1}
     assert b"18446744073709551616" in server.last.body
+
+
+# -- replies stopped short (found by a new-user trial) -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"finish": "refusal"}, "stop reason: refusal"),
+        ({"finish": "content_filter"}, "content filter stopped the reply"),
+        ({"finish": "stop", "refusal": "I can't continue."}, "can't continue"),
+    ],
+)
+def test_a_reply_stopped_by_a_refusal_is_a_refusal_whatever_came_before(
+    server: FakeServer, transport: Transport, fields: dict[str, Any], said: str
+) -> None:
+    """A refusal that came after some text was re-asked (minimal) or its cut value accepted
+    (full). The text before the stop is the start of an answer cut short, never the value."""
+    reply(server, '{"name": "Ada", "age": 36, "email": "ada@', **fields)
+    with pytest.raises(RefusalError, match=said) as caught:
+        generate("echo:gpt-5", "Extract", Person, transport=transport, level="full")
+    assert len(server.requests) == 1
+    assert caught.value.attempts[0].text.startswith('{"name"')
+
+
+class Entry(BaseModel):
+    a: int
+
+
+def test_a_cut_reply_whose_gathered_values_lost_the_last_is_asked_again(
+    server: FakeServer, transport: Transport
+) -> None:
+    """`{"a": 1}⏎{"a": 2}⏎{"a": ` at the token limit gave [1, 2] with the cut third dropped.
+    A reply cut off is accepted only if nothing was lost in reading it."""
+    reply(server, '{"a": 1}\n{"a": 2}\n{"a": ', finish="length")
+    reply(server, [{"a": 1}, {"a": 2}, {"a": 3}])  # type: ignore[arg-type]
+    result = generate("echo:gpt-5", "List", list[Entry], transport=transport, level="full")
+    assert [e.a for e in result.value] == [1, 2, 3]
+    assert result.attempts[0].hint is not None and "cut off" in result.attempts[0].hint.message()

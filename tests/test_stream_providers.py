@@ -433,3 +433,45 @@ def test_a_model_looping_inside_the_value_is_cut_and_asked_again_only_when_asked
     assert run.generation is not None
     first = run.generation.attempts[0]
     assert first.aborted_at is not None and first.aborted_at < len(looping)
+
+
+# -- a stream that stops without a stop reason (found by a new-user trial) -------------------
+
+
+def _unended(name: str, text: str) -> list[Any]:
+    """The provider's stream of `text` without the events that say it ended."""
+    events, _ = PROVIDERS[name].events(text)
+    if name == "openai":
+        return events[:-2]  # no finish chunk, no usage chunk, no [DONE]
+    return [e for e in events if e[0] not in ("message_delta", "message_stop")]  # Anthropic
+
+
+@pytest.mark.parametrize("name", ["openai", "anthropic"])
+def test_a_stream_that_stops_without_a_stop_reason_is_accepted_only_if_complete(
+    name: str,
+) -> None:
+    """The connection closed cleanly after the first item (no finish_reason, no [DONE], no
+    message_stop): the repaired value, an order of one item, was taken at level full. Such
+    a reply may be cut anywhere, so it is taken only as complete as sent; else it is asked
+    for again, as a reply cut at the token limit is."""
+    with FakeServer() as server:
+        case = Case(name, server)
+        server.stream(_unended(name, GOOD[: GOOD.index("},{") + 1]), framing="sse")
+        case.send(GOOD)
+        with Transport(retry=RetryPolicy(retries=0)) as transport:
+            run: Stream[Any] = stream(
+                case.provider.model, MESSAGES, Order, transport=transport, level="full",
+                **case.options(),
+            )  # fmt: skip
+            snapshots = list(run)
+        assert snapshots[-1].final and snapshots[-1].value == Order(**ORDER)
+        assert run.generation is not None
+        first = run.generation.attempts[0]
+        assert first.hint is not None and "without the provider saying" in first.hint.message()
+
+        server.stream(_unended(name, GOOD), framing="sse")  # whole, though unended: taken
+        with Transport(retry=RetryPolicy(retries=0)) as transport:
+            run = stream(case.provider.model, MESSAGES, Order, transport=transport,
+                         **case.options())  # fmt: skip
+            assert list(run)[-1].value == Order(**ORDER)
+        assert run.generation is not None and len(run.generation.attempts) == 1

@@ -15,7 +15,7 @@ from typing import Any
 from outform.format import JsonSchemaFormat
 from outform.parse.hint import RetryHint, Violation
 from outform.parse.result import Change
-from outform.providers.base import Message
+from outform.providers.base import Message, Response
 from outform.schema import pointer
 from outform.schema.compiled import CompiledSchema
 
@@ -30,12 +30,44 @@ CUT_OFF = RetryHint(
     )
 )
 """The hint for a reply that stopped at the token limit."""
+UNENDED = RetryHint(
+    (
+        Violation(
+            "",
+            "syntax",
+            "a complete reply",
+            "the reply stream stopped without the provider saying the reply was complete",
+        ),
+    )
+)
+"""The hint for a streamed reply that stopped without a stop reason."""
+
+
+def refusal_of(response: Response) -> str | None:
+    """Why the reply is a refusal (the model's words, or the stop reason's), or None. The
+    model refused (a refusal text, or the stop reason `refusal`) or a content filter stopped
+    the reply, before or after some text: such a reply is never the value, whatever text
+    came before the stop (it may be the start of an answer cut short)."""
+    if response.refusal:
+        return response.refusal
+    if response.finish_reason not in ("refusal", "content_filter"):
+        return None
+    written = len(response.text)
+    after = f" after {written:,} characters of reply" if response.text.strip() else ""
+    if response.finish_reason == "content_filter":
+        return f"the provider's content filter stopped the reply{after}"
+    return f"the model refused (stop reason: refusal){after}"
 
 
 def repaired_after_cut(changes: Sequence[Change]) -> bool:
-    """Whether a reply cut at the token limit needed repair: such a reply is accepted only if
-    it was complete as sent (a repaired truncation may have lost the end of the value)."""
-    return any(c.stage == "tolerant" or c.transform == "extract_truncated" for c in changes)
+    """Whether a reply that may have been cut off (at the token limit, or a stream that
+    stopped without a stop reason) needed repair or lost content: such a reply is accepted
+    only if it was complete as sent (a repaired truncation may have lost the end of the
+    value, and a dropped piece, such as the last of several values gathered, may be the cut
+    one)."""
+    return any(
+        c.stage == "tolerant" or c.transform == "extract_truncated" or c.lost for c in changes
+    )
 
 
 @dataclass(frozen=True)

@@ -52,9 +52,11 @@ from outform.providers.base import (
 from outform.providers.registry import Resolved, resolve
 from outform.reask import (
     CUT_OFF,
+    UNENDED,
     FieldAsk,
     field_ask,
     reask_messages,
+    refusal_of,
     repaired_after_cut,
     with_instructions,
 )
@@ -262,12 +264,18 @@ class _Loop:
 
     def step(self, response: Response) -> Request | Generation[Any]:
         self.usage = self.usage + response.usage
-        blocked = response.finish_reason == "content_filter" and not response.text.strip()
-        if (response.refusal or blocked) and not response.text.strip():
+        refusal = refusal_of(response)
+        if refusal is not None:
+            # A reply stopped by a refusal or a content filter is never the value, whatever
+            # text came before the stop (it may be the start of an answer cut short).
             self.attempts.append(
-                Attempt("", response.finish_reason, response.usage, precheck=self._checked())
+                Attempt(
+                    response.text,
+                    response.finish_reason,
+                    response.usage,
+                    precheck=self._checked(),
+                )
             )
-            refusal = response.refusal or "the provider's content filter blocked the reply"
             self._end("refused")
             raise RefusalError(refusal, attempts=tuple(self.attempts), usage=self.usage)
         if response.tool_calls and self.caller_tools and not response.text.strip():
@@ -308,8 +316,11 @@ class _Loop:
             raise
         result = _with_earlier(result, earlier, number)
         own = [c for c in result.changes if c.attempt == number]  # this reply's
-        if response.finish_reason == "length" and repaired_after_cut(own):
-            raise OutputError("the reply was cut off", hint=CUT_OFF, result=result)
+        cut = CUT_OFF if response.finish_reason == "length" else None
+        if cut is None and not response.end_stated:
+            cut = UNENDED
+        if cut is not None and repaired_after_cut(own):
+            raise OutputError("the reply was cut off", hint=cut, result=result)
         return result
 
     def _run(self, pipeline: Pipeline[Any], text: str) -> ParseResult[Any]:
@@ -492,7 +503,7 @@ def reask_reason(hint: RetryHint | None, aborted_at: int | None) -> str:
     """Why a reply is asked for again: `stream_aborted`, `cut_off`, `syntax` or `schema`."""
     if aborted_at is not None:
         return "stream_aborted"
-    if hint is CUT_OFF:
+    if hint is CUT_OFF or hint is UNENDED:
         return "cut_off"
     return "syntax" if hint is not None and hint.is_syntax else "schema"
 

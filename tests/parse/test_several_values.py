@@ -131,3 +131,20 @@ def test_the_values_left_out_are_the_loss_of_the_one_taken(reply: str) -> None:
     assert change.lost == len("a2by")  # the second value's letters and digits
     alone = outform.parse('{"a": 1, "b": "x"}', PAIR)
     assert not alone.lossy
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '```json\n{"a": 1}\n{"a": 2}\n```',
+        '```jsonl\n{"a": 1}\n{"a": 2}\n```',
+        'Here:\n```json\n{"a": 1},\n{"a": 2}\n```\nDone.',
+    ],
+)
+def test_a_fenced_block_of_json_lines_gives_each_value_to_the_list(reply: str) -> None:
+    """Found by a new-user trial: the lines of one fenced block were read as the first value
+    alone, the others dropped. A block of JSON lines is gathered as the same lines unfenced
+    are."""
+    result = outform.parse(reply, {"type": "array", "items": {"type": "object"}}, level="full")
+    assert result.data == [{"a": 1}, {"a": 2}]
+    assert not result.lossy

@@ -21,7 +21,7 @@ from outform.parse.hint import RetryHint
 from outform.parse.pipeline import Pipeline
 from outform.parse.result import Change
 from outform.providers.base import Response, Usage
-from outform.reask import CUT_OFF, repaired_after_cut
+from outform.reask import CUT_OFF, refusal_of, repaired_after_cut
 from outform.trace import redact
 from outform.trace.events import Event
 
@@ -47,10 +47,8 @@ class Verdict:
 def judge(response: Response, pipeline: Pipeline[Any], *, can_reask: bool) -> Verdict:
     """The verdict on one parsed provider reply."""
     usage = response.usage
-    if (response.refusal or response.finish_reason == "content_filter") and not (
-        response.text.strip()
-    ):
-        refusal = response.refusal or "the provider's content filter blocked the reply"
+    refusal = refusal_of(response)
+    if refusal is not None:
         return Verdict("failed", error=f"refused: {refusal[:500]}", usage=usage, refused=True)
     try:
         result = pipeline.run(response.text, record=False)  # recorded as the row's run

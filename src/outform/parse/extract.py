@@ -651,15 +651,20 @@ def candidates(
         ]
     if collect:
         # The model's own markers first: several fenced blocks are gathered; without fences,
-        # several bracketed regions of the reply are.
-        pieces = [f.content.strip() for f in fences if f.content.strip()]
+        # several bracketed regions of the reply are. A block of JSON lines gives each of its
+        # values, as the same lines unfenced do.
+        pieces = [v for f in fences for v in _lines_of(f.content.strip(), deadline)]
         transform = "collect_fences"
         # A value left open at the end (a line cut off) that the gathered list cannot hold:
         # its letters and digits are lost, and said (see _left_open).
         tail = 0
         written: list[str] = []
         if outside and beside:
-            placed = [(f.start, f.content.strip()) for f in fences if f.content.strip()]
+            placed = [
+                (f.start, value)
+                for f in fences
+                for value in _lines_of(f.content.strip(), deadline)
+            ]
             placed += [(span.start, body[span.start : span.end]) for span in outside]
             pieces = [piece for _, piece in sorted(placed, key=lambda item: item[0])]
             transform = "collect_values"
@@ -754,6 +759,24 @@ def _reads_as_written(piece: str) -> bool:
     except orjson.JSONDecodeError:
         return False
     return True
+
+
+def _lines_of(content: str, deadline: Deadline | None = None) -> list[str]:
+    """The values of a fenced block's `content` for a gathering: each of its values when it
+    is JSON lines (several closed values one after another, nothing but whitespace or commas
+    around them), else the content as one piece ([] when empty)."""
+    if not content:
+        return []
+    if content[0] not in "{[":
+        return [content]
+    spans = scan(content, deadline, breaks=False).spans
+    if len(spans) < 2 or not all(s.closed and not s.inside for s in spans):
+        return [content]
+    bounds = [0, *(i for s in spans for i in (s.start, s.end)), len(content)]
+    between = (content[a:b] for a, b in zip(bounds[::2], bounds[1::2], strict=True))
+    if any(gap.strip(" \t\r\n,") for gap in between):
+        return [content]  # prose between them: the block is one piece, read as a whole
+    return [content[s.start : s.end] for s in spans]
 
 
 def _left_open(body: str, spans: list[Span], fences: list[Fence]) -> int:

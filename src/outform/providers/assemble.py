@@ -56,4 +56,5 @@ class Assembler:
             refusal="".join(self.refusal) or None,
             thinking="".join(self.thinking) or None,
             model=model,
+            end_stated=self.finish is not None,
         )

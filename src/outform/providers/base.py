@@ -274,6 +274,9 @@ class Response:
     thinking: str | None = None
     model: str | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    end_stated: bool = True
+    """Whether the provider said the reply ended (a stop reason): False for a stream that
+    stopped without one, which may have been cut anywhere."""
 
 
 DeltaKind = Literal["text", "thinking", "refusal", "tool_call", "usage", "finish"]
