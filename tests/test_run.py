@@ -532,5 +532,5 @@ def test_a_cut_reply_whose_gathered_values_lost_the_last_is_asked_again(
     reply(server, '{"a": 1}\n{"a": 2}\n{"a": ', finish="length")
     reply(server, [{"a": 1}, {"a": 2}, {"a": 3}])  # type: ignore[arg-type]
     result = generate("echo:gpt-5", "List", list[Entry], transport=transport, level="full")
-    assert [e.a for e in result.value] == [1, 2, 3]
+    assert result.value is not None and [e.a for e in result.value] == [1, 2, 3]
     assert result.attempts[0].hint is not None and "cut off" in result.attempts[0].hint.message()

@@ -180,7 +180,7 @@ _PRECHECK: dict[str, Check] = {
     ),
     "plan": _choice("none", "sample"),
     "validator_model": Check(
-        lambda v: _model(v),
+        _model,
         "a model written provider:name with a provider of outform's registry, "
         "e.g. 'openai:gpt-5-mini'",
     ),
