@@ -99,6 +99,35 @@ def test_a_full_background_queue_answers_429_with_retry_after(
     assert poll(gw.client, running.id).status == "completed"
 
 
+def test_continuing_from_a_cancelled_response_keeps_the_whole_conversation(
+    make_gateway: MakeGateway,
+) -> None:
+    """Found by a trial: a response cancelled (or failed when its process died) never had its
+    conversation written, and the next turn was sent without any history, with a 200."""
+    gw = make_gateway()
+    gw.backend.json(chat_completion(content="Noted."))
+    first = gw.client.responses.create(model="m", input="The code word is PINEAPPLE.")
+    hold = HeldReply(body=chat_completion(content="too late"))
+    gw.backend.reply(hold)
+    second = gw.client.responses.create(
+        model="m", input="Remember it.", previous_response_id=first.id, background=True
+    )
+    assert hold.reached.wait(20)
+    assert gw.client.responses.cancel(second.id).status == "cancelled"
+    hold.gate.set()
+    gw.backend.json(chat_completion(content="PINEAPPLE"))
+    gw.client.responses.create(
+        model="m", input="What was the code word?", previous_response_id=second.id
+    )
+    sent = [(m["role"], m["content"]) for m in gw.backend.chat_requests()[-1]["messages"]]
+    assert sent == [
+        ("user", "The code word is PINEAPPLE."),
+        ("assistant", "Noted."),
+        ("user", "Remember it."),
+        ("user", "What was the code word?"),
+    ]
+
+
 def test_what_cannot_be_cancelled(gw: Harness) -> None:
     gw.backend.json(chat_completion(content="done"))
     plain = gw.client.responses.create(model="m", input="x")

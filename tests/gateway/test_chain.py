@@ -4,6 +4,7 @@ every store (tests/gateway/postgres.py), with payloads checked against OpenAI's 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -327,6 +328,48 @@ def test_deleting_a_response_mid_chain(backend: Backend) -> None:
             ]
             items = input_items("Turn 4")
             assert conversation_for(third, items)[-1] == items[0]
+        finally:
+            await store.close()
+
+    asyncio.run(main())
+
+
+def test_a_response_ended_outside_its_request_is_continued_with_its_history(
+    backend: Backend,
+) -> None:
+    """A response cancelled, or failed when the process running it died, ends without its
+    conversation written (it is stored unfinished, then its status changes). Continuing from
+    it rebuilds the conversation from the chain before it, its input and its output; if the
+    response before it is gone, the request is refused rather than sent without history."""
+
+    async def main() -> None:
+        store = backend.open()
+        try:
+            first = record_for(
+                response("resp_1", [message("msg_a1", "Noted.")]),
+                input_items("The code word is PINEAPPLE."),
+                None,
+            )
+            await store.save(first)
+            running = {**response("resp_2", []), "status": "in_progress"}
+            unfinished = record_for(running, input_items("Remember it."), first)
+            for status in ("cancelled", "failed"):
+                # What a cancel, or the store settling a dead process's record, writes: the
+                # status changed, the conversation never written.
+                await store.save(unfinished)
+                ended = {**running, "status": status}
+                await store.update(dataclasses.replace(unfinished, response=ended))
+                stored = await store.load("resp_2")
+                assert stored is not None and stored.status == status
+                assert not stored.conversation
+                previous = await load_previous(store, "resp_2")
+                assert previous is not None
+                said = [m["content"][0]["text"] for m in previous.conversation]
+                assert said == ["The code word is PINEAPPLE.", "Noted.", "Remember it."]
+            await store.delete("resp_1")
+            with pytest.raises(ChainError, match="'resp_1', is gone") as caught:
+                await load_previous(store, "resp_2")
+            assert caught.value.code == "previous_response_not_found"
         finally:
             await store.close()
 

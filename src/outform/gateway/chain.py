@@ -147,7 +147,47 @@ async def load_previous(
             code="previous_response_in_progress",
             fix="wait until it has finished (poll GET /v1/responses/{id}), or cancel it",
         )
+    if not previous.conversation:
+        previous = await _rebuilt(store, previous, tenant)
     return previous
+
+
+async def _rebuilt(store: ResponseStore, record: StoredResponse, tenant: str) -> StoredResponse:
+    """`record` with its conversation, which was never written because it ended outside its
+    own request: cancelled, or failed when the process running it died. Rebuilt from what was
+    stored: the chain before it (itself rebuilt where it ended so too), its input, its output.
+    A chain whose earlier response is gone cannot be rebuilt: a ChainError, never a turn sent
+    without its history."""
+    unwritten = [record]  # the records without a conversation, newest first
+    earlier: StoredResponse | None = None
+    seen = {record.id}
+    while (link := unwritten[-1].previous_response_id) is not None and link not in seen:
+        seen.add(link)
+        found = await store.load(link, tenant)
+        if found is None:
+            raise ChainError(
+                f"Previous response with id '{record.id}' cannot be continued: the response "
+                f"it continued from, '{link}', is gone, and with it the start of the "
+                "conversation.",
+                status=404,
+                param="previous_response_id",
+                code="previous_response_not_found",
+                fix="send the whole conversation as input instead",
+            )
+        if found.conversation:
+            earlier = found
+            break
+        unwritten.append(found)
+    for one in reversed(unwritten):
+        output = one.response.get("output")
+        written = (
+            [dict(i) for i in output if isinstance(i, Mapping)] if isinstance(output, list) else []
+        )
+        earlier = dataclasses.replace(
+            one, conversation=[*conversation_for(earlier, one.input_items), *written]
+        )
+    assert earlier is not None
+    return earlier
 
 
 def conversation_for(
