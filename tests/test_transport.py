@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from outform.errors import (
@@ -19,6 +20,7 @@ from outform.errors import (
     RateLimitError,
     ServerError,
     StreamInterruptedError,
+    UsageError,
 )
 from outform.providers.base import WireRequest
 from outform.transport import (
@@ -417,3 +419,72 @@ def test_a_connection_failure_does_not_show_the_base_urls_password() -> None:
         transport.send(dead, WIRE)
     assert "hunter2" not in str(caught.value)
     assert "retried" not in str(caught.value)  # (no retry was allowed)
+
+
+def test_a_compressed_body_is_read_once_and_bounded(server: FakeServer) -> None:
+    import gzip
+
+    answer = {"text": "x" * 5_000}
+    server.reply(
+        Reply(body=gzip.compress(orjson.dumps(answer)), headers={"content-encoding": "gzip"})
+    )
+    with Transport(sleep=Sleeps()) as transport:
+        assert transport.send(endpoint(server), WIRE) == answer
+    server.reply(
+        Reply(body=gzip.compress(orjson.dumps(answer)), headers={"content-encoding": "gzip"})
+    )
+    with (
+        Transport(sleep=Sleeps(), max_body_bytes=1_000) as transport,
+        pytest.raises(ProviderError, match="max_body_bytes"),
+    ):
+        transport.send(endpoint(server), WIRE)  # (the size decoded counts)
+
+
+def test_a_provider_that_keeps_the_connection_busy_is_stopped_at_the_total_timeout(
+    server: FakeServer,
+) -> None:
+    """`timeout` is the idle limit: keep-alive comments every 50 ms, or a body sent a byte at
+    a time, reset it forever (found by a trial). `total_timeout` bounds the whole answer."""
+    keep_alive = [b": keep-alive\n\n"] * 400
+    server.reply(Reply(events=[{"n": 1}, *keep_alive], pace=0.05))
+    received = []
+    with (
+        Transport(total_timeout=0.5) as transport,
+        pytest.raises(ConnectionFailedError, match="total timeout") as caught,
+    ):
+        for event in transport.stream(endpoint(server), WireRequest("/s", {}, stream="sse")):
+            received.append(event)
+    assert received == [{"n": 1}]
+    assert caught.value.fix is not None and "total_timeout" in caught.value.fix
+    server.reply(Reply(body={"text": "x" * 400}, pace=0.01))
+    with (
+        Transport(total_timeout=0.5, retry=RetryPolicy(retries=0)) as transport,
+        pytest.raises(ConnectionFailedError, match=r"total timeout of 0\.5 s"),
+    ):
+        transport.send(endpoint(server), WIRE)
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("total_timeout", 0), ("total_timeout", float("nan")), ("max_body_bytes", 0)],
+)
+def test_the_limits_are_checked_when_the_transport_is_made(option: str, value: float) -> None:
+    with pytest.raises(UsageError, match=option):
+        Transport(**{option: value})  # type: ignore[arg-type]
+
+
+def test_the_async_transport_stops_at_the_total_timeout_too(server: FakeServer) -> None:
+    server.reply(Reply(events=[{"n": 1}, *[b": keep-alive\n\n"] * 400], pace=0.05))
+    server.reply(Reply(body={"text": "x" * 400}, pace=0.01))
+
+    async def main() -> None:
+        async with AsyncTransport(total_timeout=0.5, retry=RetryPolicy(retries=0)) as transport:
+            with pytest.raises(ConnectionFailedError, match="total timeout"):
+                async for _ in transport.stream(
+                    endpoint(server), WireRequest("/s", {}, stream="sse")
+                ):
+                    pass
+            with pytest.raises(ConnectionFailedError, match="total timeout"):
+                await transport.send(endpoint(server), WIRE)
+
+    asyncio.run(main())

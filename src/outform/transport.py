@@ -15,7 +15,14 @@ import math
 import random
 import re
 import time
-from collections.abc import AsyncGenerator, Generator, Iterable, Iterator, Mapping
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+)
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -32,6 +39,7 @@ from outform.errors import (
     RateLimitError,
     ServerError,
     StreamInterruptedError,
+    UsageError,
 )
 from outform.jsontext import dumps
 from outform.providers.base import Auth, StreamFormat, WireRequest
@@ -122,6 +130,89 @@ def retry_after(headers: httpx.Headers) -> float | None:
     )
 
 
+TOTAL_TIMEOUT = 600.0
+"""Seconds one call's answer may take, from the call to its last byte (retries included)."""
+MAX_BODY_BYTES = 64 * 1024 * 1024
+"""Bytes a whole (not streamed) answer may hold."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The limits of one answer, enforced while it arrives: `timeout` (the idle limit, of
+    httpx) alone lets a provider that keeps sending (keep-alive comments, a byte at a time)
+    hold a call forever, and a whole answer is read into memory."""
+
+    total_timeout: float = TOTAL_TIMEOUT
+    max_body_bytes: int = MAX_BODY_BYTES
+
+    @classmethod
+    def checked(cls, total_timeout: float, max_body_bytes: int) -> Limits:
+        if not (isinstance(total_timeout, int | float) and math.isfinite(total_timeout)) or (
+            total_timeout <= 0
+        ):
+            raise UsageError(
+                f"total_timeout must be a positive number of seconds, got {total_timeout!r}",
+                where="total_timeout",
+                fix="pass total_timeout=600.0, or more for long answers",
+            )
+        if not isinstance(max_body_bytes, int) or max_body_bytes < 1:
+            raise UsageError(
+                f"max_body_bytes must be a positive integer, got {max_body_bytes!r}",
+                where="max_body_bytes",
+                fix=f"pass max_body_bytes={MAX_BODY_BYTES}",
+            )
+        return cls(float(total_timeout), max_body_bytes)
+
+    def deadline(self) -> float:
+        return time.monotonic() + self.total_timeout
+
+    def check(self, deadline: float, endpoint: Endpoint) -> None:
+        if time.monotonic() > deadline:
+            raise ConnectionFailedError(
+                f"{endpoint.provider} did not finish its answer within the total timeout of "
+                f"{self.total_timeout:g} s (it kept the connection busy)",
+                provider=endpoint.provider,
+                where=baseurl.shown(endpoint.base_url),
+                fix="raise `total_timeout` (an argument of Transport) for longer answers",
+            )
+
+    def in_time(
+        self, chunks: Iterable[bytes], deadline: float, endpoint: Endpoint
+    ) -> Iterator[bytes]:
+        """The chunks of a stream, checked against the deadline as each arrives."""
+        for chunk in chunks:
+            self.check(deadline, endpoint)
+            yield chunk
+
+    def read(self, chunks: Iterable[bytes], deadline: float, endpoint: Endpoint) -> bytes:
+        """A whole body, its time and size checked as each chunk arrives."""
+        body = bytearray()
+        for chunk in chunks:
+            self._add(body, chunk, deadline, endpoint)
+        return bytes(body)
+
+    async def aread(
+        self, chunks: AsyncIterable[bytes], deadline: float, endpoint: Endpoint
+    ) -> bytes:
+        body = bytearray()
+        async for chunk in chunks:
+            self._add(body, chunk, deadline, endpoint)
+        return bytes(body)
+
+    def _add(self, body: bytearray, chunk: bytes, deadline: float, endpoint: Endpoint) -> None:
+        self.check(deadline, endpoint)
+        body += chunk
+        if len(body) > self.max_body_bytes:
+            raise ProviderError(
+                f"{endpoint.provider} answered with a body over {self.max_body_bytes:,} bytes "
+                "(max_body_bytes); the rest was not read",
+                provider=endpoint.provider,
+                where=baseurl.shown(endpoint.base_url),
+                fix="raise `max_body_bytes` (an argument of Transport), or ask for a shorter "
+                "answer",
+            )
+
+
 @dataclass(frozen=True)
 class Upload:
     """What to send instead of the JSON body: bytes, or a file read as it is sent (a batch
@@ -162,11 +253,14 @@ class Transport:
         self,
         *,
         timeout: float = 120.0,
+        total_timeout: float = TOTAL_TIMEOUT,
+        max_body_bytes: int = MAX_BODY_BYTES,
         retry: RetryPolicy = RetryPolicy(),
         client: httpx.Client | None = None,
         sleep: Any = time.sleep,
     ) -> None:
         self.retry = retry
+        self.limits = Limits.checked(total_timeout, max_body_bytes)
         self._client = client or httpx.Client(timeout=httpx.Timeout(timeout, connect=10.0))
         self._sleep = sleep
 
@@ -197,10 +291,7 @@ class Transport:
         with contextlib.ExitStack() as stack:
             source = _Source(upload, stack)
             response = self._with_retries(endpoint, wire, stream=False, upload=source, stats=stats)
-            try:
-                return Reply(_json_body(endpoint, response.content), dict(response.headers))
-            finally:
-                response.close()
+            return Reply(_json_body(endpoint, response.content), dict(response.headers))
 
     def lines(self, endpoint: Endpoint, wire: WireRequest) -> Generator[bytes, None, None]:
         """The lines of a downloaded text body (JSONL results), read as they arrive, so that a
@@ -208,7 +299,7 @@ class Transport:
         response = self._with_retries(endpoint, wire, stream=True)
         buffer = b""
         try:
-            for chunk in response.iter_bytes():
+            for chunk in response.iter_bytes():  # (a download: no total timeout, no size cap)
                 buffer += chunk
                 *complete, buffer = buffer.split(b"\n")
                 yield from (line for line in complete if line.strip())
@@ -227,6 +318,7 @@ class Transport:
         self, endpoint: Endpoint, wire: WireRequest, *, stats: CallStats | None = None
     ) -> Generator[Mapping[str, Any], None, None]:
         """Events of a streamed reply. Retries only before the first event arrives."""
+        deadline = self.limits.deadline()
         response = self._with_retries(endpoint, wire, stream=True, stats=stats)
         if not _is_stream(wire.stream, response):
             try:
@@ -235,7 +327,8 @@ class Transport:
                 response.close()
             raise _not_a_stream(endpoint, wire.stream, response, head)
         try:
-            yield from _events(endpoint, wire.stream, response.iter_bytes())
+            chunks = self.limits.in_time(response.iter_bytes(), deadline, endpoint)
+            yield from _events(endpoint, wire.stream, chunks)
         except httpx.RequestError as exc:  # (a TransportError, or a body not decodable)
             raise StreamInterruptedError(
                 f"the {endpoint.provider} stream broke off: {type(exc).__name__}",
@@ -256,12 +349,21 @@ class Transport:
     ) -> Any:
         attempt = 0
         reached = False  # whether any attempt may have reached the provider
+        deadline = self.limits.deadline()
         while True:
             token = endpoint.tokens.headers() if endpoint.tokens is not None else None
             request = _build(self._client, endpoint, wire, token, upload)
             _sending(stats, attempt)
             try:
-                response = self._client.send(request, stream=stream)
+                response = self._client.send(request, stream=True)
+                if not stream and response.status_code < 400:
+                    # A whole answer is read here, so that a body broken off is retried; in
+                    # chunks, so that its size and its time are bounded as it arrives.
+                    try:
+                        body = self.limits.read(response.iter_bytes(), deadline, endpoint)
+                    finally:
+                        response.close()
+                    response = _read(response, body)
             except httpx.TransportError as exc:
                 reached = reached or not isinstance(exc, _NOT_SENT)
                 if attempt >= self.retry.retries:
@@ -296,6 +398,8 @@ class AsyncTransport:
         self,
         *,
         timeout: float = 120.0,
+        total_timeout: float = TOTAL_TIMEOUT,
+        max_body_bytes: int = MAX_BODY_BYTES,
         retry: RetryPolicy = RetryPolicy(),
         client: httpx.AsyncClient | None = None,
         sleep: Any = None,
@@ -303,6 +407,7 @@ class AsyncTransport:
         import anyio
 
         self.retry = retry
+        self.limits = Limits.checked(total_timeout, max_body_bytes)
         self._client = client or httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=10.0))
         self._sleep = sleep or anyio.sleep
 
@@ -319,14 +424,12 @@ class AsyncTransport:
         self, endpoint: Endpoint, wire: WireRequest, *, stats: CallStats | None = None
     ) -> Mapping[str, Any]:
         response = await self._with_retries(endpoint, wire, stream=False, stats=stats)
-        try:
-            return _json_body(endpoint, response.content)
-        finally:
-            await response.aclose()
+        return _json_body(endpoint, response.content)
 
     async def stream(
         self, endpoint: Endpoint, wire: WireRequest, *, stats: CallStats | None = None
     ) -> AsyncGenerator[Mapping[str, Any], None]:
+        deadline = self.limits.deadline()
         response = await self._with_retries(endpoint, wire, stream=True, stats=stats)
         if not _is_stream(wire.stream, response):
             try:
@@ -337,6 +440,7 @@ class AsyncTransport:
         reader = _EventReader(endpoint, wire.stream)
         try:
             async for chunk in response.aiter_bytes():
+                self.limits.check(deadline, endpoint)
                 for event in reader.feed(chunk):
                     yield event
             for event in reader.finish():
@@ -360,11 +464,18 @@ class AsyncTransport:
     ) -> Any:
         attempt = 0
         reached = False  # whether any attempt may have reached the provider
+        deadline = self.limits.deadline()
         while True:
             request = _build(self._client, endpoint, wire, await _token_headers(endpoint))
             _sending(stats, attempt)
             try:
-                response = await self._client.send(request, stream=stream)
+                response = await self._client.send(request, stream=True)
+                if not stream and response.status_code < 400:
+                    try:  # (as the synchronous transport reads it: see there)
+                        body = await self.limits.aread(response.aiter_bytes(), deadline, endpoint)
+                    finally:
+                        await response.aclose()
+                    response = _read(response, body)
             except httpx.TransportError as exc:
                 reached = reached or not isinstance(exc, _NOT_SENT)
                 if attempt >= self.retry.retries:
@@ -393,6 +504,17 @@ class AsyncTransport:
 
 
 # -- requests ------------------------------------------------------------------------------
+
+
+def _read(response: httpx.Response, body: bytes) -> httpx.Response:
+    """`response`, its body read (as httpx's own reading leaves it: decoded, so without the
+    `Content-Encoding` that would decode it again)."""
+    headers = httpx.Headers(response.headers)
+    for name in ("content-encoding", "content-length"):
+        headers.pop(name, None)
+    return httpx.Response(
+        response.status_code, headers=headers, content=body, request=response.request
+    )
 
 
 def _sending(stats: CallStats | None, attempt: int) -> None:

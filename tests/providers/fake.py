@@ -47,6 +47,9 @@ class Reply:
     drop_after: int | None = None
     """Close the connection abruptly after this many events (or, without events, mid-body)."""
     delay: float = 0.0
+    pace: float = 0.0
+    """Seconds between two frames of a stream (between two halves of a body): a provider that
+    keeps the connection busy without finishing."""
 
 
 class FakeServer:
@@ -146,6 +149,12 @@ class FakeServer:
                     self.wfile.write(raw[: len(raw) // 2])
                     self._drop()
                     return
+                if reply.pace:
+                    for byte in range(len(raw)):  # a byte at a time
+                        self.wfile.write(raw[byte : byte + 1])
+                        self.wfile.flush()
+                        time.sleep(reply.pace)
+                    return
                 self.wfile.write(raw)
 
             def _drop(self) -> None:
@@ -172,6 +181,8 @@ class FakeServer:
                         return
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
                     self.wfile.flush()
+                    if reply.pace:
+                        time.sleep(reply.pace)
                 self.wfile.write(b"0\r\n\r\n")
 
         return Handler

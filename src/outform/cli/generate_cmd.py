@@ -70,6 +70,14 @@ def generate_command(
             callback=options.positive_seconds,
         ),
     ] = 120.0,
+    total_timeout: Annotated[
+        float,
+        typer.Option(
+            "--total-timeout",
+            help="Seconds an answer may take, from the call to its last byte (each call).",
+            callback=options.positive_seconds,
+        ),
+    ] = 600.0,
     as_json: options.AsJson = False,
     max_chars: options.MaxChars = None,
     max_depth: options.MaxDepth = None,
@@ -96,7 +104,7 @@ def generate_command(
         messages.insert(0, {"role": "system", "content": system})
     try:
         # One call: its connections close with the command.
-        with Transport(timeout=timeout) as transport:
+        with Transport(timeout=timeout, total_timeout=total_timeout) as transport:
             generation = generate(
                 model,
                 messages,
