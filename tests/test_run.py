@@ -223,6 +223,21 @@ def test_a_token_budget_stops_the_reasks(server: FakeServer, transport: Transpor
     assert len(server.requests) == 2
 
 
+def test_a_token_budget_holds_when_the_provider_reports_no_usage(
+    server: FakeServer, transport: Transport
+) -> None:
+    """Found by a trial: without usage in the replies, a budget of 15 let every re-ask
+    through. The tokens are then estimated from the characters sent and received."""
+    for _ in range(6):
+        reply(server, "no json here at all", usage=(0, 0))
+    with pytest.raises(GenerationError, match="token budget") as caught:
+        generate("echo:gpt-5", "Extract", Person, transport=transport, retries=5, token_budget=15)
+    # The first call (26 characters: 7 tokens) is under the budget; the re-ask, which sends
+    # the reply and the hint back, is over it. Without the estimate, all 6 were sent.
+    assert len(server.requests) == 2
+    assert caught.value.usage.total_tokens == 0  # (what the provider said is kept as said)
+
+
 def test_a_refusal_is_raised_not_reasked(server: FakeServer, transport: Transport) -> None:
     server.json({"text": "", "refusal": "I can't help with that.", "finish": "refusal"})
     with pytest.raises(RefusalError, match="can't help"):

@@ -164,6 +164,11 @@ class RefusalError(OutformError):
 
 # -- the loop, without I/O -----------------------------------------------------------------
 
+_CHARS_PER_TOKEN = 4
+"""For a reply without usage: a token estimated as this many characters (English text with
+common tokenizers; JSON and many languages take more tokens per character, so there the
+estimate is low, and a budget stops a call or so late)."""
+
 
 @dataclass
 class _Loop:
@@ -192,6 +197,9 @@ class _Loop:
     """The precheck outcome of the attempt in flight."""
     attempts: list[Attempt] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    spent: int = 0
+    """Tokens counted against `token_budget`: the providers' usage, estimated for a reply
+    that came without one (see `_cost`)."""
     ask: FieldAsk | None = None
     ask_pipeline: Pipeline[Any] | None = None
     ask_translation: DialectResult | None = None
@@ -207,6 +215,7 @@ class _Loop:
         outcome = self.gate.outcomes[-1]
         self.checked = outcome
         self.usage = self.usage + outcome.usage
+        self.spent += outcome.usage.total_tokens
         context = self.gate.context
         if not context and not self.context:
             return request
@@ -226,6 +235,7 @@ class _Loop:
     def abort(self, response: Response, aborted: StreamAbortedError) -> Request | Generation[Any]:
         """A streamed reply stopped early: record it and ask again (or give up)."""
         self.usage = self.usage + response.usage
+        self.spent += self._cost(response)
         self.trace.emit("stream.abort", data=StreamAbort(aborted.offset, aborted.reason))
         return self._retry(response, aborted.hint, None, aborted_at=aborted.offset)
 
@@ -262,8 +272,22 @@ class _Loop:
         self.trace.start()
         format_event(self.trace, self.plan)
 
+    def _cost(self, response: Response) -> int:
+        """The tokens of one call: the provider's count, or, when it reported none (many
+        compatible servers, streams without usage), an estimate of 4 characters a token of
+        the conversation sent (the messages, and the reply and hint a re-ask adds) and of
+        the reply, so that a token budget holds there too."""
+        if response.usage.total_tokens:
+            return response.usage.total_tokens
+        sent = sum(len(m.text) for m in self.base)
+        if self.attempts:
+            last = self.attempts[-1]
+            sent += len(last.text) + (len(last.hint.message()) if last.hint is not None else 0)
+        return -(-(sent + len(response.text)) // _CHARS_PER_TOKEN)
+
     def step(self, response: Response) -> Request | Generation[Any]:
         self.usage = self.usage + response.usage
+        self.spent += self._cost(response)
         refusal = refusal_of(response)
         if refusal is not None:
             # A reply stopped by a refusal or a content filter is never the value, whatever
@@ -352,7 +376,7 @@ class _Loop:
                 self._checked(),
             )
         )
-        over_budget = self.token_budget is not None and self.usage.total_tokens >= self.token_budget
+        over_budget = self.token_budget is not None and self.spent >= self.token_budget
         self.trace.validation_failed(hint.violations)
         reason = reask_reason(hint, aborted_at)
         if len(self.attempts) > self.retries or over_budget:
