@@ -34,7 +34,7 @@ from benchmarks import sides
 from benchmarks.report import machine, table, update_section
 from benchmarks.timing import fmt_seconds, paired, per_call
 from outform import OutformError, Pipeline, jsontext
-from outform.parse import duplicates, values
+from outform.parse import as_read, duplicates
 
 CASES = Path(__file__).resolve().parents[1] / "tests" / "parse" / "data"
 
@@ -100,11 +100,22 @@ def _floor(validator: Any, text: str) -> None:
     validator.is_valid(orjson.loads(text))
 
 
+def valid_replies() -> list[tuple[str, str]]:
+    """The valid replies measured: compact (as orjson writes it: the fast path proves it
+    read without loss in one comparison) and indented (checked the long way)."""
+    small = sized(1_000)
+    indented = json.dumps(orjson.loads(small), indent=2, ensure_ascii=False)
+    return [
+        ("1 KB", small.decode()),
+        ("1 KB indented", indented),
+        ("100 KB", sized(100_000).decode()),
+    ]
+
+
 def valid_rows() -> list[list[str]]:
     validator = jsonschema_rs.validator_for(SCHEMA)
     rows = []
-    for label, size in (("1 KB", 1_000), ("100 KB", 100_000)):
-        text = sized(size).decode()
+    for label, text in valid_replies():
         pipeline: Pipeline[Any] = Pipeline(SCHEMA)
         bare_pipeline: Pipeline[Any] = Pipeline(SCHEMA, fill_defaults=False)
         typed: Pipeline[Invoice] = Pipeline(Invoice)
@@ -144,21 +155,31 @@ def _schema_lookup(text: str) -> None:
     outform.parse(text, SCHEMA)
 
 
+def _as_read(text: str, data: Any) -> bool:
+    """The compact reply's proof (see outform/parse/as_read.py): one writing, one `==`."""
+    written = as_read.writing(data)
+    return written is not None and as_read.written_as_read(text, written)
+
+
+def _long_way(text: str, data: Any) -> bool:
+    """The checks of a reply written otherwise: a misread number, a key written twice."""
+    return jsontext.may_be_inexact(text) or duplicates.may_repeat(text, data)
+
+
 def cost_rows() -> list[list[str]]:
     """What the fast path spends beyond the floor, one promise at a time: each check alone,
     as a share of the floor (medians of paired rounds, like the table above)."""
     rows = []
-    for label, size in (("1 KB", 1_000), ("100 KB", 100_000)):
-        text = sized(size).decode()
+    for label, text in valid_replies():
         data = orjson.loads(text)
         validator = jsonschema_rs.validator_for(SCHEMA)
         pipeline: Pipeline[Any] = Pipeline(SCHEMA)
         pipeline.run(text)
         outform.parse(text, SCHEMA)
         checks: list[Callable[[], Any]] = [
-            partial(jsontext.may_be_inexact, text),
-            partial(values.within_depth, text, pipeline.options.max_depth, data),
-            partial(duplicates.may_repeat, text, data),
+            partial(_as_read, text, data),
+            partial(_long_way, text, data),
+            partial(as_read.opening_brackets, orjson.dumps(data)),
         ]
         _, times, ratios = paired(partial(_floor, validator, text), checks)
         _, _, (lookup_r,) = paired(partial(pipeline.run, text), [partial(_schema_lookup, text)])
@@ -340,9 +361,9 @@ def main(argv: list[str] | None = None) -> int:
     costs = table(
         [
             "payload",
-            "integers beyond 64 bits (share of the floor)",
-            "nesting over `max_depth`",
-            "a key written twice",
+            "orjson's writing of the reading, compared (share of the floor)",
+            "the long way: a misread number, a key written twice",
+            "nesting over `max_depth` (the containers opened, counted)",
             "finding the cached pipeline (`outform.parse` ÷ `Pipeline.run`)",
         ],
         cost_rows(),
@@ -376,12 +397,16 @@ shared: the ratios are what to read).
 {valid}
 
 **What the fast path pays for.** Beyond the floor, a valid reply is checked for what the two
-libraries would pass over silently: an integer beyond 64 bits (orjson reads it as a float,
-losing digits), nesting deeper than `max_depth` (a limit holds on every path), and a key written
-twice (orjson keeps the last value without a word; outform records the dropped one). Each check
-is one or two passes in C over the text (or, for a key written twice in a nested reply, over
-orjson's writing of the value); `outform.parse` also compares the schema dict with its copy so
-that a changed dict is never served a stale pipeline. Times of each check alone:
+libraries would pass over silently: a number orjson misreads (an integer beyond 64 bits becomes
+a float, losing digits; a fraction past a float's digits is rounded), a key written twice
+(orjson keeps the last value without a word; outform records the dropped one), and nesting
+deeper than `max_depth` (a limit holds on every path). A reply written as orjson writes its
+reading (compact) hides neither of the first two: orjson writes its reading once and one `==`
+proves it (outform/parse/as_read.py); a reply written otherwise (indented, `1.50`, `\\u00e9`)
+is checked the long way, one or two passes in C each, the writing reused. The nesting is bounded
+by counting the containers opened. `outform.parse` also compares the schema dict with its copy so
+that a changed dict is never served a stale pipeline. Times of each check alone (the first
+column is spent on every reply, the second only on one written otherwise):
 
 {costs}
 

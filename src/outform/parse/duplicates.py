@@ -37,17 +37,22 @@ class Repeat:
         return pointer.join(self.path, self.key)
 
 
-def may_repeat(text: str, value: Any, written: int | None = None) -> bool:
+def may_repeat(
+    text: str, value: Any, written: int | None = None, writing: bytes | None = None
+) -> bool:
     """Whether the JSON `text`, read as `value`, may write a key twice (False is certain);
-    `written`: the colons of `text`, when already counted."""
+    `written`: the colons of `text`, when already counted; `writing`: orjson's writing of
+    `value` (or of orjson's reading of `text`), when already made."""
     if written is None:
         written = text.count(":")
     if not written or (type(value) is dict and written <= len(value)):
         return False
-    try:
-        read = orjson.dumps(value).count(b":")
-    except TypeError:  # an integer beyond 64 bits, read exactly by the slow path
-        read = jsontext.dumps(value).count(b":")
+    if writing is None:
+        try:
+            writing = orjson.dumps(value)
+        except TypeError:  # an integer beyond 64 bits, read exactly by the slow path
+            writing = jsontext.dumps(value)
+    read = writing.count(b":")
     if written > read:
         return True
     # An escaped colon in a string is a colon in the reading only: it may hide a repeat.
