@@ -661,9 +661,7 @@ def candidates(
         written: list[str] = []
         if outside and beside:
             placed = [
-                (f.start, value)
-                for f in fences
-                for value in _lines_of(f.content.strip(), deadline)
+                (f.start, value) for f in fences for value in _lines_of(f.content.strip(), deadline)
             ]
             placed += [(span.start, body[span.start : span.end]) for span in outside]
             pieces = [piece for _, piece in sorted(placed, key=lambda item: item[0])]
