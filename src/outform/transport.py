@@ -670,8 +670,14 @@ def _json_body(endpoint: Endpoint, content: bytes) -> Mapping[str, Any]:
 
 
 def _excerpt(content: bytes, endpoint: Endpoint | None = None) -> str:
-    text = content[:_BODY_EXCERPT].decode("utf-8", "replace")
-    return _hidden(text + ("…" if len(content) > _BODY_EXCERPT else ""), endpoint)
+    """The start of a body, scrubbed, then cut (scrubbed first, so that a cut cannot leave
+    part of a key too short to be recognised: a margin past the cut holds any key whole)."""
+    text = _hidden(content[: _BODY_EXCERPT + _KEY_MARGIN].decode("utf-8", "replace"), endpoint)
+    return text[:_BODY_EXCERPT] + ("…" if len(content) > _BODY_EXCERPT else "")
+
+
+_KEY_MARGIN = 512
+"""Characters read past an excerpt's cut before scrubbing: longer than any API key."""
 
 
 def _hidden(text: str, endpoint: Endpoint | None) -> str:

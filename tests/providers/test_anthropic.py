@@ -633,9 +633,16 @@ def test_a_streamed_refusal_says_so_before_finishing() -> None:
 
 
 def test_an_error_event_fed_directly_raises() -> None:
+    event = {"type": "error", "error": {"type": "api_error", "message": "Internal server error"}}
+    check_event(event)
+    with pytest.raises(StreamInterruptedError, match="Internal server error"):
+        adapter.decoder(request()).feed(event)
+
+
+def test_an_overloaded_error_event_fed_directly_is_a_rate_limit_as_over_http() -> None:
     event = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
     check_event(event)
-    with pytest.raises(StreamInterruptedError, match="Overloaded"):
+    with pytest.raises(RateLimitError, match="Overloaded"):
         adapter.decoder(request()).feed(event)
 
 

@@ -12,10 +12,17 @@ from typing import Any
 
 import pytest
 
-from outform.errors import BadRequestError, RateLimitError, StreamInterruptedError, UsageError
+from outform.errors import (
+    BadRequestError,
+    ProviderError,
+    RateLimitError,
+    StreamInterruptedError,
+    UsageError,
+)
 from outform.providers.base import (
     Adapter,
     Delta,
+    FinishReason,
     ForcedTool,
     ImagePart,
     JsonObject,
@@ -316,12 +323,47 @@ def test_the_forced_call_is_the_reply_text(conforms: Conformance) -> None:
     assert parsed.thinking is None
 
 
-def test_a_failed_response_finishes_with_other(conforms: Conformance) -> None:
+# A reply is read only when the response finished: `completed`, or `incomplete` (cut short,
+# its finish reason says why). Otherwise there is no answer to read, only an error to raise.
+
+LEAKED = "sk-proj-LEAKME1234567890abcdef"
+
+
+def test_a_failed_response_raises_the_providers_error_and_code(conforms: Conformance) -> None:
+    message = f"The model failed. Request made with key {LEAKED}."
+    reply = response_body(status="failed", error={"code": "server_error", "message": message})
+    conforms("Response", reply)
+    with pytest.raises(ProviderError) as caught:
+        OpenAIResponses().parse(request(), reply)
+    error = caught.value
+    assert type(error) is ProviderError  # a whole reply: not a stream that broke off
+    assert "(server_error): The model failed." in error.what
+    assert error.provider == "openai-responses"
+    assert error.body is not None and "server_error" in error.body
+    for text in (str(error), error.what, error.body):
+        assert LEAKED not in text
+
+
+def test_a_response_failed_on_a_rate_limit_is_a_rate_limit_error(conforms: Conformance) -> None:
     reply = response_body(
-        status="failed", error={"code": "server_error", "message": "The model failed."}
+        status="failed", error={"code": "rate_limit_exceeded", "message": "Slow down."}
     )
     conforms("Response", reply)
-    assert OpenAIResponses().parse(request(), reply).finish_reason == "other"
+    with pytest.raises(RateLimitError, match="rate_limit_exceeded"):
+        OpenAIResponses().parse(request(), reply)
+
+
+@pytest.mark.parametrize("status", ["cancelled", "in_progress", "queued"])
+def test_a_response_that_did_not_complete_is_not_read_as_a_reply(
+    status: str, conforms: Conformance
+) -> None:
+    """A cut value must not pass for an answer: `background` responses come back unfinished."""
+    reply = response_body(message_item(output_text('{"name":"Ada'), status="in_progress"))
+    reply["status"] = status
+    conforms("Response", reply)
+    with pytest.raises(ProviderError, match=f"did not complete \\(status '{status}'\\)") as caught:
+        OpenAIResponses().parse(request(), reply)
+    assert caught.value.fix is not None
 
 
 # -- stream decoding -----------------------------------------------------------------------
@@ -464,6 +506,45 @@ def test_an_error_event_is_raised(conforms: Conformance) -> None:
     conforms("ResponseStreamEvent", event)
     with pytest.raises(StreamInterruptedError, match="Something broke"):
         decode(request(), [event])
+
+
+def test_a_response_failed_event_raises_the_error_it_carries(conforms: Conformance) -> None:
+    ev = Events()
+    failed = response_body(
+        message_item(output_text('{"name":"Ada'), status="incomplete"),
+        status="failed",
+        error={"code": "server_error", "message": f"The model failed ({LEAKED})."},
+    )
+    events = [*ev.text_message(0, '{"name":"Ada')[:3], ev("response.failed", response=failed)]
+    conforms.all("ResponseStreamEvent", events)
+    decoder, received = OpenAIResponses().decoder(request(stream=True)), []
+    with pytest.raises(StreamInterruptedError) as caught:
+        for event in events:
+            received += decoder.feed(event)
+    assert received == [Delta("text", '{"name":"Ada')]  # and no finish: nothing is complete
+    error = caught.value
+    assert "(server_error): The model failed" in error.what
+    for text in (str(error), error.what, error.body or ""):
+        assert LEAKED not in text
+
+
+@pytest.mark.parametrize(
+    ("reason", "finish"),
+    [("max_output_tokens", "length"), ("content_filter", "content_filter"), (None, "other")],
+)
+def test_a_response_incomplete_event_finishes_with_its_reason(
+    reason: str | None, finish: FinishReason, conforms: Conformance
+) -> None:
+    event = Events()(
+        "response.incomplete",
+        response=response_body(
+            message_item(output_text('{"na'), status="incomplete"),
+            status="incomplete",
+            incomplete=reason,
+        ),
+    )
+    conforms("ResponseStreamEvent", event)
+    assert decode(request(), [event])[-1] == Delta("finish", finish_reason=finish)
 
 
 # -- over HTTP -----------------------------------------------------------------------------

@@ -43,7 +43,7 @@ from typing import Any, Final, Literal
 
 import orjson
 
-from outform.errors import StreamInterruptedError, UsageError
+from outform.errors import UsageError
 from outform.providers.base import (
     Auth,
     Delta,
@@ -63,6 +63,20 @@ from outform.providers.base import (
     Usage,
     WireRequest,
     merge_extra,
+)
+from outform.providers.replies import (
+    INDEX,
+    NUMBER,
+    OBJECT,
+    STRING,
+    TEXT,
+    Arr,
+    Obj,
+    Tagged,
+    check_body,
+    check_event,
+    error_message,
+    reported,
 )
 
 PROVIDER: Final = "anthropic"
@@ -141,6 +155,7 @@ class AnthropicMessages:
         return WireRequest("/messages", body, stream="sse" if request.stream else None)
 
     def parse(self, request: Request, body: Mapping[str, Any]) -> Response:
+        check_body(PROVIDER, _MESSAGE, body)
         forced = request.output.name if isinstance(request.output, ForcedTool) else None
         texts: list[str] = []
         thoughts: list[str] = []
@@ -423,6 +438,69 @@ def _forces(choice: Mapping[str, Any] | None) -> bool:
 
 # -- response pieces -----------------------------------------------------------------------
 
+_USAGE = Obj(
+    {
+        "input_tokens": NUMBER,
+        "output_tokens": NUMBER,
+        "cache_read_input_tokens": NUMBER,
+        "cache_creation_input_tokens": NUMBER,
+        "output_tokens_details": Obj({"thinking_tokens": NUMBER}),
+    }
+)
+_STOP_DETAILS = Obj({"explanation": TEXT, "category": TEXT})
+_MESSAGE = Obj(
+    {
+        "content": Arr(
+            Tagged(
+                {
+                    "text": Obj({"text": STRING}),
+                    "thinking": Obj({"thinking": STRING}),
+                    "tool_use": Obj({"id": STRING, "name": STRING, "input": OBJECT}),
+                }
+            )
+        ),
+        "stop_reason": TEXT,
+        "stop_details": _STOP_DETAILS,
+        "usage": _USAGE,
+        "model": TEXT,
+    }
+)
+"""What `parse` reads of a Message."""
+_EVENT = Tagged(
+    {
+        "message_start": Obj({"message": Obj({"usage": _USAGE})}),
+        "content_block_start": Obj(
+            {
+                "index": INDEX,
+                "content_block": Tagged(
+                    {
+                        "tool_use": Obj({"id": TEXT, "name": TEXT}),
+                        "text": Obj({"text": TEXT}),
+                        "thinking": Obj({"thinking": TEXT}),
+                    }
+                ),
+            }
+        ),
+        "content_block_delta": Obj(
+            {
+                "index": INDEX,
+                "delta": Tagged(
+                    {
+                        "text_delta": Obj({"text": TEXT}),
+                        "thinking_delta": Obj({"thinking": TEXT}),
+                        "input_json_delta": Obj({"partial_json": TEXT}),
+                    }
+                ),
+            }
+        ),
+        "message_delta": Obj(
+            {"delta": Obj({"stop_reason": TEXT, "stop_details": _STOP_DETAILS}), "usage": _USAGE}
+        ),
+    }
+)
+"""What the decoder reads of each stream event (ping, content_block_stop and message_stop are
+not read)."""
+
 
 def finish_reason(stop: object, forced_done: bool, other_calls: bool) -> FinishReason:
     """Anthropic's stop_reason in the neutral vocabulary; a forced call that ends the turn is
@@ -466,7 +544,8 @@ class _Decoder:
 
     Content blocks are tracked by index: the forced tool's argument fragments become text,
     other tool calls get their own ordinal (0, 1, ...). Usage is reported once, as totals, with
-    `message_delta`; the finish follows it.
+    `message_delta`; the finish follows it. An `error` event raises (scrubbed of secrets): a
+    `RateLimitError` when the API is overloaded, else a `StreamInterruptedError`.
     """
 
     def __init__(self, forced: str | None) -> None:
@@ -478,6 +557,10 @@ class _Decoder:
 
     def feed(self, event: Mapping[str, Any]) -> list[Delta]:
         kind = event.get("type")
+        if kind == "error":
+            message, error_kind = error_message(event.get("error") or {})
+            raise reported(PROVIDER, message, kind=error_kind, body=event)
+        check_event(PROVIDER, _EVENT, event)
         if kind == "message_start":
             self._usage.update((event.get("message") or {}).get("usage") or {})
         elif kind == "content_block_start":
@@ -486,13 +569,6 @@ class _Decoder:
             return self._delta(int(event.get("index", 0)), event.get("delta") or {})
         elif kind == "message_delta":
             return self._end(event)
-        elif kind == "error":
-            error = event.get("error") or {}
-            raise StreamInterruptedError(
-                f"anthropic stream failed: {error.get('message', error)}",
-                provider=PROVIDER,
-                body=str(event)[:2000],
-            )
         return []  # ping, content_block_stop, message_stop
 
     def _start(self, index: int, block: Mapping[str, Any]) -> list[Delta]:

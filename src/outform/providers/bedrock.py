@@ -68,6 +68,17 @@ from outform.providers.base import (
     WireRequest,
     merge_extra,
 )
+from outform.providers.replies import (
+    ANY,
+    INDEX,
+    NUMBER,
+    STRING,
+    TEXT,
+    Arr,
+    Obj,
+    check_body,
+    check_event,
+)
 
 PROVIDER: Final = "bedrock"
 IMAGE_FORMATS: Final[Mapping[str, str]] = {
@@ -164,6 +175,7 @@ class BedrockConverse:
         return WireRequest(path, body, stream="aws-event-stream" if request.stream else None)
 
     def parse(self, request: Request, body: Mapping[str, Any]) -> Response:
+        check_body(PROVIDER, _REPLY, body)
         forced = request.output.name if isinstance(request.output, ForcedTool) else None
         message = (body.get("output") or {}).get("message") or {}
         texts: list[str] = []
@@ -371,6 +383,55 @@ def _reasoning_fields(
 
 # -- response pieces -----------------------------------------------------------------------
 
+_USAGE = Obj(
+    {
+        "inputTokens": NUMBER,
+        "outputTokens": NUMBER,
+        "cacheReadInputTokens": NUMBER,
+        "cacheWriteInputTokens": NUMBER,
+    }
+)
+_BLOCK = Obj(
+    {
+        "text": STRING,
+        "toolUse": Obj({"toolUseId": TEXT, "name": TEXT, "input": ANY}, nullable=False),
+        "reasoningContent": Obj({"reasoningText": Obj({"text": TEXT})}, nullable=False),
+    }
+)
+_REPLY = Obj(
+    {
+        "output": Obj({"message": Obj({"content": Arr(_BLOCK)})}),
+        "stopReason": TEXT,
+        "usage": _USAGE,
+    }
+)
+"""What `parse` reads of a Converse reply."""
+_EVENT = Obj(
+    {
+        "contentBlockStart": Obj(
+            {
+                "contentBlockIndex": INDEX,
+                "start": Obj({"toolUse": Obj({"toolUseId": TEXT, "name": TEXT})}),
+            }
+        ),
+        "contentBlockDelta": Obj(
+            {
+                "contentBlockIndex": INDEX,
+                "delta": Obj(
+                    {
+                        "text": TEXT,
+                        "reasoningContent": Obj({"text": TEXT}),
+                        "toolUse": Obj({"input": TEXT}),
+                    }
+                ),
+            }
+        ),
+        "messageStop": Obj({"stopReason": TEXT}),
+        "metadata": Obj({"usage": _USAGE}),
+    }
+)
+"""What the decoder reads of each ConverseStream event (`{eventName: payload}`)."""
+
 
 def finish_reason(stop: object, forced_done: bool, other_calls: bool) -> FinishReason:
     if stop == "tool_use":
@@ -410,6 +471,7 @@ class _Decoder:
         self._forced_seen = False
 
     def feed(self, event: Mapping[str, Any]) -> list[Delta]:
+        check_event(PROVIDER, _EVENT, event)
         deltas: list[Delta] = []
         for name, payload in event.items():
             if not isinstance(payload, Mapping):

@@ -40,7 +40,7 @@ from typing import Any, Final
 
 import orjson
 
-from outform.errors import RateLimitError, StreamInterruptedError, UsageError
+from outform.errors import ProviderError, UsageError
 from outform.providers.base import (
     Auth,
     Delta,
@@ -62,6 +62,17 @@ from outform.providers.base import (
     Usage,
     WireRequest,
     merge_extra,
+)
+from outform.providers.replies import (
+    FLAG,
+    NUMBER,
+    OBJECT,
+    TEXT,
+    Arr,
+    Obj,
+    check_body,
+    check_event,
+    reported,
 )
 
 SCHEMA_FIELDS: Final[Mapping[SchemaForm, str]] = {
@@ -158,6 +169,7 @@ class Gemini:
     # -- response --------------------------------------------------------------------------
 
     def parse(self, request: Request, body: Mapping[str, Any]) -> Response:
+        check_body(self.name, _RESPONSE, body)
         usage = _usage(body.get("usageMetadata"))
         model = body.get("modelVersion") or request.model
         candidates = body.get("candidates") or []
@@ -209,6 +221,7 @@ class GeminiStreamDecoder:
     def feed(self, event: Mapping[str, Any]) -> list[Delta]:
         if "error" in event:
             raise _stream_error(event["error"])
+        check_event("gemini", _RESPONSE, event)
         deltas: list[Delta] = []
         if event.get("usageMetadata"):
             self._usage = _usage(event["usageMetadata"])
@@ -416,6 +429,32 @@ def _thinking(model: str, thinking: Thinking) -> dict[str, Any]:
 
 # -- response helpers ----------------------------------------------------------------------
 
+_PART = Obj(
+    {
+        "text": TEXT,
+        "thought": FLAG,
+        "functionCall": Obj({"id": TEXT, "name": TEXT, "args": OBJECT}, nullable=False),
+    }
+)
+_USAGE = Obj(
+    {
+        "promptTokenCount": NUMBER,
+        "toolUsePromptTokenCount": NUMBER,
+        "candidatesTokenCount": NUMBER,
+        "thoughtsTokenCount": NUMBER,
+        "cachedContentTokenCount": NUMBER,
+    }
+)
+_RESPONSE = Obj(
+    {
+        "candidates": Arr(Obj({"content": Obj({"parts": Arr(_PART)}), "finishReason": TEXT})),
+        "promptFeedback": Obj({"blockReason": TEXT}),
+        "usageMetadata": _USAGE,
+        "modelVersion": TEXT,
+    }
+)
+"""What `parse` reads of a `GenerateContentResponse`, and the decoder of each streamed one."""
+
 
 def _tool_call(function: Mapping[str, Any]) -> ToolCall:
     call_id = function.get("id") or GENERATED_ID_PREFIX + uuid.uuid4().hex[:24]
@@ -450,18 +489,14 @@ def _model_path(model: str) -> str:
     return model if model.startswith(("models/", "tunedModels/")) else f"models/{model}"
 
 
-def _stream_error(error: Any) -> Exception:
+def _stream_error(error: Any) -> ProviderError:
     details = error if isinstance(error, Mapping) else {"message": str(error)}
-    message = str(details.get("message", "error"))
-    status = str(details.get("status", ""))
-    body = orjson.dumps(details, default=str).decode()[:2000]
-    if status == "RESOURCE_EXHAUSTED" or details.get("code") == 429:
-        return RateLimitError(f"gemini stream failed: {message}", provider="gemini", body=body)
-    return StreamInterruptedError(
-        f"gemini stream failed ({status or 'error'}): {message}",
-        provider="gemini",
-        body=body,
-        fix="the reply so far is incomplete; retry the call",
+    return reported(
+        "gemini",
+        details.get("message", "error"),
+        kind=details.get("status") or details.get("code") or "error",
+        body=details,
+        limited=details.get("code") == 429,
     )
 
 

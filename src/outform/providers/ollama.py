@@ -26,7 +26,7 @@ from typing import Any, Final
 
 import orjson
 
-from outform.errors import StreamInterruptedError, UsageError
+from outform.errors import UsageError
 from outform.providers.base import (
     Auth,
     Delta,
@@ -44,6 +44,19 @@ from outform.providers.base import (
     Usage,
     WireRequest,
     merge_extra,
+)
+from outform.providers.replies import (
+    FLAG,
+    NUMBER,
+    OBJECT,
+    TEXT,
+    Arr,
+    Either,
+    Obj,
+    check_body,
+    check_event,
+    error_message,
+    reported,
 )
 
 GENERATED_ID_PREFIX: Final = "call_outform_"
@@ -111,6 +124,7 @@ class OllamaChat:
         return WireRequest("/chat", body, stream="ndjson" if request.stream else None)
 
     def parse(self, request: Request, body: Mapping[str, Any]) -> Response:
+        check_body(self.name, _REPLY, body)
         message = body.get("message") or {}
         calls = tuple(_tool_call(c) for c in message.get("tool_calls") or ())
         return Response(
@@ -135,12 +149,9 @@ class OllamaStreamDecoder:
 
     def feed(self, event: Mapping[str, Any]) -> list[Delta]:
         if "error" in event:
-            raise StreamInterruptedError(
-                f"ollama stream failed: {event['error']}",
-                provider="ollama",
-                body=orjson.dumps(event, default=str).decode()[:2000],
-                fix="the reply so far is incomplete; retry the call",
-            )
+            message, kind = error_message(event["error"])
+            raise reported("ollama", message, kind=kind, body=event)
+        check_event("ollama", _REPLY, event)
         deltas: list[Delta] = []
         message = event.get("message") or {}
         if message.get("thinking"):
@@ -221,6 +232,31 @@ def _think(thinking: Thinking) -> bool | str:
 
 
 # -- response helpers ----------------------------------------------------------------------
+
+_REPLY = Obj(
+    {
+        "model": TEXT,
+        "message": Obj(
+            {
+                "content": TEXT,
+                "thinking": TEXT,
+                "tool_calls": Arr(
+                    Obj(
+                        {
+                            "id": TEXT,
+                            "function": Obj({"name": TEXT, "arguments": Either(TEXT, OBJECT)}),
+                        }
+                    )
+                ),
+            }
+        ),
+        "done": FLAG,
+        "done_reason": TEXT,
+        "prompt_eval_count": NUMBER,
+        "eval_count": NUMBER,
+    }
+)
+"""What `parse` reads of a `ChatResponse`, and the decoder of each streamed line."""
 
 
 def _tool_call(raw: Mapping[str, Any]) -> ToolCall:

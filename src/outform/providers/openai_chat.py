@@ -50,7 +50,7 @@ from typing import Any, Literal
 
 import orjson
 
-from outform.errors import ProviderError, StreamInterruptedError, UsageError
+from outform.errors import ProviderError, UsageError
 from outform.providers.base import (
     Auth,
     Delta,
@@ -69,6 +69,22 @@ from outform.providers.base import (
     Usage,
     WireRequest,
     merge_extra,
+)
+from outform.providers.replies import (
+    ANY,
+    INDEX,
+    INTEGER,
+    NUMBER,
+    OBJECT,
+    TEXT,
+    Arr,
+    Either,
+    Obj,
+    check_body,
+    check_event,
+    error_message,
+    excerpt,
+    reported,
 )
 
 ThinkingStyle = Literal["openai", "deepseek", "groq", "xai", "template", "none"]
@@ -223,12 +239,13 @@ class OpenAIChat:
     # -- response ----------------------------------------------------------------------------
 
     def parse(self, request: Request, body: Mapping[str, Any]) -> Response:
+        check_body(self.name, _REPLY, body)
         choices = body.get("choices") or []
         if not choices:
             raise ProviderError(
                 f"{self.name} answered without choices",
                 provider=self.name,
-                body=orjson.dumps(body).decode()[:2000],
+                body=excerpt(body),
                 fix="the provider reported no completion; retry the call",
             )
         choice = choices[0]
@@ -279,14 +296,9 @@ class ChatStreamDecoder:
 
     def feed(self, event: Mapping[str, Any]) -> list[Delta]:
         if event.get("error") and not event.get("choices"):
-            error = event["error"]
-            message = error.get("message") if isinstance(error, Mapping) else error
-            raise StreamInterruptedError(
-                f"{self.provider} stream failed: {message}",
-                provider=self.provider,
-                body=orjson.dumps(event).decode()[:2000],
-                fix="the reply so far is incomplete; retry the call",
-            )
+            message, kind = error_message(event["error"])
+            raise reported(self.provider, message, kind=kind, body=event)
+        check_event(self.provider, _CHUNK, event)
         deltas: list[Delta] = []
         finish: str | None = None
         for choice in event.get("choices") or ():
@@ -419,6 +431,55 @@ def _forced_name(request: Request) -> str | None:
 
 
 # -- parsing -------------------------------------------------------------------------------
+
+_USAGE = Obj(
+    {
+        "prompt_tokens": NUMBER,
+        "completion_tokens": NUMBER,
+        "prompt_cache_hit_tokens": NUMBER,
+        "prompt_tokens_details": Obj({"cached_tokens": NUMBER}),
+        "completion_tokens_details": Obj({"reasoning_tokens": NUMBER}),
+    }
+)
+_CONTENT = Either(TEXT, Arr(Obj({"type": TEXT, "text": TEXT})))
+"""A string on the wire; a few servers send a list of text parts."""
+_ARGUMENTS = Either(TEXT, OBJECT)
+"""A JSON text on the wire; a few servers send the arguments as an object."""
+_TOOL_CALL = Obj({"id": TEXT, "function": Obj({"name": TEXT, "arguments": _ARGUMENTS})})
+_MESSAGE = Obj(
+    {
+        "content": _CONTENT,
+        "refusal": TEXT,
+        "tool_calls": Arr(_TOOL_CALL),
+        "reasoning_content": ANY,  # read only when it is a string (`_reasoning`)
+        "reasoning": ANY,
+    }
+)
+_REPLY = Obj(
+    {
+        "choices": Arr(Obj({"message": _MESSAGE, "finish_reason": TEXT})),
+        "usage": _USAGE,
+        "model": TEXT,
+    }
+)
+"""What `parse` reads of a `chat.completion`."""
+_DELTA = Obj(
+    {
+        "content": _CONTENT,
+        "refusal": TEXT,
+        "tool_calls": Arr(Obj({"index": INDEX, **_TOOL_CALL.fields})),
+        "reasoning_content": ANY,
+        "reasoning": ANY,
+    }
+)
+_CHUNK = Obj(
+    {
+        "choices": Arr(Obj({"index": INTEGER, "delta": _DELTA, "finish_reason": TEXT})),
+        "usage": _USAGE,
+        "x_groq": Obj({"usage": _USAGE}),
+    }
+)
+"""What the decoder reads of a `chat.completion.chunk`."""
 
 
 def _content_text(content: Any) -> str:

@@ -23,6 +23,11 @@ Choices:
   `budget_tokens` has no field here and is ignored.
 * **`stop`** does not exist in the Responses API: a request with stop sequences is refused
   rather than silently answered without them.
+* **`status`**: a reply is read only when it finished: `completed`, or `incomplete` (cut
+  short; `incomplete_details.reason` gives the finish reason). `failed` raises the provider's
+  error with its message and code; `cancelled`, `in_progress` and `queued` (a `background`
+  response) raise a ProviderError saying it did not complete, so that a cut value never
+  passes for an answer.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from typing import Any
 
 import orjson
 
-from outform.errors import StreamInterruptedError, UsageError
+from outform.errors import ProviderError, UsageError
 from outform.providers.base import (
     Auth,
     Delta,
@@ -51,6 +56,21 @@ from outform.providers.base import (
     Usage,
     WireRequest,
     merge_extra,
+)
+from outform.providers.replies import (
+    INDEX,
+    NUMBER,
+    OBJECT,
+    STRING,
+    TEXT,
+    Arr,
+    Either,
+    Obj,
+    Tagged,
+    check_body,
+    check_event,
+    excerpt,
+    reported,
 )
 
 _MIN_OUTPUT_TOKENS = 16
@@ -134,6 +154,8 @@ class OpenAIResponses:
     # -- response ----------------------------------------------------------------------------
 
     def parse(self, request: Request, body: Mapping[str, Any]) -> Response:
+        check_body(self.name, _RESPONSE, body)
+        _require_finished(self.name, body)
         forced = _forced_name(request)
         text: list[str] = []
         refusals: list[str] = []
@@ -187,8 +209,9 @@ class ResponsesStreamDecoder:
     order they are announced and reports that number as the Delta's `index`. Thinking comes
     from reasoning summaries (or raw reasoning text, for models that return it); separate
     summary parts are joined by a blank line, as `parse` joins them. The closing
-    `response.completed` / `response.incomplete` / `response.failed` event carries the usage
-    and decides the finish reason.
+    `response.completed` / `response.incomplete` event carries the usage and decides the
+    finish reason; `response.failed`, like an `error` event, raises the error the response
+    carries (a `StreamInterruptedError`, or a `RateLimitError` for a rate limit).
     """
 
     def __init__(self, provider: str, forced: str | None) -> None:
@@ -201,6 +224,9 @@ class ResponsesStreamDecoder:
 
     def feed(self, event: Mapping[str, Any]) -> list[Delta]:
         kind = event.get("type")
+        if kind == "error":
+            raise reported(self.provider, event.get("message"), kind=event.get("code"), body=event)
+        check_event(self.provider, _EVENT, event)
         if kind == "response.output_text.delta":
             return [Delta("text", event["delta"])] if event.get("delta") else []
         if kind == "response.refusal.delta":
@@ -211,15 +237,10 @@ class ResponsesStreamDecoder:
             return self._item_added(event)
         if kind == "response.function_call_arguments.delta":
             return self._arguments(event)
-        if kind in ("response.completed", "response.incomplete", "response.failed"):
+        if kind == "response.failed":
+            raise _failure(self.provider, event.get("response") or {}, stream=True)
+        if kind in ("response.completed", "response.incomplete"):
             return self._done(event.get("response") or {})
-        if kind == "error":
-            raise StreamInterruptedError(
-                f"{self.provider} stream failed: {event.get('message')}",
-                provider=self.provider,
-                body=orjson.dumps(event).decode()[:2000],
-                fix="the reply so far is incomplete; retry the call",
-            )
         return []
 
     def _thinking(self, event: Mapping[str, Any]) -> list[Delta]:
@@ -345,6 +366,94 @@ def _forced_name(request: Request) -> str | None:
 
 # -- parsing -------------------------------------------------------------------------------
 
+_PART = Tagged({"output_text": Obj({"text": STRING}), "refusal": Obj({"refusal": STRING})})
+_ITEM = Tagged(
+    {
+        "message": Obj({"content": Arr(_PART)}),
+        "function_call": Obj(
+            {"call_id": TEXT, "id": TEXT, "name": TEXT, "arguments": Either(TEXT, OBJECT)}
+        ),
+        "reasoning": Obj(
+            {
+                "summary": Arr(Obj({"text": TEXT})),
+                "content": Arr(Obj({"type": TEXT, "text": TEXT})),
+            }
+        ),
+    }
+)
+_USAGE = Obj(
+    {
+        "input_tokens": NUMBER,
+        "output_tokens": NUMBER,
+        "input_tokens_details": Obj({"cached_tokens": NUMBER}),
+        "output_tokens_details": Obj({"reasoning_tokens": NUMBER}),
+    }
+)
+_RESPONSE = Obj(
+    {
+        "status": TEXT,
+        "error": Obj({"code": TEXT, "message": TEXT}),
+        "incomplete_details": Obj({"reason": TEXT}),
+        "output": Arr(_ITEM),
+        "usage": _USAGE,
+        "model": TEXT,
+    }
+)
+"""What `parse` (and the stream's closing event) reads of a `response` object."""
+_DELTA = Obj({"delta": TEXT})
+_EVENT = Tagged(
+    {
+        "response.output_text.delta": _DELTA,
+        "response.refusal.delta": _DELTA,
+        "response.reasoning_summary_text.delta": _DELTA,
+        "response.reasoning_text.delta": _DELTA,
+        "response.output_item.added": Obj({"output_index": INDEX, "item": _ITEM}),
+        "response.function_call_arguments.delta": Obj({"output_index": INDEX, "delta": TEXT}),
+        "response.completed": Obj({"response": _RESPONSE}),
+        "response.incomplete": Obj({"response": _RESPONSE}),
+        "response.failed": Obj({"response": _RESPONSE}),
+    }
+)
+"""What the decoder reads of each stream event (other events are not read)."""
+
+_UNFINISHED = {
+    "cancelled": "the response was cancelled before it finished; retry the call",
+    "in_progress": "the response is still being generated (a background response): outform "
+    "needs the finished reply, so leave `background` out of `extra`",
+    "queued": "the response is waiting to be generated (a background response): outform "
+    "needs the finished reply, so leave `background` out of `extra`",
+}
+"""Statuses of a reply that holds no finished answer, and what to do about each."""
+
+
+def _require_finished(provider: str, response: Mapping[str, Any]) -> None:
+    """Raise unless the reply finished: `failed` raises the provider's error, `cancelled`,
+    `in_progress` and `queued` say it did not complete. (`incomplete` is finished, cut short:
+    its finish reason says why.)"""
+    status = response.get("status")
+    if status == "failed":
+        raise _failure(provider, response, stream=False)
+    if isinstance(status, str) and status in _UNFINISHED:
+        raise ProviderError(
+            f"{provider} answered with a response that did not complete (status {status!r})",
+            provider=provider,
+            body=excerpt(response),
+            fix=_UNFINISHED[status],
+        )
+
+
+def _failure(provider: str, response: Mapping[str, Any], *, stream: bool) -> ProviderError:
+    """The error of a failed response: its `error.message` and `error.code`, scrubbed."""
+    error = response.get("error") or {}
+    return reported(
+        provider,
+        error.get("message") or "the response failed without saying why",
+        kind=error.get("code") or "failed",
+        body=response,
+        stream=stream,
+        fix=None if stream else "the provider could not finish the response; retry the call",
+    )
+
 
 def _reasoning_texts(item: Mapping[str, Any]) -> list[str]:
     """Summary texts of a reasoning item; raw `reasoning_text` content when there is none."""
@@ -365,8 +474,9 @@ def _arguments(value: Any) -> str:
 
 
 def _finish(response: Mapping[str, Any], other_calls: bool, refused: bool) -> FinishReason:
-    """`status` and `incomplete_details` as a finish reason. A forced tool's call is not among
-    `other_calls`, so a completed forced call finishes with "stop"."""
+    """`status` and `incomplete_details` as a finish reason (`max_output_tokens`: length,
+    `content_filter`: content filter, anything else: other). A forced tool's call is not
+    among `other_calls`, so a completed forced call finishes with "stop"."""
     status = response.get("status")
     if status == "incomplete":
         reason = (response.get("incomplete_details") or {}).get("reason")
