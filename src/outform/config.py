@@ -118,6 +118,7 @@ _GATEWAY: dict[str, Check] = {
         secret=True,
     ),
     "max_body_bytes": _int(1_024, 1 << 30),
+    "max_request_depth": _int(8, 128),
     "max_buffered_bytes": _int(1_024, 1 << 40),
     "backend_timeout": _number(0.01, 86_400),
     "backend_connect_timeout": _number(0.01, 3_600),

@@ -124,7 +124,7 @@ def test_chat_fields_and_backend_parameters_are_forwarded(
                     }
                 ]
             },
-            "input[0].content",
+            "input[0].content[0].file_url",
         ),
     ],
 )

@@ -23,6 +23,7 @@ api_keys = ["GATEWAY_KEY"]
 backend_api_key_env = "VLLM_KEY"
 store = "sqlite:data/responses.sqlite"
 max_body_bytes = 1048576
+max_request_depth = 32
 backend_timeout = 30
 enforce = true
 port = 9000
@@ -42,6 +43,7 @@ def test_the_gateway_section_is_read_and_validated(project: Path) -> None:
         1048576,
         9000,
     )
+    assert settings.max_request_depth == 32
     assert settings.enforce is True and settings.native is False
     assert settings.store_base_dir == str(project)
 
@@ -53,6 +55,7 @@ def test_the_gateway_section_is_read_and_validated(project: Path) -> None:
         ('backend = "nope"', "provider name"),
         ('api_keys = ["sk-literal-secret!"]', "environment variable names"),
         ("max_body_bytes = 10", "an integer from 1024"),
+        ("max_request_depth = 300", "an integer from 8 to 128"),
         ('enforce_level = "maximal"', "'off', 'minimal', 'full'"),
         ("model_map = { a = 1 }", "table of model names"),
     ],

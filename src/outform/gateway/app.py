@@ -39,6 +39,7 @@ from fastapi.openapi.utils import get_openapi
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
+from starlette.routing import Route
 
 from outform import __version__
 from outform.errors import OutformError, StoreError
@@ -67,6 +68,8 @@ logger = logging.getLogger("outform.gateway")
 _ENFORCE = ENFORCE_HEADER.encode()
 _PROFILE = PROFILE_HEADER.encode()
 _OPEN_PATHS = frozenset({"/healthz"})
+_HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}
+"""The `code` of the errors FastAPI's routing raises (an unknown path, a method it lacks)."""
 _TENANT = "outform.tenant"
 STORE_UNAVAILABLE = "The response store is unavailable; try again later."
 DASHBOARD = "/dashboard"
@@ -550,10 +553,22 @@ def _fastapi(app: GatewayApp) -> FastAPI:
 
     @api.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
-        """Unknown paths and methods answer in OpenAI's error shape too."""
+        """Unknown paths and methods answer in OpenAI's error shape too: 404 `not_found`,
+        405 `method_not_allowed` (with `Allow`, naming the methods the path takes)."""
         message = f"{exc.detail}: {request.method} {request.url.path}"
-        reply = GatewayError(exc.status_code, message, code="not_found").reply()
-        return Response(reply.body, reply.status, media_type="application/json")
+        code = _HTTP_CODES.get(exc.status_code)
+        reply = GatewayError(exc.status_code, message, code=code).reply()
+        headers = None
+        if exc.status_code == 405:  # every route of the path (Starlette's names its first)
+            path = request.scope["path"]
+            methods = {
+                method
+                for route in api.routes
+                if isinstance(route, Route) and route.methods and route.path_regex.match(path)
+                for method in route.methods
+            }
+            headers = {"allow": ", ".join(sorted(methods))}
+        return Response(reply.body, reply.status, headers=headers, media_type="application/json")
 
     def gateway() -> Gateway:
         if app.gateway is None:
@@ -573,9 +588,15 @@ def _fastapi(app: GatewayApp) -> FastAPI:
     @api.get(
         "/v1/responses/{response_id}", responses=schemas.answers("Response"), tags=["responses"]
     )
-    async def retrieve_response(response_id: str) -> Response:
-        """A stored response, as it was served."""
-        return _Delegate(app, lambda scope, _: gateway().retrieve(response_id, tenant(scope)))
+    async def retrieve_response(
+        request: Request, response_id: str, *, stream: str | None = None
+    ) -> Response:
+        """A stored response, as it was served (`stream=true`, replaying its events, is a
+        400: the gateway keeps the Response, not its stream)."""
+        query = dict(parse_qsl(request.url.query))
+        return _Delegate(
+            app, lambda scope, _: gateway().retrieve(response_id, tenant(scope), query)
+        )
 
     @api.delete(
         "/v1/responses/{response_id}",

@@ -41,8 +41,8 @@ from outform.gateway.replies import (
     not_found,
 )
 from outform.gateway.scrub import Scrubber
-from outform.gateway.settings import GatewaySettings
-from outform.gateway.store import NO_TENANT, ResponseStore, StoredResponse
+from outform.gateway.settings import DEFAULT_REQUEST_DEPTH, GatewaySettings
+from outform.gateway.store import NO_TENANT, ResponseStore, StoredResponse, storable_id
 from outform.gateway.stream import (
     StreamTranslator,
     chat_error,
@@ -96,11 +96,14 @@ class Gateway:
         """`labels` and `profile`: what the request's `x-outform-*` headers say of it (its
         run's labels; the profile's parse settings and step)."""
         started = time.perf_counter()
-        req = _json_object(raw)
+        req = _json_object(raw, self.settings.max_request_depth)
         named = profile_named(profile)
         in_background = background.requested(req)
+        translate.check_request(req, references=True)  # before the store or the backend
+        value = req.get("input")
         await references.resolve(self.store, req, tenant)
-        translate.check_request(req)
+        if req.get("input") is not value:  # the stored items in the references' places
+            translate.check_request(req)
         model = req["model"]
         stream = req.get("stream") is True
         log["model"] = model
@@ -199,18 +202,32 @@ class Gateway:
 
     # -- GET / DELETE /v1/responses/{id} -----------------------------------------------------------
 
-    async def retrieve(self, response_id: str, tenant: str = NO_TENANT) -> Reply:
+    async def retrieve(
+        self, response_id: str, tenant: str = NO_TENANT, query: Mapping[str, str] | None = None
+    ) -> Reply:
+        """The stored response; `query` is the request's (`stream=true`, which asks to replay
+        its events, is a 400: the gateway keeps the Response, not its stream)."""
+        stream = (query or {}).get("stream")
+        if stream is not None and stream.lower() != "false":
+            raise bad_request(
+                "Streaming a stored response is not supported by this gateway: retrieve it "
+                "without 'stream' (the Response as it was served, streamed ones too).",
+                "stream",
+                "unsupported",
+            )
         record = await self._load(response_id, tenant)
         return Reply(200, orjson.dumps(record.response))
 
     async def delete(self, response_id: str, tenant: str = NO_TENANT) -> Reply:
-        if not await self.store.delete(response_id, tenant):
+        if not storable_id(response_id) or not await self.store.delete(response_id, tenant):
             raise _missing(response_id)
         self.worker.cancel_local(response_id)  # a background job of it stops here
         body = {"id": response_id, "object": "response", "deleted": True}
         return Reply(200, orjson.dumps(body))
 
     async def cancel(self, response_id: str, tenant: str = NO_TENANT) -> Reply:
+        if not storable_id(response_id):
+            raise _missing(response_id)
         response = await background.cancel(self.store, self.worker, response_id, tenant)
         return Reply(200, orjson.dumps(response))
 
@@ -238,7 +255,9 @@ class Gateway:
         return Reply(200, orjson.dumps(page))
 
     async def _load(self, response_id: str, tenant: str) -> StoredResponse:
-        record = await self.store.load(response_id, tenant)
+        """The tenant's record, or a 404 (without asking the store for an id no record can
+        have: `store.storable_id`)."""
+        record = await self.store.load(response_id, tenant) if storable_id(response_id) else None
         if record is None:
             raise _missing(response_id)
         return record
@@ -257,9 +276,11 @@ class Gateway:
         """Pass-through: the body goes to the backend as received (its model renamed when the
         model map says so), and the answer comes back as the backend sent it."""
         started = time.perf_counter()
-        req = _json_object(raw)
+        req = _json_object(raw, self.settings.max_request_depth)
         named = profile_named(profile)
         model = translate.model_name(req)
+        if req.get("stream") is not None:
+            translate.check_value(req["stream"], "stream", translate.BOOLEAN)
         stream = req.get("stream") is True
         log["model"] = model
         log["stream"] = stream
@@ -379,14 +400,75 @@ class Settle:
 # -- helpers -------------------------------------------------------------------------------
 
 
-def _json_object(raw: bytes) -> dict[str, Any]:
+def _json_object(raw: bytes, max_depth: int = DEFAULT_REQUEST_DEPTH) -> dict[str, Any]:
+    """The body as a JSON object, nested at most `max_depth` levels (`max_request_depth`),
+    or a 400: the gateway refuses any request it could not write again."""
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
+        if "depth limit" in str(exc):  # orjson's own limit, 1024 levels
+            raise _too_deep(max_depth, None) from None
         raise bad_request(f"The body is not valid JSON: {exc}.", None, "invalid_json") from None
     if not isinstance(data, dict):
         raise bad_request("The body must be a JSON object.", None, "invalid_json")
+    # A body with no more brackets than the limit cannot nest deeper: most are never tried.
+    if raw.count(b"{") + raw.count(b"[") > max_depth:
+        found = _deeper_than(data, max_depth)
+        if found is not None:
+            raise _too_deep(max_depth, found)
     return data
+
+
+def _deeper_than(body: dict[str, Any], limit: int) -> str | None:
+    """The top-level field under which `body` (level 1) nests objects and lists deeper than
+    `limit` levels, or None. The check is orjson's own, at C speed: `body`, wrapped in
+    `_WRITABLE - limit` more levels, is written only if it nests `limit` levels at most (a
+    walk in Python costs several times the parse); the field is found the same way."""
+    if _writes(body, _WRITABLE - limit):
+        return None
+    for key, value in body.items():
+        if (type(value) is dict or type(value) is list) and not _writes(
+            value, _WRITABLE - limit + 1
+        ):
+            return key
+    return None  # (unreachable: a body too deep has a field too deep)
+
+
+def _writes(value: Any, levels: int) -> bool:
+    """Whether orjson writes `value` wrapped in `levels` lists. Anything orjson read it
+    writes, but for its depth: nothing else can fail here."""
+    for _ in range(levels):
+        value = [value]
+    try:
+        orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return False
+    return True
+
+
+def _writable_depth() -> int:
+    """The deepest nesting orjson writes (it reads 1,024 levels but writes 254 in orjson 3),
+    found once by trying."""
+    low, high = 1, 2_048  # low levels are written; high are not (or high is the cap)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if _writes([], middle - 1):
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+_WRITABLE = _writable_depth()
+
+
+def _too_deep(limit: int, param: str | None) -> GatewayError:
+    return bad_request(
+        f"The body nests JSON deeper than this gateway accepts ({limit} levels, the body "
+        "itself the first: its max_request_depth, set in [gateway]).",
+        param,
+        "request_too_deep",
+    )
 
 
 def _overhead(started: float, waited: float) -> tuple[bytes, bytes]:

@@ -32,7 +32,15 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from outform.errors import ConfigError, StoreError, UsageError
-from outform.gateway.store import NO_TENANT, STALE_AFTER, UNFINISHED, StoredResponse, settle
+from outform.gateway.store import (
+    NO_TENANT,
+    STALE_AFTER,
+    UNFINISHED,
+    StoredResponse,
+    check_storable,
+    settle,
+    storable_id,
+)
 from outform.gateway.stores import Budget, decode_record, encode_record, redact_dsn, row_bytes
 
 SCHEMA_VERSION = 2
@@ -190,6 +198,7 @@ class PostgresStore:
         return bytes.fromhex(str(row[0]))
 
     async def save(self, record: StoredResponse) -> None:
+        check_storable(record)
         row = encode_record(record)
         held = await self._budget.acquire(row_bytes(row))
         try:
@@ -199,6 +208,7 @@ class PostgresStore:
             self._budget.release(held)
 
     async def update(self, record: StoredResponse) -> bool:
+        check_storable(record)
         row = encode_record(record)
         id_, created_at, previous, response, input_items, conversation, status, tenant, worker = row
         values = (created_at, previous, response, input_items, conversation, status, worker)
@@ -212,6 +222,8 @@ class PostgresStore:
         return found is not None and found[0] > 0
 
     async def load(self, response_id: str, tenant: str = NO_TENANT) -> StoredResponse | None:
+        if not storable_id(response_id):
+            return None  # never stored: see store.storable_id
         async with self._connection("loading a response") as conn:
             cursor = await conn.execute(_SELECT, (STALE_AFTER, response_id, tenant))
             row = await cursor.fetchone()
@@ -220,12 +232,16 @@ class PostgresStore:
         return settle(decode_record(response_id, row[:7]), bool(row[7]))
 
     async def delete(self, response_id: str, tenant: str = NO_TENANT) -> bool:
+        if not storable_id(response_id):
+            return False  # never stored: see store.storable_id
         async with self._connection("deleting a response") as conn:
             cursor = await conn.execute(_DELETE, (response_id, tenant))
             row = await cursor.fetchone()
         return row is not None and row[0] > 0
 
     async def find_item(self, item_id: str, tenant: str = NO_TENANT) -> dict[str, Any] | None:
+        if not storable_id(item_id):
+            return None  # never stored: see store.storable_id
         async with self._connection("finding an item") as conn:
             cursor = await conn.execute(_SELECT_ITEM, (tenant, item_id))
             row = await cursor.fetchone()
@@ -249,7 +265,7 @@ class PostgresStore:
             await conn.execute(f"DELETE FROM {WORKERS} WHERE id = %s", (worker,))
 
     async def unfinished(self, ids: Iterable[str]) -> set[str]:
-        wanted = list(ids)
+        wanted = [i for i in ids if storable_id(i)]
         if not wanted:
             return set()
         async with self._connection("reading statuses") as conn:

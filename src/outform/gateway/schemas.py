@@ -188,10 +188,26 @@ ToolChoice = (
 
 
 class ReasoningParam(_Open):
-    effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = Field(
+    effort: Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"] | None = Field(
         None, description="Forwarded as Chat's `reasoning_effort`."
     )
-    summary: str | None = Field(None, description="Echoed only: a Chat backend has no summaries.")
+    summary: Literal["auto", "concise", "detailed"] | None = Field(
+        None, description="Echoed only: a Chat backend has no summaries."
+    )
+
+
+Metadata = dict[Annotated[str, Field(max_length=64)], Annotated[str, Field(max_length=512)]]
+"""The spec's `Metadata`: keys of at most 64 characters, string values of at most 512."""
+Includable = Literal[
+    "file_search_call.results",
+    "web_search_call.results",
+    "web_search_call.action.sources",
+    "message.input_image.image_url",
+    "computer_call_output.output.image_url",
+    "code_interpreter_call.outputs",
+    "reasoning.encrypted_content",
+    "message.output_text.logprobs",
+]
 
 
 class CreateResponse(_Open):
@@ -207,19 +223,28 @@ class CreateResponse(_Open):
     tools: list[FunctionTool] | None = None
     tool_choice: ToolChoice | None = None
     parallel_tool_calls: bool | None = None
-    temperature: float | None = None
-    top_p: float | None = None
-    max_output_tokens: int | None = Field(None, description="Forwarded as `max_tokens`.")
+    temperature: float | None = Field(None, ge=0, le=2)
+    top_p: float | None = Field(None, ge=0, le=1)
+    max_output_tokens: int | None = Field(
+        None, ge=16, description="Forwarded as `max_tokens` (at least 16, as OpenAI requires)."
+    )
     reasoning: ReasoningParam | None = None
     stream: bool | None = Field(None, description="Answer with Server-Sent Events.")
     store: bool | None = Field(None, description="Keep the response (default true).")
-    metadata: dict[str, str] | None = None
+    metadata: Metadata | None = Field(
+        None, max_length=16, description="At most 16 pairs, echoed in the Response."
+    )
     user: str | None = None
-    safety_identifier: str | None = None
+    safety_identifier: str | None = Field(None, max_length=64)
     prompt_cache_key: str | None = None
-    service_tier: str | None = None
-    include: list[str] | None = None
-    top_logprobs: int | None = Field(None, description="Echoed only.")
+    prompt_cache_retention: Literal["in_memory", "24h"] | None = None
+    service_tier: (
+        Literal["auto", "default", "flex", "scale", "priority", "fast", "ultrafast"] | None
+    ) = None
+    include: list[Includable] | None = Field(
+        None, description="`message.output_text.logprobs` gets a 400 (no logprobs)."
+    )
+    top_logprobs: int | None = Field(None, ge=0, le=20, description="Echoed only.")
     truncation: Literal["auto", "disabled"] | None = Field(None, description="Echoed only.")
     max_tool_calls: int | None = Field(None, description="Echoed only (hosted tools).")
 

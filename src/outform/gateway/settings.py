@@ -21,6 +21,12 @@ DEFAULT_BACKEND = "http://127.0.0.1:8000/v1"
 ENFORCE_HEADER = "x-outform-enforce"
 MiB = 1024 * 1024
 CONNECT_TIMEOUT, IDLE_TIMEOUT, TOTAL_TIMEOUT = 10.0, 120.0, 600.0
+DEFAULT_REQUEST_DEPTH = 64
+REQUEST_DEPTH_RANGE = (8, 128)
+"""`max_request_depth` from 8 (an input item's content parts are at level 4) to 128: the
+gateway writes a request's values again a few levels deeper (the backend's tools, the stored
+rows), orjson writes 254 levels at most, and the pipeline and the schema dialects recurse
+over schemas."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +61,11 @@ class GatewaySettings:
     api_keys: tuple[str, ...] = ()
     """Environment variables holding the keys clients must present (none: no auth)."""
     max_body_bytes: int = 16 * MiB
+    max_request_depth: int = DEFAULT_REQUEST_DEPTH
+    """Levels of JSON nesting a request body may have (the body itself is level 1); a deeper
+    one gets 400 before anything is done for it: the gateway refuses any request it could not
+    write again (orjson writes at most 254 levels; the backend's body and the stored rows nest
+    a request's values a few levels deeper)."""
     max_buffered_bytes: int = 64 * MiB
     """Request bodies held in memory at once, all requests together; a request that would go
     past it gets 503 with `Retry-After` (docs/gateway.md, "Bounded memory")."""
@@ -99,6 +110,14 @@ class GatewaySettings:
                 f"({self.max_body_bytes}): a body of the largest accepted size could never be read",
                 where="[gateway] max_buffered_bytes",
                 fix="raise max_buffered_bytes, or lower max_body_bytes",
+            )
+        low, high = REQUEST_DEPTH_RANGE
+        depth = self.max_request_depth
+        if isinstance(depth, bool) or not isinstance(depth, int) or not low <= depth <= high:
+            raise ConfigError(
+                f"max_request_depth {depth!r} is not a depth the gateway can serve",
+                where="[gateway] max_request_depth",
+                fix=f"use an integer from {low} to {high} (the default is {DEFAULT_REQUEST_DEPTH})",
             )
         if not 0 <= self.port <= 65_535:
             raise ConfigError(
@@ -196,8 +215,10 @@ def parse_model_map(pairs: list[str]) -> dict[str, str]:
 
 __all__ = [
     "DEFAULT_BACKEND",
+    "DEFAULT_REQUEST_DEPTH",
     "DEFAULT_TIMEOUTS",
     "ENFORCE_HEADER",
+    "REQUEST_DEPTH_RANGE",
     "GatewaySettings",
     "Timeouts",
     "parse_model_map",

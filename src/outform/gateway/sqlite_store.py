@@ -48,7 +48,9 @@ from outform.gateway.store import (
     STALE_AFTER,
     UNFINISHED,
     StoredResponse,
+    check_storable,
     settle,
+    storable_id,
 )
 from outform.gateway.stores import Budget, Row, decode_record, encode_record, row_bytes
 
@@ -190,17 +192,22 @@ class SqliteStore:
         return bytes.fromhex(await self._read(read, "reading"))
 
     async def save(self, record: StoredResponse) -> None:
+        check_storable(record)
         row = encode_record(record)
         ids = record.item_ids()
         await self._write(lambda conn: _upsert(conn, row, ids), size=row_bytes(row))
 
     async def update(self, record: StoredResponse) -> bool:
+        check_storable(record)
         row = encode_record(record)
         ids = record.item_ids()
         done: bool = await self._write(lambda conn: _update(conn, row, ids), size=row_bytes(row))
         return done
 
     async def load(self, response_id: str, tenant: str = NO_TENANT) -> StoredResponse | None:
+        if not storable_id(response_id):
+            return None  # never stored: see store.storable_id
+
         def read(conn: sqlite3.Connection) -> StoredResponse | None:
             row = conn.execute(_SELECT, (response_id, tenant)).fetchone()
             if row is None:
@@ -211,6 +218,9 @@ class SqliteStore:
         return await self._read(read, "reading")
 
     async def delete(self, response_id: str, tenant: str = NO_TENANT) -> bool:
+        if not storable_id(response_id):
+            return False  # never stored: see store.storable_id
+
         def delete(conn: sqlite3.Connection) -> bool:
             cursor = conn.execute(
                 f"DELETE FROM {TABLE} WHERE id = ? AND tenant = ?", (response_id, tenant)
@@ -223,6 +233,9 @@ class SqliteStore:
         return deleted
 
     async def find_item(self, item_id: str, tenant: str = NO_TENANT) -> dict[str, Any] | None:
+        if not storable_id(item_id):
+            return None  # never stored: see store.storable_id
+
         def read(conn: sqlite3.Connection) -> dict[str, Any] | None:
             row = conn.execute(_SELECT_ITEM, (tenant, item_id)).fetchone()
             if row is None:
@@ -249,7 +262,7 @@ class SqliteStore:
         )
 
     async def unfinished(self, ids: Iterable[str]) -> set[str]:
-        wanted = list(ids)
+        wanted = [i for i in ids if storable_id(i)]
         if not wanted:
             return set()
 

@@ -12,6 +12,10 @@ The rules every store keeps (docs/stores.md):
 * **A record belongs to a tenant** (a keyed hash of the client's API key, `""` without keys).
   `load`, `delete` and `find_item` see only the caller's tenant's rows: another tenant's
   record is indistinguishable from a missing one.
+* **Ids never hold NUL.** PostgreSQL's text cannot hold the character, so no store keeps
+  one: a record whose id, previous id or item ids hold it is refused (UsageError), and a
+  lookup of such an id finds nothing, without asking the database. The gateway refuses
+  such ids in a request (400) before it stores anything, and answers 404 to a lookup.
 * **Unfinished records have a live owner.** A record written before its end (a stream's
   `in_progress` row, a background job) names the gateway process (`worker`) running it;
   each process beats a heartbeat. A record whose worker stopped beating is read as `failed`,
@@ -30,6 +34,8 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from outform.errors import UsageError
 
 NO_TENANT = ""
 """The tenant of every record of a gateway without client keys (single-tenant)."""
@@ -91,6 +97,23 @@ class StoredResponse:
             if item.get("id") == item_id:
                 return dict(item)
         return None
+
+
+def storable_id(value: str) -> bool:
+    """Whether a store can keep and find this id: it holds no NUL character (PostgreSQL's
+    text cannot). No stored record has an id that is not."""
+    return "\x00" not in value
+
+
+def check_storable(record: StoredResponse) -> None:
+    """A UsageError for a record no store can keep: an id, its previous response's id or an
+    item's id holding NUL (the gateway refuses those in requests, with a 400)."""
+    ids = [record.id, record.previous_response_id or "", *record.item_ids()]
+    if not all(storable_id(value) for value in ids):
+        raise UsageError(
+            f"response {record.id!r}: an id holding a NUL character cannot be stored",
+            fix="refuse such ids where they come in (the gateway answers 400)",
+        )
 
 
 def settle(record: StoredResponse, worker_alive: bool) -> StoredResponse:
@@ -192,10 +215,12 @@ class MemoryStore:
         return self._salt
 
     async def save(self, record: StoredResponse) -> None:
+        check_storable(record)
         async with self._lock:
             self._put(record)
 
     async def update(self, record: StoredResponse) -> bool:
+        check_storable(record)
         async with self._lock:
             current = self._records.get(record.id)
             if current is None or current.tenant != record.tenant or current.finished:
@@ -209,7 +234,7 @@ class MemoryStore:
             self._items[(record.tenant, item_id)] = record.id
 
     async def load(self, response_id: str, tenant: str = NO_TENANT) -> StoredResponse | None:
-        record = self._records.get(response_id)
+        record = self._records.get(response_id) if storable_id(response_id) else None
         if record is None or record.tenant != tenant:
             return None
         return settle(record, self._alive(record.worker))
@@ -220,14 +245,14 @@ class MemoryStore:
 
     async def delete(self, response_id: str, tenant: str = NO_TENANT) -> bool:
         async with self._lock:
-            record = self._records.get(response_id)
+            record = self._records.get(response_id) if storable_id(response_id) else None
             if record is None or record.tenant != tenant:
                 return False
             del self._records[response_id]
             return True
 
     async def find_item(self, item_id: str, tenant: str = NO_TENANT) -> dict[str, Any] | None:
-        response_id = self._items.get((tenant, item_id))
+        response_id = self._items.get((tenant, item_id)) if storable_id(item_id) else None
         record = self._records.get(response_id or "")
         if record is None or record.tenant != tenant:
             return None

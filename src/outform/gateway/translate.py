@@ -31,14 +31,22 @@ What is forwarded, and how (docs/gateway.md has the table):
   logprobs in `include`) are a 400 naming them; the rest are the gateway's own (`store`,
   `metadata`, `previous_response_id`) or only echoed (`truncation`, `max_tool_calls`,
   `top_logprobs`, `reasoning.summary`, `stream_options`, other `include` values).
+
+`check_request` runs before the store or the backend is asked anything: every field the
+gateway reads, echoes or forwards is held to the type and bounds the OpenAPI document gives
+it (`metadata`'s limits included), item and part fields likewise, and ids are strings
+without NUL (no store can keep one); each refusal is a 400 naming the field.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from outform.gateway.references import is_reference
 from outform.gateway.replies import GatewayError, bad_request
+from outform.gateway.store import storable_id
 
 Item = Mapping[str, Any]
 
@@ -92,6 +100,85 @@ _LOGPROBS = "message.output_text.logprobs"
 
 
 # -- validation ----------------------------------------------------------------------------
+#
+# Every field the gateway reads, echoes in the Response or forwards under its own name is held
+# to the type the OpenAPI document gives it (and to the bounds it gives: ranges, the values of
+# an enum, lengths); a value outside is a 400 naming the field, before the store or the
+# backend is asked anything. `null` is the field left out. Fields the gateway does not know
+# are the backend's and go as they are.
+
+
+@dataclass(frozen=True, slots=True)
+class _Field:
+    """What the spec allows for one scalar field: `kind` (str, bool, int, or float for any
+    number), its bounds, the values of its enum, its longest length."""
+
+    kind: type
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[str, ...] = ()
+    max_length: int | None = None
+
+
+_KIND = {str: "a string", bool: "a boolean", int: "an integer", float: "a number"}
+BOOLEAN = _Field(bool)
+_ITEM_STATUSES = ("in_progress", "completed", "incomplete")
+_SCALARS: dict[str, _Field] = {
+    "instructions": _Field(str),
+    "previous_response_id": _Field(str),
+    "stream": BOOLEAN,
+    "store": BOOLEAN,
+    "parallel_tool_calls": BOOLEAN,
+    "temperature": _Field(float, 0, 2),
+    "top_p": _Field(float, 0, 1),
+    "max_output_tokens": _Field(int, 16),
+    "top_logprobs": _Field(int, 0, 20),
+    "max_tool_calls": _Field(int),
+    "truncation": _Field(str, choices=("auto", "disabled")),
+    "user": _Field(str),
+    "safety_identifier": _Field(str, max_length=64),
+    "prompt_cache_key": _Field(str),
+    "prompt_cache_retention": _Field(str, choices=("in_memory", "24h")),
+    "service_tier": _Field(
+        str, choices=("auto", "default", "flex", "scale", "priority", "fast", "ultrafast")
+    ),
+}
+"""The scalar fields of `CreateResponse`, as the spec gives them."""
+_OBJECTS: dict[str, dict[str, _Field]] = {
+    "prompt_cache_options": {
+        "ttl": _Field(str, choices=("30m",)),
+        "mode": _Field(str, choices=("implicit", "explicit")),
+    },
+    "stream_options": {"include_obfuscation": BOOLEAN},
+}
+"""Object fields, and the fields of each the spec types."""
+_SUMMARY = _Field(str, choices=("auto", "concise", "detailed"))
+_REASONING = {
+    "effort": _Field(str, choices=("none", "minimal", "low", "medium", "high", "xhigh", "max")),
+    "summary": _SUMMARY,
+    "generate_summary": _SUMMARY,
+}
+_VERBOSITY = _Field(str, choices=("low", "medium", "high"))
+_FORMAT_FIELDS = {"name": _Field(str), "description": _Field(str), "strict": BOOLEAN}
+_TOOL_FIELDS = {"description": _Field(str), "strict": BOOLEAN}
+_INCLUDABLE = frozenset(
+    {
+        "file_search_call.results",
+        "web_search_call.results",
+        "web_search_call.action.sources",
+        "message.input_image.image_url",
+        "computer_call_output.output.image_url",
+        "code_interpreter_call.outputs",
+        "reasoning.encrypted_content",
+        _LOGPROBS,
+    }
+)
+MAX_METADATA_KEYS, MAX_METADATA_KEY, MAX_METADATA_VALUE = 16, 64, 512
+"""The spec's `Metadata`: at most 16 pairs, keys of at most 64 characters, string values of
+at most 512."""
+_IMAGE_DETAILS = ("low", "high", "auto", "original")
+_AUDIO = {"data": _Field(str), "format": _Field(str)}
+_FILE_FIELDS = {"file_data": _Field(str), "file_id": _Field(str), "filename": _Field(str)}
 
 
 def model_name(req: Mapping[str, Any]) -> str:
@@ -108,18 +195,97 @@ def model_name(req: Mapping[str, Any]) -> str:
     return model
 
 
-def check_request(req: Mapping[str, Any]) -> None:
-    """Reject, with the API's 400 error shape, what cannot be translated."""
+def check_value(value: Any, where: str, field: _Field) -> None:
+    """`value` (not None) is what the spec allows for the field at `where`, or a 400."""
+    kind = field.kind
+    if not _is(value, kind):
+        raise bad_request(
+            f"Invalid type for '{where}': expected {_KIND[kind]}, got {type(value).__name__}.",
+            where,
+            "invalid_type",
+        )
+    if field.choices and value not in field.choices:
+        allowed = ", ".join(repr(choice) for choice in field.choices)
+        raise bad_request(
+            f"Invalid value for '{where}': {_shown(value)}; expected one of {allowed}.",
+            where,
+            "invalid_value",
+        )
+    low, high = field.low, field.high
+    if (low is not None and value < low) or (high is not None and value > high):
+        bounds = (
+            f"from {low:g} to {high:g}"
+            if low is not None and high is not None
+            else f"of at least {low:g}"
+            if low is not None
+            else f"of at most {high:g}"
+        )
+        raise bad_request(
+            f"Invalid value for '{where}': {_shown(value)}; expected {_KIND[kind]} {bounds}.",
+            where,
+            "invalid_value",
+        )
+    if field.max_length is not None and len(value) > field.max_length:
+        raise bad_request(
+            f"Invalid value for '{where}': {len(value)} characters; at most "
+            f"{field.max_length} are allowed.",
+            where,
+            "invalid_value",
+        )
+
+
+def _is(value: Any, kind: type) -> bool:
+    """`value` is of the JSON type `kind` stands for (a bool is no number)."""
+    if isinstance(value, bool) or kind is bool:
+        return isinstance(value, bool) and kind is bool
+    return isinstance(value, int | float) if kind is float else isinstance(value, kind)
+
+
+def _shown(value: Any) -> str:
+    """A value as an error repeats it: at most 80 characters of its repr."""
+    shown = repr(value)
+    return shown if len(shown) <= 80 else shown[:77] + "..."
+
+
+def _check_fields(parent: Mapping[str, Any], fields: Mapping[str, _Field], prefix: str) -> None:
+    for key, field in fields.items():
+        value = parent.get(key)
+        if value is not None:
+            check_value(value, f"{prefix}{key}", field)
+
+
+def check_id(value: Any, where: str) -> None:
+    """An id the client sends (an item's, `previous_response_id`): a string, without NUL
+    (no store can keep one: PostgreSQL's text cannot hold it), or a 400."""
+    if not isinstance(value, str):
+        raise bad_request(
+            f"Invalid type for '{where}': expected a string, got {type(value).__name__}.",
+            where,
+            "invalid_type",
+        )
+    if not storable_id(value):
+        raise bad_request(
+            f"Invalid value for '{where}': an id cannot hold a NUL character (\\u0000).",
+            where,
+            "invalid_value",
+        )
+
+
+def check_request(req: Mapping[str, Any], *, references: bool = False) -> None:
+    """Reject, with the API's 400 error shape, what cannot be translated or would be echoed
+    or forwarded against the spec. `references`: `item_reference` input items are allowed
+    (their ids checked), for a request whose references are resolved after this check."""
     model_name(req)
+    _check_fields(req, _SCALARS, "")
+    previous = req.get("previous_response_id")
+    if previous is not None:
+        check_id(previous, "previous_response_id")
     value = req.get("input")
     if value is not None and not isinstance(value, str):
         if not isinstance(value, list):
             raise bad_request("'input' must be a string or a list of items.", "input")
         for index, item in enumerate(value):
-            _check_item(item, f"input[{index}]")
-    for key in ("instructions", "previous_response_id"):
-        if req.get(key) is not None and not isinstance(req[key], str):
-            raise bad_request(f"'{key}' must be a string.", key)
+            _check_item(item, f"input[{index}]", references)
     if value is None and not req.get("previous_response_id") and not req.get("instructions"):
         raise bad_request(
             "Missing required parameter: 'input' (or 'instructions', or "
@@ -136,70 +302,142 @@ def check_request(req: Mapping[str, Any]) -> None:
             "reasoning",
             "invalid_type",
         )
-    for key in ("stream", "store", "parallel_tool_calls"):
-        if req.get(key) is not None and not isinstance(req[key], bool):
-            raise bad_request(f"'{key}' must be a boolean.", key)
-    for key in ("temperature", "top_p"):
-        number = req.get(key)
-        if number is not None and (isinstance(number, bool) or not isinstance(number, int | float)):
-            raise bad_request(f"'{key}' must be a number.", key)
-    tokens = req.get("max_output_tokens")
-    if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int)):
-        raise bad_request("'max_output_tokens' must be an integer.", "max_output_tokens")
-    text = req.get("text")
-    if text is not None:
-        if not isinstance(text, dict):
-            raise bad_request("'text' must be an object.", "text")
-        fmt = text.get("format")
-        if fmt is not None and (not isinstance(fmt, dict) or not isinstance(fmt.get("type"), str)):
-            raise bad_request("'text.format' must be an object with a 'type'.", "text.format")
-        flat = flat_format(fmt, "text.format")
-        schema = flat.get("schema") if isinstance(flat, dict) else None
-        if (
-            isinstance(flat, dict)
-            and flat.get("type") == "json_schema"
-            and not isinstance(schema, dict)
-        ):
-            raise bad_request(
-                "A json_schema format needs a 'schema' object (the JSON Schema the reply "
-                "must match).",
-                "text.format.schema",
-                "missing_required",
-            )
-    if req.get("metadata") is not None and not isinstance(req["metadata"], dict):
-        raise bad_request("'metadata' must be an object.", "metadata")
+    if reasoning is not None:
+        _check_fields(reasoning, _REASONING, "reasoning.")
+    for key, fields in _OBJECTS.items():
+        found = req.get(key)
+        if found is not None:
+            if not isinstance(found, dict):
+                raise bad_request(
+                    f"Invalid type for '{key}': expected an object, got {type(found).__name__}.",
+                    key,
+                    "invalid_type",
+                )
+            _check_fields(found, fields, f"{key}.")
+    _check_text(req.get("text"))
+    _check_metadata(req.get("metadata"))
     for key, what in _UNSUPPORTED.items():
         if req.get(key):
             raise bad_request(f"This gateway does not support {what}.", key, "unsupported")
-    include = req.get("include")
-    if include is not None and not isinstance(include, list):
-        raise bad_request("'include' must be a list.", "include")
-    if include and _LOGPROBS in include:
+    _check_include(req.get("include"))
+    _check_tools(req.get("tools"))
+    if req.get("tool_choice") is not None:
+        chat_tool_choice(req["tool_choice"])
+
+
+def _check_text(text: Any) -> None:
+    if text is None:
+        return
+    if not isinstance(text, dict):
+        raise bad_request("'text' must be an object.", "text")
+    if text.get("verbosity") is not None:
+        check_value(text["verbosity"], "text.verbosity", _VERBOSITY)
+    fmt = text.get("format")
+    if fmt is not None and (not isinstance(fmt, dict) or not isinstance(fmt.get("type"), str)):
+        raise bad_request("'text.format' must be an object with a 'type'.", "text.format")
+    flat = flat_format(fmt, "text.format")
+    if not isinstance(flat, dict) or flat.get("type") != "json_schema":
+        return
+    assert isinstance(fmt, dict)
+    nested = "json_schema" in fmt
+    _check_fields(flat, _FORMAT_FIELDS, "text.format.json_schema." if nested else "text.format.")
+    if not isinstance(flat.get("schema"), dict):
+        raise bad_request(
+            "A json_schema format needs a 'schema' object (the JSON Schema the reply must match).",
+            "text.format.schema",
+            "missing_required",
+        )
+
+
+def _check_metadata(metadata: Any) -> None:
+    """The spec's `Metadata`: string keys and values, within its limits."""
+    if metadata is None:
+        return
+    if not isinstance(metadata, dict):
+        raise bad_request(
+            f"Invalid type for 'metadata': expected an object, got {type(metadata).__name__}.",
+            "metadata",
+            "invalid_type",
+        )
+    if len(metadata) > MAX_METADATA_KEYS:
+        raise bad_request(
+            f"Invalid 'metadata': {len(metadata)} keys; at most {MAX_METADATA_KEYS} are allowed.",
+            "metadata",
+            "invalid_value",
+        )
+    for key, value in metadata.items():
+        if len(key) > MAX_METADATA_KEY:
+            raise bad_request(
+                f"Invalid 'metadata': a key of {len(key)} characters; keys have at most "
+                f"{MAX_METADATA_KEY}.",
+                "metadata",
+                "invalid_value",
+            )
+        check_value(value, f"metadata.{key}", _Field(str, max_length=MAX_METADATA_VALUE))
+
+
+def _check_include(include: Any) -> None:
+    if include is None:
+        return
+    if not isinstance(include, list):
+        raise bad_request(
+            f"Invalid type for 'include': expected a list, got {type(include).__name__}.",
+            "include",
+            "invalid_type",
+        )
+    for index, value in enumerate(include):
+        where = f"include[{index}]"
+        check_value(value, where, _Field(str))
+        if value not in _INCLUDABLE:
+            raise bad_request(
+                f"Invalid value for '{where}': {_shown(value)} is not a value 'include' takes.",
+                where,
+                "invalid_value",
+            )
+    if _LOGPROBS in include:
         raise bad_request(
             f"This gateway does not return logprobs ('{_LOGPROBS}' in 'include').",
             "include",
             "unsupported",
         )
-    tools = req.get("tools")
-    if tools is not None:
-        if not isinstance(tools, list):
-            raise bad_request("'tools' must be a list.", "tools")
-        for index, tool in enumerate(tools):
-            if not isinstance(tool, dict) or tool.get("type") != "function":
-                kind = tool.get("type") if isinstance(tool, dict) else type(tool).__name__
-                raise bad_request(
-                    f"Tool type {kind!r} is not supported: a Chat Completions backend has "
-                    "function tools only.",
-                    f"tools[{index}].type",
-                    "unsupported_tool",
-                )
-            if not isinstance(tool.get("name"), str) or not tool["name"]:
-                raise bad_request("A function tool needs a 'name'.", f"tools[{index}].name")
 
 
-def _check_item(item: Any, where: str) -> None:
+def _check_tools(tools: Any) -> None:
+    if tools is None:
+        return
+    if not isinstance(tools, list):
+        raise bad_request("'tools' must be a list.", "tools")
+    for index, tool in enumerate(tools):
+        if not isinstance(tool, dict) or tool.get("type") != "function":
+            kind = tool.get("type") if isinstance(tool, dict) else type(tool).__name__
+            raise bad_request(
+                f"Tool type {kind!r} is not supported: a Chat Completions backend has "
+                "function tools only.",
+                f"tools[{index}].type",
+                "unsupported_tool",
+            )
+        if not isinstance(tool.get("name"), str) or not tool["name"]:
+            raise bad_request("A function tool needs a 'name'.", f"tools[{index}].name")
+        _check_fields(tool, _TOOL_FIELDS, f"tools[{index}].")
+        parameters = tool.get("parameters")
+        if parameters is not None and not isinstance(parameters, dict):
+            raise bad_request(
+                f"Invalid type for 'tools[{index}].parameters': expected an object (a JSON "
+                f"Schema), got {type(parameters).__name__}.",
+                f"tools[{index}].parameters",
+                "invalid_type",
+            )
+
+
+def _check_item(item: Any, where: str, references: bool = False) -> None:
     if not isinstance(item, dict):
         raise bad_request("An input item must be an object.", where)
+    if item.get("id") is not None:
+        check_id(item["id"], f"{where}.id")
+    if references and is_reference(item):
+        if not item.get("id"):
+            raise bad_request("An item_reference needs the 'id' of a stored item.", f"{where}.id")
+        return
     kind = item.get("type", "message" if "role" in item else None)
     if kind is None:
         raise bad_request(
@@ -213,8 +451,11 @@ def _check_item(item: Any, where: str) -> None:
             f"{where}.type",
             "unsupported_item",
         )
+    if kind != "reasoning" and item.get("status") is not None:
+        check_value(item["status"], f"{where}.status", _Field(str, choices=_ITEM_STATUSES))
     if kind == "message":
-        if item.get("role") not in _ROLES:
+        role = item.get("role")
+        if role not in _ROLES:
             raise bad_request(
                 "A message needs a role of user, assistant, system or developer.",
                 f"{where}.role",
@@ -227,19 +468,16 @@ def _check_item(item: Any, where: str) -> None:
                 "Message content must be a string or a list of parts.", f"{where}.content"
             )
         for index, part in enumerate(content if isinstance(content, list) else ()):
-            if part.get("type") in _TEXT_PARTS and not isinstance(part.get("text"), str):
-                raise bad_request(
-                    f"Missing required parameter: '{where}.content[{index}].text'.",
-                    f"{where}.content[{index}].text",
-                    "missing_required",
-                )
+            _check_part(part, f"{where}.content[{index}]", assistant=role == "assistant")
     elif kind == "function_call":
         for key in ("call_id", "name", "arguments"):
             if not isinstance(item.get(key), str):
-                raise bad_request(f"A function_call item needs a string '{key}'.", where)
+                raise bad_request(f"A function_call item needs a string '{key}'.", f"{where}.{key}")
     elif kind == "function_call_output":
         if not isinstance(item.get("call_id"), str):
-            raise bad_request("A function_call_output item needs a 'call_id'.", where)
+            raise bad_request(
+                "A function_call_output item needs a string 'call_id'.", f"{where}.call_id"
+            )
         output = item.get("output")
         if not isinstance(output, str | list):
             raise bad_request(
@@ -248,6 +486,77 @@ def _check_item(item: Any, where: str) -> None:
                 + " (write an object as JSON text).",
                 f"{where}.output",
             )
+        for index, part in enumerate(output if isinstance(output, list) else ()):
+            if not isinstance(part, dict) or part.get("type") not in ("input_text", "output_text"):
+                raise bad_request(
+                    "A Chat backend takes text tool outputs only (input_text parts).",
+                    f"{where}.output[{index}]",
+                    "unsupported_content",
+                )
+            _check_text_part(part, f"{where}.output[{index}]")
+
+
+def _check_text_part(part: Mapping[str, Any], where: str) -> None:
+    if not isinstance(part.get("text"), str):
+        if part.get("text") is None:
+            raise bad_request(
+                f"Missing required parameter: '{where}.text'.", f"{where}.text", "missing_required"
+            )
+        check_value(part["text"], f"{where}.text", _Field(str))
+
+
+def _check_part(part: Mapping[str, Any], where: str, *, assistant: bool) -> None:
+    """One content part of a message: a type the Chat message of its role takes, and the
+    fields translation reads of the types the spec gives them."""
+    kind = part.get("type")
+    if kind in _TEXT_PARTS:
+        _check_text_part(part, where)
+    elif assistant and kind == "refusal":
+        if part.get("refusal") is None:
+            raise bad_request(
+                f"Missing required parameter: '{where}.refusal'.",
+                f"{where}.refusal",
+                "missing_required",
+            )
+        check_value(part["refusal"], f"{where}.refusal", _Field(str))
+    elif assistant:
+        raise bad_request(
+            f"Content part type {kind!r} is not supported in an assistant message: a Chat "
+            "backend takes text and refusal parts there.",
+            f"{where}.type",
+            "unsupported_content",
+        )
+    elif kind == "input_image":
+        url = part.get("image_url")
+        if not isinstance(url, str):
+            raise bad_request(
+                "An input_image needs an 'image_url' string (file ids need OpenAI's file store).",
+                f"{where}.image_url",
+                "unsupported_content",
+            )
+        if part.get("detail") is not None:
+            check_value(part["detail"], f"{where}.detail", _Field(str, choices=_IMAGE_DETAILS))
+    elif kind == "input_file":
+        if part.get("file_url"):
+            raise bad_request(
+                "An input_file with a 'file_url' cannot be sent to a Chat backend (send "
+                "'file_data' instead).",
+                f"{where}.file_url",
+                "unsupported_content",
+            )
+        _check_fields(part, _FILE_FIELDS, f"{where}.")
+    elif kind == "input_audio":
+        audio = part.get("input_audio")
+        if not isinstance(audio, dict):
+            raise bad_request(
+                "An input_audio part needs an 'input_audio' object (data and format).",
+                f"{where}.input_audio",
+            )
+        _check_fields(audio, _AUDIO, f"{where}.input_audio.")
+    else:
+        raise bad_request(
+            f"Content part type {kind!r} is not supported.", f"{where}.type", "unsupported_content"
+        )
 
 
 # -- the request ---------------------------------------------------------------------------
@@ -361,15 +670,24 @@ def chat_tool_choice(choice: Any) -> Any:
     if kind == "custom" and isinstance(choice.get("name"), str):
         return {"type": "custom", "custom": {"name": choice["name"]}}
     if kind == "allowed_tools" and isinstance(choice.get("tools"), list):
+        mode = choice.get("mode", "auto")
+        if mode not in ("auto", "required"):
+            raise bad_request(
+                f"Invalid value for 'tool_choice.mode': {mode!r}; expected 'auto' or 'required'.",
+                "tool_choice.mode",
+                "invalid_value",
+            )
         tools = []
-        for tool in choice["tools"]:
+        for index, tool in enumerate(choice["tools"]):
             if not isinstance(tool, dict) or tool.get("type") != "function":
                 raise _hosted(tool.get("type") if isinstance(tool, dict) else tool)
-            tools.append({"type": "function", "function": {"name": tool.get("name")}})
-        return {
-            "type": "allowed_tools",
-            "allowed_tools": {"mode": choice.get("mode", "auto"), "tools": tools},
-        }
+            if not isinstance(tool.get("name"), str):
+                raise bad_request(
+                    "An allowed function tool needs a 'name'.",
+                    f"tool_choice.tools[{index}].name",
+                )
+            tools.append({"type": "function", "function": {"name": tool["name"]}})
+        return {"type": "allowed_tools", "allowed_tools": {"mode": mode, "tools": tools}}
     raise _hosted(kind)
 
 
@@ -502,11 +820,17 @@ def _tool_output(output: Any, where: str) -> Any:
 
 
 __all__ = [
+    "BOOLEAN",
+    "MAX_METADATA_KEY",
+    "MAX_METADATA_KEYS",
+    "MAX_METADATA_VALUE",
     "chat_messages",
     "chat_request",
     "chat_response_format",
     "chat_tool",
     "chat_tool_choice",
+    "check_id",
     "check_request",
+    "check_value",
     "flat_format",
 ]
