@@ -117,6 +117,11 @@ _GATEWAY: dict[str, Check] = {
         "a list of environment variable names (the keys themselves never go in the file)",
         secret=True,
     ),
+    "dashboard_api_keys": Check(
+        lambda v: isinstance(v, list) and all(_env_name(item) for item in v),
+        "a list of environment variable names (the keys themselves never go in the file)",
+        secret=True,
+    ),
     "max_body_bytes": _int(1_024, 1 << 30),
     "max_request_depth": _int(8, 128),
     "max_buffered_bytes": _int(1_024, 1 << 40),

@@ -133,5 +133,5 @@ def test_a_gateway_open_to_the_network_without_keys_warns_at_start_up(
 
 def test_a_short_client_key_is_refused() -> None:
     settings = GatewaySettings(api_keys=("K",), store="memory")
-    with pytest.raises(ConfigError, match="the client key in K has 6 characters"):
+    with pytest.raises(ConfigError, match="the key in K has 6 characters"):
         create_app(settings, store=MemoryStore(), env={"K": "sk-abc"})

@@ -201,3 +201,34 @@ def test_serve_mounts_the_dashboard_behind_the_gateway_s_keys(
         assert overview.status_code == 200 and overview.json()["totals"]["runs"] == 1
         assert "billing" in overview.json()["filters"]["steps"]
         assert http.get("/v1/models").status_code == 401  # the rest is as guarded as before
+
+
+def test_with_several_client_keys_the_dashboard_answers_only_its_own_keys(
+    make_gateway: MakeGateway, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by a trial: with two client keys (two tenants), either key read every run on
+    the dashboard, the other tenant's steps, tags and reply texts included. The runs are
+    every tenant's, so the dashboard then answers only `dashboard_api_keys`, and without
+    them it is off."""
+    path = tmp_path / "trace.sqlite"
+    store = SqliteTraceStore(path)
+    store.open()
+    store.write(Batch(run_events(RunSpec(step="acme-payroll"), time.time())))
+    store.close()
+    monkeypatch.setenv("OUTFORM_TRACE", f"sqlite:{path}")
+    env = {"A": "sk-tenant-a-0123456789", "B": "sk-tenant-b-0123456789"}
+    tenant_a = {"authorization": f"Bearer {env['A']}"}
+
+    closed = make_gateway(api_keys=("A", "B"), env=env)
+    with httpx.Client(base_url=closed.url, timeout=10) as http:
+        assert http.get("/dashboard/api/overview", headers=tenant_a).status_code == 404
+
+    operator = {"OPS": "sk-operator-0123456789"}
+    guarded = make_gateway(api_keys=("A", "B"), dashboard_api_keys=("OPS",), env=env | operator)
+    with httpx.Client(base_url=guarded.url, timeout=10) as http:
+        assert http.get("/dashboard/api/overview", headers=tenant_a).status_code == 401
+        ops = {"authorization": f"Bearer {operator['OPS']}"}
+        overview = http.get("/dashboard/api/overview", headers=ops)
+        assert overview.status_code == 200
+        assert "acme-payroll" in overview.json()["filters"]["steps"]
+        assert http.get("/v1/models", headers=ops).status_code == 401  # not a client key

@@ -114,6 +114,9 @@ class GatewayApp:
         self._env = env
         self._keys = settings.client_keys(env)
         check_client_keys(self._keys, settings.api_keys)
+        check_client_keys(
+            settings.dashboard_keys(env), settings.dashboard_api_keys, "dashboard_api_keys"
+        )
         secrets = configured_secrets(settings, env)
         self.scrubber = Scrubber(secrets)
         """The gateway's boundaries: error bodies, streams, stored rows, log records."""
@@ -217,8 +220,18 @@ class GatewayApp:
         async def close() -> None:
             store.close()
 
+        keys = self.settings.dashboard_keys(self._env)
+        if not keys and len(self._keys) > 1:
+            # The runs are every tenant's: a client key may not read the others'.
+            logger.warning(
+                "the dashboard is off: it shows the runs of every client key, and the gateway "
+                "has %d; set [gateway] dashboard_api_keys to the keys that may see them",
+                len(self._keys),
+            )
+            store.close()
+            return None
         self._owned.append(close)
-        return mounted(store, keys=self._keys)
+        return mounted(store, keys=keys or self._keys)
 
     async def shutdown(self) -> None:
         self.gateway = None

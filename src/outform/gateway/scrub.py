@@ -154,7 +154,7 @@ class Scrubber:
 def configured_secrets(settings: GatewaySettings, env: Mapping[str, str] = os.environ) -> list[str]:
     """Every credential the gateway holds: client keys, the backend's key (or the native
     provider's credentials), and the store's password."""
-    found = list(settings.client_keys(env))
+    found = [*settings.client_keys(env), *settings.dashboard_keys(env)]
     if settings.native:
         found += _provider_secrets(settings.backend, env)
     else:
@@ -189,14 +189,14 @@ def _store_secrets(spec: str, env: Mapping[str, str]) -> list[str]:
     return [*found, str(password)] if password else found
 
 
-def check_client_keys(keys: Iterable[str], names: Iterable[str]) -> None:
+def check_client_keys(keys: Iterable[str], names: Iterable[str], setting: str = "api_keys") -> None:
     """Client keys must be long enough to be unguessable and to be scrubbed safely."""
     for key, name in zip(keys, names, strict=True):
         if len(key) < MIN_LENGTH:
             raise ConfigError(
-                f"the client key in {name} has {len(key)} characters; keys shorter than "
+                f"the key in {name} has {len(key)} characters; keys shorter than "
                 f"{MIN_LENGTH} can be guessed and cannot be kept out of logs",
-                where="[gateway] api_keys",
+                where=f"[gateway] {setting}",
                 fix="use a random key of 16 characters or more (e.g. `openssl rand -hex 24`)",
             )
 

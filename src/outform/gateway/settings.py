@@ -60,6 +60,10 @@ class GatewaySettings:
     """Client-facing model name -> backend model name; names not listed pass unchanged."""
     api_keys: tuple[str, ...] = ()
     """Environment variables holding the keys clients must present (none: no auth)."""
+    dashboard_api_keys: tuple[str, ...] = ()
+    """Environment variables holding the keys that may read `/dashboard`'s data (the runs of
+    every client key). Unset: the one client key, when there is one; with several client keys
+    (tenants), the dashboard is off, since any of them would see the others' runs."""
     max_body_bytes: int = 16 * MiB
     max_request_depth: int = DEFAULT_REQUEST_DEPTH
     """Levels of JSON nesting a request body may have (the body itself is level 1); a deeper
@@ -141,8 +145,9 @@ class GatewaySettings:
         """Settings from a validated `[gateway]` table (see `outform.config`)."""
         known = {f.name for f in dataclasses.fields(cls)}
         fields: dict[str, Any] = {k: v for k, v in values.items() if k in known}
-        if "api_keys" in fields:
-            fields["api_keys"] = tuple(fields["api_keys"])
+        for name in ("api_keys", "dashboard_api_keys"):
+            if name in fields:
+                fields[name] = tuple(fields[name])
         if "model_map" in fields:
             fields["model_map"] = dict(fields["model_map"])
         for name in (
@@ -168,17 +173,11 @@ class GatewaySettings:
 
     def client_keys(self, env: Mapping[str, str] = os.environ) -> tuple[str, ...]:
         """The keys clients must present, read from the environment variables named."""
-        keys = []
-        for name in self.api_keys:
-            value = env.get(name, "")
-            if not value:
-                raise ConfigError(
-                    f"the client API key variable {name} is not set",
-                    where="[gateway] api_keys",
-                    fix=f"export {name}=..., or remove it from api_keys",
-                )
-            keys.append(value)
-        return tuple(keys)
+        return _keys_from(self.api_keys, "api_keys", "client API key", env)
+
+    def dashboard_keys(self, env: Mapping[str, str] = os.environ) -> tuple[str, ...]:
+        """The keys that may read the dashboard's data, read from the variables named."""
+        return _keys_from(self.dashboard_api_keys, "dashboard_api_keys", "dashboard key", env)
 
     def backend_key(self, env: Mapping[str, str] = os.environ) -> str | None:
         if self.backend_api_key_env is None:
@@ -223,3 +222,19 @@ __all__ = [
     "Timeouts",
     "parse_model_map",
 ]
+
+
+def _keys_from(
+    names: tuple[str, ...], setting: str, what: str, env: Mapping[str, str]
+) -> tuple[str, ...]:
+    keys = []
+    for name in names:
+        value = env.get(name, "")
+        if not value:
+            raise ConfigError(
+                f"the {what} variable {name} is not set",
+                where=f"[gateway] {setting}",
+                fix=f"export {name}=..., or remove it from {setting}",
+            )
+        keys.append(value)
+    return tuple(keys)
