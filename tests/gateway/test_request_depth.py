@@ -143,3 +143,32 @@ def test_max_request_depth_is_a_checked_setting(depth: Any) -> None:
     assert caught.value.where == "[gateway] max_request_depth"
     assert "from 8 to 128" in caught.value.render()
     assert GatewaySettings().max_request_depth == DEFAULT_REQUEST_DEPTH == 64
+
+
+# -- many small items (found by the same trial) ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "field"), [("/v1/responses", "input"), ("/v1/chat/completions", "messages")]
+)
+def test_more_input_items_than_max_input_items_is_a_400_before_any_work(
+    make_gateway: MakeGateway, path: str, field: str
+) -> None:
+    """100,000 items of `{"role":"user","content":"a"}` (3 MB, within max_body_bytes) took
+    14 s of the event loop and hundreds of MB: each item costs work and memory many times its
+    bytes. The number of items is bounded too."""
+    gw = make_gateway(max_input_items=10)
+    item = {"role": "user", "content": "a"}
+    answer = _post(gw, path, orjson.dumps({"model": "m", field: [item] * 11}))
+    assert answer.status_code == 400
+    error = answer.json()["error"]
+    assert (error["param"], error["code"]) == (field, "too_many_input_items")
+    assert "max_input_items" in error["message"]
+    assert gw.backend.requests == []
+    gw.backend.json(chat_completion(content="ok"))
+    assert _post(gw, path, orjson.dumps({"model": "m", field: [item] * 10})).status_code == 200
+
+
+def test_max_input_items_is_checked_when_the_settings_are_made() -> None:
+    with pytest.raises(ConfigError, match="max_input_items"):
+        GatewaySettings(max_input_items=0)

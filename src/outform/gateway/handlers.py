@@ -97,6 +97,7 @@ class Gateway:
         run's labels; the profile's parse settings and step)."""
         started = time.perf_counter()
         req = _json_object(raw, self.settings.max_request_depth)
+        _within_items(req, "input", self.settings.max_input_items)
         named = profile_named(profile)
         in_background = background.requested(req)
         translate.check_request(req, references=True)  # before the store or the backend
@@ -277,6 +278,7 @@ class Gateway:
         model map says so), and the answer comes back as the backend sent it."""
         started = time.perf_counter()
         req = _json_object(raw, self.settings.max_request_depth)
+        _within_items(req, "messages", self.settings.max_input_items)
         named = profile_named(profile)
         model = translate.model_name(req)
         if req.get("stream") is not None:
@@ -417,6 +419,19 @@ def _json_object(raw: bytes, max_depth: int = DEFAULT_REQUEST_DEPTH) -> dict[str
         if found is not None:
             raise _too_deep(max_depth, found)
     return data
+
+
+def _within_items(body: dict[str, Any], field: str, limit: int) -> None:
+    """A 400 for a body whose `field` (a list of items) holds more than `limit`
+    (`max_input_items`): checked before any of them is looked at."""
+    items = body.get(field)
+    if type(items) is list and len(items) > limit:
+        raise bad_request(
+            f"The request's {field} holds {len(items):,} items, more than this gateway accepts "
+            f"({limit:,}: its max_input_items, set in [gateway]).",
+            field,
+            "too_many_input_items",
+        )
 
 
 def _deeper_than(body: dict[str, Any], limit: int) -> str | None:

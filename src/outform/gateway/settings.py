@@ -65,6 +65,10 @@ class GatewaySettings:
     every client key). Unset: the one client key, when there is one; with several client keys
     (tenants), the dashboard is off, since any of them would see the others' runs."""
     max_body_bytes: int = 16 * MiB
+    max_input_items: int = 2_048
+    """Items a request's `input` (a Chat request's `messages`) may hold; more get 400 before
+    anything is done for them: each item costs work on the event loop and memory many times
+    its bytes, so `max_body_bytes` alone does not bound a body of many small items."""
     max_request_depth: int = DEFAULT_REQUEST_DEPTH
     """Levels of JSON nesting a request body may have (the body itself is level 1); a deeper
     one gets 400 before anything is done for it: the gateway refuses any request it could not
@@ -114,6 +118,13 @@ class GatewaySettings:
                 f"({self.max_body_bytes}): a body of the largest accepted size could never be read",
                 where="[gateway] max_buffered_bytes",
                 fix="raise max_buffered_bytes, or lower max_body_bytes",
+            )
+        items = self.max_input_items
+        if isinstance(items, bool) or not isinstance(items, int) or not 1 <= items <= 100_000:
+            raise ConfigError(
+                f"max_input_items {items!r} is not a number of items the gateway can serve",
+                where="[gateway] max_input_items",
+                fix="use an integer from 1 to 100000 (the default is 2048)",
             )
         low, high = REQUEST_DEPTH_RANGE
         depth = self.max_request_depth
