@@ -530,6 +530,24 @@ def test_an_unknown_option_keeps_the_usage_line(
     assert "Usage: outform parse" in result.err and "No such option: --no-such-flag" in result.err
 
 
+@pytest.mark.parametrize(
+    ("args", "missing"),
+    [
+        (["schema", "schema.json"], "Missing option '--dialect'"),
+        (["generate"], "Missing argument 'model'"),
+    ],
+)
+def test_a_missing_argument_or_option_is_named_with_the_usage_line(
+    capsys: pytest.CaptureFixture[str], workdir: Path, args: list[str], missing: str
+) -> None:
+    """Found by a trial: it printed `error: --dialect:` with an empty message (click's
+    MissingParameter is a bad value to typer)."""
+    code = main(args)
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"Usage: outform {args[0]}" in err and missing in err
+
+
 def test_a_schema_regex_that_does_not_compile_gets_a_fix_about_the_pattern(
     capsys: pytest.CaptureFixture[str], workdir: Path
 ) -> None:
@@ -559,6 +577,30 @@ def test_misuse_exits_2_with_a_message(
     result = run(capsys, reply(workdir, '{"a": 1}'), *args)
     assert result.code == 2
     assert message in result.err_text
+
+
+def test_a_schema_file_keeps_every_digit_of_its_integers(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    """Found by a trial: schema files were read with a float for each big integer, so a
+    `const` of 27 digits refused the very value it names, and a 400-digit bound was "not valid
+    JSON". They are read as the library reads a schema dict: every digit kept."""
+    big = 123456789012345678901234567
+    (workdir / "big.json").write_text(
+        '{"type": "object", "properties": {"a": {"type": "integer", "const": %d}}}' % big
+    )
+    result = run(capsys, reply(workdir, '{"a": %d}' % big), "-s", "big.json")
+    assert result.code == 0 and str(big) in result.out
+    (workdir / "bound.json").write_text('{"type": "integer", "maximum": %s}' % ("9" * 400))
+    assert run(capsys, reply(workdir, "5"), "-s", "bound.json").code == 0
+
+
+def test_a_binary_schema_file_exits_2_saying_so(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    (workdir / "binary.json").write_bytes(b"\xff\xfe{}")
+    result = run(capsys, reply(workdir, "{}"), "-s", "binary.json")
+    assert result.code == 2 and "not UTF-8 text" in result.err_text
 
 
 def test_a_missing_reply_file_exits_2_naming_it(capsys: pytest.CaptureFixture[str]) -> None:

@@ -97,6 +97,30 @@ def test_a_pyproject_without_the_table_is_passed_over_for_one_further_up(
     assert outform.config.reload().source == config
 
 
+@pytest.mark.parametrize("tool", ['tool = "outform"', 'tool = ["outform"]'])
+def test_a_pyproject_whose_tool_is_no_table_is_passed_over(
+    project: Path, monkeypatch: pytest.MonkeyPatch, tool: str
+) -> None:
+    """Found by a trial: `tool = "outform"` in any pyproject.toml up the tree made every call
+    an internal error (`'str' object has no attribute 'get'`). It holds no [tool] table, so
+    it is not outform's config."""
+    config = write(project / "outform.toml", '[parse]\nlevel = "full"\n')
+    write(project / "pkg" / "pyproject.toml", tool + "\n")
+    monkeypatch.chdir(project / "pkg")
+    assert outform.config.reload().source == config
+    assert outform.parse('{"a": 1}').data == {"a": 1}
+
+
+def test_an_outform_config_of_the_wrong_shape_names_the_file(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    odd = write(tmp_path / "odd" / "pyproject.toml", 'tool = "outform"\n')
+    monkeypatch.setenv("OUTFORM_CONFIG", str(odd))
+    with pytest.raises(ConfigError, match="must be a table") as caught:
+        outform.config.reload()
+    assert caught.value.where == str(odd)
+
+
 def test_the_nearest_config_file_wins(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write(project / "outform.toml", '[parse]\nlevel = "full"\n')
     inner = write(project / "pkg" / "outform.toml", '[parse]\nlevel = "off"\n')

@@ -296,7 +296,9 @@ def find_config(start: Path | None = None) -> tuple[Path, str] | None:
 
 def _has_tool_table(path: Path) -> bool:
     try:
-        return "outform" in _read(path).get("tool", {})
+        tool = _read(path).get("tool")
+        # (`tool = "outform"` is no [tool] table: not outform's config)
+        return isinstance(tool, dict) and "outform" in tool
     except ConfigError:
         return False
 
@@ -320,7 +322,7 @@ def load(path: Path, table: str = "") -> Settings:
     data: Any = _read(path)
     prefix = ""
     for part in filter(None, table.split(".")):
-        data = data.get(part, {})
+        data = data.get(part, {}) if isinstance(data, dict) else None
         prefix += part + "."
     if not isinstance(data, dict):
         raise ConfigError(f"[{table}] must be a table", where=str(path))

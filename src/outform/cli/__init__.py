@@ -73,6 +73,11 @@ def main(argv: list[str] | None = None) -> int:
         code = done.code
         return code if isinstance(code, int) else (EXIT_OK if code is None else EXIT_USAGE)
     except typer.BadParameter as error:
+        if type(error).__name__ == "MissingParameter":
+            # A missing argument or option: shown as click shows it, with the usage line
+            # (typer's own copy of click raises it, so it is told by its name).
+            error.show()
+            return EXIT_USAGE
         print_error(bad_value(error))
         return EXIT_USAGE
     except typer.TyperException as error:  # click's own: shown as click shows it

@@ -54,14 +54,39 @@ def load_schema(path: Path) -> Any:
     """The JSON Schema in `path`: a JSON object (anything else is named, not taken for a
     type)."""
     try:
-        schema = orjson.loads(path.read_bytes())
+        raw = path.read_bytes()
     except OSError as exc:
-        raise UsageError(f"cannot read the schema file: {exc.strerror}", where=str(path)) from None
-    except orjson.JSONDecodeError as exc:
         raise UsageError(
-            f"the schema file is not valid JSON: {exc.msg}",
-            where=f"{path}, line {exc.lineno} column {exc.colno}",
-            fix="correct the JSON there",
+            f"cannot read the schema file: {exc.strerror}",
+            where=str(path),
+            fix="give the path of a JSON Schema file (a .json file holding one object)",
+        ) from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UsageError(
+            "the schema file is not UTF-8 text (binary data?)",
+            where=f"{path}, byte {exc.start}",
+            fix="give a JSON Schema file, saved as UTF-8",
+        ) from None
+    try:
+        # Integers keep every digit (as the library reads a schema given as a dict), also
+        # past a float's range, which orjson refuses.
+        schema = jsontext.loads(text)
+    except orjson.JSONDecodeError as exc:
+        try:
+            schema = jsontext.loads_exact(text)
+        except ValueError:
+            raise UsageError(
+                f"the schema file is not valid JSON: {exc.msg}",
+                where=f"{path}, line {exc.lineno} column {exc.colno}",
+                fix="correct the JSON there",
+            ) from None
+    except ValueError as exc:  # an integer of more digits than Python reads
+        raise UsageError(
+            f"the schema file holds a number outform cannot read: {exc}",
+            where=str(path),
+            fix="write the number with fewer digits",
         ) from None
     if not isinstance(schema, dict):
         raise UsageError(
