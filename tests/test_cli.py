@@ -586,12 +586,11 @@ def test_a_schema_file_keeps_every_digit_of_its_integers(
     `const` of 27 digits refused the very value it names, and a 400-digit bound was "not valid
     JSON". They are read as the library reads a schema dict: every digit kept."""
     big = 123456789012345678901234567
-    (workdir / "big.json").write_text(
-        '{"type": "object", "properties": {"a": {"type": "integer", "const": %d}}}' % big
-    )
-    result = run(capsys, reply(workdir, '{"a": %d}' % big), "-s", "big.json")
+    schema = {"type": "object", "properties": {"a": {"type": "integer", "const": big}}}
+    (workdir / "big.json").write_text(json.dumps(schema))
+    result = run(capsys, reply(workdir, json.dumps({"a": big})), "-s", "big.json")
     assert result.code == 0 and str(big) in result.out
-    (workdir / "bound.json").write_text('{"type": "integer", "maximum": %s}' % ("9" * 400))
+    (workdir / "bound.json").write_text(json.dumps({"type": "integer", "maximum": 10**400}))
     assert run(capsys, reply(workdir, "5"), "-s", "bound.json").code == 0
 
 
