@@ -8,8 +8,9 @@ here:
   form: no beta header and no top-level `output_format`. The format has no name, strict flag or
   description, so `NativeSchema.name/strict/description` go nowhere; it is always enforced.
 * `ForcedTool` → one tool plus `tool_choice = {"type": "tool", "name": ...,
-  "disable_parallel_tool_use": true}`, so that exactly one call comes back. That call's `input`
-  (an object) is the reply text, encoded with orjson.
+  "disable_parallel_tool_use": true}`, so that one call comes back. That call's `input` (an
+  object) is the reply text, encoded with orjson; several calls all the same are several
+  values of the reply, one per line (providers/forced.py).
 * `JsonObject` → `UsageError`: Anthropic has no schema-less JSON mode.
 * Thinking. A budget gives `{"type": "enabled", "budget_tokens": N}`, with N at least 1024
   (the documented minimum; a smaller budget is refused here rather than by a 400). An effort
@@ -39,7 +40,7 @@ import base64
 import binascii
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import orjson
 
@@ -64,6 +65,7 @@ from outform.providers.base import (
     WireRequest,
     merge_extra,
 )
+from outform.providers.forced import ForcedStream, joined
 from outform.providers.replies import (
     INDEX,
     NUMBER,
@@ -160,7 +162,7 @@ class AnthropicMessages:
         texts: list[str] = []
         thoughts: list[str] = []
         calls: list[ToolCall] = []
-        forced_arguments: str | None = None
+        forced_arguments: list[str] = []
         for block in body.get("content") or ():
             kind = block.get("type")
             if kind == "text":
@@ -169,15 +171,15 @@ class AnthropicMessages:
                 thoughts.append(str(block.get("thinking", "")))
             elif kind == "tool_use":
                 arguments = orjson.dumps(block.get("input") or {}).decode()
-                if forced_arguments is None and forced is not None and block.get("name") == forced:
-                    forced_arguments = arguments
+                if forced is not None and block.get("name") == forced:
+                    forced_arguments.append(arguments)
                 else:
                     call_id, name = str(block.get("id", "")), str(block.get("name", ""))
                     calls.append(ToolCall(call_id, name, arguments))
         stop = body.get("stop_reason")
         return Response(
-            text=forced_arguments if forced_arguments is not None else "".join(texts),
-            finish_reason=finish_reason(stop, forced_arguments is not None, bool(calls)),
+            text=joined(forced_arguments) if forced_arguments else "".join(texts),
+            finish_reason=finish_reason(stop, bool(forced_arguments), bool(calls)),
             usage=_usage(body.get("usage")),
             tool_calls=tuple(calls),
             refusal=_refusal(body.get("stop_details")) if stop == "refusal" else None,
@@ -493,13 +495,13 @@ _EVENT = Tagged(
                 ),
             }
         ),
+        "content_block_stop": Obj({"index": INDEX}),
         "message_delta": Obj(
             {"delta": Obj({"stop_reason": TEXT, "stop_details": _STOP_DETAILS}), "usage": _USAGE}
         ),
     }
 )
-"""What the decoder reads of each stream event (ping, content_block_stop and message_stop are
-not read)."""
+"""What the decoder reads of each stream event (ping and message_stop are not read)."""
 
 
 def finish_reason(stop: object, forced_done: bool, other_calls: bool) -> FinishReason:
@@ -542,17 +544,21 @@ def _usage(usage: object) -> Usage:
 class _Decoder:
     """Turns SSE events (message_start … message_stop) into Deltas.
 
-    Content blocks are tracked by index: the forced tool's argument fragments become text,
-    other tool calls get their own ordinal (0, 1, ...). Usage is reported once, as totals, with
-    `message_delta`; the finish follows it. An `error` event raises (scrubbed of secrets): a
-    `RateLimitError` when the API is overloaded, else a `StreamInterruptedError`.
+    Content blocks are tracked by index: the forced tool's calls become text, one per line,
+    each ending with its `content_block_stop`, and the text beside them is held back
+    (providers/forced.py); other tool calls get their own ordinal (0, 1, ...). Usage is
+    reported once, as totals, with `message_delta`; the finish follows it. An `error` event
+    raises (scrubbed of secrets): a `RateLimitError` when the API is overloaded, else a
+    `StreamInterruptedError`.
     """
 
     def __init__(self, forced: str | None) -> None:
         self._forced = forced
-        self._blocks: dict[int, int | Literal["forced"]] = {}
+        self._blocks: dict[int, int] = {}
+        """Block index -> ordinal of the caller's tool calls."""
         self._calls = 0
-        self._forced_seen = False
+        self._output = ForcedStream()
+        """The forced tool's calls, by block index."""
         self._usage: dict[str, Any] = {}
 
     def feed(self, event: Mapping[str, Any]) -> list[Delta]:
@@ -567,21 +573,17 @@ class _Decoder:
             return self._start(int(event.get("index", 0)), event.get("content_block") or {})
         elif kind == "content_block_delta":
             return self._delta(int(event.get("index", 0)), event.get("delta") or {})
+        elif kind == "content_block_stop":
+            return self._output.end(int(event.get("index", 0)))
         elif kind == "message_delta":
             return self._end(event)
-        return []  # ping, content_block_stop, message_stop
+        return []  # ping, message_stop
 
     def _start(self, index: int, block: Mapping[str, Any]) -> list[Delta]:
         kind = block.get("type")
         if kind == "tool_use":
-            if (
-                self._forced is not None
-                and not self._forced_seen
-                and block.get("name") == self._forced
-            ):
-                self._blocks[index] = "forced"
-                self._forced_seen = True
-                return []
+            if self._forced is not None and block.get("name") == self._forced:
+                return self._output.begin(index)
             ordinal = self._blocks[index] = self._calls
             self._calls += 1
             return [
@@ -593,23 +595,28 @@ class _Decoder:
                 )
             ]
         if kind == "text" and block.get("text"):
-            return [Delta("text", str(block["text"]))]
+            return self._text(str(block["text"]))
         if kind == "thinking" and block.get("thinking"):
             return [Delta("thinking", str(block["thinking"]))]
         return []
 
+    def _text(self, text: str) -> list[Delta]:
+        if self._forced is not None:
+            return self._output.prose(text)
+        return [Delta("text", text)]
+
     def _delta(self, index: int, delta: Mapping[str, Any]) -> list[Delta]:
         kind = delta.get("type")
         if kind == "text_delta" and delta.get("text"):
-            return [Delta("text", str(delta["text"]))]
+            return self._text(str(delta["text"]))
         if kind == "thinking_delta" and delta.get("thinking"):
             return [Delta("thinking", str(delta["thinking"]))]
         if kind == "input_json_delta" and delta.get("partial_json"):
             fragment = str(delta["partial_json"])
+            if self._output.knows(index):
+                return self._output.add(index, fragment)
             target = self._blocks.get(index)
-            if target == "forced":
-                return [Delta("text", fragment)]
-            if isinstance(target, int):
+            if target is not None:
                 return [Delta("tool_call", fragment, index=target)]
         return []  # signature_delta, citations_delta
 
@@ -617,12 +624,12 @@ class _Decoder:
         delta = event.get("delta") or {}
         self._usage.update({k: v for k, v in (event.get("usage") or {}).items() if v is not None})
         stop = delta.get("stop_reason")
-        deltas = []
+        deltas = self._output.finish() if stop is not None else []
         if stop == "refusal":
             deltas.append(Delta("refusal", _refusal(delta.get("stop_details"))))
         deltas.append(Delta("usage", usage=_usage(self._usage)))
         if stop is not None:
-            reason = finish_reason(stop, self._forced_seen, self._calls > 0)
+            reason = finish_reason(stop, self._output.seen, self._calls > 0)
             deltas.append(Delta("finish", finish_reason=reason))
         return deltas
 

@@ -11,7 +11,8 @@ model wins. The choices made here:
   {"jsonSchema": {"schema": "<JSON text>", "name", "description"?}}}`. The schema travels as
   a JSON *string*, which this adapter encodes. A tool's `inputSchema.json` stays an object.
 * `ForcedTool` → one more tool plus `toolChoice = {"tool": {"name"}}`. Its `input` object
-  becomes the reply text. `JsonObject` → `UsageError`: Converse has no JSON-object mode.
+  becomes the reply text; several calls of it are several values of the reply, one per line
+  (providers/forced.py). `JsonObject` → `UsageError`: Converse has no JSON-object mode.
 * `tool_choice="none"` has no Converse form. It is sent as no `toolConfig` at all, which only
   works while the conversation holds no tool calls. With tool calls in it, Bedrock wants
   `toolConfig`, so the adapter raises.
@@ -68,6 +69,7 @@ from outform.providers.base import (
     WireRequest,
     merge_extra,
 )
+from outform.providers.forced import ForcedStream, joined
 from outform.providers.replies import (
     ANY,
     INDEX,
@@ -181,15 +183,15 @@ class BedrockConverse:
         texts: list[str] = []
         thoughts: list[str] = []
         calls: list[ToolCall] = []
-        forced_arguments: str | None = None
+        forced_arguments: list[str] = []
         for block in message.get("content") or ():
             if "text" in block:
                 texts.append(str(block["text"]))
             elif "toolUse" in block:
                 use = block["toolUse"]
                 arguments = orjson.dumps(use.get("input") or {}).decode()
-                if forced_arguments is None and forced is not None and use.get("name") == forced:
-                    forced_arguments = arguments
+                if forced is not None and use.get("name") == forced:
+                    forced_arguments.append(arguments)
                 else:
                     call_id, name = str(use.get("toolUseId", "")), str(use.get("name", ""))
                     calls.append(ToolCall(call_id, name, arguments))
@@ -197,9 +199,9 @@ class BedrockConverse:
                 reasoning = block["reasoningContent"].get("reasoningText") or {}
                 thoughts.append(str(reasoning.get("text", "")))
         return Response(
-            text=forced_arguments if forced_arguments is not None else "".join(texts),
+            text=joined(forced_arguments) if forced_arguments else "".join(texts),
             finish_reason=finish_reason(
-                body.get("stopReason"), forced_arguments is not None, bool(calls)
+                body.get("stopReason"), bool(forced_arguments), bool(calls)
             ),
             usage=_usage(body.get("usage")),
             tool_calls=tuple(calls),
@@ -426,6 +428,7 @@ _EVENT = Obj(
                 ),
             }
         ),
+        "contentBlockStop": Obj({"contentBlockIndex": INDEX}),
         "messageStop": Obj({"stopReason": TEXT}),
         "metadata": Obj({"usage": _USAGE}),
     }
@@ -460,15 +463,18 @@ class _Decoder:
     """Turns ConverseStream events (`{eventName: payload}`) into Deltas.
 
     Only tool-use blocks announce themselves with `contentBlockStart`; text and reasoning
-    deltas arrive without one. The finish comes with `messageStop`, the usage with the
-    `metadata` event that follows it.
+    deltas arrive without one. The forced tool's calls become text, one per line, each ending
+    with its `contentBlockStop`, and the text beside them is held back (providers/forced.py).
+    The finish comes with `messageStop`, the usage with the `metadata` event that follows it.
     """
 
     def __init__(self, forced: str | None) -> None:
         self._forced = forced
-        self._blocks: dict[int, int | Literal["forced"]] = {}
+        self._blocks: dict[int, int] = {}
+        """Block index -> ordinal of the caller's tool calls."""
         self._calls = 0
-        self._forced_seen = False
+        self._output = ForcedStream()
+        """The forced tool's calls, by block index."""
 
     def feed(self, event: Mapping[str, Any]) -> list[Delta]:
         check_event(PROVIDER, _EVENT, event)
@@ -480,9 +486,12 @@ class _Decoder:
                 deltas += self._start(payload)
             elif name == "contentBlockDelta":
                 deltas += self._delta(payload)
+            elif name == "contentBlockStop":
+                deltas += self._output.end(int(payload.get("contentBlockIndex", 0)))
             elif name == "messageStop":
+                deltas += self._output.finish()
                 stop = payload.get("stopReason")
-                reason = finish_reason(stop, self._forced_seen, self._calls > 0)
+                reason = finish_reason(stop, self._output.seen, self._calls > 0)
                 deltas.append(Delta("finish", finish_reason=reason))
             elif name == "metadata":
                 deltas.append(Delta("usage", usage=_usage(payload.get("usage"))))
@@ -493,10 +502,8 @@ class _Decoder:
         if not isinstance(use, Mapping):
             return []
         index = int(payload.get("contentBlockIndex", 0))
-        if self._forced is not None and not self._forced_seen and use.get("name") == self._forced:
-            self._blocks[index] = "forced"
-            self._forced_seen = True
-            return []
+        if self._forced is not None and use.get("name") == self._forced:
+            return self._output.begin(index)
         ordinal = self._blocks[index] = self._calls
         self._calls += 1
         return [
@@ -511,6 +518,8 @@ class _Decoder:
     def _delta(self, payload: Mapping[str, Any]) -> list[Delta]:
         delta = payload.get("delta") or {}
         if delta.get("text"):
+            if self._forced is not None:
+                return self._output.prose(str(delta["text"]))
             return [Delta("text", str(delta["text"]))]
         reasoning = delta.get("reasoningContent")
         if isinstance(reasoning, Mapping):
@@ -519,10 +528,11 @@ class _Decoder:
         use = delta.get("toolUse")
         if isinstance(use, Mapping) and use.get("input"):
             fragment = str(use["input"])
-            target = self._blocks.get(int(payload.get("contentBlockIndex", 0)))
-            if target == "forced":
-                return [Delta("text", fragment)]
-            if isinstance(target, int):
+            index = int(payload.get("contentBlockIndex", 0))
+            if self._output.knows(index):
+                return self._output.add(index, fragment)
+            target = self._blocks.get(index)
+            if target is not None:
                 return [Delta("tool_call", fragment, index=target)]
         return []
 

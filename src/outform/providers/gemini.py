@@ -63,6 +63,7 @@ from outform.providers.base import (
     WireRequest,
     merge_extra,
 )
+from outform.providers.forced import ForcedStream, joined
 from outform.providers.replies import (
     FLAG,
     NUMBER,
@@ -188,11 +189,10 @@ class Gemini:
                 (thoughts if part.get("thought") else texts).append(part["text"])
         text = "".join(texts)
         forced = _forced_name(request)
-        if forced is not None:
-            call = next((c for c in calls if c.name == forced), None)
-            if call is not None:
-                text = call.arguments
-                calls.remove(call)
+        arguments = [c.arguments for c in calls if forced is not None and c.name == forced]
+        if arguments:  # the reply is the forced tool's calls (providers/forced.py)
+            calls = [c for c in calls if c.name != forced]
+            text = joined(arguments)
         return Response(
             text,
             _finish(candidate.get("finishReason"), bool(calls)),
@@ -209,10 +209,13 @@ class Gemini:
 
 class GeminiStreamDecoder:
     """Turns `streamGenerateContent?alt=sse` chunks into deltas. Each function call arrives
-    whole in one chunk, so its arguments are one fragment."""
+    whole in one chunk, so its arguments are one fragment. The forced tool's calls come out as
+    text, one per line, and the text beside them is held back (providers/forced.py)."""
 
     def __init__(self, forced: str | None) -> None:
         self.forced = forced
+        self._output = ForcedStream()
+        self._forced_calls = 0
         self._calls = 0
         self._usage: Usage | None = None
         self._sent = Usage()
@@ -237,6 +240,7 @@ class GeminiStreamDecoder:
             reason = "content_filter"
         if reason is not None and not self._finished:
             self._finished = True
+            deltas.extend(self._output.finish())
             deltas.extend(self._usage_delta())
             deltas.append(Delta("finish", finish_reason=reason))
         elif self._finished:
@@ -246,8 +250,9 @@ class GeminiStreamDecoder:
     def _part(self, part: Mapping[str, Any]) -> list[Delta]:
         if "functionCall" in part:
             call = _tool_call(part["functionCall"])
-            if call.name == self.forced:
-                return [Delta("text", call.arguments)]
+            if self.forced is not None and call.name == self.forced:
+                key, self._forced_calls = self._forced_calls, self._forced_calls + 1
+                return self._output.whole(key, call.arguments)
             index, self._calls = self._calls, self._calls + 1
             return [
                 Delta(
@@ -260,7 +265,9 @@ class GeminiStreamDecoder:
             ]
         text = part.get("text")
         if isinstance(text, str) and text:
-            return [Delta("thinking" if part.get("thought") else "text", text)]
+            if part.get("thought"):
+                return [Delta("thinking", text)]
+            return self._output.prose(text) if self.forced is not None else [Delta("text", text)]
         return []
 
     def _usage_delta(self) -> list[Delta]:

@@ -37,7 +37,8 @@ Choices made where sources leave room:
 * **`stream_options.include_usage`** is sent where the server accepts it. Mistral rejects
   unknown fields and reports usage in its last chunk anyway, so it gets none.
 * **`parallel_tool_calls: false`** accompanies a forced tool (one call, not several) where the
-  flavor documents the field; DeepSeek does not, so it is left out there.
+  flavor documents the field; DeepSeek does not, so it is left out there. Several calls that
+  come all the same are several values of the reply (providers/forced.py).
 * `Thinking.budget_tokens` has no Chat Completions field on any flavor and is ignored; where a
   flavor has no documented thinking switch the whole setting is ignored rather than guessed.
 """
@@ -70,6 +71,7 @@ from outform.providers.base import (
     WireRequest,
     merge_extra,
 )
+from outform.providers.forced import ForcedStream, joined
 from outform.providers.replies import (
     ANY,
     INDEX,
@@ -253,15 +255,15 @@ class OpenAIChat:
         calls = [_call(c) for c in message.get("tool_calls") or ()]
         text = _content_text(message.get("content"))
         forced = _forced_name(request)
-        forced_call = next((c for c in calls if c.name == forced), None)
-        if forced_call is not None:
-            calls.remove(forced_call)
-            text = forced_call.arguments
+        arguments = [c.arguments for c in calls if forced is not None and c.name == forced]
+        if arguments:  # the reply is the forced tool's calls (providers/forced.py)
+            calls = [c for c in calls if c.name != forced]
+            text = joined(arguments)
         refusal = message.get("refusal") or None
         return Response(
             text=text,
             finish_reason=_finish(
-                choice.get("finish_reason"), forced_call is not None, bool(calls), bool(refusal)
+                choice.get("finish_reason"), bool(arguments), bool(calls), bool(refusal)
             ),
             usage=_usage(body.get("usage")),
             tool_calls=tuple(calls),
@@ -279,17 +281,19 @@ class ChatStreamDecoder:
     """`chat.completion.chunk` events to Deltas.
 
     Tool-call fragments carry an `index`; the first fragment of each also carries the call's
-    `id` and `function.name`, which the Delta repeats once. The forced tool's fragments come
-    out as text. Usage arrives in a trailing chunk with empty `choices` (OpenAI with
-    `include_usage`), beside the last choice (Mistral), or in `x_groq.usage` (Groq); it is
-    emitted whenever it changes, so a consumer keeps the last one.
+    `id` and `function.name`, which the Delta repeats once. The forced tool's calls come out
+    as text, one per line, and the text beside them is held back (providers/forced.py); a
+    call ends when the next one starts or the reply finishes. Usage arrives in a trailing
+    chunk with empty `choices` (OpenAI with `include_usage`), beside the last choice
+    (Mistral), or in `x_groq.usage` (Groq); it is emitted whenever it changes, so a consumer
+    keeps the last one.
     """
 
     def __init__(self, provider: str, forced: str | None) -> None:
         self.provider = provider
         self.forced = forced
         self._seen: dict[int, str | None] = {}
-        self._forced_index: int | None = None
+        self._output = ForcedStream()
         self._other_calls = False
         self._refused = False
         self._usage = Usage()
@@ -309,7 +313,9 @@ class ChatStreamDecoder:
             if thinking:
                 deltas.append(Delta("thinking", thinking))
             content = _content_text(delta.get("content"))
-            if content:
+            if content and self.forced is not None:
+                deltas += self._output.prose(content)
+            elif content:
                 deltas.append(Delta("text", content))
             if delta.get("refusal"):
                 self._refused = True
@@ -325,9 +331,8 @@ class ChatStreamDecoder:
                 deltas.append(Delta("usage", usage=current - self._usage))
                 self._usage = current
         if finish:
-            reason = _finish(
-                finish, self._forced_index is not None, self._other_calls, self._refused
-            )
+            deltas += self._output.finish()
+            reason = _finish(finish, self._output.seen, self._other_calls, self._refused)
             deltas.append(Delta("finish", finish_reason=reason))
         return deltas
 
@@ -339,12 +344,11 @@ class ChatStreamDecoder:
         if first:
             name = function.get("name")
             self._seen[index] = name
-            if self._forced_index is None and self.forced is not None and name == self.forced:
-                self._forced_index = index
-            if index != self._forced_index:
-                self._other_calls = True
-        if index == self._forced_index:
-            return [Delta("text", arguments)] if arguments else []
+            if self.forced is not None and name == self.forced:
+                return [*self._output.begin(index), *self._output.add(index, arguments)]
+            self._other_calls = True
+        if self._output.knows(index):
+            return self._output.add(index, arguments)
         if not first and not arguments:
             return []
         return [

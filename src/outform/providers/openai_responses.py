@@ -57,6 +57,7 @@ from outform.providers.base import (
     WireRequest,
     merge_extra,
 )
+from outform.providers.forced import ForcedStream, joined
 from outform.providers.replies import (
     INDEX,
     NUMBER,
@@ -180,10 +181,10 @@ class OpenAIResponses:
             elif kind == "reasoning":
                 thinking.extend(_reasoning_texts(item))
         reply = "".join(text)
-        forced_call = next((c for c in calls if c.name == forced), None)
-        if forced_call is not None:
-            calls.remove(forced_call)
-            reply = forced_call.arguments
+        arguments = [c.arguments for c in calls if forced is not None and c.name == forced]
+        if arguments:  # the reply is the forced tool's calls (providers/forced.py)
+            calls = [c for c in calls if c.name != forced]
+            reply = joined(arguments)
         refusal = "".join(refusals) or None
         return Response(
             text=reply,
@@ -206,9 +207,11 @@ class ResponsesStreamDecoder:
     A function call is announced by `response.output_item.added` (with its `call_id` and
     `name`) and its arguments follow as `response.function_call_arguments.delta` events that
     name only the item's `output_index`; the decoder numbers function calls 0, 1, ... in the
-    order they are announced and reports that number as the Delta's `index`. Thinking comes
-    from reasoning summaries (or raw reasoning text, for models that return it); separate
-    summary parts are joined by a blank line, as `parse` joins them. The closing
+    order they are announced and reports that number as the Delta's `index`. The forced
+    tool's calls come out as text, one per line, each ending with its
+    `response.output_item.done`, and the text beside them is held back (providers/forced.py).
+    Thinking comes from reasoning summaries (or raw reasoning text, for models that return
+    it); separate summary parts are joined by a blank line, as `parse` joins them. The closing
     `response.completed` / `response.incomplete` event carries the usage and decides the
     finish reason; `response.failed`, like an `error` event, raises the error the response
     carries (a `StreamInterruptedError`, or a `RateLimitError` for a rate limit).
@@ -219,7 +222,8 @@ class ResponsesStreamDecoder:
         self.forced = forced
         self._calls: dict[int, int] = {}
         """output_index -> tool-call index."""
-        self._forced_output: int | None = None
+        self._output = ForcedStream()
+        """The forced tool's calls, by output_index."""
         self._thinking_key: tuple[Any, ...] | None = None
 
     def feed(self, event: Mapping[str, Any]) -> list[Delta]:
@@ -228,6 +232,8 @@ class ResponsesStreamDecoder:
             raise reported(self.provider, event.get("message"), kind=event.get("code"), body=event)
         check_event(self.provider, _EVENT, event)
         if kind == "response.output_text.delta":
+            if self.forced is not None:
+                return self._output.prose(event.get("delta") or "")
             return [Delta("text", event["delta"])] if event.get("delta") else []
         if kind == "response.refusal.delta":
             return [Delta("refusal", event["delta"])] if event.get("delta") else []
@@ -237,6 +243,8 @@ class ResponsesStreamDecoder:
             return self._item_added(event)
         if kind == "response.function_call_arguments.delta":
             return self._arguments(event)
+        if kind == "response.output_item.done":
+            return self._output.end(int(event.get("output_index", -1)))
         if kind == "response.failed":
             raise _failure(self.provider, event.get("response") or {}, stream=True)
         if kind in ("response.completed", "response.incomplete"):
@@ -259,9 +267,8 @@ class ResponsesStreamDecoder:
             return []
         output_index = int(event.get("output_index", -1))
         arguments = _arguments(item.get("arguments"))
-        if self._forced_output is None and self.forced and item.get("name") == self.forced:
-            self._forced_output = output_index
-            return [Delta("text", arguments)] if arguments else []
+        if self.forced is not None and item.get("name") == self.forced:
+            return [*self._output.begin(output_index), *self._output.add(output_index, arguments)]
         index = self._calls.setdefault(output_index, len(self._calls))
         return [
             Delta(
@@ -278,13 +285,13 @@ class ResponsesStreamDecoder:
         output_index = int(event.get("output_index", -1))
         if not fragment:
             return []
-        if output_index == self._forced_output:
-            return [Delta("text", fragment)]
+        if self._output.knows(output_index):
+            return self._output.add(output_index, fragment)
         index = self._calls.setdefault(output_index, len(self._calls))
         return [Delta("tool_call", fragment, index=index)]
 
     def _done(self, response: Mapping[str, Any]) -> list[Delta]:
-        deltas: list[Delta] = []
+        deltas = self._output.finish()
         if response.get("usage"):
             deltas.append(Delta("usage", usage=_usage(response["usage"])))
         refused = any(
@@ -408,6 +415,7 @@ _EVENT = Tagged(
         "response.reasoning_summary_text.delta": _DELTA,
         "response.reasoning_text.delta": _DELTA,
         "response.output_item.added": Obj({"output_index": INDEX, "item": _ITEM}),
+        "response.output_item.done": Obj({"output_index": INDEX}),
         "response.function_call_arguments.delta": Obj({"output_index": INDEX, "delta": TEXT}),
         "response.completed": Obj({"response": _RESPONSE}),
         "response.incomplete": Obj({"response": _RESPONSE}),
