@@ -9,6 +9,7 @@ some value, with no sub-schema whose own keywords contradict each other (the rul
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -114,6 +115,39 @@ def _remote_refs(schema: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
             for key, child in node.items():
                 if key not in ("enum", "const", "default", "examples"):
                     stack.append((pointer.join(location, key), child))
+        elif isinstance(node, list):
+            stack.extend((pointer.join(location, i), child) for i, child in enumerate(node))
+
+
+def huge_integer(schema: Any, where: str = "schema") -> SchemaError | None:
+    """The error for an integer too long to write as JSON text, naming where it is (None when
+    there is none). Called when the schema's JSON text cannot be written."""
+    for location in _huge_integers(schema):
+        limit = sys.get_int_max_str_digits()
+        return SchemaError(
+            f"the schema holds an integer of more than {limit} digits, more than outform "
+            "writes as JSON text (Python's limit on integer conversion)",
+            where=f"{where} at {location or '/'}",
+            fix="write a bound that large as a float, or remove it",
+        )
+    return None
+
+
+def _huge_integers(schema: Any) -> Iterator[str]:
+    """Yield the location of every integer (in keywords, enums, defaults...) with more digits
+    than Python converts to text (`sys.get_int_max_str_digits()`): no JSON text can hold it."""
+    limit = sys.get_int_max_str_digits()
+    if not limit:
+        return
+    bits = int(limit * 3.3219)  # fewer bits than this: fewer than `limit` digits
+    stack: list[tuple[str, Any]] = [("", schema)]
+    while stack:
+        location, node = stack.pop()
+        if type(node) is int:
+            if node.bit_length() > bits and abs(node) >= 10**limit:
+                yield location
+        elif isinstance(node, Mapping):
+            stack.extend((pointer.join(location, key), child) for key, child in node.items())
         elif isinstance(node, list):
             stack.extend((pointer.join(location, i), child) for i, child in enumerate(node))
 

@@ -8,9 +8,10 @@ the ledger as checked locally), and builds the codecs that map values between th
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -45,13 +46,16 @@ from outform.schema.dialects.normalize import (
     is_pure_ref,
 )
 from outform.schema.dialects.rules import ANNOTATIONS, STANDARD, DialectRules, Limits
-from outform.schema.ledger import Ledger
+from outform.schema.ledger import Disposition, Kind, Ledger
 
 Wire = dict[str, Any]
 Emitted = tuple[Wire, Codec | None]
 
 TYPE_ORDER = ("object", "array", "string", "integer", "number", "boolean", "null")
-CONTAINERS = frozenset({"properties", "$defs", "definitions"})
+DEFINITIONS = frozenset({"$defs", "definitions"})
+"""Keywords that only hold sub-schemas for references: they constrain nothing themselves."""
+CONTAINERS = frozenset({"properties"}) | DEFINITIONS
+"""Keywords whose sub-schemas get ledger entries of their own when they are translated."""
 DRAFT_KEYWORDS = frozenset({"dependencies", "additionalItems", "$recursiveRef", "$dynamicRef"})
 LOCAL_ONLY = (
     "not",
@@ -95,8 +99,51 @@ _OF_TYPE = {
     "string": (*_HINTS["string"], "format"),
     "number": _HINTS["number"],
 }
+_MAP_KEYWORDS = frozenset({"type", "additionalProperties", "patternProperties", "properties"})
+"""The keywords a map written as key/value pairs carries (the others are checked locally)."""
+MAX_INLINED = 10_000
+"""The most wire nodes one translation may produce from inlined references. A dialect without
+`$defs` gets every `$ref` inlined, and a definition used at several places under another one
+multiplies (16 definitions that each refer twice to the next become 2^16 copies). Nodes are
+counted as they are produced and the translation stops as soon as the limit is passed, with a
+DialectError naming the `$ref` being inlined. (The 300 real schemas of the benchmark produce
+at most 4,325.)"""
 EXTRA_KEY = "additional_properties"
 """Declared name under which closed dialects gather the keys an open object may add."""
+
+
+class _Ledger(Ledger):
+    """The translation's ledger; inside `folding(why)`, what would be recorded as enforced is
+    recorded as checked locally (a sub-schema written where it holds for less than its place,
+    such as a tuple position folded into one item schema)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._folding: list[str] = []
+
+    @contextlib.contextmanager
+    def folding(self, why: str | None) -> Iterator[None]:
+        if why is None:
+            yield
+            return
+        self._folding.append(why)
+        try:
+            yield
+        finally:
+            self._folding.pop()
+
+    def add(
+        self,
+        path: str,
+        keyword: str,
+        disposition: Disposition,
+        reason: str,
+        kind: Kind = "constraint",
+    ) -> None:
+        if self._folding and disposition == "enforced" and kind == "constraint":
+            disposition = "checked_locally"
+            reason = f"{reason}; but {self._folding[-1]}; outform validates the reply"
+        super().add(path, keyword, disposition, reason, kind)
 
 
 class UnsatisfiableError(Exception):
@@ -126,12 +173,14 @@ class Emitter:
         self.rules = rules
         self.doc = doc
         self.options = options
-        self.ledger = Ledger()
+        self.ledger = _Ledger()
         self.defs: dict[str, Wire] = {}
         self.codecs: dict[str, Codec | None] = {}
         self._names: dict[str, str] = {}
         self._busy: set[str] = set()
         self._never: set[str] = set()
+        self.inlined = 0
+        """Wire nodes produced so far from inlined references (see MAX_INLINED)."""
         mode = options.open_objects or ("close" if rules.closes_open_objects else "keep")
         self.close = mode == "close"
 
@@ -218,6 +267,24 @@ class Emitter:
                     where="the largest enum of the schema",
                     options=("shorten the enum values", "use a plain string checked locally"),
                 )
+
+    def size_error(self, branch: Branch) -> DialectError:
+        """The inlined references passed MAX_INLINED nodes: name the `$ref` being inlined."""
+        via = next((part.via for part in branch.parts if part.via is not None), "")
+        return DialectError(
+            f"inlining the schema's references produces more than {MAX_INLINED} nodes (the "
+            f"limit on the inlined size; the $ref at {pointer.readable(via)} passed it): "
+            f"references used at several places are copied at each",
+            dialect=self.rules.name,
+            where=f"schema at {via or '/'}",
+            options=(
+                "use a dialect that keeps references as $defs (openai_strict, gemini, "
+                "anthropic, xai)",
+                "share fewer definitions between nested places, or bound the nesting",
+                "use json_object mode or instructions (outform checks the reply against the "
+                "full schema)",
+            ),
+        )
 
     def recursion_error(self, target: str, where: str) -> DialectError:
         allowed = (
@@ -309,15 +376,20 @@ class Emitter:
         for loc, keyword in alts.deferred:
             self.moved(loc, keyword, "too many combinations to spell out for the provider")
         results: list[Emitted] = []
+        sources: list[Branch] = []
         for branch in alts.branches:
             try:
                 results.append(self.branch(branch))
             except UnsatisfiableError:
                 continue
+            sources.append(branch)
         if not results:
             raise UnsatisfiableError
         if len(results) == 1:
             return results[0]
+        for index in _bypassed(results):
+            with self.ledger.folding(_BYPASS):
+                self.branch(sources[index])  # again, for the ledger only
         wire, codec = _union(results)
         self.annotate(wire, list(alts.notes), [])
         return wire, codec
@@ -325,6 +397,10 @@ class Emitter:
     def branch(self, branch: Branch) -> Emitted:
         if branch.never:
             raise UnsatisfiableError
+        if any(part.via is not None for part in branch.parts):
+            self.inlined += 1
+            if self.inlined > MAX_INLINED:
+                raise self.size_error(branch)
         if branch.refs:
             inlined = self.inline_refs(branch)
             return self.reference(branch) if inlined is None else self.emit(inlined)
@@ -357,13 +433,18 @@ class Emitter:
     def several(self, kinds: list[str], parts: list[Part]) -> Emitted:
         """A node allowing several types: one branch per type (a nullable pair stays one node)."""
         pieces: list[Emitted] = []
+        piece_kinds: list[str] = []
         for kind in kinds:
             try:
                 pieces.append(self.typed(kind, parts, annotate=False))
             except UnsatisfiableError:
                 continue
+            piece_kinds.append(kind)
         if not pieces:
             raise UnsatisfiableError
+        for index in _bypassed(pieces):
+            with self.ledger.folding(_BYPASS):
+                self.typed(piece_kinds[index], parts, annotate=False)  # for the ledger only
         if len(pieces) == 1:
             wire, codec = pieces[0]
         elif len(pieces) == 2 and pieces[1][0] == {"type": "null"} and self._listable(pieces[0][0]):
@@ -442,7 +523,7 @@ class Emitter:
         notes: list[tuple[str, Any]] = []
         for part in parts:
             for name, value in part.items():
-                if name not in ANNOTATIONS and name not in CONTAINERS:
+                if name not in ANNOTATIONS and name not in DEFINITIONS:
                     self.moved(part.loc, name, "the value travels as a JSON-encoded string")
                     notes.append((name, value))
         self.ledger.add(
@@ -460,7 +541,7 @@ class Emitter:
         """A kept reference that is one of several constraints (`allOf` of references, say) is
         inlined when it can be: only a reference standing alone can stay a `$ref`."""
         alone = len(branch.refs) == 1 and all(
-            keyword in ANNOTATIONS or keyword in CONTAINERS
+            keyword in ANNOTATIONS or keyword in DEFINITIONS
             for part in branch.parts
             for keyword, _ in part.items()
         )
@@ -494,7 +575,7 @@ class Emitter:
             self.moved(ref.loc, "$ref", "a second recursive reference on the same node")
         for part in branch.parts:
             for keyword, _ in part.items():
-                if keyword not in ANNOTATIONS and keyword not in CONTAINERS:
+                if keyword not in ANNOTATIONS and keyword not in DEFINITIONS:
                     self.moved(part.loc, keyword, "beside a recursive reference")
         wire: Wire = {"$ref": f"#/$defs/{name}"}
         notes_holder: Wire = {}
@@ -586,12 +667,14 @@ class Emitter:
         props: dict[str, Wire] = {}
         codecs: dict[str, Prop] = {}
         made_required: list[str] = []
+        forbidden: dict[str, list[Part]] = {}
         for name, child_parts in shape.properties(self.doc).items():
             try:
                 child, codec = self.emit(conjunction(self.doc, child_parts, self.keep_ref))
             except UnsatisfiableError:
                 if name in shape.required:
                     raise
+                forbidden[name] = child_parts
                 continue
             if name not in shape.required and self.rules.all_required:
                 child = self.nullable(child)
@@ -618,6 +701,10 @@ class Emitter:
                 "a null maps back to an absent key",
             )
         extras, open_codec, closed = self.extras_into(shape, props, wire, notes)
+        self._record_unscoped(shape)
+        shut = closed and extras is None and self.rules.claims("additionalProperties")
+        for name, child_parts in forbidden.items():
+            self.forbid(name, child_parts, shape, shut)
         if props or self.rules.closed_objects or self.rules.all_required:
             wire["properties"] = props
         required = (
@@ -633,6 +720,26 @@ class Emitter:
         if reshaped or extras is not None or open_codec is not None or (closed and shape.open):
             return Object(codecs, extras, open_codec, closed)
         return None
+
+    def forbid(self, name: str, parts: list[Part], shape: _ObjectShape, shut: bool) -> None:
+        """A key no value may stand under (`"b": false`, or declared by one allOf member and
+        closed out by another): it is left out of the wire's properties. Where the wire object
+        is closed, that omission is what forbids it; otherwise outform checks it is absent."""
+        how = (
+            f"the key {name!r} is never valid; it is not declared on the wire and the object is "
+            f"closed, so {self._who} never writes it (enforced by omission)"
+            if shut
+            else f"the key {name!r} is never valid; it is not declared on the wire (where other "
+            "keys are allowed), so outform checks that it is absent"
+        )
+        disposition: Disposition = "enforced" if shut else "checked_locally"
+        for part in shape.declared.get(name, parts):
+            if part.schema is False:
+                self.ledger.add(part.loc, "false", disposition, how)
+            elif isinstance(part.schema, Mapping):
+                for keyword, _ in part.items():
+                    if keyword not in ANNOTATIONS and keyword not in DEFINITIONS:
+                        self.ledger.add(part.loc, keyword, disposition, how)
 
     def extras_into(
         self, shape: _ObjectShape, props: dict[str, Wire], wire: Wire, notes: list[Any]
@@ -701,32 +808,39 @@ class Emitter:
         shape = _ObjectShape.of(parts)
         if shape.declared or not shape.open or (shape.implicit and self.close and shape.required):
             return None
+        if not shape.values and not shape.patterns:
+            # The provider enforces only that a string is written: every keyword of the node
+            # (its type included) holds only once outform has decoded the string and checked it.
+            how = (
+                f"an object with free keys: {self._who} needs closed objects, so it is written as "
+                "a JSON-encoded string, which is all the provider enforces; outform decodes it "
+                "and checks it"
+            )
+            for part in parts:
+                for keyword, value in part.items():
+                    if keyword not in ANNOTATIONS and keyword not in DEFINITIONS:
+                        self.moved(part.loc, keyword, how)
+                        notes.append((keyword, "object" if keyword == "type" else value))
+            if not any(part.has("type") for part in parts):
+                self.moved(shape.loc, "type", how)
+            wire: Wire = {"type": "string"}
+            return wire, Narrowed(frozenset({"object"}), JsonText())
         for part in parts:
             if part.has("type"):
                 self.kept(part.loc, "type")
-        if not shape.values and not shape.patterns:
-            for loc, keyword in shape.extra_keywords:
-                self.kept(loc, keyword, "the object travels as a JSON-encoded string")
-            for part in parts:
-                for keyword in ("required", "minProperties", "maxProperties"):
-                    if part.has(keyword):
-                        self.moved(part.loc, keyword, "the object travels as a JSON string")
-            self.ledger.add(
-                shape.loc,
-                "type",
-                "enforced",
-                f"an object with free keys: {self._who} needs closed objects, so it is written "
-                "as a JSON-encoded string and decoded by outform (which checks it is an object)",
-            )
-            wire: Wire = {"type": "string"}
-            return wire, Narrowed(frozenset({"object"}), JsonText())
         value, value_codec = self.extra_values(shape)
         self._record_extras(shape, "written as a list of key/value pairs, mapped back by outform")
         self._record_closing(shape)
+        self._record_unscoped(shape)
         for part in parts:
-            for keyword in ("required", "minProperties", "maxProperties"):
-                if part.has(keyword):
+            for keyword, given in part.items():
+                if keyword in ("required", "minProperties", "maxProperties") or (
+                    keyword not in _MAP_KEYWORDS
+                    and keyword not in ANNOTATIONS
+                    and keyword not in DEFINITIONS
+                ):
                     self.moved(part.loc, keyword, "the map travels as a list of pairs")
+                    notes.append((keyword, given))
         return self._pairs(value, shape), Pairs(value_codec)
 
     def extra_values(self, shape: _ObjectShape, with_patterns: bool = True) -> Emitted:
@@ -772,6 +886,15 @@ class Emitter:
             "description": "the object's entries, as key/value pairs",
         }
 
+    def _record_unscoped(self, shape: _ObjectShape) -> None:
+        for loc, keyword in shape.unscoped:
+            self.moved(
+                loc,
+                keyword,
+                "merged with another allOf member's patternProperties, which exempt on the "
+                "wire keys it applies to",
+            )
+
     def _record_closing(self, shape: _ObjectShape) -> None:
         """`additionalProperties: false` beside patterns: exact if one pattern sits on the key."""
         exact = (
@@ -798,16 +921,23 @@ class Emitter:
 
     def array_into(self, parts: list[Part], wire: Wire, notes: list[Any]) -> Codec | None:
         positions, rest, limit = _array_shape(parts, self.doc.draft)
+        fold = bool(positions) and "prefixItems" not in self.rules.accepted
         codecs: list[Codec | None] = []
         emitted: list[Wire] = []
-        for index, conj in enumerate(positions):
-            try:
-                child, codec = self.emit(conjunction(self.doc, conj, self.keep_ref))
-            except UnsatisfiableError:
-                limit = index if limit is None else min(limit, index)
-                break
-            emitted.append(child)
-            codecs.append(codec)
+        with self.ledger.folding(
+            "the dialect has no prefixItems: the positions are folded into one item schema, "
+            "so it holds for some item, not for this position"
+            if fold
+            else None
+        ):
+            for index, conj in enumerate(positions):
+                try:
+                    child, codec = self.emit(conjunction(self.doc, conj, self.keep_ref))
+                except UnsatisfiableError:
+                    limit = index if limit is None else min(limit, index)
+                    break
+                emitted.append(child)
+                codecs.append(codec)
         rest_wire: Wire | None = None
         rest_codec: Codec | None = None
         if rest and limit is None:
@@ -817,30 +947,62 @@ class Emitter:
                 limit = len(emitted)
         elif limit is None and self.rules.typed_nodes:
             rest_wire, rest_codec = self.any_value([Part(parts[0].loc, {})], "items")
+        elif limit is None:
+            rest_wire = {}  # the items after the positions may be anything
+        self.scalar(parts, "minItems", wire, notes, pick=max)
+        self.scalar(parts, "maxItems", wire, notes, pick=min)
+        self.scalar(parts, "uniqueItems", wire, notes, pick=max)
+        limited = limit is None
+        if limit is not None and "maxItems" in self.rules.accepted:
+            wire["maxItems"] = min(limit, wire.get("maxItems", limit))
+            bound = self.rules.bounds.get("maxItems")
+            limited = self.rules.claims("maxItems") and (bound is None or limit <= bound)
         for part in parts:
             for keyword in ("items", "prefixItems", "additionalItems"):
-                if part.has(keyword):
+                if not part.has(keyword):
+                    continue
+                if not limited:
+                    self.moved(
+                        part.loc,
+                        keyword,
+                        f"no item may stand past position {limit}, and {self._who} does not "
+                        "enforce that limit (maxItems)",
+                    )
+                    notes.append(("maxItems", limit))
+                elif part.get(keyword) is False:
+                    self.kept(part.loc, keyword, f"written as maxItems {limit}", enforced=True)
+                elif keyword == "items" and isinstance(part.get(keyword), list):
+                    self.kept(part.loc, keyword, "written as prefixItems", sent_as="prefixItems")
+                elif keyword == "additionalItems":
+                    self.kept(part.loc, keyword, "written as items", sent_as="items")
+                else:
                     self.kept(part.loc, keyword)
-        if emitted and "prefixItems" in self.rules.accepted:
+        if emitted and not fold:
             wire["prefixItems"] = emitted
-            if rest_wire is not None:
+            if rest_wire is not None and not _free(rest_wire):
                 wire["items"] = rest_wire
         elif emitted:
-            members = [*emitted, *([rest_wire] if rest_wire is not None else [])]
-            wire["items"] = members[0] if len(members) == 1 else {"anyOf": members}
             for part in parts:
                 for keyword in ("items", "prefixItems"):
                     if part.has(keyword) and (
                         keyword == "prefixItems" or isinstance(part.get(keyword), list)
                     ):
                         self.moved(part.loc, keyword, "positions folded into one item schema")
-        elif rest_wire is not None:
+            if rest_wire is not None and _free(rest_wire):  # any item may follow the positions
+                codecs, rest_codec = [], None
+            else:
+                members = [*emitted, *([rest_wire] if rest_wire is not None else [])]
+                wire["items"] = members[0] if len(members) == 1 else {"anyOf": members}
+        elif rest_wire is not None and not _free(rest_wire):
             wire["items"] = rest_wire
-        self.scalar(parts, "minItems", wire, notes, pick=max)
-        self.scalar(parts, "maxItems", wire, notes, pick=min)
-        self.scalar(parts, "uniqueItems", wire, notes, pick=max)
-        if limit is not None and "maxItems" in self.rules.accepted:
-            wire["maxItems"] = min(limit, wire.get("maxItems", limit))
+        if (
+            (self.rules.typed_items or self.rules.typed_nodes)
+            and "items" not in wire
+            and "prefixItems" not in wire
+        ):
+            # no item is allowed (maxItems says so where the dialect takes it); the dialect
+            # still wants an item schema
+            wire["items"] = {"type": "string", "description": "no item may stand here"}
         if any(c is not None for c in codecs) or rest_codec is not None:
             return Array(rest_codec, tuple(codecs))
         return None
@@ -1094,8 +1256,35 @@ class Emitter:
 
 
 @dataclass(frozen=True)
+class _Scope:
+    """The object keywords of one part: `additionalProperties` applies only to the keys this
+    part neither declares nor matches with one of its own patterns."""
+
+    part: Part
+    declared: frozenset[str]
+    patterns: tuple[tuple[str, Part], ...]
+    more: Part | bool | None
+    """`additionalProperties`: a schema, False (closed), or None (true, empty or absent)."""
+
+    def constraint(self, name: str) -> list[Part] | None:
+        """What this part asks of the value under a key it does not declare: the schemas of
+        its matching patterns, else its `additionalProperties` (None: the key is forbidden)."""
+        matched = [sub for pattern, sub in self.patterns if patterns.search(pattern, name)]
+        if matched:
+            return matched
+        if self.more is False:
+            return None
+        return [self.more] if isinstance(self.more, Part) else []
+
+
+@dataclass(frozen=True)
 class _ObjectShape:
-    """The object keywords of a conjunction, merged, with where each came from."""
+    """The object keywords of a conjunction, merged, with where each came from.
+
+    The merge is exact: `additionalProperties` of one part applies to the keys declared by
+    another part (added to their schemas, or forbidding them when false). Only for keys no part
+    declares can patterns of one part and `additionalProperties` of another not be written as
+    one object: those `additionalProperties` are listed in `unscoped` and checked locally."""
 
     loc: str
     declared: dict[str, list[Part]]
@@ -1111,6 +1300,10 @@ class _ObjectShape:
     """Some part says `additionalProperties` (true or a schema)."""
     extra_keywords: list[tuple[str, str]]
     closing_keywords: list[tuple[str, str]]
+    scopes: tuple[_Scope, ...] = ()
+    unscoped: tuple[tuple[str, str], ...] = ()
+    """`additionalProperties` of a part beside another part's `patternProperties`: on the wire
+    the merged patterns exempt keys it should apply to (a weaker wire: checked locally)."""
 
     @staticmethod
     def of(parts: list[Part]) -> _ObjectShape:
@@ -1122,11 +1315,16 @@ class _ObjectShape:
         closed = explicit = False
         extra: list[tuple[str, str]] = []
         closing: list[tuple[str, str]] = []
+        scopes: list[_Scope] = []
         for part in parts:
+            own: list[str] = []
+            own_patterns: list[tuple[str, Part]] = []
+            scoped_more: Part | bool | None = None
             props = part.get("properties")
             if isinstance(props, Mapping):
                 for name, sub in props.items():
                     declared.setdefault(name, []).append(part.sub(sub, "properties", name))
+                    own.append(name)
             names = part.get("required")
             if isinstance(names, list):
                 holders.append(part)
@@ -1134,21 +1332,31 @@ class _ObjectShape:
             more = part.get("additionalProperties")
             if more is False:
                 closed = True
+                scoped_more = False
                 closing.append((part.loc, "additionalProperties"))
             elif more is True or (isinstance(more, Mapping) and not more):
                 explicit = True
                 extra.append((part.loc, "additionalProperties"))
             elif isinstance(more, Mapping):
                 explicit = True
-                values.append(part.sub(more, "additionalProperties"))
+                scoped_more = part.sub(more, "additionalProperties")
+                values.append(scoped_more)
                 extra.append((part.loc, "additionalProperties"))
             pattern_map = part.get("patternProperties")
             if isinstance(pattern_map, Mapping):
                 extra.append((part.loc, "patternProperties"))
                 for pattern, sub in pattern_map.items():
-                    patterns.append(
-                        (part.loc, pattern, part.sub(sub, "patternProperties", pattern))
-                    )
+                    sub_part = part.sub(sub, "patternProperties", pattern)
+                    patterns.append((part.loc, pattern, sub_part))
+                    own_patterns.append((pattern, sub_part))
+            if own or own_patterns or scoped_more is not None:
+                scopes.append(_Scope(part, frozenset(own), tuple(own_patterns), scoped_more))
+        unscoped = tuple(
+            (scope.part.loc, "additionalProperties")
+            for scope in scopes
+            if scope.more is not None
+            and any(other.patterns for other in scopes if other.part is not scope.part)
+        )
         return _ObjectShape(
             loc=parts[0].loc,
             declared=declared,
@@ -1160,6 +1368,8 @@ class _ObjectShape:
             explicit=explicit,
             extra_keywords=extra,
             closing_keywords=closing,
+            scopes=tuple(scopes),
+            unscoped=unscoped,
         )
 
     @property
@@ -1173,16 +1383,22 @@ class _ObjectShape:
         return not self.explicit and not self.patterns and not self.closed
 
     def properties(self, doc: Document) -> dict[str, list[Part]]:
-        """Declared properties, plus required names that are not declared (their values follow
-        the patterns or `additionalProperties`)."""
-        out = dict(self.declared)
-        for name in self.required:
-            if name in out:
-                continue
-            matching = [
-                part for _, pattern, part in self.patterns if patterns.search(pattern, name)
-            ]
-            out[name] = matching or list(self.values) or [Part(self.loc, {})]
+        """Declared properties, plus required names that are not declared; each with every
+        part's constraint on its value. A part that does not declare the name applies its
+        matching patterns or its `additionalProperties` to it (a `false` there forbids the key:
+        its conjunction then holds the `false` schema at that `additionalProperties`)."""
+        out: dict[str, list[Part]] = {}
+        for name in [*self.declared, *(n for n in self.required if n not in self.declared)]:
+            conj = list(self.declared.get(name, ()))
+            for scope in self.scopes:
+                if name in scope.declared:
+                    continue
+                found = scope.constraint(name)
+                if found is None:
+                    conj.append(Part(scope.part.child("additionalProperties"), False))
+                else:
+                    conj.extend(found)
+            out[name] = conj or [Part(self.loc, {})]
         return out
 
 
@@ -1284,6 +1500,40 @@ def _accepts_null(wire: Wire) -> bool:
     if kind == "null" or (isinstance(kind, list) and "null" in kind):
         return True
     return any(_accepts_null(m) for m in wire.get("anyOf", ()) if isinstance(m, dict))
+
+
+_BYPASS = (
+    "another branch of the union is a value written as a JSON-encoded string, which accepts "
+    "every string: a string need not satisfy this branch"
+)
+
+
+def _bypassed(results: list[Emitted]) -> list[int]:
+    """The branches of a union that a JSON-string branch (a value of any shape written as a
+    string) makes moot for strings: their string constraints are no longer enforced."""
+    carriers = [i for i, (wire, codec) in enumerate(results) if _carrier(wire, codec)]
+    if not carriers:
+        return []
+    return [i for i, (wire, _) in enumerate(results) if i not in carriers and _takes_strings(wire)]
+
+
+def _carrier(wire: Wire, codec: Codec | None) -> bool:
+    """A wire node that is a JSON-encoded value: any string."""
+    while isinstance(codec, Narrowed):
+        codec = codec.inner
+    return isinstance(codec, JsonText) and wire.get("type") == "string"
+
+
+def _takes_strings(wire: Wire) -> bool:
+    kind = wire.get("type")
+    if kind == "string" or (isinstance(kind, list) and "string" in kind):
+        return True
+    return any(isinstance(m, dict) and _takes_strings(m) for m in wire.get("anyOf", ()))
+
+
+def _free(wire: Wire) -> bool:
+    """A wire schema that accepts every value (annotations at most)."""
+    return all(keyword in ANNOTATIONS for keyword in wire)
 
 
 def _plain_object(wire: Wire) -> bool:

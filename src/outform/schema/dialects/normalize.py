@@ -61,6 +61,8 @@ class Part:
     skip: frozenset[str] = frozenset()
     stack: tuple[str, ...] = ()
     ignored: frozenset[str] = frozenset()
+    via: str | None = None
+    """Where the innermost `$ref` inlined on the way to this node is (None: none was)."""
 
     def get(self, keyword: str) -> Any:
         return None if keyword in self.skip else self.schema.get(keyword)
@@ -78,7 +80,7 @@ class Part:
 
     def sub(self, schema: Any, *tokens: str | int) -> Part:
         """The part for a sub-schema of this one (same inlining stack)."""
-        return Part(self.child(*tokens), schema, stack=self.stack)
+        return Part(self.child(*tokens), schema, stack=self.stack, via=self.via)
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,8 @@ class Ref:
     loc: str
     stack: tuple[str, ...] = ()
     """The inlining stack of the part holding the reference."""
+    via: str | None = None
+    """Where the innermost `$ref` inlined on the way to the reference is."""
 
     @property
     def recursive(self) -> bool:
@@ -98,7 +102,9 @@ class Ref:
     def inline(self, doc: Document, keep_ref: KeepRef) -> Alternatives:
         return alternatives(
             doc,
-            Part(self.target, doc.node(self.target), stack=(*self.stack, self.target)),
+            Part(
+                self.target, doc.node(self.target), stack=(*self.stack, self.target), via=self.loc
+            ),
             keep_ref,
         )
 
@@ -306,7 +312,7 @@ def alternatives(doc: Document, part: Part, keep_ref: KeepRef) -> Alternatives:
     """The node at `part` as a disjunction of conjunctions (see the module docstring)."""
     schema = part.schema
     if schema is True or (isinstance(schema, Mapping) and not schema):
-        return Alternatives((Branch((Part(part.loc, {}, stack=part.stack),)),))
+        return Alternatives((Branch((Part(part.loc, {}, stack=part.stack, via=part.via),)),))
     if not isinstance(schema, Mapping):
         return Alternatives((Branch(never=True),))
     ignored: frozenset[str] = frozenset()
@@ -320,7 +326,7 @@ def alternatives(doc: Document, part: Part, keep_ref: KeepRef) -> Alternatives:
     if unions and ANNOTATIONS & schema.keys():
         skip |= ANNOTATIONS & schema.keys()
         notes.append(Part(part.loc, {k: schema[k] for k in ANNOTATIONS & schema.keys()}))
-    rest = Part(part.loc, schema, part.skip | skip, part.stack, ignored)
+    rest = Part(part.loc, schema, part.skip | skip, part.stack, ignored, part.via)
     branches: tuple[Branch, ...] = (Branch((rest,)),)
     spelled: list[tuple[str, str]] = []
     deferred: list[tuple[str, str]] = []
@@ -345,10 +351,10 @@ def alternatives(doc: Document, part: Part, keep_ref: KeepRef) -> Alternatives:
                 fix="let the recursion go through a property or an item, or remove the reference",
             )
         if target in part.stack or keep_ref(part, target):
-            kept = Ref(target, part.loc, part.stack)
+            kept = Ref(target, part.loc, part.stack, part.via)
             branches = _product(branches, (Branch(refs=(kept,)),))
         else:
-            inlined = Part(target, doc.node(target), stack=(*part.stack, target))
+            inlined = Part(target, doc.node(target), stack=(*part.stack, target), via=part.loc)
             add(alternatives(doc, inlined, keep_ref), part.loc, "$ref")
     members = schema.get("allOf")
     if isinstance(members, list) and "allOf" not in ignored:
@@ -370,7 +376,7 @@ def alternatives(doc: Document, part: Part, keep_ref: KeepRef) -> Alternatives:
     if len(branches) > 1 and not unions and ANNOTATIONS & schema.keys():
         # Annotations beside a `$ref` or an `allOf` that turned into a union describe the
         # union, not each branch.
-        bare = Part(part.loc, schema, rest.skip | ANNOTATIONS, part.stack, ignored)
+        bare = Part(part.loc, schema, rest.skip | ANNOTATIONS, part.stack, ignored, part.via)
         branches = tuple(
             Branch(tuple(bare if p is rest else p for p in b.parts), b.refs, b.never)
             for b in branches
