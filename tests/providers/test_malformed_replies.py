@@ -13,6 +13,7 @@ and breaks one field of it.
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable, Iterator
 from copy import deepcopy
@@ -387,3 +388,57 @@ def test_stream_raises_where_the_broken_event_arrives(server: FakeServer) -> Non
             list(run)
     assert caught.value.where == "candidates[0].content.parts[0]"
     assert caught.value.provider == "gemini"
+
+
+# -- the two checks of a shape agree -----------------------------------------------------------
+
+_HOSTILE: list[Any] = [None, 5, 1.0, 1.5, True, "x", [], [None], ["x"], {}, {"type": 5}]
+
+
+def _variants(value: Any) -> Iterator[Any]:
+    """`value`, then `value` with one of its parts (any depth) replaced by each hostile value."""
+    yield value
+    if isinstance(value, dict):
+        for key in value:
+            for part in [*_HOSTILE, *_variants(value[key])]:
+                yield {**value, key: part}
+    elif isinstance(value, list):
+        for index in range(len(value)):
+            for part in [*_HOSTILE, *_variants(value[index])]:
+                yield [*value[:index], part, *value[index + 1 :]]
+
+
+_SHAPED: list[tuple[str, Any, Callable[[], Any]]] = [
+    ("openai", openai_chat._REPLY, chat_reply),
+    ("openai chunk", openai_chat._CHUNK, chat_text_chunk),
+    ("openai tool chunk", openai_chat._CHUNK, chat_tool_chunk),
+    ("responses", importlib.import_module("outform.providers.openai_responses")._RESPONSE,
+     responses_reply),
+    ("responses event", importlib.import_module("outform.providers.openai_responses")._EVENT,
+     responses_completed),
+    ("anthropic", importlib.import_module("outform.providers.anthropic")._MESSAGE,
+     anthropic_reply),
+    ("anthropic event", importlib.import_module("outform.providers.anthropic")._EVENT,
+     anthropic_text_delta),
+    ("gemini", importlib.import_module("outform.providers.gemini")._RESPONSE, gemini_reply),
+    ("gemini chunk", importlib.import_module("outform.providers.gemini")._RESPONSE,
+     gemini_chunk),
+    ("bedrock", importlib.import_module("outform.providers.bedrock")._REPLY, bedrock_reply),
+    ("bedrock event", importlib.import_module("outform.providers.bedrock")._EVENT,
+     bedrock_delta),
+    ("ollama", importlib.import_module("outform.providers.ollama")._REPLY, ollama_reply),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "shape", "reply"), _SHAPED, ids=[n for n, _, _ in _SHAPED])
+def test_the_compiled_check_and_the_walk_that_explains_it_agree(
+    name: str, shape: Any, reply: Callable[[], Any]
+) -> None:
+    """Every reply is checked by jsonschema-rs (the shape as a JSON Schema, in C); the walk
+    in Python that says where a reply broke runs only when that check fails. Both must judge
+    alike: a well-formed reply, and each of its parts replaced by a hostile value."""
+    judged = 0
+    for value in _variants(reply()):
+        assert shape.accepts(value) == (shape.mismatch(value, "") is None), value
+        judged += 1
+    assert judged > 20
