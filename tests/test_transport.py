@@ -500,3 +500,14 @@ def test_a_key_cut_by_the_excerpt_leaves_no_part_of_it(server: FakeServer) -> No
         transport.send(endpoint(server), WIRE)
     assert caught.value.body is not None
     assert "sk-se" not in caught.value.body and "sk-secret-123" not in str(caught.value)
+
+
+def test_a_stream_left_silent_names_the_idle_timeout(server: FakeServer) -> None:
+    """Found by a trial: it said "broke off: ReadTimeout", naming no limit and no fix."""
+    server.reply(Reply(events=[{"n": 1}, {"n": 2}], pace=2.0))
+    with (
+        Transport(timeout=0.3) as transport,
+        pytest.raises(StreamInterruptedError, match=r"sent nothing for 0\.3 s") as caught,
+    ):
+        list(transport.stream(endpoint(server), WireRequest("/s", {}, stream="sse")))
+    assert caught.value.fix is not None and "raise `timeout`" in caught.value.fix

@@ -330,11 +330,7 @@ class Transport:
             chunks = self.limits.in_time(response.iter_bytes(), deadline, endpoint)
             yield from _events(endpoint, wire.stream, chunks)
         except httpx.RequestError as exc:  # (a TransportError, or a body not decodable)
-            raise StreamInterruptedError(
-                f"the {endpoint.provider} stream broke off: {type(exc).__name__}",
-                provider=endpoint.provider,
-                fix="the reply so far is incomplete; retry the call",
-            ) from None
+            raise _broken_stream(endpoint, exc, self._client.timeout) from None
         finally:
             response.close()
 
@@ -446,11 +442,7 @@ class AsyncTransport:
             for event in reader.finish():
                 yield event
         except httpx.RequestError as exc:  # (a TransportError, or a body not decodable)
-            raise StreamInterruptedError(
-                f"the {endpoint.provider} stream broke off: {type(exc).__name__}",
-                provider=endpoint.provider,
-                fix="the reply so far is incomplete; retry the call",
-            ) from None
+            raise _broken_stream(endpoint, exc, self._client.timeout) from None
         finally:
             await response.aclose()
 
@@ -787,6 +779,25 @@ def _connection_failed(
         where=where,
         fix=f"check the base URL and the network{again}",
         reached=reached,
+    )
+
+
+def _broken_stream(
+    endpoint: Endpoint, exc: httpx.RequestError, timeout: httpx.Timeout
+) -> StreamInterruptedError:
+    """A stream that broke off; one the provider left silent past the idle limit says so."""
+    if isinstance(exc, httpx.ReadTimeout):
+        return StreamInterruptedError(
+            f"the {endpoint.provider} stream sent nothing for {timeout.read:g} s (ReadTimeout: "
+            "the idle timeout)",
+            provider=endpoint.provider,
+            fix="the reply so far is incomplete; retry the call, or raise `timeout` (an "
+            "argument of Transport) if the provider thinks long between parts",
+        )
+    return StreamInterruptedError(
+        f"the {endpoint.provider} stream broke off: {type(exc).__name__}",
+        provider=endpoint.provider,
+        fix="the reply so far is incomplete; retry the call",
     )
 
 
