@@ -123,3 +123,29 @@ def test_a_dialect_error_survives_pickling_with_its_dialect_and_options() -> Non
     assert (restored.dialect, restored.options) == ("gemini", ("use anyOf", "use mode json"))
     assert restored.fix == "use anyOf; or use mode json"
     assert isinstance(restored, SchemaError)
+
+
+def test_every_error_outform_raises_on_purpose_is_in_outform_errors() -> None:
+    """Found by a trial: `from outform.errors import GenerationError` failed (it lived in
+    outform.run). Every OutformError class outform defines is importable from errors.py."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    from outform import errors
+
+    for module_info in pkgutil.walk_packages(outform.__path__, "outform."):
+        if module_info.name.endswith("__main__") or module_info.name.startswith(
+            ("outform.gateway", "outform.agent.view")
+        ):
+            continue  # (entry points; extras: the gateway's errors are its HTTP answers)
+        module = importlib.import_module(module_info.name)
+        for name, value in vars(module).items():
+            if (
+                inspect.isclass(value)
+                and issubclass(value, errors.OutformError)
+                and value.__module__ == module_info.name
+                and not name.startswith("_")
+                and module_info.name != "outform.errors"
+            ):
+                assert getattr(errors, name, None) is value, f"{module_info.name}.{name}"

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 if TYPE_CHECKING:
     from outform.parse.hint import RetryHint
     from outform.parse.result import ParseResult
+    from outform.providers.base import Usage
+    from outform.run import Attempt
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -209,6 +211,41 @@ def _rebuild_output_error(cls: type[OutputError], state: dict[str, Any]) -> Outp
     error.__dict__.update(state)
     OutformError.__init__(error, state["what"], where=state["where"], fix=state["fix"])
     return error
+
+
+class JobBusyError(UsageError):
+    """A batch job another process drives (its lock is held)."""
+
+
+class GenerationError(OutputError):
+    """No valid reply within the retries or the token budget; carries every attempt."""
+
+    def __init__(
+        self,
+        what: str,
+        *,
+        hint: RetryHint,
+        attempts: tuple[Attempt, ...],
+        usage: Usage,
+        result: ParseResult[Any] | None = None,
+        fix: str | None = None,
+    ) -> None:
+        self.attempts = attempts
+        self.usage = usage
+        super().__init__(what, hint=hint, result=result, fix=fix)
+
+
+class RefusalError(OutformError):
+    """The model refused to answer (its refusal is in `refusal`)."""
+
+    def __init__(self, refusal: str, *, attempts: tuple[Attempt, ...], usage: Usage) -> None:
+        self.refusal = refusal
+        self.attempts = attempts
+        self.usage = usage
+        super().__init__(
+            f"the model refused: {refusal[:300]}",
+            fix="rephrase the request; a refusal is not re-asked",
+        )
 
 
 class DialectError(SchemaError):

@@ -26,7 +26,13 @@ from typing import Any, Generic, TypeVar, cast, overload
 import orjson
 
 from outform import arguments
-from outform.errors import OutformError, OutputError, StreamAbortedError, UsageError
+from outform.errors import (
+    GenerationError,
+    OutputError,
+    RefusalError,
+    StreamAbortedError,
+    UsageError,
+)
 from outform.format import JsonSchemaFormat, ResponseFormat, TextFormat
 from outform.jsontext import dumps_text
 from outform.parse.hint import RetryHint, clip, preview
@@ -129,37 +135,6 @@ class Generation(Generic[T]):
     keyword, in a mode where the provider enforces none). None for free text."""
     profile: str | None = None
     """The `[profiles.NAME]` the call ran under."""
-
-
-class GenerationError(OutputError):
-    """No valid reply within the retries or the token budget; carries every attempt."""
-
-    def __init__(
-        self,
-        what: str,
-        *,
-        hint: RetryHint,
-        attempts: tuple[Attempt, ...],
-        usage: Usage,
-        result: ParseResult[Any] | None = None,
-        fix: str | None = None,
-    ) -> None:
-        self.attempts = attempts
-        self.usage = usage
-        super().__init__(what, hint=hint, result=result, fix=fix)
-
-
-class RefusalError(OutformError):
-    """The model refused to answer (its refusal is in `refusal`)."""
-
-    def __init__(self, refusal: str, *, attempts: tuple[Attempt, ...], usage: Usage) -> None:
-        self.refusal = refusal
-        self.attempts = attempts
-        self.usage = usage
-        super().__init__(
-            f"the model refused: {refusal[:300]}",
-            fix="rephrase the request; a refusal is not re-asked",
-        )
 
 
 # -- the loop, without I/O -----------------------------------------------------------------

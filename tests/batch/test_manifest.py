@@ -11,10 +11,10 @@ import orjson
 import pytest
 
 from outform import batch
-from outform.batch.manifest import JobBusyError, RowUpdate
+from outform.batch.manifest import RowUpdate
 from outform.cli import main
 from outform.cli.app import EXIT_RUNNING
-from outform.errors import StoreError, UsageError
+from outform.errors import JobBusyError, StoreError, UsageError
 from tests.batch.conftest import Scripted, submit
 from tests.batch.fakes import BatchFake
 

@@ -22,7 +22,7 @@ import orjson
 
 from outform import arguments, baseurl
 from outform.batch.job import JobSpec
-from outform.batch.manifest import JobBusyError, Manifest
+from outform.batch.manifest import Manifest
 from outform.batch.manifest_sqlite import open_sqlite
 from outform.batch.outcome import STATUSES, Status
 from outform.batch.progress import Progress, Silent
@@ -35,7 +35,7 @@ from outform.batch.runner import (
     status_of,
     write_output,
 )
-from outform.errors import UsageError
+from outform.errors import JobBusyError, UsageError
 from outform.format import ResponseFormat
 from outform.plan import Mode
 from outform.trace.caller import Labels

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from outform.errors import UsageError
+from outform.errors import JobBusyError, UsageError
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS outform_batch_jobs (
@@ -169,10 +169,6 @@ class RowUpdate:
     text: str | None = None
     hint: bytes | None = None
     history: bytes | None = None
-
-
-class JobBusyError(UsageError):
-    """Another process drives the job (its lock is held)."""
 
 
 class Transaction(Protocol):

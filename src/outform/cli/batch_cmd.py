@@ -243,7 +243,7 @@ def resume_command(
 
 
 def _drive(first: Any, manifest: str | None, as_json: bool, wait: bool, key: str | None) -> None:
-    from outform.batch.manifest import JobBusyError
+    from outform.errors import JobBusyError
 
     try:
         _advance(first, manifest, as_json, wait, key)

@@ -91,7 +91,8 @@ def generate_command(
 
     The value goes to standard output; the mode, attempts and changes to standard error.
     """
-    from outform.run import GenerationError, RefusalError, generate
+    from outform.errors import GenerationError, RefusalError
+    from outform.run import generate
     from outform.transport import Transport
 
     settings = options.parse_settings(
