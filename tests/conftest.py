@@ -4,6 +4,7 @@ of their own."""
 
 import os
 
+from tests.aws import aws  # noqa: F401
 from tests.echo import echo  # noqa: F401
 
 os.environ["OUTFORM_TRACE"] = "off"

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -217,17 +216,6 @@ PROVIDERS: dict[str, Provider] = {
     ),
     "ollama": Provider("ollama:llama3.2", _ollama, _check_ollama),
 }
-
-
-@pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in ("config", "credentials"):
-        (tmp_path / name).write_text("")
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
 
 
 class Case:

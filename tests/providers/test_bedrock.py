@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -47,6 +46,7 @@ from outform.providers.base import (
 from outform.providers.bedrock import BedrockConverse
 from outform.providers.registry import resolve
 from outform.transport import RetryPolicy, Transport
+from tests.aws import ACCESS_KEY, SECRET_KEY
 from tests.providers.bedrock_wire import check_error, check_event, check_request, check_response
 from tests.providers.deltas import decode as decode_events
 from tests.providers.deltas import joined
@@ -561,38 +561,11 @@ def test_streamed_reasoning_and_tool_calls_keep_their_own_channels() -> None:
 
 # -- over HTTP, signed ---------------------------------------------------------------------
 
-ACCESS_KEY = "AKIAIOSFODNN7EXAMPLE"
-SECRET_KEY = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 AUTHORIZATION = re.compile(
     r"AWS4-HMAC-SHA256 Credential=(?P<key>[^/]+)/(?P<date>\d{8})/(?P<region>[^/]+)/"
     r"(?P<service>[^/]+)/aws4_request, SignedHeaders=(?P<signed>[a-z0-9;-]+), "
     r"Signature=(?P<signature>[0-9a-f]{64})"
 )
-
-
-@pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Credentials from the environment only: no real config file, profile or instance role."""
-    for name in (
-        "AWS_PROFILE",
-        "AWS_DEFAULT_PROFILE",
-        "AWS_SESSION_TOKEN",
-        "AWS_SECURITY_TOKEN",
-        "AWS_ROLE_ARN",
-        "AWS_WEB_IDENTITY_TOKEN_FILE",
-        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-        "AWS_REGION",
-        "AWS_DEFAULT_REGION",
-    ):
-        monkeypatch.delenv(name, raising=False)
-    for name in ("AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"):
-        empty = tmp_path / name.lower()
-        empty.write_text("")
-        monkeypatch.setenv(name, str(empty))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
 
 
 @pytest.fixture

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
@@ -497,19 +496,6 @@ class Item(BaseModel):
 
 ITEMS_TOOL = outform.ResponseFormat.of(list[Item]).name
 ITEM_TOOL = outform.ResponseFormat.of(Item).name
-
-
-@pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Credentials from the environment only, so no real AWS configuration is read."""
-    for name in ("config", "credentials"):
-        (tmp_path / name).write_text("")
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
 
 
 @pytest.fixture
