@@ -25,6 +25,30 @@ class _Open(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
+# -- the spec's enums and limits: stated once, here; translate.py checks requests by them ----
+
+Verbosity = Literal["low", "medium", "high"]
+ImageDetail = Literal["low", "high", "auto", "original"]
+Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
+Summary = Literal["auto", "concise", "detailed"]
+CacheRetention = Literal["in_memory", "24h"]
+ServiceTier = Literal["auto", "default", "flex", "scale", "priority", "fast", "ultrafast"]
+Truncation = Literal["auto", "disabled"]
+Includable = Literal[
+    "file_search_call.results",
+    "web_search_call.results",
+    "web_search_call.action.sources",
+    "message.input_image.image_url",
+    "computer_call_output.output.image_url",
+    "code_interpreter_call.outputs",
+    "reasoning.encrypted_content",
+    "message.output_text.logprobs",
+]
+METADATA_KEYS, METADATA_KEY, METADATA_VALUE = 16, 64, 512
+"""The spec's `Metadata`: at most 16 pairs, keys of at most 64 characters, string values of
+at most 512."""
+
+
 # -- the request: text.format ----------------------------------------------------------------
 
 
@@ -73,9 +97,7 @@ TextFormat = (
 
 class TextParam(_Closed):
     format: TextFormat | None = None
-    verbosity: Literal["low", "medium", "high"] | None = Field(
-        None, description="Forwarded as Chat's `verbosity`."
-    )
+    verbosity: Verbosity | None = Field(None, description="Forwarded as Chat's `verbosity`.")
 
 
 # -- the request: input items ------------------------------------------------------------------
@@ -94,7 +116,7 @@ class OutputTextIn(_Open):
 class InputImage(_Open):
     type: Literal["input_image"]
     image_url: str = Field(description="A URL or a data URL (file ids need OpenAI's store).")
-    detail: Literal["low", "high", "auto"] | None = None
+    detail: ImageDetail | None = None
 
 
 class InputFile(_Open):
@@ -188,26 +210,16 @@ ToolChoice = (
 
 
 class ReasoningParam(_Open):
-    effort: Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"] | None = Field(
-        None, description="Forwarded as Chat's `reasoning_effort`."
-    )
-    summary: Literal["auto", "concise", "detailed"] | None = Field(
+    effort: Effort | None = Field(None, description="Forwarded as Chat's `reasoning_effort`.")
+    summary: Summary | None = Field(
         None, description="Echoed only: a Chat backend has no summaries."
     )
 
 
-Metadata = dict[Annotated[str, Field(max_length=64)], Annotated[str, Field(max_length=512)]]
-"""The spec's `Metadata`: keys of at most 64 characters, string values of at most 512."""
-Includable = Literal[
-    "file_search_call.results",
-    "web_search_call.results",
-    "web_search_call.action.sources",
-    "message.input_image.image_url",
-    "computer_call_output.output.image_url",
-    "code_interpreter_call.outputs",
-    "reasoning.encrypted_content",
-    "message.output_text.logprobs",
+Metadata = dict[
+    Annotated[str, Field(max_length=METADATA_KEY)], Annotated[str, Field(max_length=METADATA_VALUE)]
 ]
+"""The spec's `Metadata` (at most `METADATA_KEYS` pairs: checked by translate.py)."""
 
 
 class CreateResponse(_Open):
@@ -237,15 +249,13 @@ class CreateResponse(_Open):
     user: str | None = None
     safety_identifier: str | None = Field(None, max_length=64)
     prompt_cache_key: str | None = None
-    prompt_cache_retention: Literal["in_memory", "24h"] | None = None
-    service_tier: (
-        Literal["auto", "default", "flex", "scale", "priority", "fast", "ultrafast"] | None
-    ) = None
+    prompt_cache_retention: CacheRetention | None = None
+    service_tier: ServiceTier | None = None
     include: list[Includable] | None = Field(
         None, description="`message.output_text.logprobs` gets a 400 (no logprobs)."
     )
     top_logprobs: int | None = Field(None, ge=0, le=20, description="Echoed only.")
-    truncation: Literal["auto", "disabled"] | None = Field(None, description="Echoed only.")
+    truncation: Truncation | None = Field(None, description="Echoed only.")
     max_tool_calls: int | None = Field(None, description="Echoed only (hosted tools).")
 
 

@@ -42,8 +42,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
+from outform.gateway import schemas
 from outform.gateway.references import is_reference
 from outform.gateway.replies import GatewayError, bad_request
 from outform.gateway.store import storable_id
@@ -97,6 +98,7 @@ _OWN = frozenset(
 )
 """Every field the gateway reads; any other goes to the backend as it is."""
 _LOGPROBS = "message.output_text.logprobs"
+"""The includable the gateway refuses: it returns no logprobs."""
 
 
 # -- validation ----------------------------------------------------------------------------
@@ -134,14 +136,12 @@ _SCALARS: dict[str, _Field] = {
     "max_output_tokens": _Field(int, 16),
     "top_logprobs": _Field(int, 0, 20),
     "max_tool_calls": _Field(int),
-    "truncation": _Field(str, choices=("auto", "disabled")),
+    "truncation": _Field(str, choices=get_args(schemas.Truncation)),
     "user": _Field(str),
     "safety_identifier": _Field(str, max_length=64),
     "prompt_cache_key": _Field(str),
-    "prompt_cache_retention": _Field(str, choices=("in_memory", "24h")),
-    "service_tier": _Field(
-        str, choices=("auto", "default", "flex", "scale", "priority", "fast", "ultrafast")
-    ),
+    "prompt_cache_retention": _Field(str, choices=get_args(schemas.CacheRetention)),
+    "service_tier": _Field(str, choices=get_args(schemas.ServiceTier)),
 }
 """The scalar fields of `CreateResponse`, as the spec gives them."""
 _OBJECTS: dict[str, dict[str, _Field]] = {
@@ -152,31 +152,20 @@ _OBJECTS: dict[str, dict[str, _Field]] = {
     "stream_options": {"include_obfuscation": BOOLEAN},
 }
 """Object fields, and the fields of each the spec types."""
-_SUMMARY = _Field(str, choices=("auto", "concise", "detailed"))
+_SUMMARY = _Field(str, choices=get_args(schemas.Summary))
 _REASONING = {
-    "effort": _Field(str, choices=("none", "minimal", "low", "medium", "high", "xhigh", "max")),
+    "effort": _Field(str, choices=get_args(schemas.Effort)),
     "summary": _SUMMARY,
     "generate_summary": _SUMMARY,
 }
-_VERBOSITY = _Field(str, choices=("low", "medium", "high"))
+_VERBOSITY = _Field(str, choices=get_args(schemas.Verbosity))
 _FORMAT_FIELDS = {"name": _Field(str), "description": _Field(str), "strict": BOOLEAN}
 _TOOL_FIELDS = {"description": _Field(str), "strict": BOOLEAN}
-_INCLUDABLE = frozenset(
-    {
-        "file_search_call.results",
-        "web_search_call.results",
-        "web_search_call.action.sources",
-        "message.input_image.image_url",
-        "computer_call_output.output.image_url",
-        "code_interpreter_call.outputs",
-        "reasoning.encrypted_content",
-        _LOGPROBS,
-    }
-)
-MAX_METADATA_KEYS, MAX_METADATA_KEY, MAX_METADATA_VALUE = 16, 64, 512
-"""The spec's `Metadata`: at most 16 pairs, keys of at most 64 characters, string values of
-at most 512."""
-_IMAGE_DETAILS = ("low", "high", "auto", "original")
+_INCLUDABLE = frozenset(get_args(schemas.Includable))
+MAX_METADATA_KEYS = schemas.METADATA_KEYS
+MAX_METADATA_KEY = schemas.METADATA_KEY
+MAX_METADATA_VALUE = schemas.METADATA_VALUE
+_IMAGE_DETAILS = get_args(schemas.ImageDetail)
 _AUDIO = {"data": _Field(str), "format": _Field(str)}
 _FILE_FIELDS = {"file_data": _Field(str), "file_id": _Field(str), "filename": _Field(str)}
 
