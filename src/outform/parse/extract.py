@@ -653,16 +653,16 @@ def candidates(
         # The model's own markers first: several fenced blocks are gathered; without fences,
         # several bracketed regions of the reply are. A block of JSON lines gives each of its
         # values, as the same lines unfenced do.
-        pieces = [v for f in fences for v in _lines_of(f.content.strip(), deadline)]
+        placed = [
+            (f.start, value) for f in fences for value in _lines_of(f.content.strip(), deadline)
+        ]
+        pieces = [value for _, value in placed]
         transform = "collect_fences"
         # A value left open at the end (a line cut off) that the gathered list cannot hold:
         # its letters and digits are lost, and said (see _left_open).
         tail = 0
         written: list[str] = []
         if outside and beside:
-            placed = [
-                (f.start, value) for f in fences for value in _lines_of(f.content.strip(), deadline)
-            ]
             placed += [(span.start, body[span.start : span.end]) for span in outside]
             pieces = [piece for _, piece in sorted(placed, key=lambda item: item[0])]
             transform = "collect_values"
