@@ -59,6 +59,11 @@ class _Call:
     live: bool = False
     """Its fragments go to the text as they arrive (else they are held back)."""
     ended: bool = False
+    length: int = 0
+    """Characters received (while held back)."""
+    repeats: list[str] = field(default_factory=list)
+    """While held back: the earlier calls it still repeats from their start (each fragment is
+    matched where it falls, so holding a call back costs its length, not its square)."""
 
     @property
     def text(self) -> str:
@@ -91,7 +96,7 @@ class ForcedStream:
             return []
         deltas = [d for other in list(self._calls) for d in self.end(other)]
         self._prose.clear()  # the reply is the call: the text beside it is not part of it
-        self._calls[key] = _Call(live=not self._calls)
+        self._calls[key] = _Call(live=not self._calls, repeats=list(self._ended))
         return deltas
 
     def add(self, key: Hashable, fragment: str) -> list[Delta]:
@@ -103,11 +108,13 @@ class ForcedStream:
         call.parts.append(fragment)
         if call.live or call.ended:
             return [*deltas, Delta("text", fragment)]
-        held = call.text
-        if any(earlier.startswith(held) for earlier in self._ended):
+        at = call.length
+        call.length += len(fragment)
+        call.repeats = [earlier for earlier in call.repeats if earlier.startswith(fragment, at)]
+        if call.repeats:
             return deltas
         call.live = True
-        return [*deltas, Delta("text", SEPARATOR + held)]
+        return [*deltas, Delta("text", SEPARATOR + call.text)]
 
     def end(self, key: Hashable) -> list[Delta]:
         """A call's arguments are complete: a held-back call equal to an earlier one is
