@@ -46,7 +46,7 @@ from outform.schema.dialects.normalize import (
     is_pure_ref,
 )
 from outform.schema.dialects.rules import ANNOTATIONS, STANDARD, DialectRules, Limits
-from outform.schema.ledger import Disposition, Kind, Ledger
+from outform.schema.ledger import Disposition, Kind, Ledger, LedgerEntry
 
 Wire = dict[str, Any]
 Emitted = tuple[Wire, Codec | None]
@@ -120,6 +120,7 @@ class _Ledger(Ledger):
     def __init__(self) -> None:
         super().__init__()
         self._folding: list[str] = []
+        self._noting: list[list[LedgerEntry]] = []
 
     @contextlib.contextmanager
     def folding(self, why: str | None) -> Iterator[None]:
@@ -143,7 +144,28 @@ class _Ledger(Ledger):
         if self._folding and disposition == "enforced" and kind == "constraint":
             disposition = "checked_locally"
             reason = f"{reason}; but {self._folding[-1]}; outform validates the reply"
+        elif self._noting and disposition == "enforced" and kind == "constraint":
+            entry = LedgerEntry(path, keyword, disposition, reason, kind)
+            for noted in self._noting:
+                noted.append(entry)
         super().add(path, keyword, disposition, reason, kind)
+
+    @contextlib.contextmanager
+    def noting(self) -> Iterator[list[LedgerEntry]]:
+        """The constraints recorded as enforced inside the block (a union's branch), so that
+        `unenforce` can take them back if a sibling makes the branch moot."""
+        noted: list[LedgerEntry] = []
+        self._noting.append(noted)
+        try:
+            yield noted
+        finally:
+            self._noting.pop()  # (blocks nest: the last one opened is this one)
+
+    def unenforce(self, entries: list[LedgerEntry], why: str) -> None:
+        """Record `entries` again as checked locally, for `why` (as `folding` would have)."""
+        with self.folding(why):
+            for entry in entries:
+                self.add(entry.path, entry.keyword, entry.disposition, entry.reason, entry.kind)
 
 
 class UnsatisfiableError(Exception):
@@ -376,20 +398,20 @@ class Emitter:
         for loc, keyword in alts.deferred:
             self.moved(loc, keyword, "too many combinations to spell out for the provider")
         results: list[Emitted] = []
-        sources: list[Branch] = []
+        enforced: list[list[LedgerEntry]] = []
         for branch in alts.branches:
-            try:
-                results.append(self.branch(branch))
-            except UnsatisfiableError:
-                continue
-            sources.append(branch)
+            with self.ledger.noting() as noted:
+                try:
+                    results.append(self.branch(branch))
+                except UnsatisfiableError:
+                    continue
+            enforced.append(noted)
         if not results:
             raise UnsatisfiableError
         if len(results) == 1:
             return results[0]
         for index in _bypassed(results):
-            with self.ledger.folding(_BYPASS):
-                self.branch(sources[index])  # again, for the ledger only
+            self.ledger.unenforce(enforced[index], _BYPASS)
         wire, codec = _union(results)
         self.annotate(wire, list(alts.notes), [])
         return wire, codec
@@ -433,18 +455,18 @@ class Emitter:
     def several(self, kinds: list[str], parts: list[Part]) -> Emitted:
         """A node allowing several types: one branch per type (a nullable pair stays one node)."""
         pieces: list[Emitted] = []
-        piece_kinds: list[str] = []
+        enforced: list[list[LedgerEntry]] = []
         for kind in kinds:
-            try:
-                pieces.append(self.typed(kind, parts, annotate=False))
-            except UnsatisfiableError:
-                continue
-            piece_kinds.append(kind)
+            with self.ledger.noting() as noted:
+                try:
+                    pieces.append(self.typed(kind, parts, annotate=False))
+                except UnsatisfiableError:
+                    continue
+            enforced.append(noted)
         if not pieces:
             raise UnsatisfiableError
         for index in _bypassed(pieces):
-            with self.ledger.folding(_BYPASS):
-                self.typed(piece_kinds[index], parts, annotate=False)  # for the ledger only
+            self.ledger.unenforce(enforced[index], _BYPASS)
         if len(pieces) == 1:
             wire, codec = pieces[0]
         elif len(pieces) == 2 and pieces[1][0] == {"type": "null"} and self._listable(pieces[0][0]):
