@@ -66,9 +66,10 @@ def test_json_repair_ok_cases_agree() -> None:
         f"json_repair ok cases: {rate_all:.1%} of {len(records)}; "
         f"without peer-only options: {rate_standard:.1%} of {len(standard)}"
     )
-    # The refusals and drops on purpose, each listed in conformance.md: cut numbers and keys
-    # without a value dropped, values read as keys refused, replies cut off before any value.
-    assert rate_standard >= 0.94
+    # The refusals and drops on purpose, each listed in conformance.md: cut numbers, escapes
+    # and keys without a value dropped, values read as keys refused, replies cut off before any
+    # value.
+    assert rate_standard >= 0.935
     assert rate_all >= 0.91
 
 

@@ -91,3 +91,54 @@ def test_a_longer_mention_wins_over_an_exact_one_inside_it(reply: str) -> None:
     never looked further; the longer mention is the member "very high", whatever its case."""
     schema = {"enum": ["LOW", "HIGH", "very high"]}
     assert outform.parse(reply, schema, level="full").data == "very high"
+
+
+# -- members alike but for case (found by a trial: members "ON" and "On", reply "on") ---------
+
+ALIKE = {"type": "object", "properties": {"a": {"enum": ["ON", "On", "off"]}}, "required": ["a"]}
+
+
+def test_of_members_alike_but_for_case_the_one_spelled_exactly_is_named() -> None:
+    members = Choices(["ON", "On", "off"])
+    assert members.named("**On**") == ["On"]
+    assert members.named("ON.") == ["ON"]
+    assert members.named("on") == ["ON", "On"]  # none spelled exactly: the caller picks none
+    assert members.named("OFF") == ["off"]
+
+
+def test_a_sentence_mentioning_members_alike_but_for_case_names_the_exact_one_or_none() -> None:
+    """The folded search found both members at the same words and kept the first declared
+    ("ON" for "I'd say on"), without a word."""
+    members = Choices(["ON", "On"])
+    assert members.mentioned("I'd say On") == "On"
+    assert members.mentioned("I'd say ON") == "ON"
+    assert members.mentioned("I'd say on") is None
+    assert members.mentioned("I'd say oN today") is None
+
+
+@pytest.mark.parametrize("level", ["minimal", "full"])
+@pytest.mark.parametrize(("reply", "member"), [("On", "On"), ("ON", "ON"), ("**On**", "On")])
+def test_an_exact_case_match_wins_over_a_case_insensitive_one(
+    level: str, reply: str, member: str
+) -> None:
+    result = outform.parse(f'{{"a": "{reply}"}}', ALIKE, level=level)
+    assert result.data == {"a": member}
+
+
+@pytest.mark.parametrize("level", ["minimal", "full"])
+@pytest.mark.parametrize("reply", ["on", "oN", "**on**", "I'd say on"])
+def test_a_value_naming_members_alike_but_for_case_is_refused_naming_them(
+    level: str, reply: str
+) -> None:
+    """No silent pick (before, "on" was "ON", the first declared): the violation stands and the
+    hint names the members the value may mean."""
+    with pytest.raises(OutputError) as caught:
+        outform.parse(f'{{"a": "{reply}"}}', ALIKE, level=level)
+    message = caught.value.hint.message()
+    if reply != "I'd say on":  # (a sentence: the members are listed as the enum's)
+        assert '"ON", "On", members that differ only in case' in message
+    assert '["ON","On","off"]' in message
+
+
+def test_a_sentence_with_the_exact_member_still_names_it() -> None:
+    assert outform.parse('{"a": "I would say On"}', ALIKE, level="full").data == {"a": "On"}

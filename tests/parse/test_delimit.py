@@ -257,11 +257,12 @@ def test_a_string_cut_at_the_end_keeps_its_line_breaks() -> None:
 
 
 def test_a_string_cut_at_the_end_is_written_as_a_json_string() -> None:
-    """Its escapes read as in any string: `\\/` is `/` and a backslash ending the reply is
-    kept (json-repair, which read it before, kept `\\/` and dropped that backslash)."""
-    delimited = _delimited('{"a": "x \\/ y \\')
+    """Its escapes read as in any string: `\\/` is `/` (json-repair kept `\\/`); an escaped
+    backslash ending the reply is one backslash."""
+    delimited = _delimited('{"a": "x \\/ y \\\\')
     assert orjson.loads(delimited.closed) == {"a": "x / y \\"}
     assert "closed a string cut off at the end" in delimited.detail
+    assert not delimited.escape
 
 
 @pytest.mark.parametrize(
@@ -325,17 +326,65 @@ def test_what_json_repair_drops_after_a_bracket_in_a_cut_string_is_counted() -> 
 
 
 @pytest.mark.parametrize(
-    ("text", "expected"),
+    ("text", "expected", "escape", "lost"),
     [
-        ('{"a": "x \\u00', {"a": "x \\u00"}),
-        ('{"a": "x\\ud83d', {"a": "x\\ud83d"}),
-        ('["\\„\\u', ["„\\u"]),
+        ('{"a": "path C:\\', {"a": "path C:"}, "\\", 1),
+        ('{"a": "x \\u00', {"a": "x "}, "\\u00", 2),
+        ('{"a": "x\\ud83d', {"a": "x"}, "\\ud83d", 1),
+        ('{"a": "x\\ud83d\\', {"a": "x"}, "\\ud83d\\", 1),
+        ('{"a": "x\\ud83d\\ude', {"a": "x"}, "\\ud83d\\ude", 2),
+        ('["\\„\\u', ["„"], "\\u", 1),
+        ('["a", "b\\\\\\', ["a", "b\\"], "\\", 1),  # an escaped backslash, then one begun
+        ('["\\\\ud83d\\u', ["\\ud83d"], "\\u", 1),  # `\\ud83d` is text there
     ],
 )
-def test_an_escape_cut_off_at_the_end_is_kept_as_written(text: str, expected: Any) -> None:
-    """Found by a new-user trial: `\\u` cut short gained a quote (`„\\u"`), and half a
-    surrogate pair refused the whole reply."""
-    assert outform.parse(text, level="full").data == expected
+def test_an_escape_cut_off_at_the_end_is_dropped_and_counted(
+    text: str, expected: Any, escape: str, lost: int
+) -> None:
+    """Found by a trial: `{"a": "path C:\\` (a reply cut at the token limit) kept the backslash,
+    a character the reply never wrote: it had begun an escape (`\\\\`, `\\n`, `\\"`, ...)
+    whose character is not known. An escape the end cut short (a backslash alone, `\\u` and
+    fewer than four digits, half of a surrogate pair) is dropped, said in the detail and
+    counted in `lost` (what the loss rule counts of it, at least 1), as the stream parser,
+    which shows no escape before it is whole, showed it. (Before, `\\u` cut short gained a
+    quote, `„\\u"`, and half a surrogate pair refused the whole reply.)"""
+    delimited = _delimited(text)
+    assert delimited.escape == escape
+    result = outform.parse(text, level="full")
+    assert result.data == expected
+    (change,) = result.changes
+    assert f"dropped the escape {escape} cut off at the end" in change.detail
+    assert change.lost == lost
+    assert result.lossy
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [('{"a": 1, "b": "\\', {"a": 1}), ('["x", "\\u0', ["x"]), ('{"a": "\\', {})],
+)
+def test_a_string_holding_only_an_escape_cut_off_is_no_value(text: str, expected: Any) -> None:
+    """Without the escape nothing of the string was written: dropped with its key, as a string
+    of which only the opening quote was written is."""
+    result = outform.parse(text, level="full")
+    assert result.data == expected
+    assert "dropped the string cut off at the end before its first character" in (
+        result.changes[0].detail
+    )
+    assert result.lossy
+
+
+def test_an_escape_cut_off_is_what_the_stream_shows_none_of() -> None:
+    """The stream parser shows a string to its last whole escape; the final parse agrees."""
+    from outform.streaming import StreamParser
+
+    parser: StreamParser[Any] = StreamParser(
+        {"type": "object", "properties": {"a": {"type": "string"}}}, level="full"
+    )
+    shown = [
+        snapshot.data for chunk in ('{"a": "path', " C:", "\\") for snapshot in parser.feed(chunk)
+    ]
+    assert shown[-1] == {"a": "path C:"}
+    assert parser.finish().data == {"a": "path C:"}
 
 
 @pytest.mark.parametrize(

@@ -64,6 +64,59 @@ def test_json_inside_reasoning_is_not_taken_for_the_answer() -> None:
     assert transforms(result) == ["strip_reasoning"]
 
 
+NOTED = {
+    "type": "object",
+    "properties": {"a": {"type": "integer"}, "note": {"type": "string"}},
+    "required": ["a"],
+}
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        'I thought a lot.</think>{"a":1}',
+        'I thought a lot.</think>\n\n{"a": "1"}',
+        'She said "hi {" and left.</THINK>{"a": 1}',  # quotes and a bracket in the reasoning
+        'x</thinking> {"a": 1}',
+        'Draft: {"a": 0} no, wait.</think>{"a": 1}',
+    ],
+)
+def test_a_lone_closing_tag_makes_what_precedes_it_reasoning(reply: str) -> None:
+    """Some models omit the opening tag: text before a closing tag that is the reply's first
+    reasoning tag is reasoning, stripped and recorded, as a whole `<think>…</think>` block."""
+    result = outform.parse(reply, NOTED, level="full")
+    assert result.data == {"a": 1}
+    assert "strip_reasoning" in transforms(result)
+    assert not result.lossy
+
+
+def test_the_first_tag_decides_as_the_stream_reads_it() -> None:
+    """The reasoning ends at the first closing tag (as `reasoning_tag` finds it for the
+    stream), not at the first of a list of tag names (`</think>` after `</thought>`)."""
+    assert strip_reasoning("a</thought> b</think>{}") == (" b</think>{}", ["thought"])
+
+
+@pytest.mark.parametrize(
+    ("reply", "note"),
+    [
+        ('{"a": "1", "note": "ends with </think> here"}', "ends with </think> here"),
+        ('Here: {"a": "1", "note": "use <think> tags"}', "use <think> tags"),
+        ('```json\n{"a": "1", "note": "a </think> b"}\n```', "a </think> b"),
+        ('<think>x</think>{"a": "1", "note": "x <think> y"}', "x <think> y"),
+        ('{"a": "1", "note": "cut after </think> he', "cut after </think> he"),
+        ('<think>I would write {"note": "</think>"} here</think>{"a": 1, "note": "n"}', "n"),
+    ],
+)
+def test_a_tag_inside_a_json_string_is_text(reply: str, note: str) -> None:
+    """Found by a trial: a tag written in a field's text was read as a reasoning tag, so the
+    reply was cut there (`{"note": "use <think> tags"}` gave `"use "`, recorded as no loss, or
+    nothing read at all). A tag inside a string of a JSON value (a region closed, or the one
+    left open at the end that reads as JSON to its end) is the value's text."""
+    result = outform.parse(reply, NOTED, level="full")
+    assert result.data == {"a": 1, "note": note}
+    assert not result.lossy
+
+
 # -- fences ---------------------------------------------------------------------------------
 
 

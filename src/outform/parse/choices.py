@@ -191,13 +191,20 @@ class Choices:
 
     def named(self, text: str) -> list[str]:
         """The string members equal to `text` up to case, accents and surrounding punctuation
-        (`"**eur**"` names `"EUR"`), each once."""
+        (`"**eur**"` names `"EUR"`), each once. Of several members that differ only in case
+        or accents (`"ON"` and `"On"`), the one `text` spells exactly wins (`"**On**"` names
+        `"On"`); without one, all are given, and the caller picks none (`"on"`)."""
         token = normalize_token(text)
         if len(token.split(maxsplit=1)) > 1 and not self.spaced:
             return []  # words with spaces between them name no member without one
         if self._named is None:
             self._named = _Index(self.unique, _tokens(self.unique))
-        return self._named.get(token)
+        hits = self._named.get(token)
+        if len(hits) > 1:
+            spelled = text.strip(STRIP)
+            if spelled in hits:
+                return [spelled]
+        return hits
 
     @property
     def spaced(self) -> bool:
@@ -262,10 +269,13 @@ class Choices:
             spans.sort(key=lambda span: (span[0], -(span[1] - span[0])))
             kept: set[str] = set()
             reach = -1
+            taken = (-1, -1)
             for start, end, name in spans:
-                if start >= reach:
+                if start >= reach or (start, end) == taken:
+                    # (Members alike but for case or accents mention the same words: each is
+                    # kept, and the mention names none: `"I'd say on"` for "ON" and "On".)
                     kept.add(name)
-                    reach = end
+                    reach, taken = end, (start, end)
             return kept.pop() if len(kept) == 1 else None
         return None
 

@@ -312,6 +312,16 @@ class _Node:
         return self.named
 
 
+def _one_level_note(value: list[Any]) -> str:
+    """Why a list written one level deep, where two are wanted, was not wrapped (see
+    `_Walk.array`)."""
+    return (
+        f"the list holding it, {preview(value, 40)}, is written one level deep where two are "
+        f"wanted: it may be one item written without its brackets ([{preview(value, 20)}]) "
+        "or items each written without theirs; write the nesting the schema asks for"
+    )
+
+
 _CUT_NOTE = (
     'the reply ended inside this string, which may have gone on ("3" of "36"): its '
     "text is not read as another type"
@@ -479,6 +489,8 @@ class _Walk:
             return value
         if choices is not None:
             matched = self.match_choice(value, choices, at.lossy)
+            if matched is _NO and type(value) is str and len(alike := choices.named(value)) > 1:
+                out.blocked.append((at.path, _alike_note(alike)))
             if matched is not _NO:
                 unspelled = self.unspelled(value, matched)
                 _record(
@@ -647,6 +659,12 @@ class _Walk:
     def array(self, value: list[Any], at: _At, plan: _Node, out: Coercion) -> list[Any]:
         prefix, rest = plan.prefix, plan.rest
         result = list(value)
+        # A list of items none of which is a list, where items that are lists are wanted, may
+        # be one item written without its brackets (`[1, 2, 3]` for a list of lists: one row
+        # or three?): its items are walked apart, and their wrapping kept only if it is not.
+        written_flat = len(value) > 1 and not any(type(item) is list for item in value)
+        walked = Coercion(value) if written_flat else out
+        wrapped: _At | None = None  # the first item wrapped in a list
         for index, item in enumerate(result):
             if index < len(prefix):
                 child_loc = prefix[index]
@@ -654,7 +672,27 @@ class _Walk:
                 child_loc = rest
             else:
                 break
-            result[index] = self.node(item, at.child(child_loc, index), out)
+            child = at.child(child_loc, index)
+            made = len(walked.changes)
+            result[index] = self.node(item, child, walked)
+            if (
+                written_flat
+                and wrapped is None
+                and len(walked.changes) > made
+                and any(
+                    c.transform == "wrap_in_array" and c.path == child.path
+                    for c in walked.changes[made:]
+                )
+            ):
+                wrapped = child
+        if walked is not out:
+            if (
+                wrapped is not None
+                and self.trial(value, at.schema(wrapped.loc), wrapped.loc)[0] is not _NO
+            ):
+                out.blocked.append((wrapped.path, _one_level_note(value)))
+                return value
+            out.absorb(walked)
         return value if all(map(operator.is_, result, value)) else result
 
     # -- conversions ----------------------------------------------------------------------
@@ -879,6 +917,16 @@ def _unsaid(text: Any, value: Any) -> int:
         return 0
     kept = loss.measure(encode(value), comments=False).size
     return max(0, loss.measure(encode(text), comments=False).size - kept)
+
+
+def _alike_note(members: list[str]) -> str:
+    """Why a string naming several members alike but for case or accents took none."""
+    shown = ", ".join(preview(m, 40) for m in members[:5])
+    more = f" and {len(members) - 5} more" if len(members) > 5 else ""
+    return (
+        f"it may name {shown}{more}, members that differ only in case or accents, and spells "
+        "none of them exactly; write one as declared"
+    )
 
 
 def _spelled(transform: str, unknown: bool | int) -> str:

@@ -56,6 +56,8 @@ class Decoded:
     """What a rule dropped on purpose at the end of a cut reply (see delimit.py)."""
     cut_string: bool = False
     """The reply ended inside the value's last string, kept as written (see delimit.py)."""
+    escape: str = ""
+    """The escape that string ended in, begun and cut off: dropped (see delimit.py)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,7 +276,11 @@ def _accept(
     if flaw is not None:
         return DecodeFailure(f"{name} read {flaw}", 0, refused=True)
     dropped = loss.measure("".join(decoded.dropped), deadline=deadline)
-    measured = loss.assess(text, values.encode(decoded.value), dropped, deadline)
+    unseen = loss.NOTHING
+    if decoded.escape:
+        written, unseen = loss.cut_escape(decoded.escape)
+        dropped += written + unseen
+    measured = loss.assess(text, values.encode(decoded.value), dropped, deadline, unseen)
     if measured.refused:
         return DecodeFailure(measured.describe(f"{name}'s reading"), 0, refused=True)
     if measured.lost:
@@ -315,6 +321,7 @@ def _repair(
                 "; ".join(notes),
                 dropped=delimited.dropped,
                 cut_string=delimited.cut_string,
+                escape=delimited.escape,
             )
         decoded = _repair_text(kept, longest, deadline)
         if decoded is not None:
@@ -325,6 +332,7 @@ def _repair(
                 detail,
                 dropped=delimited.dropped,
                 cut_string=delimited.cut_string,
+                escape=delimited.escape,
             )
         elif delimited.dropped:
             return None  # the text as written ends in what was dropped: not read again

@@ -27,8 +27,10 @@ as JSON strings the values whose extent a rule decides:
   reading), and said in `dropped`.
 - **The end of a cut reply.** A string still open at the end keeps its text to the very end,
   trailing spaces and line breaks included (json-repair trims them), and is written here, its
-  escapes read as in any string (json-repair keeps some backslashes there); one of which only
-  the opening quote was written is no value, and is dropped; a key left without a value
+  escapes read as in any string (json-repair keeps some backslashes there), and an escape the
+  end cut short (`\\`, `\\u00`, half of a surrogate pair) dropped, as the character it began is
+  not known (`Delimited.escape`, counted as lost); one of which only the opening quote was
+  written is no value, and is dropped; a key left without a value
   at the end (`"nick":`, `"nick"`) is dropped, so the field is absent rather than `""`; so is
   a number that nothing but the end of the reply follows (`"total": 12`, `[1, 2, 34`: the
   reply may have been writing 1234.56), with its key: the stream parser too shows no number
@@ -118,6 +120,9 @@ class Delimited:
     cut_string: bool = False
     """The reply ends inside a string, kept: the last string of the value, which may have
     gone on (`"3` of `"36"`)."""
+    escape: str = ""
+    """The escape that string ended in, begun and cut off (`\\`, `\\u00`, `\\ud83d`):
+    dropped, as the character it was writing is not known (the stream parser shows none)."""
 
     @property
     def closed(self) -> str:
@@ -170,6 +175,7 @@ class _Pass:
         "cut_string",
         "deadline",
         "dropped",
+        "escape",
         "exhausted",
         "held",
         "hold_over",
@@ -206,6 +212,7 @@ class _Pass:
         which only the opening quote was written (dropped)."""
         self.dropped: list[str] = []
         self.cut_string = False
+        self.escape = ""
         self.exhausted: dict[tuple[str, Role, bool], int] = {}
         """Searches for a string's end that failed, and where: a later search that starts
         before that point fails there again (the rule looks only at what follows a quote), so
@@ -314,6 +321,7 @@ class _Pass:
             tuple(self.dropped),
             frozenset(self.keys),
             self.cut_string,
+            self.escape,
         )
 
     def _drop_emptied(self) -> None:
@@ -557,20 +565,21 @@ class _Pass:
             self.out.append(text[i:])  # more structure follows: left to the decoder
             self._after_value()
             return self.n
+        as_written = True
+        cut = _cut_escape(body)
+        if cut >= 0:
+            # The reply was writing a character it had only begun to escape (`\`, `\u00`,
+            # half of a surrogate pair): which one is not known, so it is dropped and said.
+            self.escape = body[cut:]
+            body = body[:cut]
+            self._note(f"dropped the escape {clip(self.escape, 20)} cut off at the end")
+            as_written = False
         if not body and self.stack:  # only the opening quote: no value written yet
             self.cut = len(self.out)
             self.out.append('""')
             self._after_value()
             return self.n
-        as_written = True
-        cut = _cut_escape(body)
-        if cut >= 0:  # kept as written, its backslashes too: nothing of it is guessed
-            written = body[cut:].replace("\\", "\\\\")
-            literal = _as_json_string(body[:cut], self.deadline)[:-1] + written + '"'
-            self._note("kept an escape cut off at the end as written")
-            as_written = False
-        else:
-            literal = _as_json_string(body, self.deadline)
+        literal = _as_json_string(body, self.deadline)
         self.out.append(literal)
         self.cut_string = True
         if body != body.rstrip():
@@ -875,24 +884,26 @@ def _item_follows(text: str, k: int) -> bool:
 
 
 _CUT_ESCAPE = re.compile(
-    r"\\u[0-9a-fA-F]{0,3}\Z|\\u[dD][89abAB][0-9a-fA-F]{2}(?:\\(?:u[0-9a-fA-F]{0,3})?)?\Z"
+    r"\\(?:u[0-9a-fA-F]{0,3})?\Z"
+    r"|\\u[dD][89abAB][0-9a-fA-F]{2}(?:\\(?:u[0-9a-fA-F]{0,3})?)?\Z"
 )
-"""An escape the end of a reply cut off: `\\u` and fewer than four digits, or a high
-surrogate's `\\ud83d` still waiting for its low half."""
+"""An escape the end of a reply cut off: a backslash alone, `\\u` and fewer than four digits,
+or a high surrogate's `\\ud83d` still waiting for its low half."""
 
 
 def _cut_escape(body: str) -> int:
     """Where, in the body of a string open to the end of the reply, an escape the end cut off
     begins (its backslash after an even run of them: it begins an escape); -1 if none."""
-    tail = len(body) - 16
-    found = _CUT_ESCAPE.search(body, max(0, tail))
-    if found is None:
-        return -1
-    at = found.start()
-    run = at
-    while run and body[run - 1] == "\\":
-        run -= 1
-    return at if (at - run) % 2 == 0 else -1
+    position = max(0, len(body) - 16)
+    while (found := _CUT_ESCAPE.search(body, position)) is not None:
+        at = found.start()
+        run = at
+        while run and body[run - 1] == "\\":
+            run -= 1
+        if (at - run) % 2 == 0:
+            return at
+        position = at + 1  # (an escaped backslash, then text: `\\ud83d\u` cuts `\u`)
+    return -1
 
 
 def _as_json_string(body: str, deadline: Deadline | None = None) -> str:

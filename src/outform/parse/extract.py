@@ -123,32 +123,101 @@ def reasoning_tag(text: str) -> tuple[bool, int, int] | None:
 
 def strip_reasoning(text: str) -> tuple[str, list[str]]:
     """Remove `<think>…</think>` style blocks; a dangling close tag drops everything before it
-    (some models omit the opening tag), a dangling open tag drops everything after it."""
+    (some models omit the opening tag), a dangling open tag drops everything after it.
+
+    A closing tag is dangling when it is the first reasoning tag of the reply: the reply began
+    inside reasoning (as `reasoning_tag` reads it for the stream). A tag written inside a string
+    of a JSON value is text, not a tag (`{"note": "close with </think>"}`): see `_tags`."""
+    tags = _tags(text)
+    if not tags:
+        return text, []
     removed: list[str] = []
     out: list[str] = []
     pos = 0
-    lowered = text.lower()
-    # A close tag with no open tag before it: the reasoning started at the very beginning.
-    first_open = _OPEN_TAG.search(text)
-    for tag in _REASONING_TAGS:
-        close = lowered.find(f"</{tag}>")
-        if close != -1 and (first_open is None or close < first_open.start()):
-            removed.append(tag)
-            pos = close + len(tag) + 3
+    index = 0
+    if tags[0].group(1):  # a closing tag first: the reasoning began at the very start
+        removed.append(tags[0].group(1).lower())
+        pos = tags[0].end()
+        index = 1
+    count = len(tags)
+    while index < count:
+        tag = tags[index]
+        name = tag.group(2)
+        index += 1
+        if not name:
+            continue  # a closing tag outside any block: prose, left as written
+        name = name.lower()
+        out.append(text[pos : tag.start()])
+        removed.append(name)
+        while index < count and (tags[index].group(1) or "").lower() != name:
+            index += 1  # (the tags inside the block are its text)
+        if index == count:
+            pos = len(text)  # an unclosed reasoning block runs to the end of the reply
             break
-    while True:
-        match = _OPEN_TAG.search(text, pos)
-        if match is None:
-            out.append(text[pos:])
-            break
-        tag = match.group(1).lower()
-        out.append(text[pos : match.start()])
-        close = lowered.find(f"</{tag}>", match.end())
-        removed.append(tag)
-        if close == -1:
-            break  # an unclosed reasoning block runs to the end of the reply
-        pos = close + len(tag) + 3
+        pos = tags[index].end()
+        index += 1
+    out.append(text[pos:])
     return ("".join(out) if removed else text), removed
+
+
+_TAG = re.compile(
+    r"</(" + "|".join(_REASONING_TAGS) + r")>|<(" + "|".join(_REASONING_TAGS) + r")\b[^>]{0,200}>",
+    re.IGNORECASE,
+)
+"""A reasoning tag, as `_ANY_TAG` finds it: group 1 names a closing one, group 2 an opening one."""
+_STRING_OR_ESCAPE = re.compile(r'"(?:[^"\\]++|\\.)*+(?:"|\Z)|\\.', re.DOTALL)
+"""A string of a JSON region, or one it ends inside (a reply cut off), or an escape outside a
+string (which `_IN_JSON` reads as a unit)."""
+
+
+def _tags(text: str) -> list[re.Match[str]]:
+    """The reasoning tags of `text`, in order, less those written inside a string of a JSON
+    value: a string of a region closed as `scan` reads it (a tag in a field's text,
+    `{"note": "use </think> to close"}`, is content), or of the region left open at the end
+    when that reads as JSON to its end (a reply cut off inside such a string). Reasoning
+    written before the answer is prose, whatever quotes it holds: a region that stops reading
+    as JSON before its end (`She said "hi {" and left</think>{...}`) protects nothing. One scan
+    of the text, and one pass over the strings of each region that holds a tag."""
+    tags = list(_TAG.finditer(text))
+    if not tags or '"' not in text:
+        return tags
+    regions = [
+        span
+        for span in scan(text, breaks=False).spans
+        if span.closed or _reads_to_end(text[span.start :])
+    ]
+    regions.sort(key=lambda span: span.start)
+    starts = [span.start for span in regions]
+    inside: dict[int, list[int]] = {}  # a region's index: the starts of the tags inside it
+    for tag in tags:
+        at = bisect.bisect_right(starts, tag.start()) - 1
+        if at >= 0 and tag.start() < regions[at].end:
+            inside.setdefault(at, []).append(tag.start())
+    texts: set[int] = set()
+    for at, positions in inside.items():
+        region = regions[at]
+        waiting = iter(positions)
+        position = next(waiting, None)
+        for string in _STRING_OR_ESCAPE.finditer(text, region.start, region.end):
+            while position is not None and position < string.start():
+                position = next(waiting, None)  # (between strings: structure, a tag)
+            while position is not None and position < string.end():
+                if text[string.start()] == '"':
+                    texts.add(position)
+                position = next(waiting, None)
+            if position is None:
+                break
+    return [tag for tag in tags if tag.start() not in texts] if texts else tags
+
+
+def _reads_to_end(region: str) -> bool:
+    """Whether a region left open at the end reads as JSON to its end (a reply cut off)."""
+    region = region.rstrip()
+    try:
+        orjson.loads(region)
+    except orjson.JSONDecodeError as error:
+        return error.pos >= len(region)
+    return True
 
 
 @dataclass(frozen=True, slots=True)

@@ -354,24 +354,30 @@ def invented_empties(value_json: str, text: str, deadline: Deadline | None = Non
 
 
 def assess(
-    text: str, value_json: str, dropped: Measure = NOTHING, deadline: Deadline | None = None
+    text: str,
+    value_json: str,
+    dropped: Measure = NOTHING,
+    deadline: Deadline | None = None,
+    unseen: Measure = NOTHING,
 ) -> Loss:
     """The loss of a decode of candidate `text` into the value whose compact JSON is
-    `value_json`; `dropped` is what a rule dropped on purpose and said so."""
+    `value_json`; `dropped` is what a rule dropped on purpose and said so; `unseen`, content
+    the text does not show but a rule dropped (the character an escape cut off began: see
+    `cut_escape`), counted on both sides."""
     read = region(text)
     merged = merged_keys(value_json, read, deadline)
     invented = invented_empties(value_json, read, deadline)
     # Counted as written first (a few passes in C): when both sides agree exactly, the reading
     # kept every letter and digit as the reply wrote them, and comments and number spellings
     # need no second look (a large reply with trailing commas pays only this).
-    content = measure(read, numbers=False, deadline=deadline)
+    content = measure(read, numbers=False, deadline=deadline) + unseen
     kept = measure(value_json, numbers=False, deadline=deadline)
     if content != kept + dropped or (
         not dropped.size and _digits_of_each(read) != _digits_of_each(value_json)
     ):
         # (The same count of digits may hide a digit lost behind a number re-spelled: `2.⏎5`
         # read as 2.0. With nothing dropped, the same digits, each as often, hide nothing.)
-        content = measure(read, deadline=deadline)
+        content = measure(read, deadline=deadline) + unseen
         kept = measure(value_json, comments=False, deadline=deadline)
     return Loss(content, kept, dropped, merged, invented)
 
@@ -379,6 +385,15 @@ def assess(
 def _digits_of_each(text: str) -> tuple[int, ...]:
     """How often `text` writes each digit: ten counts in C."""
     return tuple(text.count(digit) for digit in _DIGITS)
+
+
+def cut_escape(escape: str) -> tuple[Measure, Measure]:
+    """An escape the end of a cut reply began, dropped (`\\`, `\\u00`, `\\ud83d`: see
+    delimit.py): what the region's text counts of it (`\\u00` its two digits), and what it
+    discards besides, unseen there: the character it began, one letter, where the text counts
+    nothing of it (a backslash alone, half of a surrogate pair). Either way the drop is lossy."""
+    written = measure(escape, comments=False)
+    return written, (NOTHING if written.size else Measure(letters=1))
 
 
 def size(value_json: str) -> int:
