@@ -137,3 +137,36 @@ def test_items_of_a_list_in_reasoning_are_not_yielded() -> None:
     reply = 'Drafting [{"n": 1}, {"n": 2}] now.</think>[{"n": 7}]'
     got = [row.n for row in stream_items(chunks(reply, 4), list[Row])]
     assert got == [7]
+
+
+class Note(BaseModel):
+    a: str
+    note: str
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '{"a": "1", "note": "ends with </think> tag"}',
+        'Here: {"a": "1", "note": "use </think> to close"}',
+        '{"a": "1", "note": "</think>"}',
+    ],
+)
+def test_a_closing_tag_inside_a_string_is_text_and_the_stream_goes_on(reply: str) -> None:
+    """A tag inside a string of the value followed is the string's text, as `parse` reads it:
+    the stream does not restart there, and its snapshots keep growing to the final value."""
+    expected = outform.parse(reply, type=Note, level="full").data
+    assert "</think>" in expected["note"]
+    for size in _every_chunking(reply):
+        snapshots = list(parse_stream(chunks(reply, size), type=Note, level="full"))
+        assert not any(s.restarted for s in snapshots), size
+        assert plain(snapshots[-1].data) == expected, size
+
+
+def test_a_lone_closing_tag_after_a_tag_inside_a_string_still_ends_reasoning() -> None:
+    reply = 'Draft {"number": 1, "label": "a </think> b"} then.</think>\n' + ANSWER
+    assert outform.parse(reply, type=Model, level="full").data == FINAL
+    for size in _every_chunking(reply):
+        snapshots = list(parse_stream(chunks(reply, size), type=Model, level="full"))
+        assert plain(snapshots[-1].data) == FINAL, size
+        assert all(plain(s.data) == FINAL for s in snapshots if s.complete), size

@@ -464,13 +464,27 @@ class StreamParser(Generic[T]):
                     self.stopped = True
                 elif self.guard.limits.inside:  # a bet against a reply still valid so far
                     self._stop(degenerate, "degenerate", len(text))
-        closing = self._reasoning_closed(text) if self._watch else None
-        changed = parser.feed(text)
-        if closing is not None and parser.start is not None and parser.start < closing[0]:
-            # The value followed was in reasoning written without its opening tag: the answer
-            # begins after the closing tag, where `outform.parse` reads it too.
-            parser = self._restart(closing[1])
-            changed = True
+        changed = False
+        while self._watch:
+            closing = self._reasoning_closed(text)
+            if closing is None:
+                break
+            # Read up to the tag's end: a tag inside a string of the value followed is that
+            # string's text (as `outform.parse` reads it), and the watch goes on after it.
+            upto = closing[1] - parser.received
+            changed = parser.feed(text[:upto]) or changed
+            text = text[upto:]
+            if parser.in_string:
+                self._watch = True
+                continue
+            if parser.start is not None and parser.start < closing[0]:
+                # The value followed was in reasoning written without its opening tag: the
+                # answer begins after the closing tag, where `outform.parse` reads it too.
+                parser = self._restart(closing[1])
+                changed = True
+                text = ""  # (the restart read the whole reply after the tag)
+            break
+        changed = parser.feed(text) or changed
         if parser.too_deep and self._deep_run(parser, text):
             raise too_deep(self._options.max_depth, where=f"character {parser.too_deep_at}")
         if self.violation is None and not self.provisional:
@@ -1487,6 +1501,34 @@ class _UnionPlan(_Plan):
                 built = option.build(data, builder, path)
                 if isinstance(built, Enum):
                     return built
+        if is_complete(data) and self.scalar._typed(data) is _HOLD:
+            if type(data) is float and (integer := as_integer(data)) is not None:
+                # 1.0 is the integer 1 as sent, to JSON Schema: an integer branch takes it
+                # before any conversion into another branch (`bool | int` shows 1, not True).
+                value = self.scalar._typed(integer)
+                if value is not _HOLD:
+                    builder.changes.append(
+                        Change(path, "semantic", "number_to_integer", data, integer, "")
+                    )
+                    return value
+            # Not valid as sent: converted for the first branch, in declared order, that a
+            # conversion fits, as the coercion stage chooses (`"1"` for `bool | int` is True),
+            # not by the first conversion any branch takes (which showed 1, then the final True).
+            # (The value is the union's reading of the converted data, as the final parse's.)
+            for option in self.options:
+                target = option.target if isinstance(option, _Lazy) else option
+                if not isinstance(target, _ScalarPlan):
+                    continue
+                for converted, transform in _conversions(data):
+                    if target._typed(converted) is _HOLD:
+                        continue
+                    value = self.scalar._typed(converted)
+                    if value is not _HOLD:
+                        name, _, detail = transform.partition("(")
+                        builder.changes.append(
+                            Change(path, "semantic", name, data, converted, detail.rstrip(")"))
+                        )
+                        return value
         return self.scalar.build(data, builder, path)
 
 

@@ -670,6 +670,12 @@ class PartialParser:
         return self._phase >= _VALUE and self._tentative < 0 and self._phase != _BROKEN
 
     @property
+    def in_string(self) -> bool:
+        """The text read so far ends inside a string (a key or a value) of the JSON value
+        followed: a reasoning tag met there is the string's text."""
+        return self._phase == _VALUE and self._instr
+
+    @property
     def value(self) -> Any:
         """The value so far (MISSING before anything can be shown). Costs one view: the open
         containers below the root are built when first read."""
