@@ -323,3 +323,80 @@ def test_a_broken_discovered_config_fails_the_next_parse_loudly(project: Path) -
     clear_cache()
     with pytest.raises(ConfigError, match=r"parse\.level"):
         outform.parse("{}", {"type": "object"})
+
+
+# -- values are shown as the file writes them (TOML), never as Python -----------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "what"),
+    [
+        ("[defaults]\nlevel = true\n", "bad value true for defaults.level"),
+        ('[defaults]\ntags = ["a", ""]\n', "bad value ['a', ''] for defaults.tags"),
+        ('[defaults]\nmode = "it\'s"\n', 'bad value "it\'s" for defaults.mode'),
+        ("[parse]\nlevel = { a = 1 }\n", "bad value { a = 1 } for parse.level"),
+        ("[parse]\ntime_limit = -inf\n", "bad value -inf for parse.time_limit"),
+        ("[parse]\nlenient = 1.5\n", "bad value 1.5 for parse.lenient"),
+        ("[parse]\nlevel = 1979-05-27\n", "bad value 1979-05-27 for parse.level"),
+    ],
+)
+def test_a_bad_value_is_repeated_as_toml(project: Path, text: str, what: str) -> None:
+    error = error_from(write(project / "outform.toml", text))
+    assert error.what == what
+    assert "True" not in str(error) and "None" not in str(error)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [True, False, 0, -7, 2.5, "full", "it's", 'say "hi"', "tab\there", "line\nbreak", "\x7f",
+     ["a", 1, True], [], {"a": 1, "b c": ["x"]}, {}],
+)  # fmt: skip
+def test_a_value_written_as_toml_reads_back_as_the_same_value(value: object) -> None:
+    """What an error repeats can be pasted back into the file."""
+    import tomllib
+
+    from outform.config import toml_value
+
+    assert tomllib.loads(f"x = {toml_value(value)}")["x"] == value
+
+
+def test_config_show_prints_json_values(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from outform.cli import main
+
+    write(project / "outform.toml", '[defaults]\nenabled = true\n[parse]\nstages = ["extract"]\n')
+    outform.config.reload()
+    assert main(["config", "show"]) == 0
+    out = capsys.readouterr().out
+    assert "true" in out and "null" in out and '["extract"]' in out
+    assert "True" not in out and "None" not in out and "'extract'" not in out
+
+
+# -- stages = [] is a choice: no optional stage, only validation ------------------------------
+
+
+def test_no_stages_is_not_the_default(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`stages = []` switches every optional stage off, at any level (an empty list is not
+    "unset"): the reply must be one strict JSON value, and is only validated."""
+    write(project / "outform.toml", '[parse]\nlevel = "full"\nstages = []\n')
+    outform.config.reload()
+    assert outform.Pipeline({}).options.stages == frozenset()
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    assert outform.parse('{"a": 1}', schema).value == {"a": 1}
+    for reply in ('Here: {"a": 1}', '{"a": "1"}', '{"a": 1,}', "{'a': 1}", '"{\\"a\\": 1}"'):
+        with pytest.raises(outform.OutputError):
+            outform.parse(reply, schema)
+    from outform.cli import main
+
+    assert main(["config", "show", "--json"]) == 0
+    import orjson
+
+    shown = orjson.loads(capsys.readouterr().out)
+    assert shown["settings"]["parse.stages"] == []
+    assert shown["sources"]["parse.stages"] == "[parse]"
+
+
+def test_without_a_stages_key_the_level_decides(project: Path) -> None:
+    write(project / "outform.toml", '[parse]\nlevel = "full"\n')
+    outform.config.reload()
+    assert outform.Pipeline({}).options.stages == {"extract", "unescape", "decode", "coerce"}
+    assert outform.parse("{'a': 1,}", {"type": "object"}).value == {"a": 1}

@@ -333,3 +333,33 @@ def test_config_show_with_an_unknown_profile_exits_2(capsys: pytest.CaptureFixtu
     assert main(["config", "show", "--profile", "nope"]) == 2
     err = capsys.readouterr().err
     assert "unknown profile 'nope'" in err and "Traceback" not in err
+
+
+# -- a profile's name must say something --------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ['""', '"  "', "''"])
+def test_an_empty_profile_name_in_the_file_is_refused(project: Path, name: str) -> None:
+    error = config_error(project, f"[profiles.{name}]\nretries = 1\n")
+    assert error.what.startswith("a profile's name is empty: [profiles.")
+    assert error.fix is not None and "[profiles.invoice_extract]" in error.fix
+
+
+@pytest.mark.parametrize("name", ["", "   "])
+def test_an_empty_profile_name_in_a_call_is_refused_not_taken_for_none(name: str) -> None:
+    for call in (
+        lambda: step(name),
+        lambda: outform.parse('{"n": 1}', SCHEMA, profile=name),
+    ):
+        with pytest.raises(ConfigError, match="the profile name is empty") as caught:
+            call()
+        assert caught.value.fix is not None and "hands_off, lenient, strict" in caught.value.fix
+
+
+def test_an_empty_profile_header_is_a_400_naming_the_rule() -> None:
+    from outform.gateway.enforce import profile_named
+    from outform.gateway.replies import GatewayError
+
+    with pytest.raises(GatewayError, match="the profile name is empty") as caught:
+        profile_named(b"")
+    assert caught.value.status == 400

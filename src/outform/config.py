@@ -7,7 +7,10 @@ key and what is allowed: a typo in a config file must not silently fall back to 
 
 from __future__ import annotations
 
+import datetime
 import functools
+import json
+import math
 import os
 import re
 import tomllib
@@ -24,6 +27,51 @@ from outform.trace.settings import TraceSettings
 CONFIG_FILE = "outform.toml"
 ENV_VAR = "OUTFORM_CONFIG"
 
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def toml_value(value: Any) -> str:
+    """A value written as in outform.toml, for messages about the file: 'full', true, 3,
+    0.5, ['a', 'b'], { integer = ['str->int'] }. Strings are literal strings ('...') when
+    they can be, else basic strings ("...", escaped). (TOML has no null; `null`, as in JSON,
+    stands for a value that is not set.)"""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    if isinstance(value, str):
+        return _toml_string(value)
+    if isinstance(value, Mapping):
+        if not value:
+            return "{}"
+        inner = ", ".join(f"{toml_key(str(k))} = {toml_value(v)}" for k, v in value.items())
+        return "{ " + inner + " }"
+    if isinstance(value, list | tuple | frozenset | set):
+        items = sorted(value, key=str) if isinstance(value, frozenset | set) else value
+        return "[" + ", ".join(toml_value(item) for item in items) + "]"
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    return _toml_string(str(value))
+
+
+def toml_key(name: str) -> str:
+    """A key as TOML writes it: bare (`level`, `invoice_extract`) or quoted (`"a b"`)."""
+    return name if _BARE_KEY.fullmatch(name) else json.dumps(name, ensure_ascii=False)
+
+
+def _toml_string(text: str) -> str:
+    if "'" not in text and not any((ord(c) < 32 and c != "\t") or ord(c) == 127 for c in text):
+        return f"'{text}'"
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+
 
 @dataclass(frozen=True)
 class Check:
@@ -33,12 +81,13 @@ class Check:
     allowed: str
     secret: bool = False
     """A bad value is not repeated in the error (it may be a key pasted in by mistake)."""
-    shown: Callable[[Any], str] = repr
-    """How a bad value is repeated in the error (a URL without its credentials)."""
+    shown: Callable[[Any], str] = toml_value
+    """How a bad value is repeated in the error, as the file writes it (a URL without its
+    credentials)."""
 
 
 def _choice(*values: str) -> Check:
-    return Check(lambda v: v in values, "one of " + ", ".join(repr(v) for v in values))
+    return Check(lambda v: v in values, "one of " + ", ".join(toml_value(v) for v in values))
 
 
 def _int(low: int, high: int) -> Check:
@@ -61,7 +110,7 @@ _BOOL = Check(lambda v: isinstance(v, bool), "true or false")
 def _subset(*values: str) -> Check:
     return Check(
         lambda v: isinstance(v, list) and all(item in values for item in v),
-        "a list drawn from " + ", ".join(repr(v) for v in values),
+        "a list drawn from " + ", ".join(toml_value(v) for v in values),
     )
 
 
@@ -103,7 +152,7 @@ _GATEWAY: dict[str, Check] = {
         "an http:// or https:// URL of a Chat Completions API with a host, a valid port if "
         "any, and no credentials, query string or fragment (e.g. http://localhost:8000/v1), "
         "or a provider name such as 'anthropic' or 'gemini'",
-        shown=lambda value: repr(baseurl.shown(value) if isinstance(value, str) else value),
+        shown=lambda value: toml_value(baseurl.shown(value) if isinstance(value, str) else value),
     ),
     "backend_api_key_env": Check(
         _env_name, "the name of an environment variable (not the key itself)", secret=True
@@ -347,20 +396,30 @@ def load(path: Path, table: str = "") -> Settings:
             continue
         if section == "profiles":
             for name, profile in values.items():
+                table = f"{prefix}profiles.{toml_key(name)}"
+                if not name.strip():
+                    raise ConfigError(
+                        f"a profile's name is empty: [{table}]",
+                        where=str(path),
+                        fix="name the profile after the step its calls make, e.g. "
+                        f"[{prefix}profiles.invoice_extract] (the name is the step label of "
+                        "its calls' trace events); settings for every call go in "
+                        f"[{prefix}defaults]",
+                    )
                 if not isinstance(profile, dict):
                     raise ConfigError(
-                        f"[{prefix}profiles.{name}] must be a table",
+                        f"[{table}] must be a table",
                         where=str(path),
-                        fix=f"write it as [{prefix}profiles.{name}] with its keys below",
+                        fix=f"write it as [{table}] with its keys below",
                     )
                 if "step" in profile:
                     raise ConfigError(
-                        f"unknown key 'step' in [{prefix}profiles.{name}]",
+                        f"unknown key 'step' in [{table}]",
                         where=str(path),
-                        fix=f"a profile's name is its step label ({name!r}): drop the key, "
-                        "or name the profile after the step",
+                        fix=f"a profile's name is its step label ({toml_value(name)}): drop "
+                        "the key, or name the profile after the step",
                     )
-                profiles[name] = _step(profile, f"{prefix}profiles.{name}", path)
+                profiles[name] = _step(profile, table, path)
             continue
         _checked(values, checks, f"{prefix}{section}", path)
         if section == "parse":
@@ -411,7 +470,7 @@ def _step(values: dict[str, Any], where: str, path: Path) -> dict[str, Any]:
             out[key] = _checked(value, _PRECHECK, f"{where}.precheck", path)
         elif key not in STEP and key in SECTIONS["parse"]:
             raise ConfigError(
-                f"{key!r} is a [parse] key, not one of [{where}]",
+                f"{toml_value(key)} is a [parse] key, not one of [{where}]",
                 where=str(path),
                 fix=f"move it under [parse]: the pipeline's limits and options ({key} and the "
                 "others) apply to every call from there",
@@ -439,7 +498,7 @@ def _checked(
         if check is None:
             moved = _MOVED.get(f"{where.removeprefix('tool.outform.')}.{key}")
             raise ConfigError(
-                f"unknown key {key!r} in [{where}]",
+                f"unknown key {toml_value(key)} in [{where}]",
                 where=str(path),
                 fix=moved if moved else f"use one of: {', '.join(sorted([*checks, *tables]))}",
             )

@@ -124,6 +124,14 @@ def step(profile: str | None = None) -> Step:
         f"precheck.{key}": "built-in" for key in precheck
     }
     layers: list[tuple[str, Mapping[str, Any]]] = [("[defaults]", found.defaults)]
+    if profile is not None and not profile.strip():
+        known = ", ".join(sorted(found.profiles)) or "none are defined"
+        raise ConfigError(
+            f"the profile name is empty ({profile!r})",
+            where="profile",
+            fix=f"name a [profiles.NAME] of outform.toml ({known}), or pass no profile for "
+            "[defaults] alone",
+        )
     if profile is not None:
         table = found.profiles.get(profile)
         if table is None:

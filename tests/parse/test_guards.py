@@ -208,7 +208,7 @@ def test_a_schema_that_is_not_json_serialisable_is_refused() -> None:
 
 
 def test_a_ref_to_a_missing_local_definition_is_refused() -> None:
-    with pytest.raises(SchemaError, match="cannot be compiled"):
+    with pytest.raises(SchemaError, match="points at /\\$defs/missing, which is not in the"):
         outform.parse("{}", {"$ref": "#/$defs/missing"})
 
 
@@ -518,7 +518,7 @@ def test_a_processor_may_return_a_value_shared_by_two_places() -> None:
     assert outform.parse("{}", OBJECT, processors=[processor]).value == {"a": [1, 2], "b": [1, 2]}
 
 
-@pytest.mark.parametrize("schema", ["foo", b"{}", [1], 3, True])
+@pytest.mark.parametrize("schema", ["foo", b"{}", [1], 3])  # (True, False: boolean schemas)
 def test_a_schema_that_is_no_schema_is_named_as_neither_schema_nor_type(schema: Any) -> None:
     # not "not a type" for schema="...": the argument may be either; the stream says the same
     calls: list[Callable[[], object]] = [

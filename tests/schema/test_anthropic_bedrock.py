@@ -82,3 +82,84 @@ def test_bedrock_sends_string_lengths_without_counting_them_as_enforced() -> Non
     assert entry(result, "/properties/code", "maxLength").disposition == "checked_locally"
     assert "guidance" in entry(result, "/properties/code", "maxLength").reason
     obeys_rules(result)
+
+
+# -- the limits count the schema as sent: a definition once, however often it is used ---------
+
+
+def shared(optional: int, uses: int) -> dict[str, Any]:
+    """A definition of `optional` optional properties, used by `uses` required properties."""
+    body = {"type": "object", "properties": {f"o{i}": {"type": "string"} for i in range(optional)}}
+    return {
+        "$defs": {"D": body},
+        "type": "object",
+        "properties": {f"p{i}": {"$ref": "#/$defs/D"} for i in range(uses)},
+        "required": [f"p{i}" for i in range(uses)],
+    }
+
+
+def test_a_definition_used_from_several_places_counts_once() -> None:
+    """20 optional properties in one definition used 3 times: 20, under the limit of 24 (a
+    count per use would say 60). The definition stays one `$defs` entry on the wire, which is
+    what Anthropic counts."""
+    from outform.schema.dialects.analysis import measure
+
+    result = translate(shared(20, 3), "anthropic")
+    assert list(result.schema["$defs"]) == ["D"]
+    assert measure(result.schema).optional_properties == 20
+    with pytest.raises(DialectError, match="25 optional properties"):
+        translate(shared(25, 1), "anthropic")
+
+
+def test_a_union_definition_counts_once_as_a_union_typed_property() -> None:
+    from outform.schema.dialects.analysis import measure
+
+    union = {"anyOf": [{"type": "string"}, {"type": "integer"}]}
+    schema = {
+        "$defs": {"U": union},
+        "type": "object",
+        "properties": {f"u{i}": {"$ref": "#/$defs/U"} for i in range(20)},
+        "required": [f"u{i}" for i in range(20)],
+    }
+    assert measure(translate(schema, "anthropic").schema).union_properties == 1
+
+
+def test_described_references_over_the_union_limit_are_sent_as_plain_references() -> None:
+    """Anthropic counts "parameters with type arrays or anyOf": the one-branch `anyOf` outform
+    writes to keep a description beside a `$ref` is one of them. Up to 16 keep their
+    description; past the limit every such `$ref` is sent alone, as Anthropic's SDK sends
+    every `$ref`, and the ledger says each description was dropped (it guides the model and
+    does not change what is valid)."""
+    from outform.schema.dialects.analysis import measure
+
+    schema = shared(0, 16)
+    for name in schema["properties"]:
+        schema["properties"][name]["description"] = f"the {name}"
+    kept = translate(schema, "anthropic")
+    obeys_rules(kept)
+    assert kept.schema["properties"]["p0"] == {
+        "anyOf": [{"$ref": "#/$defs/D"}],
+        "description": "the p0",
+    }
+    assert not [e for e in kept.ledger if e.keyword == "description"]
+
+    schema["properties"]["p16"] = {"$ref": "#/$defs/D", "description": "the p16"}
+    schema["required"].append("p16")
+    plain = translate(schema, "anthropic")
+    obeys_rules(plain)
+    assert measure(plain.schema).union_properties == 0
+    assert all(p == {"$ref": "#/$defs/D"} for p in plain.schema["properties"].values())
+    dropped = {e.path for e in plain.ledger if e.keyword == "description"}
+    assert dropped == {f"/properties/p{i}" for i in range(17)}
+    assert all(e.disposition == "dropped" for e in plain.ledger if e.keyword == "description")
+
+
+def test_real_unions_over_the_limit_are_still_refused() -> None:
+    schema = {
+        "type": "object",
+        "properties": {f"u{i}": {"type": ["string", "integer"]} for i in range(17)},
+        "required": [f"u{i}" for i in range(17)],
+        "additionalProperties": False,
+    }
+    with pytest.raises(DialectError, match="17 properties with a union type"):
+        translate(schema, "anthropic")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import sys
 from pathlib import Path
 
 import orjson
@@ -69,3 +71,49 @@ def test_a_provider_without_a_schema_field_says_so(
 ) -> None:
     assert main(["schema", str(schema_file), "--dialect", "deepseek"]) == EXIT_USAGE
     assert "deepseek takes no schema on the wire" in capsys.readouterr().err
+
+
+def stdin(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+
+
+BIG = 2**70 + 1  # more digits than a float holds, and than orjson reads
+
+
+def test_a_dash_reads_the_schema_from_standard_input_digit_for_digit(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    schema = b'{"type": "object", "properties": {"n": {"type": "integer", "maximum": %d}}}' % BIG
+    stdin(monkeypatch, schema)
+    assert main(["schema", "-", "--dialect", "openai_strict"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert f'"maximum": {BIG}' in out
+
+
+def test_a_schema_on_standard_input_is_named_so_in_errors(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stdin(monkeypatch, b'{"type": ')
+    assert main(["schema", "-", "--dialect", "gemini"]) == EXIT_USAGE
+    assert "where: standard input, line 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("source", ["file", "stdin"])
+def test_a_true_schema_is_any_json_value_and_false_is_refused(
+    source: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def run(text: bytes) -> int:
+        if source == "stdin":
+            stdin(monkeypatch, text)
+            return main(["schema", "-", "--dialect", "gemini"])
+        path = tmp_path / "s.json"
+        path.write_bytes(text)
+        return main(["schema", str(path), "--dialect", "gemini"])
+
+    assert run(b"true") == EXIT_OK
+    assert orjson.loads(capsys.readouterr().out) == {}
+    assert run(b"false") == EXIT_USAGE
+    assert "the schema is false: it accepts no value" in capsys.readouterr().err

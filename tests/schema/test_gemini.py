@@ -110,3 +110,95 @@ def test_gemini_openapi_takes_only_string_enums() -> None:
     result = translate(schema, "gemini_openapi")
     assert result.schema["properties"]["n"] == {"type": "INTEGER", "description": "enum: [1,2]"}
     assert entry(result, "/properties/n", "enum").disposition == "checked_locally"
+
+
+# -- recursion: one rule for properties, arrays and maps --------------------------------------
+
+
+def tree(children: dict[str, Any], *, required: bool = True) -> dict[str, Any]:
+    """A recursive Node whose `children` holds more Nodes (an array or a map of them)."""
+    node: dict[str, Any] = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "children": children},
+        "required": ["name", "children"] if required else ["name"],
+    }
+    return {"$defs": {"Node": node}, "$ref": "#/$defs/Node"}
+
+
+NODE = {"$ref": "#/$defs/Node"}
+ARRAY = {"type": "array", "items": NODE}
+MAP = {"type": "object", "additionalProperties": NODE}
+
+
+@pytest.mark.parametrize("children", [ARRAY, MAP], ids=["array", "map"])
+def test_gemini_takes_a_required_array_or_map_of_itself_which_may_be_empty(
+    children: dict[str, Any],
+) -> None:
+    """A map and an array are one case: either may be empty, which ends the recursion where
+    Gemini stops unrolling it, so every reply it lets the model write is valid and the ledger
+    says `enforced` for what is sent."""
+    result = translate(tree(children), "gemini")
+    obeys_rules(result)
+    assert result.schema["$defs"]["Node"]["required"] == ["name", "children"]
+    assert entry(result, "/$defs/Node", "required").disposition == "enforced"
+    assert entry(result, "/$defs/Node/properties/children", "type").disposition == "enforced"
+    leaf: dict[str, Any] = {"name": "b", "children": [] if children is ARRAY else {}}
+    value = {"name": "a", "children": [leaf] if children is ARRAY else {"b": leaf}}
+    round_trip(result, value)
+
+
+@pytest.mark.parametrize(
+    "children",
+    [
+        {**ARRAY, "minItems": 1},
+        {"type": "array", "prefixItems": [NODE], "minItems": 1},
+        {"type": "object", "additionalProperties": NODE, "required": ["first"]},
+    ],
+    ids=["array-min-1", "tuple-min-1", "map-with-a-required-key"],
+)
+def test_gemini_refuses_an_array_or_map_of_itself_which_may_not_be_empty(
+    children: dict[str, Any],
+) -> None:
+    with pytest.raises(DialectError, match="not required") as caught:
+        translate(tree(children), "gemini")
+    assert caught.value.where is not None
+    assert caught.value.where.startswith("schema at /$defs/Node/properties/children/")
+
+
+@pytest.mark.parametrize("children", [{**ARRAY, "minItems": 1}, NODE], ids=["array", "node"])
+def test_gemini_takes_any_loop_that_passes_an_optional_property(children: dict[str, Any]) -> None:
+    result = translate(tree(children, required=False), "gemini")
+    obeys_rules(result)
+
+
+def test_gemini_takes_a_loop_with_one_way_out_anywhere_along_it() -> None:
+    """a -> b through a required property, b -> a through an optional one: the loop ends."""
+    schema: dict[str, Any] = {
+        "$defs": {
+            "A": {"type": "object", "properties": {"b": {"$ref": "#/$defs/B"}}, "required": ["b"]},
+            "B": {"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}},
+        },
+        "$ref": "#/$defs/A",
+    }
+    obeys_rules(translate(schema, "gemini"))
+    schema["$defs"]["B"]["required"] = ["a"]
+    with pytest.raises(DialectError, match="recursive"):
+        translate(schema, "gemini")
+
+
+def test_gemini_does_not_take_a_nullable_union_as_a_way_out() -> None:
+    """Gemini's documentation: nullable properties are not sufficient."""
+    nullable = {"anyOf": [NODE, {"type": "null"}]}
+    with pytest.raises(DialectError, match="recursive"):
+        translate(tree(nullable), "gemini")
+
+
+def test_the_rule_checker_reads_loops_as_the_translator_does() -> None:
+    from outform.schema.dialects import check_rules
+
+    wire = translate(tree(ARRAY), "gemini").schema
+    assert check_rules(wire, "gemini") == []
+    wire["$defs"]["Node"]["properties"]["children"]["minItems"] = 1
+    (problem,) = check_rules(wire, "gemini")
+    assert problem.path == "/$defs/Node/properties/children/items"
+    assert "array that may be empty" in problem.message

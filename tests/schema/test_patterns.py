@@ -62,3 +62,69 @@ def test_the_dialect_translator_matches_required_names_on_the_linear_engine() ->
     schema = keyed(CATASTROPHIC, required=["aaa", HOSTILE_KEY])
     properties = translate(schema, "gemini").schema["properties"]
     assert properties == {"aaa": {"type": "integer"}, HOSTILE_KEY: {}}
+
+
+# -- \p{...} and the other ECMA readings, everywhere a schema's pattern is read --------------
+
+
+def test_a_unicode_property_class_validates_replies() -> None:
+    schema = {"type": "object", "properties": {"name": {"type": "string", "pattern": r"^\p{L}+$"}}}
+    assert outform.parse('{"name": "Zoë"}', schema).value == {"name": "Zoë"}
+    with pytest.raises(outform.OutputError):
+        outform.parse('{"name": "Z1"}', schema)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "name"),
+    [
+        (r"^\d$", "٣"),  # Python's \d matches an Arabic-Indic digit; ECMA's only 0-9
+        (r"^a$", "a\n"),  # Python's $ matches before a final newline; ECMA's does not
+    ],
+)
+def test_a_valid_schema_is_not_proved_empty_by_pythons_reading_of_a_pattern(
+    pattern: str, name: str
+) -> None:
+    """The required name does not match the pattern, as the validator reads it, so `false`
+    under the pattern does not apply to it: the schema accepts `{name: 1}`."""
+    schema = {"type": "object", "required": [name], "patternProperties": {pattern: False}}
+    assert outform.parse(orjson_dumps({name: 1}), schema).value == {name: 1}
+
+
+def test_a_schema_proved_empty_through_a_unicode_class_says_where() -> None:
+    """`1` is no letter: under `additionalProperties: false` the required key cannot exist."""
+    schema = {
+        "type": "object",
+        "required": ["1"],
+        "patternProperties": {r"^\p{L}+$": {}},
+        "additionalProperties": False,
+    }
+    with pytest.raises(SchemaError, match="the required property '1' accepts no value") as caught:
+        outform.parse("{}", schema)
+    assert caught.value.where == "schema at /"
+
+
+def test_a_pattern_the_validator_cannot_compile_is_named_at_its_place() -> None:
+    schema = {"type": "object", "required": ["a"], "patternProperties": {r"\p{Nope}": False}}
+    with pytest.raises(SchemaError, match="cannot be compiled") as caught:
+        translate(schema, "gemini")
+    assert caught.value.where == r"schema at /patternProperties/\p{Nope}"
+
+
+@pytest.mark.parametrize(
+    ("dialect", "disposition"),
+    [("llama_cpp", "checked_locally"), ("ollama", "checked_locally"), ("xai", "checked_locally")],
+)
+def test_a_dialect_without_unicode_classes_checks_the_pattern_locally(
+    dialect: str, disposition: str
+) -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "string", "pattern": r"^\p{L}+$"}}}
+    result = translate(schema, dialect)
+    found = result.ledger.get("/properties/n", "pattern")
+    assert found is not None and found.disposition == disposition
+    assert "pattern" not in result.schema["properties"]["n"]
+
+
+def orjson_dumps(value: Any) -> str:
+    import orjson
+
+    return orjson.dumps(value).decode()

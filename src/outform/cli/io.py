@@ -28,6 +28,7 @@ from outform import jsontext
 from outform.cli.app import stderr, stdout
 from outform.errors import OutformError, OutputError, UsageError
 from outform.parse import Change, ParseResult, RetryHint
+from outform.schema.check import boolean_root
 from outform.schema.derive import is_type
 
 
@@ -50,15 +51,18 @@ def read_reply(file: str) -> bytes:
     return read_text(file, "reply")
 
 
-def load_schema(path: Path) -> Any:
-    """The JSON Schema in `path`: a JSON object (anything else is named, not taken for a
-    type)."""
+def load_schema(path: Path, *, stdin: bool = False) -> Any:
+    """The JSON Schema in `path`: a JSON object, or a boolean (`true`: any JSON value, read
+    as {}; `false`: a SchemaError), anything else is named, not taken for a type. With
+    `stdin`, the path `-` reads standard input, with the same exact reading of numbers."""
+    from_stdin = stdin and str(path) == "-"
+    where = "standard input" if from_stdin else str(path)
     try:
-        raw = path.read_bytes()
+        raw = sys.stdin.buffer.read() if from_stdin else path.read_bytes()
     except OSError as exc:
         raise UsageError(
             f"cannot read the schema file: {exc.strerror}",
-            where=str(path),
+            where=where,
             fix="give the path of a JSON Schema file (a .json file holding one object)",
         ) from None
     try:
@@ -66,7 +70,7 @@ def load_schema(path: Path) -> Any:
     except UnicodeDecodeError as exc:
         raise UsageError(
             "the schema file is not UTF-8 text (binary data?)",
-            where=f"{path}, byte {exc.start}",
+            where=f"{where}, byte {exc.start}",
             fix="give a JSON Schema file, saved as UTF-8",
         ) from None
     try:
@@ -79,26 +83,28 @@ def load_schema(path: Path) -> Any:
         except ValueError:
             raise UsageError(
                 f"the schema file is not valid JSON: {exc.msg}",
-                where=f"{path}, line {exc.lineno} column {exc.colno}",
+                where=f"{where}, line {exc.lineno} column {exc.colno}",
                 fix="correct the JSON there",
             ) from None
     except ValueError as exc:  # an integer of more digits than Python reads
         raise UsageError(
             f"the schema file holds a number outform cannot read: {exc}",
-            where=str(path),
+            where=where,
             fix="write the number with fewer digits",
         ) from None
+    if isinstance(schema, bool):
+        return boolean_root(schema, where)
     if not isinstance(schema, dict):
         raise UsageError(
             f"the schema file holds {_json_kind(schema)}, not a JSON Schema object",
-            where=str(path),
+            where=where,
             fix='write one object, e.g. {"type": "object", "properties": {...}}',
         )
     return schema
 
 
 def _json_kind(value: Any) -> str:
-    kinds = ((list, "an array"), (str, "a string"), (bool, "a boolean"), (type(None), "null"))
+    kinds = ((list, "an array"), (str, "a string"), (type(None), "null"))
     return next((name for kind, name in kinds if isinstance(value, kind)), "a number")
 
 

@@ -14,7 +14,9 @@ from outform.cli.io import load_schema, print_json
 
 @app.command("schema")
 def schema_command(
-    file: Annotated[Path, typer.Argument(help="JSON Schema file to translate.")],
+    file: Annotated[
+        Path, typer.Argument(help="JSON Schema file to translate (- reads standard input).")
+    ],
     dialect: Annotated[
         str,
         typer.Option(
@@ -33,7 +35,7 @@ def schema_command(
     """Translate a schema into a provider's dialect; say what the provider will enforce."""
     from outform.schema.dialects import translate
 
-    result = translate(load_schema(file), dialect)
+    result = translate(load_schema(file, stdin=True), dialect)
     if as_json:
         print_json(result.to_dict())
         return

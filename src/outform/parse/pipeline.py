@@ -58,6 +58,7 @@ from outform.parse.result import FROM_TEXT, Change, ParseResult
 from outform.parse.validate import pydantic_violations, violations
 from outform.schema import pointer
 from outform.schema.canonical import schema_hash
+from outform.schema.check import boolean_root
 from outform.schema.compiled import CompiledSchema, compile_schema
 from outform.schema.derive import adapter_for
 from outform.schema.types import ALL_TYPES, accepted_types
@@ -604,7 +605,8 @@ class Pipeline(Generic[T]):
         # may be the value itself.
         reasoning = ("strip_reasoning",) if extraction.reasoning else ()
         as_text = extract.Candidate(extraction.body, "text", "other", reasoning)
-        tiers = range(options.tolerance + 1)
+        # The tolerant tiers are the `decode` stage's: without it, strict JSON only.
+        tiers = range((options.tolerance if "decode" in options.stages else 0) + 1)
         # A reply that is one (broken) JSON document, and the gathered values of a reply that
         # holds several, are read whole at every tier before any piece of them is tried.
         collected = [c for c in candidates if c.kind == "collected"]
@@ -1490,6 +1492,8 @@ def _as_format(output: Any) -> ResponseFormat:
                 fix="use a text, json_object or json_schema format",
             )
         return output
+    if isinstance(output, bool):  # a boolean schema: true is {}, false a SchemaError
+        output = boolean_root(output, "the output (schema=)")
     if isinstance(output, Mapping):
         return ResponseFormat.json_schema(output)
     return ResponseFormat.of(output)

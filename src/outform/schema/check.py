@@ -10,13 +10,14 @@ some value, with no sub-schema whose own keywords contradict each other (the rul
 from __future__ import annotations
 
 import sys
+import urllib.parse
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import jsonschema_rs
 
 from outform.errors import SchemaError, guarded
-from outform.schema import pointer
+from outform.schema import patterns, pointer
 from outform.schema.satisfiable import find_empty
 
 
@@ -32,14 +33,32 @@ def too_nested(where: str = "schema") -> SchemaError:
     )
 
 
+def boolean_root(schema: Any, where: str = "schema") -> Any:
+    """The schema, with a boolean root read as JSON Schema defines it: `true` accepts any JSON
+    value, as `{}` does (returned as `{}`); `false` accepts none, so no reply could match it
+    (a SchemaError). Any other value is returned as it is."""
+    if schema is True:
+        return {}
+    if schema is False:
+        raise SchemaError(
+            "the schema is false: it accepts no value, so no reply can match it",
+            where=f"{where} at /",
+            fix="use true or {} to accept any JSON value, or write the schema the reply must match",
+        )
+    return schema
+
+
 @guarded("schema")
 def check_schema(schema: Any, *, where: str = "schema") -> None:
-    """Raise SchemaError, naming the location and the fix, when the schema cannot be used."""
+    """Raise SchemaError, naming the location and the fix, when the schema cannot be used.
+    A boolean root is read by `boolean_root` (`true`: usable; `false`: the error)."""
+    schema = boolean_root(schema, where)
     if not isinstance(schema, Mapping):
         raise SchemaError(
-            f"a JSON Schema must be an object, got {type(schema).__name__}",
+            f"a JSON Schema must be an object or a boolean, got {type(schema).__name__}",
             where=where,
-            fix="pass a dict such as {'type': 'object', 'properties': {...}}",
+            fix="pass a dict such as {'type': 'object', 'properties': {...}}, or True for any "
+            "JSON value",
         )
     for location, ref in _remote_refs(schema):
         raise SchemaError(
@@ -70,6 +89,21 @@ def check_schema(schema: Any, *, where: str = "schema") -> None:
             where=f"{where} at /$schema",
             fix="use draft 4, 6, 7, 2019-09 or 2020-12, or remove '$schema' (2020-12 is assumed)",
         ) from None
+    for location, ref, target in _dangling_refs(schema):
+        raise SchemaError(
+            f"the $ref {ref!r} points at {target or '/'}, which is not in the schema"
+            f"{_nearest(schema, target)}",
+            where=f"{where} at {location}",
+            fix="point the $ref at a location the schema has (a definition is written under "
+            "'$defs' and named '#/$defs/<name>'), or add the missing definition",
+        )
+    for location, regex in _uncompilable_patterns(schema):
+        raise SchemaError(
+            f"the schema's regular expression {regex!r} cannot be compiled",
+            where=f"{where} at {location}",
+            fix="write the regular expression there in the ECMA 262 syntax JSON Schema uses "
+            "(every group closed, every escape and \\p{...} class known), or remove it",
+        )
     try:
         empty = find_empty(schema, _known_draft(draft))
     except RecursionError:
@@ -117,6 +151,111 @@ def _remote_refs(schema: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
                     stack.append((pointer.join(location, key), child))
         elif isinstance(node, list):
             stack.extend((pointer.join(location, i), child) for i, child in enumerate(node))
+
+
+_DATA = ("enum", "const", "default", "examples")
+"""Keywords whose values are data, not schemas."""
+_NAMED = ("properties", "patternProperties", "dependentSchemas", "$defs", "definitions")
+"""Keywords whose values map names to schemas."""
+
+
+def _dangling_refs(schema: Mapping[str, Any]) -> Iterator[tuple[str, str, str]]:
+    """Yield (location of the `$ref` keyword, the reference, the JSON pointer it names) for
+    every local `$ref` whose pointer names nothing: neither in the resource it is written in
+    (the nearest enclosing schema with an `$id`) nor in the whole document. References by
+    anchor or by another document's URI are left to the validator."""
+    stack: list[tuple[str, Any, Mapping[str, Any], bool]] = [("", schema, schema, False)]
+    while stack:
+        location, node, resource, names = stack.pop()
+        if isinstance(node, Mapping):
+            if not names:  # (a map of names to schemas, as `properties`, holds no keyword)
+                own_id = node.get("$id", node.get("id"))
+                if isinstance(own_id, str) and own_id.split("#", 1)[0]:
+                    resource = node
+                ref = node.get("$ref")
+                target = _local_pointer(ref) if isinstance(ref, str) else None
+                if (
+                    target is not None
+                    and not _exists(resource, target)
+                    and (resource is schema or not _exists(schema, target))
+                ):
+                    yield pointer.join(location, "$ref"), str(ref), target
+            for key, child in reversed(list(node.items())):
+                if names or key not in _DATA:
+                    inner = not names and key in _NAMED
+                    stack.append((pointer.join(location, key), child, resource, inner))
+        elif isinstance(node, list):
+            stack.extend(
+                (pointer.join(location, index), child, resource, False)
+                for index, child in reversed(list(enumerate(node)))
+            )
+
+
+def _uncompilable_patterns(schema: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """Yield (location, pattern) for every `pattern` and `patternProperties` key the
+    validator's engine cannot compile: found before any rule matches names with them."""
+    stack: list[tuple[str, Any, bool]] = [("", schema, False)]
+    while stack:
+        location, node, names = stack.pop()
+        if isinstance(node, Mapping):
+            if not names:
+                found = node.get("pattern")
+                regexes = [("pattern", found)] if isinstance(found, str) else []
+                keyed = node.get("patternProperties")
+                if isinstance(keyed, Mapping):
+                    regexes += [("patternProperties", key) for key in keyed]
+                for keyword, regex in regexes:
+                    try:
+                        patterns.search(regex, "")
+                    except SchemaError:
+                        inner = pointer.join(location, keyword)
+                        yield (inner if keyword == "pattern" else pointer.join(inner, regex)), regex
+            for key, child in reversed(list(node.items())):
+                if names or key not in _DATA:
+                    stack.append((pointer.join(location, key), child, not names and key in _NAMED))
+        elif isinstance(node, list):
+            stack.extend(
+                (pointer.join(location, index), child, False)
+                for index, child in reversed(list(enumerate(node)))
+            )
+
+
+def _local_pointer(ref: str) -> str | None:
+    """The JSON pointer a `$ref` of the same document names (`#/$defs/a%20b` -> `/$defs/a b`),
+    or None for an anchor or another document."""
+    base, hashed, fragment = ref.partition("#")
+    if base or not hashed:
+        return None
+    fragment = urllib.parse.unquote(fragment)
+    if fragment and not fragment.startswith("/"):
+        return None
+    return fragment
+
+
+def _exists(document: Any, target: str) -> bool:
+    try:
+        pointer.lookup(document, target)
+    except KeyError:
+        return False
+    return True
+
+
+def _nearest(schema: Mapping[str, Any], target: str) -> str:
+    """Where a pointer stops resolving, and what is there instead: "; /$defs has no 'Nope',
+    only: Item, Order"."""
+    tokens = pointer.parts(target)
+    for size in range(len(tokens) - 1, -1, -1):
+        parent = pointer.from_parts(tokens[:size])
+        try:
+            node = pointer.lookup(schema, parent)
+        except KeyError:
+            continue
+        if not isinstance(node, Mapping) or not node:
+            return f"; {parent or 'the root'} has no {tokens[size]!r}"
+        names = sorted(str(name) for name in node)
+        shown = ", ".join(names[:10]) + (", ..." if len(names) > 10 else "")
+        return f"; {parent or 'the root'} has no {tokens[size]!r}, only: {shown}"
+    return ""
 
 
 def huge_integer(schema: Any, where: str = "schema") -> SchemaError | None:

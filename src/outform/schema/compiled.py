@@ -20,7 +20,7 @@ import orjson
 from outform.errors import SchemaError, guarded
 from outform.schema import pointer
 from outform.schema.canonical import canonical_json, schema_hash
-from outform.schema.check import check_schema, too_nested
+from outform.schema.check import boolean_root, check_schema, too_nested
 
 T = TypeVar("T")
 
@@ -287,14 +287,15 @@ _CACHE_SIZE = 256
 
 
 @guarded("schema")
-def compile_schema(schema: Mapping[str, Any]) -> CompiledSchema:
+def compile_schema(schema: Mapping[str, Any] | bool) -> CompiledSchema:
     """Compile a schema, reusing the result for schemas with the same canonical JSON. The
     compiled schema keeps a copy of the caller's dict (and so its key order), not the
-    canonical form."""
-    if not isinstance(schema, Mapping):
-        check_schema(schema)  # raises with a clear message
+    canonical form. A boolean root is read by `boolean_root`: `true` is compiled as `{}`."""
+    document: Mapping[str, Any] = boolean_root(schema)
+    if not isinstance(document, Mapping):
+        check_schema(document)  # raises with a clear message
     try:
-        key = canonical_json(schema)
+        key = canonical_json(document)
     except TypeError as exc:
         if "Recursion limit" in str(exc):
             raise too_nested() from None
@@ -307,7 +308,7 @@ def compile_schema(schema: Mapping[str, Any]) -> CompiledSchema:
         if compiled is not None:
             _cache.move_to_end(key)
             return compiled
-    compiled = CompiledSchema(schema)
+    compiled = CompiledSchema(document)
     with _cache_lock:
         _cache[key] = compiled
         if len(_cache) > _CACHE_SIZE:

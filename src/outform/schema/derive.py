@@ -28,7 +28,8 @@ def _cached_adapter(output_type: Any) -> TypeAdapter[Any]:
 
 def _build_adapter(output_type: Any) -> TypeAdapter[Any]:
     if isinstance(output_type, str | bytes | bool | int | float | list):
-        # schema="..." or schema=False reach here too: a value that is no schema and no type
+        # schema="..." reaches here too: a value that is no schema and no type (a boolean
+        # schema, true or false, is read as one before; ResponseFormat.of(True) is not)
         raise SchemaError(
             f"neither a schema nor a type: {type(output_type).__name__} {_short(output_type)}",
             where="the output (schema= or type=)",

@@ -30,13 +30,14 @@ while its own evaluation is in progress).
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from outform.errors import SchemaError
 from outform.schema import pointer
 from outform.schema.interval import Interval
+from outform.schema.patterns import search
 
 Kinds = frozenset[str]
 ALL: Kinds = frozenset({"null", "boolean", "integer", "number", "string", "array", "object"})
@@ -479,9 +480,12 @@ def _subschemas(root: Any) -> Iterator[tuple[str, Any]]:
 
 
 def _matches(pattern: str, name: str) -> bool:
+    """Whether a `patternProperties` pattern matches a property name, as the validator reads
+    it (ECMA 262, `\\p{L}` included, in linear time): Python's `re` reads `\\d`, `$` and others
+    otherwise, which would prove a valid schema empty."""
     try:
-        return re.search(pattern, name) is not None
-    except re.error:  # an ECMA-only construct: it might match
+        return search(pattern, name)
+    except SchemaError:  # not a pattern the validator compiles: compiling names where it is
         return True
 
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from outform.errors import SchemaError, guarded
-from outform.schema.check import too_nested
+from outform.schema.check import boolean_root, too_nested
 from outform.schema.compiled import compile_schema
 from outform.schema.dialects import (
     anthropic,
@@ -96,7 +96,7 @@ def get(name: str | DialectRules) -> DialectRules:
 
 @guarded("schema")
 def translate(
-    schema: Mapping[str, Any],
+    schema: Mapping[str, Any] | bool,
     dialect: str | DialectRules,
     *,
     open_objects: Literal["close", "keep"] | None = None,
@@ -108,13 +108,15 @@ def translate(
     Raises SchemaError when the schema is not valid JSON Schema, and DialectError (a
     SchemaError) when the dialect cannot express it: recursion it refuses, a size over its
     limits, a non-object root with `wrap_root=False`. See `Options` for `open_objects` and
-    `describe`.
+    `describe`. A boolean root is JSON Schema's: `true` is translated as `{}` (any JSON
+    value), `false` is a SchemaError (it accepts no value).
     """
     rules = get(dialect)
-    compile_schema(schema)  # SchemaError, naming the place, for a schema outform cannot use
+    document: Mapping[str, Any] = boolean_root(schema)
+    compile_schema(document)  # SchemaError, naming the place, for a schema outform cannot use
     emitter = Emitter(
         rules,
-        Document(schema),
+        Document(document),
         Options(open_objects=open_objects, wrap_root=wrap_root, describe=describe),
     )
     try:
@@ -126,7 +128,7 @@ def translate(
         schema=gemini.to_openapi(wire) if rules.render == "openapi" else wire,
         ledger=emitter.ledger,
         wrapped_root=wrapped,
-        original=schema,
+        original=document,
         validation_schema=wire,
         rules=rules,
         codec=codec,

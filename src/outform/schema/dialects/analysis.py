@@ -6,6 +6,7 @@ refuse (recursion, size limits), and by the rule checker, to verify translated s
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -38,7 +39,8 @@ class Node:
     definition: str
     """Pointer of the definition (or "" for the root body) the node belongs to."""
     optional: bool
-    """Reached through a property its object does not require, since the definition's start."""
+    """Reached through a place a value may leave empty, since the definition's start (see
+    `_children`): a loop of references through such a place can end."""
 
 
 def nodes(schema: Any) -> Iterator[Node]:
@@ -58,38 +60,76 @@ def nodes(schema: Any) -> Iterator[Node]:
 
 
 def _children(node: Node) -> Iterator[Node]:
+    """The sub-schemas of a node; a child is `optional` when a value may leave its place
+    empty, so that a loop of references through it can end (Gemini's rule, in its own
+    refusal: "ref loops are only supported if they include optional or nullable property
+    values, or a potentially-zero-length array items"; nullable alone is not enough, its
+    documentation says). Such places: a property its object does not require; an array item
+    at a position past the array's `minItems`; a value of a map (`additionalProperties`,
+    `patternProperties`) when the object needs no key the map governs (every required name is
+    a declared property, and `minProperties` does not exceed their number); a
+    `dependentSchemas` member whose property is not required. Not a union branch: `anyOf:
+    [{"$ref": ...}, {"type": "null"}]` ends nothing for Gemini."""
     schema = node.schema
     if not isinstance(schema, Mapping):
         return
+    required = schema.get("required")
+    required_names = set(required) if isinstance(required, list) else set()
+    declared = schema.get("properties")
+    declared_names = set(declared) if isinstance(declared, Mapping) else set()
+    map_may_be_empty = required_names <= declared_names and _count(schema, "minProperties") <= len(
+        declared_names
+    )
+    least_items = _count(schema, "minItems")
+    prefix = schema.get("prefixItems")
+    tuple_items = schema.get("items")
+    before_rest = (
+        len(prefix)
+        if isinstance(prefix, list)
+        else len(tuple_items)
+        if isinstance(tuple_items, list)
+        else 0
+    )
+
+    def child(path: str, value: Any, escape: bool) -> Node:
+        return Node(path, value, node.definition, node.optional or escape)
+
     for keyword in SINGLE:
-        child = schema.get(keyword)
-        if isinstance(child, Mapping | bool):
-            # A value under additionalProperties sits under a key nobody requires.
-            optional = node.optional or keyword == "additionalProperties"
-            yield Node(pointer.join(node.path, keyword), child, node.definition, optional)
-    items = schema.get("items")
-    if isinstance(items, Mapping | bool):
-        yield Node(pointer.join(node.path, "items"), items, node.definition, node.optional)
-    elif isinstance(items, list):
-        for index, child in enumerate(items):
-            yield Node(
-                pointer.join(node.path, "items", index), child, node.definition, node.optional
-            )
+        value = schema.get(keyword)
+        if isinstance(value, Mapping | bool):
+            if keyword == "additionalProperties":
+                escape = map_may_be_empty
+            elif keyword == "additionalItems":
+                escape = least_items <= before_rest
+            else:
+                escape = False
+            yield child(pointer.join(node.path, keyword), value, escape)
+    if isinstance(tuple_items, Mapping | bool):
+        yield child(pointer.join(node.path, "items"), tuple_items, least_items <= before_rest)
+    elif isinstance(tuple_items, list):
+        for index, value in enumerate(tuple_items):
+            yield child(pointer.join(node.path, "items", index), value, least_items <= index)
     for keyword in LISTS:
         members = schema.get(keyword)
         if isinstance(members, list):
-            for index, child in enumerate(members):
-                yield Node(
-                    pointer.join(node.path, keyword, index), child, node.definition, node.optional
-                )
-    required = schema.get("required")
-    required_names = set(required) if isinstance(required, list) else set()
+            for index, value in enumerate(members):
+                escape = keyword == "prefixItems" and least_items <= index
+                yield child(pointer.join(node.path, keyword, index), value, escape)
     for keyword in MAPS:
         members = schema.get(keyword)
         if isinstance(members, Mapping):
-            for name, child in members.items():
-                optional = node.optional or keyword != "properties" or name not in required_names
-                yield Node(pointer.join(node.path, keyword, name), child, node.definition, optional)
+            for name, value in members.items():
+                if keyword == "patternProperties":
+                    escape = map_may_be_empty
+                else:  # properties, dependentSchemas: applies when the property is present
+                    escape = name not in required_names
+                yield child(pointer.join(node.path, keyword, name), value, escape)
+
+
+def _count(schema: Mapping[str, Any], keyword: str) -> int:
+    """A count keyword (`minItems`, `minProperties`), 0 when absent."""
+    value = schema.get(keyword)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def ref_target(ref: str) -> str | None:
@@ -118,15 +158,35 @@ class CyclicRef:
 
 def cyclic_refs(schema: Any) -> list[CyclicRef]:
     """Every reference lying on a cycle (definitions that reach themselves)."""
-    refs: list[tuple[Node, str]] = []
-    edges: dict[str, set[str]] = {}
+    return _on_cycles(_refs(schema))
+
+
+def closed_loops(schema: Any) -> list[CyclicRef]:
+    """Every reference lying on a loop no value can leave: a cycle of definitions in which
+    each reference is reached from its definition's start through no place a value may leave
+    empty (see `_children`). A value following such a loop never ends; a provider that unrolls
+    recursion to a limited depth (Gemini) refuses it."""
+    return _on_cycles([(node, target) for node, target in _refs(schema) if not node.optional])
+
+
+def _refs(schema: Any) -> list[tuple[Node, str]]:
+    """Every local reference of the schema and the pointer it names."""
+    found: list[tuple[Node, str]] = []
     for node in nodes(schema):
         ref = node.schema.get("$ref") if isinstance(node.schema, Mapping) else None
         if isinstance(ref, str):
             target = ref_target(ref)
             if target is not None:
-                refs.append((node, target))
-                edges.setdefault(node.definition, set()).add(_definition_of(target))
+                found.append((node, target))
+    return found
+
+
+def _on_cycles(refs: list[tuple[Node, str]]) -> list[CyclicRef]:
+    """The references of `refs` that lie on a cycle of the graph they draw between
+    definitions."""
+    edges: dict[str, set[str]] = {}
+    for node, target in refs:
+        edges.setdefault(node.definition, set()).add(_definition_of(target))
     reach = {start: _reachable(start, edges) for start in edges}
     return [
         CyclicRef(node.path, target, node.optional)
@@ -169,20 +229,30 @@ def is_object(schema: Any) -> bool:
 
 
 def is_union(schema: Any) -> bool:
+    """Union-typed, as Anthropic counts ("parameters with type arrays or anyOf", its error
+    says): a list of types, an `anyOf` (or `oneOf`) whatever its number of branches (a
+    one-branch `anyOf`, as outform writes a `$ref` with a description beside it, is one),
+    or OpenAPI's `nullable`. Read from the schema as written: a `$ref` is not followed."""
     if not isinstance(schema, Mapping):
         return False
-    kind = schema.get("type")
-    members = schema.get("anyOf") or schema.get("oneOf")
     return (
-        (isinstance(kind, list) and len(kind) > 1)
-        or (isinstance(members, list) and len(members) > 1)
+        isinstance(schema.get("type"), list)
+        or isinstance(schema.get("anyOf"), list)
+        or isinstance(schema.get("oneOf"), list)
         or schema.get("nullable") is True
     )
 
 
 def measure(schema: Any) -> Size:
+    """The quantities providers limit, counted on the schema as it is sent: every node is
+    counted once where it is written, and a `$defs` definition once however many `$ref`s
+    lead to it (its optional and union-typed properties once; the definition itself once as
+    a union-typed property when properties refer to it and it is a union). A definition
+    outform had to copy into several places (a dialect without `$defs`) is on the wire, and
+    counted, once per copy."""
     properties = enum_values = characters = optional = unions = 0
     largest = (0, 0)
+    referred: set[str] = set()  # definitions a property's schema refers to, each counted once
     for node in nodes(schema):
         value = node.schema
         if not isinstance(value, Mapping):
@@ -194,7 +264,13 @@ def measure(schema: Any) -> Size:
             properties += len(props)
             characters += sum(len(name) for name in props)
             optional += sum(1 for name in props if name not in required_names)
-            unions += sum(1 for child in props.values() if is_union(child))
+            for child in props.values():
+                if is_union(child):
+                    unions += 1
+                elif isinstance(child, Mapping) and isinstance(child.get("$ref"), str):
+                    target = ref_target(child["$ref"])
+                    if target is not None:
+                        referred.add(target)
         enum = value.get("enum")
         if isinstance(enum, list):
             enum_values += len(enum)
@@ -204,6 +280,9 @@ def measure(schema: Any) -> Size:
                 largest = (len(enum), size)
         if "const" in value:
             characters += len(str(value["const"]))
+    for target in referred:
+        with contextlib.suppress(KeyError):
+            unions += is_union(pointer.lookup(schema, target))
     if isinstance(schema, Mapping):
         for keyword in DEFINITIONS:
             defs = schema.get(keyword)
@@ -247,4 +326,14 @@ def depth(schema: Any) -> int:
     return walk(schema, frozenset({""}))
 
 
-__all__ = ["CyclicRef", "Node", "Size", "cyclic_refs", "depth", "measure", "nodes", "ref_target"]
+__all__ = [
+    "CyclicRef",
+    "Node",
+    "Size",
+    "closed_loops",
+    "cyclic_refs",
+    "depth",
+    "measure",
+    "nodes",
+    "ref_target",
+]

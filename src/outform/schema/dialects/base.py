@@ -203,6 +203,10 @@ class Emitter:
         self._never: set[str] = set()
         self.inlined = 0
         """Wire nodes produced so far from inlined references (see MAX_INLINED)."""
+        self._annotated_refs: list[tuple[Wire, str, list[Part]]] = []
+        """The one-branch `anyOf`s written to carry annotations beside a `$ref` (see
+        `reference`), each with the `$ref` it holds and the parts annotated: unwrapped by
+        `preflight` when they put the schema over a limit of union-typed properties."""
         mode = options.open_objects or ("close" if rules.closes_open_objects else "keep")
         self.close = mode == "close"
 
@@ -248,14 +252,24 @@ class Emitter:
     def preflight(self, wire: Wire) -> None:
         """Refuse what the provider would refuse: recursion it cannot take, sizes over limits."""
         if self.rules.recursion != "yes":
-            for ref in analysis.cyclic_refs(wire):
-                if self.rules.recursion == "no" or not ref.optional:
-                    target = self._original(ref.target)
-                    raise self.recursion_error(target, self._original(ref.path))
+            loops = (
+                analysis.cyclic_refs(wire)
+                if self.rules.recursion == "no"
+                else analysis.closed_loops(wire)
+            )
+            for ref in loops:
+                target = self._original(ref.target)
+                raise self.recursion_error(target, self._original(ref.path))
         limits = self.rules.limits
         if limits == Limits():
             return
         size = analysis.measure(wire)
+        if (
+            limits.union_properties is not None
+            and size.union_properties > limits.union_properties
+            and self._annotated_refs
+        ):
+            size = self._unwrap_annotated_refs(wire)
         checks = (
             (limits.properties, size.properties, "object properties"),
             (limits.depth, size.depth, "levels of object nesting"),
@@ -310,7 +324,9 @@ class Emitter:
 
     def recursion_error(self, target: str, where: str) -> DialectError:
         allowed = (
-            "recursion only through properties that are not required"
+            "recursion only when every loop passes through a place a value may leave empty: "
+            "a property that is not required, the items of an array that may be empty (no "
+            "minItems), or the values of a map"
             if self.rules.recursion == "optional_only"
             else "no recursive schema"
         )
@@ -320,8 +336,8 @@ class Emitter:
             dialect=self.rules.name,
             where=f"schema at {where or '/'}",
             options=(
-                "use a dialect that accepts recursion (openai_strict, gemini when the "
-                "recursive property is optional)",
+                "use a dialect that accepts recursion (openai_strict; gemini when a property "
+                "on the loop is optional or an array on it may be empty)",
                 "use json_object mode or instructions (outform checks the reply against the "
                 "full schema)",
                 "bound the depth in the schema (a fixed number of nested levels)",
@@ -606,9 +622,35 @@ class Emitter:
             if self.rules.ref_siblings == "any":
                 wire.update(notes_holder)
             else:
+                ref = wire["$ref"]
                 wire = {"anyOf": [wire], **notes_holder}
+                self._annotated_refs.append((wire, ref, list(branch.parts)))
         self.sweep(list(branch.parts), None)
         return wire, codec
+
+    def _unwrap_annotated_refs(self, wire: Wire) -> analysis.Size:
+        """Send each `$ref` that carries annotations alone, as the provider's own SDK sends
+        every `$ref`: the one-branch `anyOf` that carries them counts as a union-typed
+        property, and the schema has more than the provider takes. The annotations are
+        recorded as dropped (they guide the model; validation is unchanged). Returns the
+        schema's size after."""
+        for wrapper, ref, parts in self._annotated_refs:
+            wrapper.clear()  # (in place: the wrapper is where `reference` returned it)
+            wrapper["$ref"] = ref
+            for part in parts:
+                for keyword, _ in part.items():
+                    if keyword in ANNOTATIONS:
+                        self.ledger.add(
+                            part.loc,
+                            keyword,
+                            "dropped",
+                            f"an annotation beside a $ref, which {self._who} would count as "
+                            "a union-typed property (the schema has more than it takes); it "
+                            "does not affect validation",
+                            kind="annotation",
+                        )
+        self._annotated_refs.clear()
+        return analysis.measure(wire)
 
     def definition(self, target: str) -> tuple[str, Codec | None]:
         """The name of the wire definition for an original location, emitting it once."""

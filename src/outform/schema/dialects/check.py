@@ -184,13 +184,17 @@ def _reference(
 def _recursion(schema: Mapping[str, Any], rules: DialectRules) -> Iterator[Problem]:
     if rules.recursion == "yes":
         return
-    for ref in analysis.cyclic_refs(schema):
-        if rules.recursion == "no":
+    if rules.recursion == "no":
+        for ref in analysis.cyclic_refs(schema):
             yield Problem(ref.path, "recursion", "recursive references are refused")
-        elif not ref.optional:
-            yield Problem(
-                ref.path, "recursion", "a cyclic reference may only sit in an optional property"
-            )
+        return
+    for ref in analysis.closed_loops(schema):
+        yield Problem(
+            ref.path,
+            "recursion",
+            "a loop of references must pass through a place a value may leave empty (an "
+            "optional property, the items of an array that may be empty, a map's values)",
+        )
 
 
 def _limits(schema: Mapping[str, Any], rules: DialectRules) -> Iterator[Problem]:

@@ -6,8 +6,9 @@ defaults to false (true may produce keys with raw newlines); unsupported feature
 silently (so outform removes them and checks them); `properties` cannot be mixed with
 `anyOf`/`oneOf` in one node; `prefixItems` is broken; `minimum`/`maximum` work only for
 integers; nested `$ref`s are broken (outform inlines every reference, so recursion is refused);
-no remote refs; `pattern` must start with `^` and end with `$`; the string formats lack `uri`
-and `email`; no `patternProperties`, `uniqueItems`, `contains`, `not`, `if`/`then`/`else`.
+no remote refs; `pattern` must start with `^` and end with `$` (and its regex converter has no
+`\\p{...}` Unicode classes); the string formats lack `uri` and `email`; no `patternProperties`,
+`uniqueItems`, `contains`, `not`, `if`/`then`/`else`.
 """
 
 from __future__ import annotations

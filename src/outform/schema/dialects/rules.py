@@ -233,12 +233,16 @@ def ecmascript_subset(pattern: str) -> bool:
 
 
 def anchored_simple(pattern: str) -> bool:
-    """llama.cpp's grammar converter: the pattern must start with ^ and end with $."""
+    """llama.cpp's grammar converter: the pattern must start with ^ and end with $, and use
+    no `\\p{...}` class (ECMA's Unicode properties: the converter has none; it copies `\\p`
+    as an escape and reads `{L}` as a repetition count, which fails or constrains something
+    else)."""
     return (
         pattern.startswith("^")
         and pattern.endswith("$")
         and not pattern.endswith("\\$")
         and simple_regex(pattern)
+        and not _escaped(pattern, _UNICODE_CLASS)
     )
 
 
