@@ -1,8 +1,9 @@
 """Enforcement mode: schema-valid output even from a backend that ignores `response_format`.
 
 Off by default (passthrough stays passthrough); on per deployment (`enforce = true`) or per
-request (`x-outform-enforce: 1`, or `0` to turn a deployment's default off). For a
-`json_schema` or `json_object` format, the backend's reply goes through outform's pipeline
+request (`x-outform-enforce: 1` or `true`, or `0` / `false` to turn a deployment's default
+off; any other value is a 400). For a `json_schema` or `json_object` format, the backend's
+reply goes through outform's pipeline
 (extract from prose and fences, repair, coerce, validate) at the configured level; a reply
 that cannot be made valid is asked for again, the model shown its reply and the hint that
 says path by path what was wrong (the re-ask of `outform.generate`), up to `enforce_retries`
@@ -23,6 +24,7 @@ checked in time is a 422 naming the limit, like one that cannot be parsed at all
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -34,9 +36,10 @@ from outform.gateway.backend import Backend
 from outform.gateway.checks import CheckSettings, Verdict, check_reply
 from outform.gateway.output import content_text
 from outform.gateway.replies import GatewayError, bad_request
-from outform.gateway.settings import GatewaySettings
-from outform.gateway.translate import flat_format
+from outform.gateway.settings import ENFORCE_HEADER, ENFORCE_VALUES, GatewaySettings
+from outform.gateway.translate import check_format, flat_format, format_fields
 from outform.gateway.workers import WorkerPool, WorkerTimeoutError
+from outform.schema import pointer
 from outform.schema.compiled import compile_schema
 from outform.trace.events import Reask, RunInfo, RunOutcomeName, Validation
 from outform.trace.tracer import RunTrace
@@ -54,41 +57,77 @@ class Enforced:
 
 
 def wanted(setting: bool, header: bytes | None) -> bool:
-    """The deployment's setting, unless the request's header says otherwise."""
+    """The deployment's setting, unless the request's `x-outform-enforce` header says
+    otherwise: `1` / `true` or `0` / `false`, in any case; any other value is a 400 naming the
+    header and its values (a header that says something must not be read as something else)."""
     if header is None:
         return setting
-    value = header.strip().lower()
-    if value in (b"1", b"true", b"on", b"yes"):
-        return True
-    if value in (b"0", b"false", b"off", b"no"):
-        return False
-    raise bad_request(
-        f"x-outform-enforce must be 1 or 0, got {value.decode('latin-1')!r}.",
-        "x-outform-enforce",
-    )
+    value = header.decode("latin-1").strip()
+    found = ENFORCE_VALUES.get(value.lower())
+    if found is None:
+        on = " or ".join(repr(v) for v, state in ENFORCE_VALUES.items() if state)
+        off = " or ".join(repr(v) for v, state in ENFORCE_VALUES.items() if not state)
+        raise bad_request(
+            f"Invalid value for header '{ENFORCE_HEADER}': {value[:40]!r}; expected {on} to "
+            f"enforce the response format, {off} to pass the reply through (in any case).",
+            ENFORCE_HEADER,
+            "invalid_value",
+        )
+    return found
 
 
 def checkable(fmt: Any, where: str = "text.format") -> dict[str, Any] | None:
     """The flat format dict enforcement can check (`json_schema`, `json_object`, in either
     shape), else None; a 400 when it is not a valid format, its schema included: a schema
     the pipeline cannot compile is refused before the backend is called, not found out by
-    the check of its reply."""
-    fmt = flat_format(fmt, where)
-    if not isinstance(fmt, Mapping) or fmt.get("type") not in ("json_schema", "json_object"):
+    the check of its reply. Each refusal names the path of the client's own request, `where`
+    being the format's (`text.format`, Chat's `response_format`): the nested shape's fields
+    are under `where.json_schema`, and a schema's fault under its schema's path, down to the
+    keyword when the error says where it is (`...schema.properties.age.type`)."""
+    flat = flat_format(fmt, where)
+    if not isinstance(flat, Mapping) or flat.get("type") not in ("json_schema", "json_object"):
         return None
+    check_format(fmt, where)
+    fields = format_fields(fmt, where)
     try:
-        parsed = ResponseFormat.from_dict(fmt)
-    except SchemaError as exc:
-        raise bad_request(exc.what, where) from None
+        parsed = ResponseFormat.from_dict(flat)
+    except SchemaError as exc:  # (check_format refuses what from_dict would first)
+        raise bad_request(f"Invalid '{fields}': {exc.what}.", fields) from None
     if isinstance(parsed, JsonSchemaFormat):
         try:
             compile_schema(parsed.schema)
         except SchemaError as exc:
-            place = f" ({exc.where})" if exc.where else ""
-            raise bad_request(
-                f"Invalid schema in '{where}.schema': {exc.what}{place}.", f"{where}.schema"
-            ) from None
-    return dict(fmt) if isinstance(parsed, JsonSchemaFormat | JsonObjectFormat) else None
+            param = schema_path(f"{fields}.schema", parsed.schema, exc.where)
+            fix = f" To fix: {exc.fix}." if exc.fix else ""
+            raise bad_request(f"Invalid schema at '{param}': {exc.what}.{fix}", param) from None
+    return dict(flat) if isinstance(parsed, JsonSchemaFormat | JsonObjectFormat) else None
+
+
+_SIMPLE_KEY = re.compile(r"[A-Za-z_$][\w$-]*", re.ASCII)
+
+
+def schema_path(base: str, schema: Any, where: str | None) -> str:
+    """The request path of the place a schema error names (`where`, outform's `schema at
+    /properties/a/type`) in `schema`, found at `base`: `base.properties.a.type`, a list's
+    items as `[0]` and keys that are not names as `['first name']`; `base` alone when the
+    error names no place, or one the schema does not have."""
+    prefix = "schema at "
+    if not where or not where.startswith(prefix):
+        return base
+    try:
+        tokens = pointer.parts(where[len(prefix) :])
+    except ValueError:
+        return base
+    path, node = base, schema
+    for token in tokens:
+        if isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            path, node = f"{path}[{token}]", node[int(token)]
+        elif isinstance(node, Mapping) and token in node:
+            path = f"{path}.{token}" if _SIMPLE_KEY.fullmatch(token) else f"{path}[{token!r}]"
+            node = node[token]
+        else:
+            return base
+    return path
 
 
 class Checker:
@@ -298,4 +337,4 @@ def _add_usage(total: dict[str, Any] | None, usage: Any) -> dict[str, Any] | Non
     return summed
 
 
-__all__ = ["Checker", "Enforced", "checkable", "enforce", "wanted"]
+__all__ = ["Checker", "Enforced", "checkable", "enforce", "schema_path", "wanted"]

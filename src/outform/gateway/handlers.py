@@ -99,6 +99,7 @@ class Gateway:
         req = _json_object(raw, self.settings.max_request_depth)
         _within_items(req, "input", self.settings.max_input_items)
         named = profile_named(profile)
+        enforcing = wanted(self.settings.enforce, enforce_header)
         in_background = background.requested(req)
         translate.check_request(req, references=True)  # before the store or the backend
         value = req.get("input")
@@ -110,9 +111,7 @@ class Gateway:
         log["model"] = model
         log["stream"] = stream
         text = req.get("text")
-        fmt = None
-        if wanted(self.settings.enforce, enforce_header):
-            fmt = checkable(text.get("format") if text else None)
+        fmt = self._checked(text.get("format") if text else None, "text.format", enforcing)
         value = req.get("input")
         items = chain.input_items(value if value is not None else [])
         try:
@@ -181,6 +180,18 @@ class Gateway:
         body = orjson.dumps(response)
         headers.append(_overhead(started, waited))
         return Reply(200, body, headers=headers)
+
+    def _checked(self, fmt: Any, where: str, enforcing: bool) -> dict[str, Any] | None:
+        """The format enforcement checks replies against (None: not enforcing, or a format
+        with nothing to check). The gateway compiles a `json_schema` format's schema itself
+        when it enforces it, and so does a native backend's adapter (it plans how the
+        provider enforces it): then the schema is checked here, before the backend is
+        called, so that a fault is a 400 naming its path in the client's request (`where`,
+        the format's: `text.format`, Chat's `response_format`)."""
+        if not enforcing and not self.settings.native:
+            return None
+        checked = checkable(fmt, where)
+        return checked if enforcing else None
 
     async def _enforce(
         self,
@@ -280,6 +291,7 @@ class Gateway:
         req = _json_object(raw, self.settings.max_request_depth)
         _within_items(req, "messages", self.settings.max_input_items)
         named = profile_named(profile)
+        enforcing = wanted(self.settings.enforce, enforce_header)
         model = translate.model_name(req)
         if req.get("stream") is not None:
             translate.check_value(req["stream"], "stream", translate.BOOLEAN)
@@ -288,9 +300,7 @@ class Gateway:
         log["stream"] = stream
         target = self.model_map.get(model, model)
         body: Body = raw if target == model else orjson.dumps({**req, "model": target})
-        fmt = None
-        if wanted(self.settings.enforce, enforce_header):
-            fmt = checkable(req.get("response_format"), "response_format")
+        fmt = self._checked(req.get("response_format"), "response_format", enforcing)
         run = self._run(target, stream, fmt, enforce_header, labels=labels, profile=named)
         if fmt is not None:
             called = time.perf_counter()

@@ -184,6 +184,8 @@ class FunctionTool(_Open):
 
 
 class ToolChoiceFunction(_Closed):
+    """`name` names a function tool of the request's `tools` (else a 400)."""
+
     type: Literal["function"]
     name: str
 
@@ -199,8 +201,10 @@ class AllowedTool(_Closed):
 
 
 class ToolChoiceAllowed(_Closed):
+    """Each tool names a function tool of the request's `tools` (else a 400)."""
+
     type: Literal["allowed_tools"]
-    mode: Literal["auto", "required"] = "auto"
+    mode: Literal["auto", "required"]
     tools: list[AllowedTool]
 
 

@@ -19,6 +19,9 @@ from outform.storespec import expand
 
 DEFAULT_BACKEND = "http://127.0.0.1:8000/v1"
 ENFORCE_HEADER = "x-outform-enforce"
+ENFORCE_VALUES = {"1": True, "true": True, "0": False, "false": False}
+"""What the `x-outform-enforce` header takes (in any case): on, or off. Any other value is a
+400 naming them, never read as one or the other."""
 MiB = 1024 * 1024
 CONNECT_TIMEOUT, IDLE_TIMEOUT, TOTAL_TIMEOUT = 10.0, 120.0, 600.0
 DEFAULT_REQUEST_DEPTH = 64
@@ -228,6 +231,7 @@ __all__ = [
     "DEFAULT_REQUEST_DEPTH",
     "DEFAULT_TIMEOUTS",
     "ENFORCE_HEADER",
+    "ENFORCE_VALUES",
     "REQUEST_DEPTH_RANGE",
     "GatewaySettings",
     "Timeouts",

@@ -260,6 +260,26 @@ def check_id(value: Any, where: str) -> None:
         )
 
 
+def _check_unique_id(item_id: Any, index: int, first_of: dict[str, int]) -> None:
+    """An item's id (`first_of`: the index of each id seen before it) is not the id of an
+    earlier item, or a 400 naming this one. Ids identify the items of a stored response
+    (the spec calls each "the unique ID" of its item): `input_items` lists them and pages by
+    them (`after`, `before`), and an `item_reference` finds one by its id. A reference counts
+    with the id of the item it brings in; an item without an id gets its own."""
+    if not isinstance(item_id, str) or not item_id:
+        return
+    first = first_of.setdefault(item_id, index)
+    if first != index:
+        raise bad_request(
+            f"Duplicate value for 'input[{index}].id': {_shown(item_id)} is already the id of "
+            f"input[{first}]. Item ids are unique within a request (they identify the stored "
+            "items that input_items lists): give each item its own id, or leave 'id' out to "
+            "have one assigned.",
+            f"input[{index}].id",
+            "duplicate_item_id",
+        )
+
+
 def check_request(req: Mapping[str, Any], *, references: bool = False) -> None:
     """Reject, with the API's 400 error shape, what cannot be translated or would be echoed
     or forwarded against the spec. `references`: `item_reference` input items are allowed
@@ -273,8 +293,10 @@ def check_request(req: Mapping[str, Any], *, references: bool = False) -> None:
     if value is not None and not isinstance(value, str):
         if not isinstance(value, list):
             raise bad_request("'input' must be a string or a list of items.", "input")
+        first_of: dict[str, int] = {}
         for index, item in enumerate(value):
             _check_item(item, f"input[{index}]", references)
+            _check_unique_id(item.get("id"), index, first_of)
     if value is None and not req.get("previous_response_id") and not req.get("instructions"):
         raise bad_request(
             "Missing required parameter: 'input' (or 'instructions', or "
@@ -312,6 +334,7 @@ def check_request(req: Mapping[str, Any], *, references: bool = False) -> None:
     _check_tools(req.get("tools"))
     if req.get("tool_choice") is not None:
         chat_tool_choice(req["tool_choice"])
+        _check_chosen_tools(req["tool_choice"], req.get("tools"))
 
 
 def _check_text(text: Any) -> None:
@@ -324,16 +347,33 @@ def _check_text(text: Any) -> None:
     fmt = text.get("format")
     if fmt is not None and (not isinstance(fmt, dict) or not isinstance(fmt.get("type"), str)):
         raise bad_request("'text.format' must be an object with a 'type'.", "text.format")
-    flat = flat_format(fmt, "text.format")
+    check_format(fmt, "text.format")
+
+
+def format_fields(fmt: Any, where: str) -> str:
+    """Where the fields of a `json_schema` format (`name`, `schema`...) are in the request
+    the client sent, the format being at `where`: `where` itself for the flat shape,
+    `where.json_schema` for the nested one. Every error about a format's field, its schema
+    included, names its path under this one: a path of the client's own request, whichever
+    shape and endpoint (`text.format`, Chat's `response_format`) it used."""
+    nested = isinstance(fmt, Mapping) and fmt.get("json_schema") is not None
+    return f"{where}.json_schema" if nested else where
+
+
+def check_format(fmt: Any, where: str) -> None:
+    """A `json_schema` format at `where` (either shape): its `name`, `description` and
+    `strict` of the spec's types, and a `schema` object; each refusal a 400 naming the field
+    where the client sent it. Other formats are left to whoever reads them."""
+    flat = flat_format(fmt, where)
     if not isinstance(flat, dict) or flat.get("type") != "json_schema":
         return
-    assert isinstance(fmt, dict)
-    nested = "json_schema" in fmt
-    _check_fields(flat, _FORMAT_FIELDS, "text.format.json_schema." if nested else "text.format.")
+    fields = format_fields(fmt, where)
+    _check_fields(flat, _FORMAT_FIELDS, f"{fields}.")
     if not isinstance(flat.get("schema"), dict):
         raise bad_request(
-            "A json_schema format needs a 'schema' object (the JSON Schema the reply must match).",
-            "text.format.schema",
+            f"Missing required parameter: '{fields}.schema': a json_schema format needs a "
+            "'schema' object (the JSON Schema the reply must match).",
+            f"{fields}.schema",
             "missing_required",
         )
 
@@ -654,12 +694,17 @@ def chat_tool_choice(choice: Any) -> Any:
     if not isinstance(choice, dict):
         raise bad_request("'tool_choice' must be a string or an object.", "tool_choice")
     kind = choice.get("type")
-    if kind == "function" and isinstance(choice.get("name"), str):
-        return {"type": "function", "function": {"name": choice["name"]}}
-    if kind == "custom" and isinstance(choice.get("name"), str):
-        return {"type": "custom", "custom": {"name": choice["name"]}}
+    if kind in ("function", "custom"):
+        name = _chosen_name(choice, "tool_choice")
+        return {"type": kind, kind: {"name": name}}
     if kind == "allowed_tools" and isinstance(choice.get("tools"), list):
-        mode = choice.get("mode", "auto")
+        mode = choice.get("mode")
+        if mode is None:
+            raise bad_request(
+                "Missing required parameter: 'tool_choice.mode' (auto or required).",
+                "tool_choice.mode",
+                "missing_required",
+            )
         if mode not in ("auto", "required"):
             raise bad_request(
                 f"Invalid value for 'tool_choice.mode': {mode!r}; expected 'auto' or 'required'.",
@@ -670,14 +715,69 @@ def chat_tool_choice(choice: Any) -> Any:
         for index, tool in enumerate(choice["tools"]):
             if not isinstance(tool, dict) or tool.get("type") != "function":
                 raise _hosted(tool.get("type") if isinstance(tool, dict) else tool)
-            if not isinstance(tool.get("name"), str):
-                raise bad_request(
-                    "An allowed function tool needs a 'name'.",
-                    f"tool_choice.tools[{index}].name",
-                )
-            tools.append({"type": "function", "function": {"name": tool["name"]}})
+            name = _chosen_name(tool, f"tool_choice.tools[{index}]")
+            tools.append({"type": "function", "function": {"name": name}})
         return {"type": "allowed_tools", "allowed_tools": {"mode": mode, "tools": tools}}
     raise _hosted(kind)
+
+
+def _chosen_name(choice: Mapping[str, Any], where: str) -> str:
+    """The `name` of a tool a `tool_choice` names (at `where`), or a 400 naming
+    `where.name`: missing, or not a string."""
+    name = choice.get("name")
+    if isinstance(name, str):
+        return name
+    if name is not None:
+        raise bad_request(
+            f"Invalid type for '{where}.name': expected a string, got {type(name).__name__}.",
+            f"{where}.name",
+            "invalid_type",
+        )
+    kind = str(choice.get("type"))
+    chat = (
+        f' ({{"type": "{kind}", "{kind}": {{"name": ...}}}} is the Chat Completions shape; '
+        f'the Responses one is {{"type": "{kind}", "name": ...}})'
+        if isinstance(choice.get(kind), dict)
+        else ""
+    )
+    raise bad_request(
+        f"Missing required parameter: '{where}.name': the name of the {kind} tool to call{chat}.",
+        f"{where}.name",
+        "missing_required",
+    )
+
+
+def _check_chosen_tools(choice: Any, tools: Any) -> None:
+    """Every tool a (translatable) `tool_choice` names is a tool of the request's own
+    `tools`, of its type, or a 400 naming the name: a backend asked to call a tool it was
+    not given fails, or calls nothing, in its own way. Tools are the request's alone (a
+    previous response's are not carried over)."""
+    if not isinstance(choice, dict):
+        return
+    named = {(tool.get("type"), tool.get("name")) for tool in tools or () if isinstance(tool, dict)}
+    if choice.get("type") in ("function", "custom"):
+        chosen = [(choice, "tool_choice")]
+    else:  # allowed_tools
+        chosen = [(tool, f"tool_choice.tools[{i}]") for i, tool in enumerate(choice["tools"])]
+    for tool, where in chosen:
+        kind, name = tool["type"], tool["name"]
+        if (kind, name) in named:
+            continue
+        functions = sorted(str(n) for k, n in named if k == "function")
+        has = (
+            "; the request has no 'tools': add the tool to 'tools', or leave 'tool_choice' out"
+            if not named
+            else f"; its function tools are {', '.join(_shown(n) for n in functions[:10])}"
+            + (", ..." if len(functions) > 10 else "")
+            + ": name one of them, or add the tool to 'tools'"
+        )
+        custom = " (this gateway takes function tools only)" if kind == "custom" else ""
+        raise bad_request(
+            f"Invalid value for '{where}.name': {_shown(name)} names no {kind} tool of the "
+            f"request's 'tools'{custom}{has}.",
+            f"{where}.name",
+            "invalid_value",
+        )
 
 
 def _hosted(kind: Any) -> GatewayError:
@@ -818,8 +918,10 @@ __all__ = [
     "chat_response_format",
     "chat_tool",
     "chat_tool_choice",
+    "check_format",
     "check_id",
     "check_request",
     "check_value",
     "flat_format",
+    "format_fields",
 ]
