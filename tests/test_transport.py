@@ -511,3 +511,166 @@ def test_a_stream_left_silent_names_the_idle_timeout(server: FakeServer) -> None
     ):
         list(transport.stream(endpoint(server), WireRequest("/s", {}, stream="sse")))
     assert caught.value.fix is not None and "raise `timeout`" in caught.value.fix
+
+
+# -- redirects and answers without a body (found by a new-user trial) --------------------------
+
+SSE = WireRequest("/v1/chat", {}, stream="sse")
+
+
+def _call(transport: Transport, server: FakeServer, streamed: bool, base: str = "") -> Any:
+    where = Endpoint("fake", server.url + base, api_key=Secret("sk-secret-123"))
+    return list(transport.stream(where, SSE)) if streamed else transport.send(where, WIRE)
+
+
+STREAMED = pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
+
+
+@STREAMED
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_a_redirect_names_where_it_points_and_the_base_url_to_set(
+    server: FakeServer, streamed: bool, status: int
+) -> None:
+    """A 307 was "a body that is not JSON" (streamed: "answered HTTP 307 with application/json
+    instead" of a stream). outform does not follow it: following it would send the key to
+    whatever address it names."""
+    target = "https://user:hunter2@api.example.com/v1/v1/chat?key=sk-secret-123"
+    server.reply(Reply(status=status, body=b"", headers={"location": target}))
+    with Transport(sleep=Sleeps()) as transport, pytest.raises(ProviderError) as caught:
+        _call(transport, server, streamed, "/v1")
+    error = caught.value
+    assert type(error) is ProviderError and error.status is None  # (no status to pass on)
+    assert f"answered HTTP {status} (a redirect) to https://api.example.com/v1/v1/chat" in (
+        error.what
+    )
+    assert error.fix is not None and "set base_url to https://api.example.com/v1," in error.fix
+    shown = str(error) + repr(error.body)
+    assert "hunter2" not in shown and "sk-secret" not in shown and "user" not in shown
+    assert len(server.requests) == 1  # neither followed nor retried
+
+
+def test_a_relative_redirect_is_resolved_and_an_unrelated_one_suggests_no_url(
+    server: FakeServer,
+) -> None:
+    server.reply(Reply(status=308, body=b"", headers={"location": "/v2/v1/chat"}))
+    server.reply(Reply(status=302, body=b"", headers={"location": "https://login.example"}))
+    server.reply(Reply(status=307, body=b""))
+    with Transport(sleep=Sleeps()) as transport:
+        with pytest.raises(ProviderError) as caught:
+            _call(transport, server, False, "/v1")
+        assert f"to {server.url}/v2/v1/chat;" in caught.value.what
+        assert caught.value.fix is not None
+        assert f"set base_url to {server.url}/v2," in caught.value.fix
+        with pytest.raises(ProviderError) as caught:
+            _call(transport, server, False, "/v1")
+        assert "to https://login.example;" in caught.value.what
+        assert caught.value.fix is not None and "base_url to the provider's API" in (
+            caught.value.fix
+        )
+        with pytest.raises(ProviderError, match="no Location header"):
+            _call(transport, server, False)
+
+
+@STREAMED
+@pytest.mark.parametrize(("status", "body"), [(204, b""), (200, b""), (201, b" \r\n ")])
+def test_an_answer_without_a_body_says_so(
+    server: FakeServer, streamed: bool, status: int, body: bytes
+) -> None:
+    """A 204 was "a body that is not JSON" (streamed: not a stream, or no events at all)."""
+    server.reply(Reply(status=status, body=body))
+    with Transport(sleep=Sleeps()) as transport, pytest.raises(ProviderError) as caught:
+        _call(transport, server, streamed)
+    assert type(caught.value) is ProviderError
+    assert f"answered HTTP {status} with no body" in caught.value.what
+
+
+def test_an_event_stream_that_sends_nothing_says_so(server: FakeServer) -> None:
+    server.stream([])
+    with Transport() as transport, pytest.raises(ProviderError, match="HTTP 200 with no body"):
+        list(transport.stream(endpoint(server), SSE))
+
+
+def test_the_async_transport_refuses_redirects_and_empty_answers_too(server: FakeServer) -> None:
+    server.reply(Reply(status=307, body=b"", headers={"location": "https://api.example.com/v1"}))
+    server.reply(Reply(status=204, body=b""))
+    server.reply(Reply(status=308, body=b"", headers={"location": "https://api.example.com/v1"}))
+    server.stream([])
+
+    async def main() -> list[str]:
+        seen = []
+        async with AsyncTransport(retry=RetryPolicy(retries=0)) as transport:
+            for streamed in (False, False, True, True):
+                with pytest.raises(ProviderError) as caught:
+                    if streamed:
+                        async for _ in transport.stream(endpoint(server), SSE):
+                            pass
+                    else:
+                        await transport.send(endpoint(server), WIRE)
+                seen.append(caught.value.what)
+        return seen
+
+    redirect, empty, streamed_redirect, streamed_empty = asyncio.run(main())
+    assert "HTTP 307 (a redirect)" in redirect and "HTTP 308 (a redirect)" in streamed_redirect
+    assert "HTTP 204 with no body" in empty and "HTTP 200 with no body" in streamed_empty
+
+
+# -- what JSON is (found by a new-user trial) -------------------------------------------------
+
+LONE = b'{"text": "x\\ud800y"}'
+"""An escaped lone surrogate: valid JSON grammar (RFC 8259 allows any \\u escape), which
+orjson refuses."""
+BOM = b"\xef\xbb\xbf"
+
+
+@pytest.mark.parametrize("framing", ["sse", "ndjson"])
+def test_an_event_with_an_escaped_lone_surrogate_is_read(server: FakeServer, framing: Any) -> None:
+    """It was refused as "a stream event that is not JSON": the reply it carries is the parse
+    pipeline's to refuse, naming where the surrogate is."""
+    frame = b"data: " + LONE + b"\n\n" if framing == "sse" else LONE + b"\n"
+    server.stream([frame, *([b"data: [DONE]\n\n"] if framing == "sse" else [])], framing=framing)
+    with Transport() as transport:
+        events = list(transport.stream(endpoint(server), WireRequest("/s", {}, stream=framing)))
+    assert events == [{"text": "x\ud800y"}]
+
+
+def test_an_escaped_lone_surrogate_in_a_whole_body_is_read(server: FakeServer) -> None:
+    server.reply(Reply(body=LONE))
+    with Transport() as transport:
+        assert transport.send(endpoint(server), WIRE) == {"text": "x\ud800y"}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"text": "x\xed\xa0\x80y"}',  # a surrogate as UTF-8 bytes: not UTF-8, so not JSON
+        b'{"text": "\\ud800", "n": NaN}',  # the second reader refuses what orjson refuses
+        b'{"text": "\\ud800",}',
+    ],
+)
+def test_what_is_not_json_stays_refused(server: FakeServer, body: bytes) -> None:
+    server.reply(Reply(body=body))
+    server.stream([b"data: " + body + b"\n\n"])
+    with Transport() as transport:
+        with pytest.raises(ProviderError, match="body that is not JSON"):
+            transport.send(endpoint(server), WIRE)
+        with pytest.raises(StreamInterruptedError, match="not JSON"):
+            list(transport.stream(endpoint(server), SSE))
+
+
+def test_a_byte_order_mark_before_a_body_or_an_event_is_dropped(server: FakeServer) -> None:
+    """Each was refused as not JSON; one opening an SSE stream hid its first event's `data`
+    field (`\\ufeffdata:`), and the event was lost without a word."""
+    server.reply(Reply(body=BOM + b'{"ok": 1}'))
+    server.stream([BOM + b'data: {"n": 1}\n\n', b'data: \xef\xbb\xbf{"n": 2}\n\n'])
+    server.stream([BOM + b'{"n": 1}\n', BOM + b'{"n": 2}\n'], framing="ndjson")
+    with Transport() as transport:
+        assert transport.send(endpoint(server), WIRE) == {"ok": 1}
+        assert list(transport.stream(endpoint(server), SSE)) == [{"n": 1}, {"n": 2}]
+        ndjson = WireRequest("/s", {}, stream="ndjson")
+        assert list(transport.stream(endpoint(server), ndjson)) == [{"n": 1}, {"n": 2}]
+
+
+def test_a_byte_order_mark_split_across_chunks_is_dropped(server: FakeServer) -> None:
+    server.stream([BOM[:1], BOM[1:2], BOM[2:] + b'data: {"n": 1}\n\n'])
+    with Transport() as transport:
+        assert list(transport.stream(endpoint(server), SSE)) == [{"n": 1}]

@@ -28,6 +28,7 @@ import orjson
 from outform import arguments
 from outform.errors import (
     GenerationError,
+    InputError,
     OutputError,
     RefusalError,
     StreamAbortedError,
@@ -35,17 +36,20 @@ from outform.errors import (
 )
 from outform.format import JsonSchemaFormat, ResponseFormat, TextFormat
 from outform.jsontext import dumps_text
-from outform.parse.hint import RetryHint, clip, preview
+from outform.parse.hint import RetryHint, Violation, clip, preview
 from outform.parse.incremental import DEFAULT_DEGENERATION, Degeneration
 from outform.parse.pipeline import Pipeline
 from outform.parse.result import Change, ParseResult
+from outform.parse.values import first_surrogate
 from outform.plan import Mode, Plan, plan
 from outform.profile import active, alabelled, labelled, step
 from outform.providers.assemble import Assembler
 from outform.providers.base import (
     Delta,
     FinishReason,
+    ForcedTool,
     Message,
+    Output,
     Request,
     Response,
     Thinking,
@@ -180,8 +184,11 @@ class _Loop:
     ask_translation: DialectResult | None = None
     kept_changes: tuple[Change, ...] = ()
     """During a field re-ask: the changes of earlier replies behind the fields it keeps."""
+    output: Output | None = None
+    """What the request in flight asks for on the wire (a field re-ask's own forced tool)."""
 
     def first(self) -> Request:
+        self.output = self.template.output
         return replace(self.template, messages=tuple(self.base))
 
     def gated(self, request: Request) -> Request:
@@ -282,11 +289,35 @@ class _Loop:
                 Attempt("", response.finish_reason, response.usage, precheck=self._checked())
             )
             return self._finish(response, None, tool_calls=response.tool_calls)
+        stray = self._stray_calls(response)
+        if stray is not None:
+            return self._retry(response, stray, None)
         try:
             result = self._parse(response)
         except OutputError as error:
             return self._retry(response, error.hint, error.result)
         return self._finish(response, result)
+
+    def _stray_calls(self, response: Response) -> RetryHint | None:
+        """The hint for a reply that is only calls of tools the request did not offer (it gave
+        no tools; or, in tool mode, the model called another tool than the output tool), or
+        None. Its text is empty, yet it is no empty reply: the model is told, and then the
+        caller, what came back, rather than "the reply is empty"."""
+        if not response.tool_calls or self.caller_tools or response.text.strip():
+            return None
+        names = list(dict.fromkeys(call.name for call in response.tool_calls))
+        quoted = ", ".join(repr(clip(name, 60)) for name in names)
+        calls = f"a call of tool {quoted}" if len(names) == 1 else f"calls of tools {quoted}"
+        output = self.output
+        if isinstance(output, ForcedTool):
+            found = (
+                f"the reply is {calls}, not of the output tool {output.name!r} (the request "
+                "offered no other tool)"
+            )
+        else:
+            found = f"the reply is {calls}, and the request offered no tools"
+        expected = "a text reply" if isinstance(self.fmt, TextFormat) else _ONE_VALUE
+        return RetryHint((Violation("", "syntax", expected, found, _STRAY_CALL),))
 
     def _parse(self, response: Response) -> ParseResult[Any]:
         """The reply's value, with every change that contributed to it: for a field re-ask,
@@ -372,12 +403,15 @@ class _Loop:
                 attempts=tuple(self.attempts),
                 usage=self.usage,
                 result=result,
-                fix="raise `retries` or `token_budget`, use level='full', or simplify the schema",
+                fix=_STRAY_FIX
+                if any(v.keyword == _STRAY_CALL for v in hint.violations)
+                else "raise `retries` or `token_budget`, use level='full', or simplify the schema",
             )
         value = result.data if result is not None else None
         self.ask, self.ask_pipeline, self.ask_translation, request = self._next_request(
             response.text, hint, value
         )
+        self.output = request.output
         self.kept_changes = (
             _kept(result.changes, self.ask) if self.ask is not None and result is not None else ()
         )
@@ -496,6 +530,17 @@ class _Loop:
 
     def _end(self, outcome: RunOutcomeName, *, changes: int = 0, value: Any = None) -> None:
         self.trace.end(outcome, changes=changes, tokens=self.usage, value=value)
+
+
+_ONE_VALUE = "a single JSON value matching the schema"
+_STRAY_CALL = "tool_call"
+"""The keyword of the violation of a reply that is only calls of tools nobody offered."""
+_STRAY_FIX = (
+    "the model called a tool the request did not offer (some models, and some servers' chat "
+    "templates, call tools on their own): ask again (raise `retries`), or try another mode or "
+    "model; to receive such calls, give the tool (`tools=` of generate(); its calls come back "
+    "in Generation.tool_calls)"
+)
 
 
 def reask_reason(hint: RetryHint | None, aborted_at: int | None) -> str:
@@ -1023,14 +1068,31 @@ class _Attempt:
 def _route(
     deltas: Iterable[Delta], parser: StreamParser[Any], parts: Assembler
 ) -> list[Snapshot[Any]]:
-    """Text deltas to the stream parser (snapshots out), everything else to the assembler."""
+    """Text deltas to the stream parser (snapshots out), everything else to the assembler.
+    Text holding a lone surrogate (a provider may send one escaped, `"\\ud800"`: valid JSON,
+    no Unicode) is refused where it arrives, as the parse pipeline refuses a whole reply
+    holding one: the stream parser would take it for JSON it cannot read."""
     snapshots: list[Snapshot[Any]] = []
     for delta in deltas:
         if delta.kind == "text":
+            _refuse_surrogates(delta.text, parser.received)
             snapshots += parser.feed(delta.text)
         else:
             parts.add(delta)
     return snapshots
+
+
+def _refuse_surrogates(text: str, before: int) -> None:
+    """The pipeline's refusal of a lone surrogate, for `text` received after `before`
+    characters of a streamed reply."""
+    position = first_surrogate(text)
+    if position is not None:
+        raise InputError(
+            f"the reply is not valid Unicode: a lone surrogate (U+{ord(text[position]):04X})",
+            where=f"character {before + position}",
+            fix="decode the model's bytes as UTF-8 before parsing, replacing broken sequences "
+            "with U+FFFD",
+        )
 
 
 class _Exchange:

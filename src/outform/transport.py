@@ -26,11 +26,12 @@ from collections.abc import (
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
+from urllib.parse import urljoin, urlsplit
 
 import httpx
 import orjson
 
-from outform import baseurl
+from outform import baseurl, jsontext
 from outform.errors import (
     AuthenticationError,
     BadRequestError,
@@ -291,7 +292,7 @@ class Transport:
         with contextlib.ExitStack() as stack:
             source = _Source(upload, stack)
             response = self._with_retries(endpoint, wire, stream=False, upload=source, stats=stats)
-            return Reply(_json_body(endpoint, response.content), dict(response.headers))
+            return Reply(_json_body(endpoint, response), dict(response.headers))
 
     def lines(self, endpoint: Endpoint, wire: WireRequest) -> Generator[bytes, None, None]:
         """The lines of a downloaded text body (JSONL results), read as they arrive, so that a
@@ -328,7 +329,7 @@ class Transport:
             raise _not_a_stream(endpoint, wire.stream, response, head)
         try:
             chunks = self.limits.in_time(response.iter_bytes(), deadline, endpoint)
-            yield from _events(endpoint, wire.stream, chunks)
+            yield from _events(endpoint, wire.stream, chunks, response.status_code)
         except httpx.RequestError as exc:  # (a TransportError, or a body not decodable)
             raise _broken_stream(endpoint, exc, self._client.timeout) from None
         finally:
@@ -373,6 +374,9 @@ class Transport:
                 raise _unreadable(endpoint, exc) from None
             if stats is not None:
                 stats.status = response.status_code
+            if _is_redirect(response.status_code):
+                response.close()
+                raise _redirected(endpoint, wire, response)
             if response.status_code < 400:
                 return response
             reached = True
@@ -420,7 +424,7 @@ class AsyncTransport:
         self, endpoint: Endpoint, wire: WireRequest, *, stats: CallStats | None = None
     ) -> Mapping[str, Any]:
         response = await self._with_retries(endpoint, wire, stream=False, stats=stats)
-        return _json_body(endpoint, response.content)
+        return _json_body(endpoint, response)
 
     async def stream(
         self, endpoint: Endpoint, wire: WireRequest, *, stats: CallStats | None = None
@@ -433,7 +437,7 @@ class AsyncTransport:
             finally:
                 await response.aclose()
             raise _not_a_stream(endpoint, wire.stream, response, head)
-        reader = _EventReader(endpoint, wire.stream)
+        reader = _EventReader(endpoint, wire.stream, response.status_code)
         try:
             async for chunk in response.aiter_bytes():
                 self.limits.check(deadline, endpoint)
@@ -481,6 +485,9 @@ class AsyncTransport:
                 raise _unreadable(endpoint, exc) from None
             if stats is not None:
                 stats.status = response.status_code
+            if _is_redirect(response.status_code):
+                await response.aclose()
+                raise _redirected(endpoint, wire, response)
             if response.status_code < 400:
                 return response
             reached = True
@@ -643,10 +650,13 @@ def _sigv4(
 # -- responses -----------------------------------------------------------------------------
 
 
-def _json_body(endpoint: Endpoint, content: bytes) -> Mapping[str, Any]:
+def _json_body(endpoint: Endpoint, response: httpx.Response) -> Mapping[str, Any]:
+    content = response.content
+    if not content.strip():
+        raise _no_body(endpoint, response.status_code)
     try:
-        body = orjson.loads(content)
-    except orjson.JSONDecodeError:
+        body = _json_value(content)
+    except ValueError:
         raise ProviderError(
             f"{endpoint.provider} answered with a body that is not JSON",
             provider=endpoint.provider,
@@ -659,6 +669,32 @@ def _json_body(endpoint: Endpoint, content: bytes) -> Mapping[str, Any]:
             body=_excerpt(content, endpoint),
         )
     return body
+
+
+_BOM = b"\xef\xbb\xbf"
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+"""A `\\u` escape of a UTF-16 surrogate (D800 to DFFF), paired or not."""
+
+
+def _json_value(data: bytes) -> Any:
+    """The JSON value of a body or a stream event (raises ValueError when it is none).
+
+    A UTF-8 byte order mark before it is no part of it, and is dropped. A lone surrogate
+    written as an escape (`"\\ud800"`) is valid JSON grammar, which orjson refuses: such a
+    text is read again by the standard library's reader (only then: orjson is the fast path),
+    so that the reply it carries reaches the parse pipeline, which refuses the lone surrogate
+    with its own error naming where it is. Invalid UTF-8 is not JSON, and is refused."""
+    if data.startswith(_BOM):
+        data = data[len(_BOM) :]
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        if not _SURROGATE_ESCAPE.search(data):
+            raise
+    try:
+        return jsontext.loads_exact(data.decode("utf-8"))
+    except (ValueError, RecursionError):  # (UnicodeDecodeError is a ValueError)
+        raise ValueError("not JSON") from None
 
 
 def _excerpt(content: bytes, endpoint: Endpoint | None = None) -> str:
@@ -729,8 +765,8 @@ def _status_error(
 def _message(body: bytes) -> str:
     """The provider's own error message, whichever of the usual shapes it comes in."""
     try:
-        data = orjson.loads(body)
-    except orjson.JSONDecodeError:
+        data = _json_value(body)
+    except ValueError:
         return _excerpt(body)[:300] or "(empty body)"
     if isinstance(data, list) and data:
         data = data[0]
@@ -801,6 +837,73 @@ def _broken_stream(
     )
 
 
+def _is_redirect(status: int) -> bool:
+    return 300 <= status < 400
+
+
+def _redirected(endpoint: Endpoint, wire: WireRequest, response: httpx.Response) -> ProviderError:
+    """A redirect (301, 302, 303, 307, 308...): outform does not follow one, since following
+    it would send the key to whatever address it names. The error names where it points
+    (without credentials or query) and, when it points at the same API path elsewhere (http
+    to https, a new host or prefix), the base URL that reaches it."""
+    status = response.status_code
+    location = response.headers.get("location", "").strip()
+    where = baseurl.shown(endpoint.base_url)
+    if not location:
+        return ProviderError(
+            f"{endpoint.provider} answered HTTP {status} (a redirect) without saying where to "
+            "(no Location header)",
+            provider=endpoint.provider,
+            where=where,
+            fix="check the base URL: it must be the provider's API itself (outform does not "
+            "follow redirects, which would send the key elsewhere)",
+        )
+    target = urljoin(str(response.request.url), location)
+    shown = _hidden(baseurl.shown(target), endpoint)
+    suggested = _base_at(target, wire.path)
+    fix = (
+        f"set base_url to {suggested}"
+        if suggested is not None
+        else "set base_url to the provider's API at the address the redirect points at"
+    )
+    return ProviderError(
+        f"{endpoint.provider} answered HTTP {status} (a redirect) to {shown}; outform does not "
+        "follow redirects, which would send the key to another address",
+        provider=endpoint.provider,
+        where=where,
+        fix=f"{fix}, once you have checked that it is the provider's",
+    )
+
+
+def _base_at(target: str, path: str) -> str | None:
+    """The base URL that joined to `path` (a call's API path) gives `target` (where a redirect
+    points), without credentials or query; None when `target` does not end with that path or
+    is no base URL."""
+    parts = urlsplit(target)
+    own = "/" + path.split("?", maxsplit=1)[0].lstrip("/")
+    if not parts.path.endswith(own) or parts.hostname is None:
+        return None
+    try:
+        port = parts.port
+    except ValueError:
+        return None
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    authority = host if port is None else f"{host}:{port}"
+    base = f"{parts.scheme}://{authority}{parts.path[: -len(own)]}"
+    return None if baseurl.problem(base) else _hidden(base, None)
+
+
+def _no_body(endpoint: Endpoint, status: int) -> ProviderError:
+    """A successful status (204 No Content, or any 2xx) with no body: no reply to read."""
+    return ProviderError(
+        f"{endpoint.provider} answered HTTP {status} with no body (no reply to read)",
+        provider=endpoint.provider,
+        where=baseurl.shown(endpoint.base_url),
+        fix="check that the base URL points at the provider's API itself (a proxy or another "
+        "server may answer so); if it does, retry the call",
+    )
+
+
 def _unreadable(endpoint: Endpoint, exc: httpx.RequestError) -> ProviderError:
     """An answer httpx could not read: a body its `Content-Encoding` does not decode, or
     redirects without end. The provider answered, so it is its error, not the network's."""
@@ -834,6 +937,8 @@ def _is_stream(framing: StreamFormat | None, response: httpx.Response) -> bool:
 def _not_a_stream(
     endpoint: Endpoint, framing: StreamFormat | None, response: httpx.Response, head: bytes
 ) -> ProviderError:
+    if not head.strip():
+        return _no_body(endpoint, response.status_code)
     expected = sorted(_STREAM_TYPES[framing or "sse"])[0]
     got = response.headers.get("content-type", "")
     return ProviderError(
@@ -841,27 +946,34 @@ def _not_a_stream(
         f"{response.status_code} with {got} instead",
         provider=endpoint.provider,
         body=_excerpt(head, endpoint),  # no `status`: the call did not fail, the answer is wrong
-        where=endpoint.base_url,
+        where=baseurl.shown(endpoint.base_url),
         fix="check that the base URL points at the provider's API itself (a proxy may not "
         "stream), or call generate() instead of stream()",
     )
 
 
 def _events(
-    endpoint: Endpoint, framing: StreamFormat | None, chunks: Iterable[bytes]
+    endpoint: Endpoint, framing: StreamFormat | None, chunks: Iterable[bytes], status: int
 ) -> Iterator[Mapping[str, Any]]:
-    reader = _EventReader(endpoint, framing)
+    reader = _EventReader(endpoint, framing, status)
     for chunk in chunks:
         yield from reader.feed(chunk)
     yield from reader.finish()
 
 
 class _EventReader:
-    """Incremental reader of one stream framing: bytes in, JSON events out."""
+    """Incremental reader of one stream framing: bytes in, JSON events out. A byte order mark
+    that opens the stream is dropped (SSE's rule; for NDJSON, as for any JSON text), and a
+    stream that sends nothing at all (no byte but whitespace) is an answer without a body."""
 
-    def __init__(self, endpoint: Endpoint, framing: StreamFormat | None) -> None:
+    def __init__(self, endpoint: Endpoint, framing: StreamFormat | None, status: int) -> None:
         self.endpoint = endpoint
         self.framing = framing or "sse"
+        self.status = status
+        self._empty = True
+        """No byte but whitespace so far."""
+        self._opening = self.framing != "aws-event-stream"
+        """Before the first bytes that are no part of a byte order mark (a text framing)."""
         self._buffer = b""
         self._event_name: str | None = None
         self._data: list[bytes] = []
@@ -872,9 +984,16 @@ class _EventReader:
             self._aws = EventStreamBuffer()
 
     def feed(self, chunk: bytes) -> list[Mapping[str, Any]]:
+        if self._empty and chunk.strip():
+            self._empty = False
         if self.framing == "aws-event-stream":
             return self._feed_aws(chunk)
         self._buffer += chunk
+        if self._opening:
+            if _BOM.startswith(self._buffer):
+                return []  # (all or part of a byte order mark: the rest tells)
+            self._opening = False
+            self._buffer = self._buffer.removeprefix(_BOM)
         events: list[Mapping[str, Any]] = []
         while True:
             newline = self._buffer.find(b"\n")
@@ -890,6 +1009,8 @@ class _EventReader:
         return events
 
     def finish(self) -> list[Mapping[str, Any]]:
+        if self._empty or (self._opening and not self._buffer.removeprefix(_BOM).strip()):
+            raise _no_body(self.endpoint, self.status)
         events: list[Mapping[str, Any]] = []
         if self.framing == "ndjson" and self._buffer.strip():
             events.append(self._decode(self._buffer))
@@ -927,8 +1048,8 @@ class _EventReader:
 
     def _decode(self, data: bytes) -> Mapping[str, Any]:
         try:
-            event = orjson.loads(data)
-        except orjson.JSONDecodeError:
+            event = _json_value(data)
+        except ValueError:
             raise StreamInterruptedError(
                 f"{self.endpoint.provider} sent a stream event that is not JSON",
                 provider=self.endpoint.provider,

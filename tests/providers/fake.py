@@ -9,6 +9,7 @@ test can assert exactly what an adapter sent over the wire.
 from __future__ import annotations
 
 import binascii
+import json
 import socket
 import struct
 import threading
@@ -42,6 +43,7 @@ class Reply:
     body: Any = None
     """A JSON value (encoded), or raw bytes."""
     events: Sequence[Any] | None = None
+    """JSON values (encoded, framed), or bytes sent as they are (SSE, NDJSON)."""
     framing: Framing = "sse"
     headers: Mapping[str, str] = field(default_factory=dict)
     drop_after: int | None = None
@@ -137,7 +139,7 @@ class FakeServer:
                 raw = (
                     reply.body
                     if isinstance(reply.body, bytes)
-                    else orjson.dumps(reply.body if reply.body is not None else {})
+                    else json_bytes(reply.body if reply.body is not None else {})
                 )
                 self.send_response(reply.status)
                 self.send_header("content-type", "application/json")
@@ -198,7 +200,7 @@ def _frames(reply: Reply) -> Iterator[bytes]:
         if reply.framing == "sse":
             yield sse(event)
         elif reply.framing == "ndjson":
-            yield orjson.dumps(event) + b"\n"
+            yield bytes(event) if isinstance(event, bytes) else json_bytes(event) + b"\n"
         else:
             yield aws_event(event)
 
@@ -214,7 +216,17 @@ def sse(event: Any) -> bytes:
 
 
 def _data(data: Any) -> bytes:
-    return data.encode() if isinstance(data, str) else orjson.dumps(data)
+    return data.encode() if isinstance(data, str) else json_bytes(data)
+
+
+def json_bytes(value: Any) -> bytes:
+    """JSON of a reply: orjson's; for a value holding a lone surrogate (which orjson cannot
+    write), the standard library's, which writes it as an escape (`"\\ud800"`), as a provider
+    written in Python would send it."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return json.dumps(value, separators=(",", ":")).encode()
 
 
 def aws_event(event: Any) -> bytes:
@@ -234,7 +246,7 @@ def aws_event(event: Any) -> bytes:
             ":event-type": name,
             ":content-type": "application/json",
         }
-        payload = orjson.dumps(body)
+        payload = json_bytes(body)
     encoded = b"".join(
         struct.pack("!B", len(key))
         + key.encode()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import typer
 
@@ -64,7 +65,69 @@ _COMMANDS = (
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: run the app, turn errors into messages and exit codes."""
+    """Entry point: run the app, turn errors into messages and exit codes. Standard output
+    and standard error may close while it runs (`| head -c1`, `2>&-`, a reader that quit):
+    what would have gone there is dropped, silently, and the exit code is still the one of
+    the outcome (`_Dropping`)."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Dropping.around(sys.stdout), _Dropping.around(sys.stderr)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+class _Dropping:
+    """A standard stream whose reader may go away. The first write or flush that finds the
+    pipe closed (EPIPE) turns the stream into a sink: the file descriptor then points at the
+    null device, so that nothing written later, nor what Python's buffers still hold when it
+    flushes them at exit ("Exception ignored ... BrokenPipeError", exit code 120), fails. A
+    closed reader is no error of the command: its exit code stays the documented one."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self.gone = False
+
+    @classmethod
+    def around(cls, stream: Any) -> Any:
+        return stream if stream is None or isinstance(stream, cls) else cls(stream)
+
+    def write(self, text: Any) -> int:
+        if not self.gone:
+            try:
+                return int(self._stream.write(text))
+            except BrokenPipeError:
+                self._drop()
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._drop()
+
+    def _drop(self) -> None:
+        self.gone = True
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(null, self._stream.fileno())
+            finally:
+                os.close(null)
+            self._stream.flush()  # what the buffers held goes to the null device
+        except (OSError, ValueError, AttributeError):  # no descriptor (a test's capture)
+            pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         # Not standalone: click's errors come here, so that a bad flag value is told as every
         # other error is (an unknown option or a missing argument keeps click's usage line).
