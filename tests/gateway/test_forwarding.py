@@ -61,8 +61,9 @@ def test_the_nested_format_reaches_the_backend_with_its_schema(
     ("fmt", "param"),
     [
         ({"type": "json_schema", "name": "P"}, "text.format.schema"),
-        ({"type": "json_schema", "json_schema": {"name": "P"}}, "text.format.schema"),
-        ({"type": "json_schema", "json_schema": {}}, "text.format.schema"),
+        # The nested shape's schema belongs inside `json_schema`: the param says so.
+        ({"type": "json_schema", "json_schema": {"name": "P"}}, "text.format.json_schema.schema"),
+        ({"type": "json_schema", "json_schema": {}}, "text.format.json_schema.schema"),
         ({"type": "json_schema", "json_schema": "P"}, "text.format.json_schema"),
         ({**NESTED, "schema": SCHEMA}, "text.format.schema"),
     ],
