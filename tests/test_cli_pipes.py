@@ -118,3 +118,27 @@ def test_a_reader_that_stops_after_one_byte_leaves_the_exit_code(workdir: Path) 
     _, err = process.communicate(timeout=120)
     assert process.returncode == EXIT_OK
     assert b"valid as sent" in err and b"BrokenPipe" not in err
+
+
+@pytest.mark.parametrize(
+    ("command", "what"),
+    [
+        ("parse - -s schema.json", "reply"),
+        ("schema - --dialect gemini", "schema"),
+        ("generate openai:gpt-4o -", "prompt"),
+    ],
+)
+def test_a_closed_standard_input_is_a_usage_error(workdir: Path, command: str, what: str) -> None:
+    """`<&-`: Python starts with no `sys.stdin`; reading `-` was an internal error (exit 3)."""
+    done = subprocess.run(
+        f"{CONSOLE_SCRIPT} {command} <&-",
+        shell=True,
+        cwd=workdir,
+        env={**os.environ, "OPENAI_API_KEY": "sk-test"},
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == EXIT_USAGE, done.stderr
+    assert f"cannot read the {what} from standard input: it is closed".encode() in done.stderr
+    assert b"internal error" not in done.stderr

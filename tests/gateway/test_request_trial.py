@@ -77,6 +77,26 @@ def test_an_enforce_header_value_not_documented_is_a_400_naming_the_values(
     assert gw.backend.requests == []
 
 
+@pytest.mark.parametrize("values", [["1", "0"], ["0", "1"], ["0", "bogus"], ["1", "yes"]])
+def test_an_enforce_header_sent_twice_is_read_whole_and_refused(
+    gw: Harness, values: list[str]
+) -> None:
+    """HTTP reads a repeated field as its values joined by commas: `1` then `0` is `1, 0`,
+    which the header does not take. Its first line alone was read, the rest ignored (a proxy
+    that appends a header could turn enforcement off without a word)."""
+    for path, body in (
+        ("/v1/responses", {"model": "m", "input": "x"}),
+        ("/v1/chat/completions", {"model": "m", "messages": MESSAGES}),
+    ):
+        answer = gw.http.post(
+            gw.url + path, json=body, headers=[(ENFORCE, value) for value in values]
+        )
+        error = _error(answer)
+        assert (error["param"], error["code"]) == (ENFORCE, "invalid_value")
+        assert repr(", ".join(values)) in error["message"]
+    assert gw.backend.requests == []
+
+
 @pytest.mark.parametrize(("value", "on"), [("1", True), ("true", True), ("TRUE", True),
                                            ("True", True), ("0", False), ("false", False),
                                            ("FALSE", False)])  # fmt: skip
@@ -97,6 +117,28 @@ def test_the_documented_enforce_values_are_read_in_any_case(
 
 
 # -- 2. the param of a schema or format error --------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["json-schema", "jsonschema", "JSON_SCHEMA", "json"])
+def test_a_format_type_enforcement_cannot_read_is_a_400_not_an_unchecked_200(
+    make_gateway: MakeGateway, kind: str
+) -> None:
+    """Under enforcement a misspelt type was not enforced: the reply, missing a required
+    field, came back 200. Passed through (not enforcing), a type the spec lacks goes to the
+    backend as sent (a backend's extension, such as a grammar), for the backend to judge."""
+    fmt = {"type": kind, "name": "A", "schema": SCHEMA}
+    gw = make_gateway(enforce=True)
+    gw.backend.json(chat_completion(content='{"b": 1}'))
+    for path, body, param in (
+        ("/v1/responses", {"model": "m", "input": "x", "text": {"format": fmt}}, "text.format"),
+        ("/v1/chat/completions", {"model": "m", "messages": MESSAGES, "response_format": fmt},
+         "response_format"),
+    ):  # fmt: skip
+        error = _error(gw.http.post(gw.url + path, json=body))
+        assert (error["param"], error["code"]) == (f"{param}.type", "invalid_value")
+        assert "'json_schema'" in error["message"]
+    assert gw.backend.requests == []
+
 
 BAD = {"type": "object", "properties": {"a": {"type": 5}}}
 """A schema with a wrong keyword at /properties/a/type."""

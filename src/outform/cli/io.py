@@ -32,10 +32,26 @@ from outform.schema.check import boolean_root
 from outform.schema.derive import is_type
 
 
+def read_stdin(what: str) -> bytes:
+    """The bytes of standard input; a UsageError when there is none to read (started with it
+    closed, `<&-`: Python then has no `sys.stdin`)."""
+    stream = sys.stdin
+    try:
+        if stream is None:
+            raise OSError("closed")
+        return stream.buffer.read()
+    except (OSError, ValueError, AttributeError):
+        raise UsageError(
+            f"cannot read the {what} from standard input: it is closed",
+            where="standard input",
+            fix=f"pipe the {what} in (… | outform …), or give the path of a file instead of -",
+        ) from None
+
+
 def read_text(file: str, what: str) -> bytes:
     """The bytes of `file`, or of standard input for "-"."""
     if file == "-":
-        return sys.stdin.buffer.read()
+        return read_stdin(what)
     path = Path(file)
     try:
         return path.read_bytes()
@@ -58,7 +74,7 @@ def load_schema(path: Path, *, stdin: bool = False) -> Any:
     from_stdin = stdin and str(path) == "-"
     where = "standard input" if from_stdin else str(path)
     try:
-        raw = sys.stdin.buffer.read() if from_stdin else path.read_bytes()
+        raw = read_stdin("schema") if from_stdin else path.read_bytes()
     except OSError as exc:
         raise UsageError(
             f"cannot read the schema file: {exc.strerror}",

@@ -450,10 +450,13 @@ def _under(path: str, mount: str) -> bool:
 
 
 def _header(scope: Scope, name: bytes) -> bytes | None:
-    for key, value in scope["headers"]:
-        if key == name:
-            return bytes(value)
-    return None
+    """A request header's value; one sent several times is its values joined by commas, as
+    HTTP reads a repeated field (RFC 9110, 5.3): `x-outform-enforce: 1` then `0` is `1, 0`,
+    refused like any value it does not take, never read as its first line alone."""
+    values = [bytes(value) for key, value in scope["headers"] if key == name]
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else b", ".join(values)
 
 
 async def _send_reply(reply: Reply, send: Send) -> None:

@@ -37,7 +37,13 @@ from outform.gateway.checks import CheckSettings, Verdict, check_reply
 from outform.gateway.output import content_text
 from outform.gateway.replies import GatewayError, bad_request
 from outform.gateway.settings import ENFORCE_HEADER, ENFORCE_VALUES, GatewaySettings
-from outform.gateway.translate import check_format, flat_format, format_fields
+from outform.gateway.translate import (
+    FORMAT_TYPE,
+    check_format,
+    check_value,
+    flat_format,
+    format_fields,
+)
 from outform.gateway.workers import WorkerPool, WorkerTimeoutError
 from outform.schema import pointer
 from outform.schema.compiled import compile_schema
@@ -84,6 +90,10 @@ def checkable(fmt: Any, where: str = "text.format") -> dict[str, Any] | None:
     being the format's (`text.format`, Chat's `response_format`): the nested shape's fields
     are under `where.json_schema`, and a schema's fault under its schema's path, down to the
     keyword when the error says where it is (`...schema.properties.age.type`)."""
+    if isinstance(fmt, Mapping) and fmt.get("type") is not None:
+        # A type the spec does not have (`json-schema`) is refused when outform is to enforce
+        # (or translate) it: enforcing nothing would answer 200 with a reply nobody checked.
+        check_value(fmt["type"], f"{where}.type", FORMAT_TYPE)
     flat = flat_format(fmt, where)
     if not isinstance(flat, Mapping) or flat.get("type") not in ("json_schema", "json_object"):
         return None

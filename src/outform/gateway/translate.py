@@ -153,6 +153,18 @@ _OBJECTS: dict[str, dict[str, _Field]] = {
 }
 """Object fields, and the fields of each the spec types."""
 _SUMMARY = _Field(str, choices=get_args(schemas.Summary))
+FORMAT_TYPE = _Field(
+    str,
+    choices=tuple(
+        dict.fromkeys(
+            get_args(member.model_fields["type"].annotation)[0]
+            for member in get_args(schemas.TextFormat)
+        )
+    ),
+)
+"""A format's `type` (Responses' `text.format`, Chat's `response_format`) the gateway can
+enforce or translate: one of the spec's. Passed through, other types (a backend's extension,
+such as a grammar) go to the backend as sent, for it to judge."""
 _REASONING = {
     "effort": _Field(str, choices=get_args(schemas.Effort)),
     "summary": _SUMMARY,
