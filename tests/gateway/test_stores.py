@@ -659,7 +659,7 @@ def test_sqlite_schema_1_files_are_upgraded(tmp_path: Path) -> None:
 
     asyncio.run(main())
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone() == (2,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (3,)
         assert conn.execute("SELECT status FROM outform_responses").fetchone() == ("failed",)
     conn.close()
 
@@ -743,7 +743,7 @@ def test_sqlite_uses_wal_and_its_tables(tmp_path: Path) -> None:
     asyncio.run(main())
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-        assert conn.execute("PRAGMA user_version").fetchone() == (2,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (3,)
         row = conn.execute(
             "SELECT id, created_at, previous_response_id, json_extract(response, '$.model')"
             " FROM outform_responses"
@@ -874,7 +874,7 @@ def test_postgres_schema_1_tables_are_upgraded(postgres_server: PostgresServer) 
             version = conn.execute(
                 "SELECT value FROM outform_meta WHERE name = 'schema_version'"
             ).fetchone()
-        assert version == ("2",)
+        assert version == ("3",)
     finally:
         postgres_server.drop(schema)
 

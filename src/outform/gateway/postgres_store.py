@@ -43,7 +43,7 @@ from outform.gateway.store import (
 )
 from outform.gateway.stores import Budget, decode_record, encode_record, redact_dsn, row_bytes
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 TABLE = "outform_responses"
 ITEMS = "outform_items"
 WORKERS = "outform_workers"
@@ -71,21 +71,28 @@ SCHEMA = (
     f"CREATE INDEX IF NOT EXISTS {TABLE}_created_at ON {TABLE} (created_at)",
     f"CREATE INDEX IF NOT EXISTS {TABLE}_previous ON {TABLE} (previous_response_id)"
     " WHERE previous_response_id IS NOT NULL",
-    f"""CREATE TABLE IF NOT EXISTS {ITEMS} (
+    # every holder of an item id (clients reuse ids), in the order they stored it (see
+    # store.py, the rules). Schema 2 kept one holder per id: rebuilt from the responses (only
+    # upgrades run these statements, so the table dropped is always of an older schema).
+    f"DROP TABLE IF EXISTS {ITEMS}",
+    f"""CREATE TABLE {ITEMS} (
         tenant text NOT NULL,
         id text NOT NULL,
         response_id text NOT NULL,
-        PRIMARY KEY (tenant, id)
+        seq bigint GENERATED ALWAYS AS IDENTITY,
+        PRIMARY KEY (tenant, id, response_id)
     )""",
-    f"CREATE INDEX IF NOT EXISTS {ITEMS}_response ON {ITEMS} (response_id)",
+    f"CREATE INDEX {ITEMS}_newest ON {ITEMS} (tenant, id, seq)",
+    f"CREATE INDEX {ITEMS}_response ON {ITEMS} (response_id)",
     f"INSERT INTO {ITEMS} (tenant, id, response_id)"
-    f" SELECT r.tenant, j.value->>'id', r.id FROM {TABLE} r,"
-    " json_array_elements(r.input_items) j WHERE j.value->>'id' IS NOT NULL"
-    " ON CONFLICT DO NOTHING",
-    f"INSERT INTO {ITEMS} (tenant, id, response_id)"
-    f" SELECT r.tenant, j.value->>'id', r.id FROM {TABLE} r,"
-    " json_array_elements(r.response->'output') j WHERE j.value->>'id' IS NOT NULL"
-    " ON CONFLICT DO NOTHING",
+    " SELECT tenant, item_id, response_id FROM ("
+    + " UNION ALL ".join(
+        "SELECT r.tenant, j.value->>'id' AS item_id, r.id AS response_id, r.created_at,"
+        f" r.stored_at FROM {TABLE} r, json_array_elements({field}) j"
+        " WHERE j.value->>'id' IS NOT NULL"
+        for field in ("r.input_items", "r.response->'output'")
+    )
+    + ") old ORDER BY created_at, stored_at ON CONFLICT DO NOTHING",
     f"""CREATE TABLE IF NOT EXISTS {WORKERS} (
         id text PRIMARY KEY,
         heartbeat_at timestamptz NOT NULL,
@@ -103,19 +110,25 @@ _SAVE = (
     " previous_response_id = EXCLUDED.previous_response_id, response = EXCLUDED.response,"
     " input_items = EXCLUDED.input_items, conversation = EXCLUDED.conversation,"
     " status = EXCLUDED.status, tenant = EXCLUDED.tenant, worker = EXCLUDED.worker,"
-    " stored_at = now() RETURNING id, tenant)"
+    " stored_at = now() RETURNING id, tenant),"
+    " item AS (SELECT unnest(%s::text[]) AS id),"
+    f" unindexed AS (DELETE FROM {ITEMS} i USING saved WHERE i.response_id = saved.id"
+    "  AND (i.tenant <> saved.tenant OR i.id NOT IN (SELECT id FROM item)))"
     f" INSERT INTO {ITEMS} (tenant, id, response_id)"
-    " SELECT saved.tenant, item.id, saved.id FROM saved, unnest(%s::text[]) AS item(id)"
-    " ON CONFLICT (tenant, id) DO UPDATE SET response_id = EXCLUDED.response_id"
+    " SELECT saved.tenant, item.id, saved.id FROM saved, item"
+    " ON CONFLICT (tenant, id, response_id) DO NOTHING"
 )
 _UPDATE = (
     f"WITH saved AS (UPDATE {TABLE} SET created_at = %s, previous_response_id = %s,"
     " response = %s::json, input_items = %s::json, conversation = %s::json, status = %s,"
     f" worker = %s, stored_at = now() WHERE id = %s AND tenant = %s AND status IN {_UNFINISHED}"
     " RETURNING id, tenant),"
+    " item AS (SELECT unnest(%s::text[]) AS id),"
+    f" unindexed AS (DELETE FROM {ITEMS} i USING saved WHERE i.response_id = saved.id"
+    "  AND (i.tenant <> saved.tenant OR i.id NOT IN (SELECT id FROM item))),"
     f" indexed AS (INSERT INTO {ITEMS} (tenant, id, response_id)"
-    " SELECT saved.tenant, item.id, saved.id FROM saved, unnest(%s::text[]) AS item(id)"
-    " ON CONFLICT (tenant, id) DO UPDATE SET response_id = EXCLUDED.response_id)"
+    " SELECT saved.tenant, item.id, saved.id FROM saved, item"
+    " ON CONFLICT (tenant, id, response_id) DO NOTHING)"
     " SELECT count(*) FROM saved"
 )
 _SELECT = (
@@ -128,6 +141,7 @@ _SELECT = (
 _SELECT_ITEM = (
     f"SELECT r.id, r.response::text, r.input_items::text FROM {ITEMS} i JOIN {TABLE} r"
     " ON r.id = i.response_id AND r.tenant = i.tenant WHERE i.tenant = %s AND i.id = %s"
+    " ORDER BY i.seq DESC LIMIT 1"
 )
 _DELETE = (
     f"WITH gone AS (DELETE FROM {TABLE} WHERE id = %s AND tenant = %s RETURNING id),"

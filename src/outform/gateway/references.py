@@ -6,6 +6,11 @@ its input items or output items. It is replaced by that item, as stored, before 
 checked and translated, so the backend, `input_items` and the conversation see the item itself.
 Only the caller's tenant's items are found; another key's item answers exactly as an unknown
 id does (404), so ids tell nothing about other tenants.
+
+Clients reuse item ids across requests (replaying earlier items), so an id may be held by
+several stored responses: the reference stands for the newest copy among those that still
+exist (`ResponseStore.find_item`, one indexed lookup), so deleting one response never makes a
+reference fail while another still holds the id.
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ from outform.gateway.stores import Budget, Row, decode_record, encode_record, ro
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 TABLE = "outform_responses"
 ITEMS = "outform_items"
 WORKERS = "outform_workers"
@@ -78,12 +78,16 @@ SCHEMA = (
     f"CREATE INDEX IF NOT EXISTS {TABLE}_created_at ON {TABLE} (created_at)",
     f"CREATE INDEX IF NOT EXISTS {TABLE}_previous ON {TABLE} (previous_response_id)"
     " WHERE previous_response_id IS NOT NULL",
+    # every holder of an item id (clients reuse ids), in the order they stored it: `seq` is
+    # the rowid, so a new entry's is above every existing one's (see store.py, the rules)
     f"""CREATE TABLE IF NOT EXISTS {ITEMS} (
+        seq INTEGER PRIMARY KEY,
         tenant TEXT NOT NULL,
         id TEXT NOT NULL,
         response_id TEXT NOT NULL,
-        PRIMARY KEY (tenant, id)
-    ) WITHOUT ROWID""",
+        UNIQUE (tenant, id, response_id)
+    )""",
+    f"CREATE INDEX IF NOT EXISTS {ITEMS}_newest ON {ITEMS} (tenant, id, seq)",
     f"CREATE INDEX IF NOT EXISTS {ITEMS}_response ON {ITEMS} (response_id)",
     f"""CREATE TABLE IF NOT EXISTS {WORKERS} (
         id TEXT PRIMARY KEY,
@@ -99,11 +103,17 @@ UPGRADE_FROM_1 = (
     f"ALTER TABLE {TABLE} ADD COLUMN worker TEXT",
     f"UPDATE {TABLE} SET status = coalesce(json_extract(response, '$.status'), 'completed')",
 )
-_INDEX_OLD_ITEMS = (  # after UPGRADE_FROM_1: the items of existing responses, for item_reference
+UPGRADE_FROM_2 = (f"DROP TABLE IF EXISTS {ITEMS}",)  # one holder per id: rebuilt with all
+_INDEX_OLD_ITEMS = (  # after an upgrade: the items of existing responses, oldest first
     f"INSERT OR IGNORE INTO {ITEMS} (tenant, id, response_id)"
-    f" SELECT r.tenant, json_extract(j.value, '$.id'), r.id FROM {TABLE} r, json_each({field}) j"
-    " WHERE json_extract(j.value, '$.id') IS NOT NULL"
-    for field in ("r.input_items", "json_extract(r.response, '$.output')")
+    " SELECT tenant, item_id, response_id FROM ("
+    + " UNION ALL ".join(
+        "SELECT r.tenant, json_extract(j.value, '$.id') AS item_id, r.id AS response_id,"
+        f" r.created_at, r.stored_at FROM {TABLE} r, json_each({field}) j"
+        " WHERE json_extract(j.value, '$.id') IS NOT NULL"
+        for field in ("r.input_items", "json_extract(r.response, '$.output')")
+    )
+    + ") ORDER BY created_at, stored_at",
 )
 _UPSERT = (
     f"INSERT INTO {TABLE} (id, created_at, previous_response_id, response, input_items,"
@@ -119,9 +129,13 @@ _UPDATE = (
     f" input_items = ?, conversation = ?, status = ?, worker = ?, stored_at = {_NOW}"
     f" WHERE id = ? AND tenant = ? AND status IN {tuple(sorted(UNFINISHED))}"
 )
-_INDEX_ITEM = (
+_INDEX_ITEM = (  # a holder already indexed keeps its place
     f"INSERT INTO {ITEMS} (tenant, id, response_id) VALUES (?, ?, ?)"
-    " ON CONFLICT (tenant, id) DO UPDATE SET response_id = excluded.response_id"
+    " ON CONFLICT (tenant, id, response_id) DO NOTHING"
+)
+_UNINDEX_DROPPED = (  # a record saved again: the entries of the items it no longer holds
+    f"DELETE FROM {ITEMS} WHERE response_id = ?"
+    " AND (tenant <> ? OR id NOT IN (SELECT value FROM json_each(?)))"
 )
 _SELECT = (
     "SELECT r.created_at, r.previous_response_id, r.response, r.input_items, r.conversation,"
@@ -131,6 +145,7 @@ _SELECT = (
 _SELECT_ITEM = (
     f"SELECT r.id, r.response, r.input_items FROM {ITEMS} i JOIN {TABLE} r"
     " ON r.id = i.response_id AND r.tenant = i.tenant WHERE i.tenant = ? AND i.id = ?"
+    " ORDER BY i.seq DESC LIMIT 1"
 )
 _HEARTBEAT = (
     f"INSERT INTO {WORKERS} (id, heartbeat_at, place, pid) VALUES (?, ?, ?, ?)"
@@ -361,7 +376,7 @@ class _Op:
 
 def _upsert(conn: sqlite3.Connection, row: Row, item_ids: list[str]) -> None:
     conn.execute(_UPSERT, row)
-    conn.executemany(_INDEX_ITEM, [(row[7], item_id, row[0]) for item_id in item_ids])
+    _index(conn, row[0], row[7], item_ids)
 
 
 def _update(conn: sqlite3.Connection, row: Row, item_ids: list[str]) -> bool:
@@ -372,8 +387,14 @@ def _update(conn: sqlite3.Connection, row: Row, item_ids: list[str]) -> bool:
     )
     if cursor.rowcount == 0:
         return False
-    conn.executemany(_INDEX_ITEM, [(tenant, item_id, id_) for item_id in item_ids])
+    _index(conn, id_, tenant, item_ids)
     return True
+
+
+def _index(conn: sqlite3.Connection, response_id: str, tenant: str, item_ids: list[str]) -> None:
+    """Index the items a record now holds (its other entries go)."""
+    conn.execute(_UNINDEX_DROPPED, (response_id, tenant, orjson.dumps(item_ids).decode()))
+    conn.executemany(_INDEX_ITEM, [(tenant, item_id, response_id) for item_id in item_ids])
 
 
 class _Writer:
@@ -523,9 +544,12 @@ def _create_or_upgrade(conn: sqlite3.Connection, path: str) -> None:
     if version == 1:
         for statement in UPGRADE_FROM_1:
             conn.execute(statement)
+    if version == 2:
+        for statement in UPGRADE_FROM_2:
+            conn.execute(statement)
     for statement in SCHEMA:
         conn.execute(statement)
-    if version == 1:
+    if version in (1, 2):
         for statement in _INDEX_OLD_ITEMS:
             conn.execute(statement)
     conn.execute(

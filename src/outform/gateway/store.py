@@ -12,6 +12,12 @@ The rules every store keeps (docs/stores.md):
 * **A record belongs to a tenant** (a keyed hash of the client's API key, `""` without keys).
   `load`, `delete` and `find_item` see only the caller's tenant's rows: another tenant's
   record is indistinguishable from a missing one.
+* **An item id names its newest existing copy.** Clients may reuse input item ids across
+  requests (replaying earlier items), so several records can hold an item of one id. The
+  item index keeps every (tenant, item id, record) in the order each record first stored
+  that item; `find_item` answers the newest entry whose record still exists. Deleting,
+  purging or re-saving a record without the item drops only its entries, so a reference
+  then finds the newest copy left, never nothing while another record holds one.
 * **Ids never hold NUL.** PostgreSQL's text cannot hold the character, so no store keeps
   one: a record whose id, previous id or item ids hold it is refused (UsageError), and a
   lookup of such an id finds nothing, without asking the database. The gateway refuses
@@ -163,7 +169,8 @@ class ResponseStore(Protocol):
         ...
 
     async def find_item(self, item_id: str, tenant: str = NO_TENANT) -> dict[str, Any] | None:
-        """The input or output item with this id of one of the tenant's records."""
+        """The input or output item with this id of the tenant's record that stored it
+        most recently (of those that still exist), or None."""
         ...
 
     async def heartbeat(self, worker: str, place: str = "", pid: int = 0) -> None:
@@ -203,7 +210,8 @@ class MemoryStore:
 
     def __init__(self) -> None:
         self._records: dict[str, StoredResponse] = {}
-        self._items: dict[tuple[str, str], str] = {}
+        self._items: dict[tuple[str, str], dict[str, None]] = {}
+        """(tenant, item id): the ids of the records holding it, oldest first."""
         self._beats: dict[str, tuple[float, str, int]] = {}
         self._salt = secrets.token_bytes(32)
         self._lock = asyncio.Lock()
@@ -229,9 +237,23 @@ class MemoryStore:
             return True
 
     def _put(self, record: StoredResponse) -> None:
+        old = self._records.get(record.id)
         self._records[record.id] = record
+        if old is not None:
+            self._unindex(old, keep=set() if old.tenant != record.tenant else record.item_ids())
+        for item_id in record.item_ids():  # a holder already listed keeps its place
+            self._items.setdefault((record.tenant, item_id), {}).setdefault(record.id, None)
+
+    def _unindex(self, record: StoredResponse, keep: Iterable[str] = ()) -> None:
+        """Drop the record's index entries, but for the item ids in `keep`."""
+        kept = set(keep)
         for item_id in record.item_ids():
-            self._items[(record.tenant, item_id)] = record.id
+            holders = self._items.get((record.tenant, item_id))
+            if item_id in kept or holders is None:
+                continue
+            holders.pop(record.id, None)
+            if not holders:
+                del self._items[(record.tenant, item_id)]
 
     async def load(self, response_id: str, tenant: str = NO_TENANT) -> StoredResponse | None:
         record = self._records.get(response_id) if storable_id(response_id) else None
@@ -249,14 +271,16 @@ class MemoryStore:
             if record is None or record.tenant != tenant:
                 return False
             del self._records[response_id]
+            self._unindex(record)
             return True
 
     async def find_item(self, item_id: str, tenant: str = NO_TENANT) -> dict[str, Any] | None:
-        response_id = self._items.get((tenant, item_id)) if storable_id(item_id) else None
-        record = self._records.get(response_id or "")
-        if record is None or record.tenant != tenant:
-            return None
-        return record.find_item(item_id)
+        holders = self._items.get((tenant, item_id)) if storable_id(item_id) else None
+        for response_id in reversed(holders or {}):  # the newest holder: deletes unindex
+            record = self._records.get(response_id)
+            if record is not None and record.tenant == tenant:
+                return record.find_item(item_id)
+        return None
 
     async def heartbeat(self, worker: str, place: str = "", pid: int = 0) -> None:
         self._beats[worker] = (time.monotonic(), place, pid)
@@ -274,7 +298,7 @@ class MemoryStore:
         async with self._lock:
             old = [key for key, record in self._records.items() if record.created_at < before]
             for key in old:
-                del self._records[key]
+                self._unindex(self._records.pop(key))
             return len(old)
 
     async def flush(self) -> None:
