@@ -12,6 +12,7 @@ import pytest
 from pydantic import BaseModel, Field, field_validator
 
 import outform
+from outform import OutputError
 from outform.parse import Processor
 
 
@@ -158,3 +159,23 @@ def test_a_schema_regex_that_does_not_compile_is_named_with_its_location() -> No
         assert "cannot be compiled" in caught.value.what
         assert caught.value.where == f"schema at {where}"
         assert caught.value.fix is not None and "regular expression" in caught.value.fix
+
+
+@pytest.mark.parametrize(
+    ("options", "advice"),
+    [
+        ({"level": "off"}, "level 'minimal' reads JSON out of prose"),
+        ({"level": "minimal", "stages": []}, "add 'extract' to the stages"),
+        ({"level": "full", "stages": []}, "and 'decode' to repair malformed JSON"),
+        ({"level": "full", "stages": ["extract"]}, "add 'decode' to the stages"),
+        ({"level": "minimal"}, "level 'full' also repairs malformed JSON"),
+    ],
+)
+def test_the_fix_for_unreadable_json_names_what_is_missing(
+    options: dict[str, Any], advice: str
+) -> None:
+    """With `stages = []` the fix said "level 'minimal' reads JSON out of prose" although the
+    level was minimal already: the stage left out of the stages set is what to name."""
+    with pytest.raises(OutputError) as caught:
+        outform.parse('Here: {"a": 1,}', {"type": "object"}, **options)
+    assert caught.value.fix is not None and advice in caught.value.fix

@@ -117,3 +117,23 @@ def test_a_true_schema_is_any_json_value_and_false_is_refused(
     assert orjson.loads(capsys.readouterr().out) == {}
     assert run(b"false") == EXIT_USAGE
     assert "the schema is false: it accepts no value" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("schema", "place"),
+    [
+        (b'{"$ref": "#Anchor"}', ""),  # the compiler names the schema as a whole
+        (b'{"$ref": "#/$defs/Nope"}', " at /$ref"),  # the check names the $ref's pointer
+    ],
+)
+def test_a_schema_error_is_placed_in_the_file_not_at_a_flag_the_command_lacks(
+    schema: bytes, place: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The library names its argument (`schema`), which other commands take as `--schema`:
+    the `schema` command, which takes FILE, said `where: --schema`."""
+    path = tmp_path / "s.json"
+    path.write_bytes(schema)
+    assert main(["schema", str(path), "--dialect", "openai"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert f"where: {path}{place}\n" in err
+    assert "--schema" not in err

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from outform.cli.app import app, stderr
 from outform.cli.io import load_schema, print_json
+from outform.errors import OutformError
 
 
 @app.command("schema")
@@ -35,7 +36,11 @@ def schema_command(
     """Translate a schema into a provider's dialect; say what the provider will enforce."""
     from outform.schema.dialects import translate
 
-    result = translate(load_schema(file, stdin=True), dialect)
+    source = "standard input" if str(file) == "-" else str(file)
+    try:
+        result = translate(load_schema(file, stdin=True), dialect)
+    except OutformError as error:
+        raise _in_file(error, source) from None
     if as_json:
         print_json(result.to_dict())
         return
@@ -58,3 +63,15 @@ def schema_command(
         f"{wrapped}",
         markup=False,
     )
+
+
+def _in_file(error: OutformError, source: str) -> OutformError:
+    """An error about the schema, placed in the file it came from: the library names its
+    argument (`schema`, `schema at /$ref`), which this command takes as FILE, not as the
+    `--schema` flag other commands have."""
+    where = error.where
+    if where == "schema":
+        error.where = source
+    elif where is not None and where.startswith("schema at "):
+        error.where = f"{source} at {where[len('schema at ') :]}"
+    return error

@@ -1165,13 +1165,27 @@ class Pipeline(Generic[T]):
             fix = "the model sent nothing: check its finish reason and max_tokens, or ask again"
         elif hint.is_syntax:
             what = "no JSON value could be read from the reply"
-            if fix is None and "extract" not in self.options.stages:
+            stages = self.options.stages
+            if fix is None and self.options.level == "off":
                 fix = (
                     "level 'minimal' reads JSON out of prose, fences and reasoning blocks; "
                     "'full' also repairs malformed JSON"
                 )
+            elif fix is None and "extract" not in stages:
+                # The level has the stage, but the stages set leaves it out.
+                fix = (
+                    "add 'extract' to the stages to read JSON out of prose, fences and "
+                    "reasoning blocks"
+                    + (
+                        ""
+                        if "decode" in stages
+                        else ", and 'decode' to repair malformed JSON at level 'full'"
+                    )
+                )
             elif fix is None and self.options.tolerance < 2:
                 fix = "level 'full' also repairs malformed JSON"
+            elif fix is None and "decode" not in stages:
+                fix = "add 'decode' to the stages to repair malformed JSON"
         else:
             what, fix = "the reply does not match the schema", None
         if notes:
