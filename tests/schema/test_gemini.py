@@ -165,6 +165,25 @@ def test_gemini_refuses_an_array_or_map_of_itself_which_may_not_be_empty(
     assert caught.value.where.startswith("schema at /$defs/Node/properties/children/")
 
 
+def test_gemini_recursion_error_names_the_ref_that_closes_the_loop() -> None:
+    """The required key of a map is written on the wire as a declared property; the error
+    names the user's `$ref` (under `additionalProperties`), not that wire-only place, and its
+    fix mentions maps too."""
+    node: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "x": {"type": "integer"},
+            "children": {"type": "object", "additionalProperties": NODE, "required": ["x"]},
+        },
+        "required": ["x", "children"],
+    }
+    with pytest.raises(DialectError, match="recursive") as caught:
+        translate({"$defs": {"Node": node}, "$ref": "#/$defs/Node"}, "gemini")
+    assert caught.value.where == "schema at /$defs/Node/properties/children/additionalProperties"
+    assert "children/properties/x" not in str(caught.value)
+    assert "map" in " ".join(caught.value.options)
+
+
 @pytest.mark.parametrize("children", [{**ARRAY, "minItems": 1}, NODE], ids=["array", "node"])
 def test_gemini_takes_any_loop_that_passes_an_optional_property(children: dict[str, Any]) -> None:
     result = translate(tree(children, required=False), "gemini")

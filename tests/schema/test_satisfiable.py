@@ -46,6 +46,26 @@ EMPTY: list[tuple[dict[str, Any], str, str]] = [
     ({"type": "object", "properties": {"a": False}, "required": ["a"]}, "", "property 'a'"),
     ({"type": "object", "additionalProperties": False, "required": ["a"]}, "", "property 'a'"),
     ({"type": "array", "minItems": 1, "items": False}, "", "'minItems' 1 needs items"),
+    # a required property matches its `properties` entry and every matching pattern at once
+    (
+        {
+            "type": "object",
+            "properties": {"a": {"type": "string"}},
+            "patternProperties": {"^a$": {"type": "integer"}},
+            "required": ["a"],
+        },
+        "",
+        "property 'a' must match every schema",
+    ),
+    (
+        {
+            "type": "object",
+            "patternProperties": {"^a": {"type": "string"}, "a$": {"type": "number"}},
+            "required": ["a"],
+        },
+        "",
+        "(/patternProperties/^a, /patternProperties/a$)",
+    ),
     ({"type": "array", "prefixItems": [False], "minItems": 1}, "", "item 0"),
     ({"type": "array", "contains": False}, "", "'contains' accepts no value"),
     ({"allOf": [{"type": "string"}, {"type": "integer"}]}, "", "'allOf' branch 1"),
@@ -92,6 +112,35 @@ SATISFIABLE: list[tuple[dict[str, Any], Any]] = [
     ({"type": "number", "minimum": 1.2, "maximum": 1.8}, 1.5),
     ({"type": "object", "properties": {"a": False}}, {}),  # forbids a, on purpose
     ({"type": "array", "items": False}, []),
+    # a required property's schemas that agree on a kind, or patterns that do not match it
+    (
+        {
+            "properties": {"a": {"type": "number"}},
+            "patternProperties": {"^a$": {"type": "integer"}},
+            "required": ["a"],
+        },
+        {"a": 1},
+    ),
+    (
+        {
+            "properties": {"a": {"type": "string"}},
+            "patternProperties": {"^b$": {"type": "integer"}},
+            "required": ["a"],
+        },
+        {"a": "x"},
+    ),
+    (  # optional: the object is valid without the key
+        {"properties": {"a": {"type": "string"}}, "patternProperties": {"^a$": {"type": "null"}}},
+        {},
+    ),
+    (  # ECMA 262 \d is ASCII only (Python's `re` would match the Arabic-Indic digit)
+        {
+            "properties": {"\u0663": {"type": "string"}},
+            "patternProperties": {"^\\d$": {"type": "integer"}},
+            "required": ["\u0663"],
+        },
+        {"\u0663": "x"},
+    ),
     ({"type": ["integer", "string"], "minimum": 5, "maximum": 1}, "text"),
     ({"type": "string", "pattern": "^$", "minLength": 1}, None),  # pattern: not decided
     ({"type": "object", "properties": {"n": {"$ref": "#"}}}, {}),  # recursion
@@ -154,3 +203,18 @@ def test_no_real_world_schema_is_refused() -> None:
         row["id"] for row in corpus("jsonschemabench_dev.jsonl") if find_empty(row["schema"])
     ]
     assert refused == []
+
+
+def test_translate_refuses_a_required_property_its_pattern_contradicts() -> None:
+    """The `allOf` form of this contradiction was refused; the `patternProperties` form too."""
+    from outform.schema.dialects import translate
+
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "string"}},
+        "patternProperties": {"^a$": {"type": "integer"}},
+        "required": ["a"],
+    }
+    with pytest.raises(SchemaError, match="accepts no value") as caught:
+        translate(schema, "openai_strict")
+    assert "'a' must match every schema" in str(caught.value)

@@ -17,7 +17,9 @@ left with no kind accepts no value. The rules (docs/dialects.md lists them for u
   nothing (or `minContains` above `maxContains` or `maxItems`); objects: `minProperties` above
   `maxProperties`, more `required` names than `maxProperties`, a required property whose schema
   (its `properties` entry, matching `patternProperties`, or `additionalProperties`) accepts
-  nothing, or one that `propertyNames` refuses;
+  nothing, or whose schemas (its `properties` entry and every `patternProperties` entry whose
+  pattern matches its name, by the validator's engine) allow no kind in common, or one that
+  `propertyNames` refuses;
 * combinators: `allOf` keeps the kinds every branch allows, `anyOf`/`oneOf` those of some
   branch, `if`/`then`/`else` those of `then` or `else`, a local `$ref` those of its target.
 
@@ -243,13 +245,23 @@ class _Finder:
         patterns = node.get("patternProperties")
         patterns = patterns if isinstance(patterns, Mapping) else {}
         for name in required:
-            for where, schema in self._schemas_of(name, properties, patterns, node, location):
-                if not self.kinds(schema, where):
+            schemas = self._schemas_of(name, properties, patterns, node, location)
+            common = ALL
+            for where, schema in schemas:
+                kinds = self.kinds(schema, where)
+                if not kinds:
                     inner = self.proof(schema, where)
                     return (
                         f"the required property {name!r} accepts no value "
                         f"(at {inner.location}: {inner.reason})"
                     )
+                common &= kinds
+            if not common:  # each schema accepts something, but not the same kind of value
+                places = ", ".join(where for where, _ in schemas)
+                return (
+                    f"the required property {name!r} must match every schema that applies to "
+                    f"it ({places}), and their types cannot agree"
+                )
         return None
 
     def _schemas_of(

@@ -207,6 +207,11 @@ class Emitter:
         """The one-branch `anyOf`s written to carry annotations beside a `$ref` (see
         `reference`), each with the `$ref` it holds and the parts annotated: unwrapped by
         `preflight` when they put the schema over a limit of union-typed properties."""
+        self._ref_origins: list[tuple[Wire, str]] = []
+        """Each `$ref` node written on the wire (and the `anyOf` carrying its annotations),
+        with the location of the user's `$ref` it stands for: a recursion error names that,
+        since the wire path may not exist in the user's schema (a map's required key is
+        written as a declared property)."""
         mode = options.open_objects or ("close" if rules.closes_open_objects else "keep")
         self.close = mode == "close"
 
@@ -259,7 +264,7 @@ class Emitter:
             )
             for ref in loops:
                 target = self._original(ref.target)
-                raise self.recursion_error(target, self._original(ref.path))
+                raise self.recursion_error(target, self._ref_origin(wire, ref.path))
         limits = self.rules.limits
         if limits == Limits():
             return
@@ -326,7 +331,7 @@ class Emitter:
         allowed = (
             "recursion only when every loop passes through a place a value may leave empty: "
             "a property that is not required, the items of an array that may be empty (no "
-            "minItems), or the values of a map"
+            "minItems), or the values of a map whose object requires no key they govern"
             if self.rules.recursion == "optional_only"
             else "no recursive schema"
         )
@@ -337,12 +342,21 @@ class Emitter:
             where=f"schema at {where or '/'}",
             options=(
                 "use a dialect that accepts recursion (openai_strict; gemini when a property "
-                "on the loop is optional or an array on it may be empty)",
+                "on the loop is optional, an array on it may be empty, or a map on it requires "
+                "no key it governs)",
                 "use json_object mode or instructions (outform checks the reply against the "
                 "full schema)",
                 "bound the depth in the schema (a fixed number of nested levels)",
             ),
         )
+
+    def _ref_origin(self, wire: Wire, wire_path: str) -> str:
+        """Where the user wrote the `$ref` at a wire path; else its best-effort original."""
+        try:
+            node = pointer.lookup(wire, wire_path)
+        except (KeyError, ValueError):
+            return self._original(wire_path)
+        return next((loc for w, loc in self._ref_origins if w is node), self._original(wire_path))
 
     def _original(self, wire_path: str) -> str:
         """The original location behind a wire path inside `$defs` (best effort)."""
@@ -616,6 +630,7 @@ class Emitter:
                 if keyword not in ANNOTATIONS and keyword not in DEFINITIONS:
                     self.moved(part.loc, keyword, "beside a recursive reference")
         wire: Wire = {"$ref": f"#/$defs/{name}"}
+        self._ref_origins.append((wire, first.loc))
         notes_holder: Wire = {}
         self.annotate(notes_holder, list(branch.parts), [])
         if notes_holder:
@@ -625,6 +640,7 @@ class Emitter:
                 ref = wire["$ref"]
                 wire = {"anyOf": [wire], **notes_holder}
                 self._annotated_refs.append((wire, ref, list(branch.parts)))
+                self._ref_origins.append((wire, first.loc))
         self.sweep(list(branch.parts), None)
         return wire, codec
 
