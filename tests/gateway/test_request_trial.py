@@ -445,3 +445,147 @@ def test_items_without_ids_or_with_distinct_ids_are_accepted(gw: Harness) -> Non
     assert len(set(ids)) == 4 and ids[2:] == ["msg_a", "msg_b"]
     with pytest.raises(openai.BadRequestError):  # and the SDK sees the refusal as one
         gw.client.responses.create(model="m", input=[_item("msg_a"), _item("msg_a")])
+
+
+# -- 5. every request error carries a code ----------------------------------------------------
+
+_REF: Any = {"type": "item_reference"}
+_FN: Any = {"type": "function", "name": "get_weather", "parameters": {"type": "object"}}
+
+
+@pytest.mark.parametrize(
+    ("fields", "param", "code"),
+    [
+        (
+            {
+                "text": {
+                    "format": {
+                        "type": "json_schema",
+                        "name": "A",
+                        "json_schema": {"name": "A", "schema": SCHEMA},
+                    }
+                }
+            },
+            "text.format.name",
+            "invalid_value",
+        ),
+        (
+            {"text": {"format": {"type": "json_schema", "json_schema": 5}}},
+            "text.format.json_schema",
+            "invalid_type",
+        ),
+        ({"text": {"format": "json"}}, "text.format", "invalid_type"),
+        ({"text": {"format": {"name": "A"}}}, "text.format.type", "missing_required"),
+        ({"text": {"format": {"type": 5}}}, "text.format.type", "invalid_type"),
+        ({"text": "json"}, "text", "invalid_type"),
+        ({"input": [_REF]}, "input[0].id", "missing_required"),
+        ({"input": 5}, "input", "invalid_type"),
+        ({"input": [5]}, "input[0]", "invalid_type"),
+        ({"input": [{"type": "message", "content": "x"}]}, "input[0].role", "missing_required"),
+        ({"input": [{"role": "robot", "content": "x"}]}, "input[0].role", "invalid_value"),
+        ({"input": [{"role": "user"}]}, "input[0].content", "missing_required"),
+        ({"input": [{"role": "user", "content": 5}]}, "input[0].content", "invalid_type"),
+        (
+            {"input": [{"type": "function_call", "call_id": "c", "name": "f"}]},
+            "input[0].arguments",
+            "missing_required",
+        ),
+        (
+            {"input": [{"type": "function_call_output", "call_id": 5, "output": "1"}]},
+            "input[0].call_id",
+            "invalid_type",
+        ),
+        (
+            {"input": [{"type": "function_call_output", "call_id": "c", "output": {}}]},
+            "input[0].output",
+            "invalid_type",
+        ),
+        (
+            {"input": [{"role": "user", "content": [{"type": "input_audio"}]}]},
+            "input[0].content[0].input_audio",
+            "missing_required",
+        ),
+        ({"tools": {"type": "function"}}, "tools", "invalid_type"),
+        ({"tools": [{"type": "function"}]}, "tools[0].name", "missing_required"),
+        ({"tools": [{"type": "function", "name": 5}]}, "tools[0].name", "invalid_type"),
+        ({"tool_choice": "sometimes"}, "tool_choice", "invalid_value"),
+        ({"tool_choice": 5}, "tool_choice", "invalid_type"),
+    ],
+)
+def test_every_request_error_names_its_code(
+    gw: Harness, fields: dict[str, Any], param: str, code: str
+) -> None:
+    """Some 400s came with `code: null`; each request error is `invalid_type`,
+    `invalid_value` or `missing_required` (or a more specific code), as documented."""
+    body = {"model": "m", "input": "x", **fields}
+    error = _error(gw.http.post(gw.url + "/v1/responses", json=body))
+    assert (error["param"], error["code"]) == (param, code)
+    assert gw.backend.requests == []
+
+
+# -- 6. a json_schema format's schema that is sent but not an object -------------------------
+
+
+@pytest.mark.parametrize(
+    ("schema", "code"),
+    [
+        (False, "invalid_type"),
+        ([1], "invalid_type"),
+        ("hello", "invalid_type"),
+        (None, "missing_required"),
+        ("absent", "missing_required"),
+    ],
+)
+def test_a_schema_that_is_not_an_object_is_invalid_type_not_missing(
+    gw: Harness, schema: Any, code: str
+) -> None:
+    fmt: Any = {"type": "json_schema", "name": "A"}
+    if schema != "absent":
+        fmt["schema"] = schema
+    for text, param in (
+        ({"format": fmt}, "text.format.schema"),
+        ({"format": {"type": "json_schema", "json_schema": fmt}}, "text.format.json_schema.schema"),
+    ):
+        body = {"model": "m", "input": "x", "text": text}
+        error = _error(gw.http.post(gw.url + "/v1/responses", json=body))
+        assert (error["param"], error["code"]) == (param, code)
+        if code == "invalid_type":
+            assert f"got {type(schema).__name__}" in error["message"]
+    assert gw.backend.requests == []
+
+
+# -- 7. tool_choice errors name the field at fault ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("choice", "param", "code"),
+    [
+        ({"type": "allowed_tools", "mode": "required"}, "tool_choice.tools", "missing_required"),
+        (
+            {"type": "allowed_tools", "mode": "auto", "tools": {}},
+            "tool_choice.tools",
+            "invalid_type",
+        ),
+        (
+            {"type": "allowed_tools", "mode": "auto", "tools": [{"type": "web_search"}]},
+            "tool_choice.tools[0]",
+            "unsupported_tool",
+        ),
+        (
+            {"type": "allowed_tools", "mode": "auto", "tools": [_FN, 5]},
+            "tool_choice.tools[1]",
+            "invalid_type",
+        ),
+        ({"name": "get_weather"}, "tool_choice.type", "missing_required"),
+        ({"type": 5}, "tool_choice.type", "invalid_type"),
+        ({"type": "web_search"}, "tool_choice", "unsupported_tool"),
+    ],
+)
+def test_tool_choice_errors_name_the_field_at_fault(
+    gw: Harness, choice: Any, param: str, code: str
+) -> None:
+    body = {"model": "m", "input": "x", "tools": [_FN], "tool_choice": choice}
+    error = _error(gw.http.post(gw.url + "/v1/responses", json=body))
+    assert (error["param"], error["code"]) == (param, code)
+    assert "None" not in error["message"]
+    assert gw.backend.requests == []

@@ -206,17 +206,20 @@ def test_every_tool_choice_form_in_chats_shape(choice: Any, expected: Any) -> No
 
 
 @pytest.mark.parametrize(
-    "choice",
+    ("choice", "param"),
     [
-        "sometimes",
-        {"type": "file_search"},
-        {"type": "allowed_tools", "mode": "auto", "tools": [{"type": "web_search"}]},
+        ("sometimes", "tool_choice"),
+        ({"type": "file_search"}, "tool_choice"),
+        (
+            {"type": "allowed_tools", "mode": "auto", "tools": [{"type": "web_search"}]},
+            "tool_choice.tools[0]",
+        ),
     ],
 )
-def test_tool_choices_a_chat_backend_cannot_take_are_refused(choice: Any) -> None:
+def test_tool_choices_a_chat_backend_cannot_take_are_refused(choice: Any, param: str) -> None:
     with pytest.raises(GatewayError) as caught:
         chat_tool_choice(choice)
-    assert caught.value.status == 400 and caught.value.param == "tool_choice"
+    assert caught.value.status == 400 and caught.value.param == param
 
 
 # -- answers and streams -------------------------------------------------------------------

@@ -304,7 +304,9 @@ def check_request(req: Mapping[str, Any], *, references: bool = False) -> None:
     value = req.get("input")
     if value is not None and not isinstance(value, str):
         if not isinstance(value, list):
-            raise bad_request("'input' must be a string or a list of items.", "input")
+            raise bad_request(
+                "'input' must be a string or a list of items.", "input", "invalid_type"
+            )
         first_of: dict[str, int] = {}
         for index, item in enumerate(value):
             _check_item(item, f"input[{index}]", references)
@@ -353,12 +355,23 @@ def _check_text(text: Any) -> None:
     if text is None:
         return
     if not isinstance(text, dict):
-        raise bad_request("'text' must be an object.", "text")
+        raise bad_request("'text' must be an object.", "text", "invalid_type")
     if text.get("verbosity") is not None:
         check_value(text["verbosity"], "text.verbosity", _VERBOSITY)
     fmt = text.get("format")
-    if fmt is not None and (not isinstance(fmt, dict) or not isinstance(fmt.get("type"), str)):
-        raise bad_request("'text.format' must be an object with a 'type'.", "text.format")
+    if fmt is not None and not isinstance(fmt, dict):
+        raise bad_request(
+            "'text.format' must be an object with a 'type' (e.g. {\"type\": \"json_schema\", "
+            "...}).",
+            "text.format",
+            "invalid_type",
+        )
+    if fmt is not None and not isinstance(fmt.get("type"), str):
+        raise bad_request(
+            "'text.format' must be an object with a 'type' (text, json_object or json_schema).",
+            "text.format.type",
+            _refusal(fmt.get("type")),
+        )
     check_format(fmt, "text.format")
 
 
@@ -381,12 +394,20 @@ def check_format(fmt: Any, where: str) -> None:
         return
     fields = format_fields(fmt, where)
     _check_fields(flat, _FORMAT_FIELDS, f"{fields}.")
-    if not isinstance(flat.get("schema"), dict):
+    schema = flat.get("schema")
+    if schema is None:
         raise bad_request(
             f"Missing required parameter: '{fields}.schema': a json_schema format needs a "
             "'schema' object (the JSON Schema the reply must match).",
             f"{fields}.schema",
             "missing_required",
+        )
+    if not isinstance(schema, dict):
+        raise bad_request(
+            f"Invalid type for '{fields}.schema': expected an object (the JSON Schema the "
+            f"reply must match), got {type(schema).__name__}.",
+            f"{fields}.schema",
+            "invalid_type",
         )
 
 
@@ -447,7 +468,7 @@ def _check_tools(tools: Any) -> None:
     if tools is None:
         return
     if not isinstance(tools, list):
-        raise bad_request("'tools' must be a list.", "tools")
+        raise bad_request("'tools' must be a list.", "tools", "invalid_type")
     for index, tool in enumerate(tools):
         if not isinstance(tool, dict) or tool.get("type") != "function":
             kind = tool.get("type") if isinstance(tool, dict) else type(tool).__name__
@@ -458,7 +479,11 @@ def _check_tools(tools: Any) -> None:
                 "unsupported_tool",
             )
         if not isinstance(tool.get("name"), str) or not tool["name"]:
-            raise bad_request("A function tool needs a 'name'.", f"tools[{index}].name")
+            raise bad_request(
+                "A function tool needs a 'name' (a non-empty string).",
+                f"tools[{index}].name",
+                "invalid_value" if tool.get("name") == "" else _refusal(tool.get("name")),
+            )
         _check_fields(tool, _TOOL_FIELDS, f"tools[{index}].")
         parameters = tool.get("parameters")
         if parameters is not None and not isinstance(parameters, dict):
@@ -472,12 +497,16 @@ def _check_tools(tools: Any) -> None:
 
 def _check_item(item: Any, where: str, references: bool = False) -> None:
     if not isinstance(item, dict):
-        raise bad_request("An input item must be an object.", where)
+        raise bad_request("An input item must be an object.", where, "invalid_type")
     if item.get("id") is not None:
         check_id(item["id"], f"{where}.id")
     if references and is_reference(item):
         if not item.get("id"):
-            raise bad_request("An item_reference needs the 'id' of a stored item.", f"{where}.id")
+            raise bad_request(
+                "An item_reference needs the 'id' of a stored item.",
+                f"{where}.id",
+                "invalid_value" if item.get("id") == "" else "missing_required",
+            )
         return
     kind = item.get("type", "message" if "role" in item else None)
     if kind is None:
@@ -500,24 +529,33 @@ def _check_item(item: Any, where: str, references: bool = False) -> None:
             raise bad_request(
                 "A message needs a role of user, assistant, system or developer.",
                 f"{where}.role",
+                "invalid_value" if isinstance(role, str) else _refusal(role),
             )
         content = item.get("content")
         if not isinstance(content, str) and not (
             isinstance(content, list) and all(isinstance(part, dict) for part in content)
         ):
             raise bad_request(
-                "Message content must be a string or a list of parts.", f"{where}.content"
+                "Message content must be a string or a list of parts.",
+                f"{where}.content",
+                _refusal(content),
             )
         for index, part in enumerate(content if isinstance(content, list) else ()):
             _check_part(part, f"{where}.content[{index}]", assistant=role == "assistant")
     elif kind == "function_call":
         for key in ("call_id", "name", "arguments"):
             if not isinstance(item.get(key), str):
-                raise bad_request(f"A function_call item needs a string '{key}'.", f"{where}.{key}")
+                raise bad_request(
+                    f"A function_call item needs a string '{key}'.",
+                    f"{where}.{key}",
+                    _refusal(item.get(key)),
+                )
     elif kind == "function_call_output":
         if not isinstance(item.get("call_id"), str):
             raise bad_request(
-                "A function_call_output item needs a string 'call_id'.", f"{where}.call_id"
+                "A function_call_output item needs a string 'call_id'.",
+                f"{where}.call_id",
+                _refusal(item.get("call_id")),
             )
         output = item.get("output")
         if not isinstance(output, str | list):
@@ -526,6 +564,7 @@ def _check_item(item: Any, where: str, references: bool = False) -> None:
                 + (f", not {type(output).__name__}" if output is not None else "")
                 + " (write an object as JSON text).",
                 f"{where}.output",
+                _refusal(output),
             )
         for index, part in enumerate(output if isinstance(output, list) else ()):
             if not isinstance(part, dict) or part.get("type") not in ("input_text", "output_text"):
@@ -592,6 +631,7 @@ def _check_part(part: Mapping[str, Any], where: str, *, assistant: bool) -> None
             raise bad_request(
                 "An input_audio part needs an 'input_audio' object (data and format).",
                 f"{where}.input_audio",
+                _refusal(audio),
             )
         _check_fields(audio, _AUDIO, f"{where}.input_audio.")
     else:
@@ -659,13 +699,19 @@ def flat_format(fmt: Any, where: str) -> Any:
     if nested is None:
         return fmt
     if not isinstance(nested, Mapping):
-        raise bad_request(f"'{where}.json_schema' must be an object.", f"{where}.json_schema")
+        raise bad_request(
+            f"Invalid type for '{where}.json_schema': expected an object, got "
+            f"{type(nested).__name__}.",
+            f"{where}.json_schema",
+            "invalid_type",
+        )
     both = [key for key in ("name", "schema", "strict", "description") if key in fmt]
     if both:
         raise bad_request(
             f"'{where}' has '{both[0]}' both at its top and inside 'json_schema': send one "
             "shape (the flat one: type, name, schema, strict, description).",
             f"{where}.{both[0]}",
+            "invalid_value",
         )
     return {"type": "json_schema", **{k: v for k, v in nested.items() if k != "type"}}
 
@@ -699,17 +745,31 @@ def chat_tool_choice(choice: Any) -> Any:
     if isinstance(choice, str):
         if choice not in _CHOICE_MODES:
             raise bad_request(
-                f"Invalid 'tool_choice': {choice!r}; expected none, auto or required.",
+                f"Invalid value for 'tool_choice': {_shown(choice)}; expected none, auto or "
+                "required (or an object naming a tool).",
                 "tool_choice",
+                "invalid_value",
             )
         return choice
     if not isinstance(choice, dict):
-        raise bad_request("'tool_choice' must be a string or an object.", "tool_choice")
+        raise bad_request(
+            f"Invalid type for 'tool_choice': expected a string or an object, got "
+            f"{type(choice).__name__}.",
+            "tool_choice",
+            "invalid_type",
+        )
     kind = choice.get("type")
+    if not isinstance(kind, str):
+        raise bad_request(
+            "'tool_choice' as an object needs a string 'type' (function, custom or "
+            'allowed_tools), e.g. {"type": "function", "name": ...}.',
+            "tool_choice.type",
+            _refusal(kind),
+        )
     if kind in ("function", "custom"):
         name = _chosen_name(choice, "tool_choice")
         return {"type": kind, kind: {"name": name}}
-    if kind == "allowed_tools" and isinstance(choice.get("tools"), list):
+    if kind == "allowed_tools":
         mode = choice.get("mode")
         if mode is None:
             raise bad_request(
@@ -723,14 +783,29 @@ def chat_tool_choice(choice: Any) -> Any:
                 "tool_choice.mode",
                 "invalid_value",
             )
+        listed = choice.get("tools")
+        if not isinstance(listed, list):
+            raise bad_request(
+                "An allowed_tools tool_choice needs 'tools': a list of the tools the model may "
+                'call (e.g. [{"type": "function", "name": ...}]).',
+                "tool_choice.tools",
+                _refusal(listed),
+            )
         tools = []
-        for index, tool in enumerate(choice["tools"]):
-            if not isinstance(tool, dict) or tool.get("type") != "function":
-                raise _hosted(tool.get("type") if isinstance(tool, dict) else tool)
-            name = _chosen_name(tool, f"tool_choice.tools[{index}]")
+        for index, tool in enumerate(listed):
+            where = f"tool_choice.tools[{index}]"
+            if not isinstance(tool, dict):
+                raise bad_request(
+                    f"Invalid type for '{where}': expected an object, got {type(tool).__name__}.",
+                    where,
+                    "invalid_type",
+                )
+            if tool.get("type") != "function":
+                raise _hosted(tool.get("type"), where)
+            name = _chosen_name(tool, where)
             tools.append({"type": "function", "function": {"name": name}})
         return {"type": "allowed_tools", "allowed_tools": {"mode": mode, "tools": tools}}
-    raise _hosted(kind)
+    raise _hosted(kind, "tool_choice")
 
 
 def _chosen_name(choice: Mapping[str, Any], where: str) -> str:
@@ -792,13 +867,21 @@ def _check_chosen_tools(choice: Any, tools: Any) -> None:
         )
 
 
-def _hosted(kind: Any) -> GatewayError:
+def _hosted(kind: Any, where: str) -> GatewayError:
+    """A tool of a type other than function, chosen at `where`."""
     return bad_request(
-        f"tool_choice of type {kind!r} is not supported: a Chat Completions backend has "
-        "function tools only.",
-        "tool_choice",
+        f"Invalid '{where}': a tool of type {_shown(kind)} is not supported: a Chat "
+        "Completions backend has function tools only.",
+        where,
         "unsupported_tool",
     )
+
+
+def _refusal(value: Any) -> str:
+    """The code of a refused field whose value is `value`: `missing_required` when it was not
+    sent (or sent as null, the field left out), `invalid_type` when it was sent as something
+    else than it must be."""
+    return "missing_required" if value is None else "invalid_type"
 
 
 # -- items -> messages ---------------------------------------------------------------------
