@@ -589,3 +589,49 @@ def test_tool_choice_errors_name_the_field_at_fault(
     assert (error["param"], error["code"]) == (param, code)
     assert "None" not in error["message"]
     assert gw.backend.requests == []
+
+
+def test_every_400_the_gateway_raises_carries_a_code() -> None:
+    """docs/gateway.md, "Errors": a 400 names its `code` (`missing_required`, `invalid_type`,
+    `invalid_value`, or a more specific one). A trial found 29 raised with `code: null`; this
+    reads every `bad_request(...)` call of the gateway's source, so a new one cannot leave
+    it out."""
+    import ast
+    from pathlib import Path
+
+    import outform.gateway
+
+    package = Path(outform.gateway.__file__).parent
+    missing = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "bad_request"
+                and len(node.args) < 3
+                and not any(keyword.arg == "code" for keyword in node.keywords)
+            ):
+                missing.append(f"{path.name}:{node.lineno}")
+    assert missing == []
+
+
+@pytest.mark.parametrize(
+    ("choice", "tools", "param"),
+    [
+        ("required", None, "tool_choice"),
+        ("required", [], "tool_choice"),
+        ({"type": "allowed_tools", "mode": "required", "tools": []}, None, "tool_choice.tools"),
+    ],
+)
+def test_a_tool_choice_that_leaves_no_tool_to_call_is_a_400(
+    gw: Harness, choice: Any, tools: Any, param: str
+) -> None:
+    """Forwarded before: OpenAI refuses `tool_choice: "required"` without tools, and an
+    empty `allowed_tools` list allows nothing."""
+    body: dict[str, Any] = {"model": "m", "input": "x", "tool_choice": choice}
+    if tools is not None:
+        body["tools"] = tools
+    error = _error(gw.http.post(gw.url + "/v1/responses", json=body))
+    assert (error["param"], error["code"]) == (param, "invalid_value")
+    assert gw.backend.requests == []

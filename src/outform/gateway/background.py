@@ -62,11 +62,12 @@ def requested(req: dict[str, Any]) -> bool:
     if value is None or value is False:
         return False
     if value is not True:
-        raise bad_request("'background' must be a boolean.", "background")
+        raise bad_request("'background' must be a boolean.", "background", "invalid_type")
     if req.get("store") is False:
         raise bad_request(
             "A background response must be stored: 'background': true needs 'store': true.",
             "store",
+            "invalid_value",
         )
     if req.get("stream") is True:
         raise bad_request(
@@ -274,12 +275,15 @@ async def cancel(
             raise bad_request(
                 "Only responses created with 'background': true can be cancelled.",
                 "response_id",
+                "invalid_value",
             )
         if record.status == "cancelled":
             return dict(record.response)
         if record.finished:
             raise bad_request(
-                f"Cannot cancel a response that is already {record.status}.", "response_id"
+                f"Cannot cancel a response that is already {record.status}.",
+                "response_id",
+                "invalid_value",
             )
         cancelled = {**record.response, "status": "cancelled"}
         if await store.update(dataclasses.replace(record, response=cancelled)):

@@ -102,14 +102,16 @@ def checkable(fmt: Any, where: str = "text.format") -> dict[str, Any] | None:
     try:
         parsed = ResponseFormat.from_dict(flat)
     except SchemaError as exc:  # (check_format refuses what from_dict would first)
-        raise bad_request(f"Invalid '{fields}': {exc.what}.", fields) from None
+        raise bad_request(f"Invalid '{fields}': {exc.what}.", fields, "invalid_value") from None
     if isinstance(parsed, JsonSchemaFormat):
         try:
             compile_schema(parsed.schema)
         except SchemaError as exc:
             param = schema_path(f"{fields}.schema", parsed.schema, exc.where)
             fix = f" To fix: {exc.fix}." if exc.fix else ""
-            raise bad_request(f"Invalid schema at '{param}': {exc.what}.{fix}", param) from None
+            raise bad_request(
+                f"Invalid schema at '{param}': {exc.what}.{fix}", param, "invalid_value"
+            ) from None
     return dict(flat) if isinstance(parsed, JsonSchemaFormat | JsonObjectFormat) else None
 
 
@@ -299,7 +301,9 @@ def profile_named(header: bytes | None) -> str | None:
     try:
         step(name)
     except ConfigError as error:
-        raise bad_request(f"{error.what}. {error.fix}", "x-outform-profile") from None
+        raise bad_request(
+            f"{error.what}. {error.fix}", "x-outform-profile", "invalid_value"
+        ) from None
     return name
 
 

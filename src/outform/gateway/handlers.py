@@ -252,7 +252,7 @@ class Gateway:
             limit = int(raw_limit)
         except ValueError:
             raise bad_request(
-                f"Invalid 'limit': {raw_limit!r} is not an integer.", "limit"
+                f"Invalid 'limit': {raw_limit!r} is not an integer.", "limit", "invalid_type"
             ) from None
         try:
             page = chain.page(

@@ -270,6 +270,7 @@ def _thinking(effort: Any) -> Thinking | None:
     raise bad_request(
         f"Invalid 'reasoning_effort': {effort!r}; expected none, minimal, low, medium or high.",
         "reasoning_effort",
+        "invalid_value",
     )
 
 

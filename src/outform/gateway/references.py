@@ -41,7 +41,9 @@ async def resolve(store: ResponseStore, req: dict[str, Any], tenant: str) -> Non
         item_id = item.get("id")
         where = f"input[{index}].id"
         if not isinstance(item_id, str) or not item_id:
-            raise bad_request("An item_reference needs the 'id' of a stored item.", where)
+            raise bad_request(
+                "An item_reference needs the 'id' of a stored item.", where, "missing_required"
+            )
         found = await store.find_item(item_id, tenant)
         if found is None:
             raise not_found(

@@ -48,9 +48,13 @@ def labels_of(headers: Iterable[tuple[bytes, bytes]]) -> Labels | None:
     for header, text in ((STEP, step), (AGENT, agent), *((TAGS, tag) for tag in tags)):
         if text is not None and len(text) > MAX_LABEL:
             said = header.decode()
-            raise bad_request(f"{said} holds a label longer than {MAX_LABEL} characters.", said)
+            raise bad_request(
+                f"{said} holds a label longer than {MAX_LABEL} characters.", said, "invalid_value"
+            )
     if len(tags) > MAX_TAGS:
-        raise bad_request(f"x-outform-tags holds more than {MAX_TAGS} tags.", "x-outform-tags")
+        raise bad_request(
+            f"x-outform-tags holds more than {MAX_TAGS} tags.", "x-outform-tags", "invalid_value"
+        )
     return Labels(step, agent, tags)
 
 

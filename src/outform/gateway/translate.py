@@ -839,9 +839,24 @@ def _check_chosen_tools(choice: Any, tools: Any) -> None:
     `tools`, of its type, or a 400 naming the name: a backend asked to call a tool it was
     not given fails, or calls nothing, in its own way. Tools are the request's alone (a
     previous response's are not carried over)."""
+    if choice == "required" and not tools:
+        # "Call a tool" with none to call: a backend refuses it, or answers as it likes.
+        raise bad_request(
+            "Invalid value for 'tool_choice': 'required' asks the model to call a tool, and "
+            "the request has no 'tools': add the tools it may call, or leave 'tool_choice' out.",
+            "tool_choice",
+            "invalid_value",
+        )
     if not isinstance(choice, dict):
         return
     named = {(tool.get("type"), tool.get("name")) for tool in tools or () if isinstance(tool, dict)}
+    if choice.get("type") == "allowed_tools" and not choice["tools"]:
+        raise bad_request(
+            "Invalid value for 'tool_choice.tools': an empty list allows no tool; name the "
+            "tools the model may call, or leave 'tool_choice' out.",
+            "tool_choice.tools",
+            "invalid_value",
+        )
     if choice.get("type") in ("function", "custom"):
         chosen = [(choice, "tool_choice")]
     else:  # allowed_tools
