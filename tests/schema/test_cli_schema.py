@@ -137,3 +137,18 @@ def test_a_schema_error_is_placed_in_the_file_not_at_a_flag_the_command_lacks(
     err = capsys.readouterr().err
     assert f"where: {path}{place}\n" in err
     assert "--schema" not in err
+
+
+def test_the_ledger_off_a_terminal_is_plain_lines(
+    schema_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As the changes are: a box table written to a file or a pipe was some 6,000 rows of
+    borders for a large schema."""
+    assert main(["schema", str(schema_file), "--dialect", "gemini", "--ledger"]) == EXIT_OK
+    err = capsys.readouterr().err
+    assert "Constraint ledger (gemini):\n" in err
+    assert not any(border in err for border in "┏┃│━─")
+    assert any(
+        line.startswith("  ") and "maxLength  checked_locally  " in line
+        for line in err.splitlines()
+    )

@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from outform.cli.app import app, stderr
-from outform.cli.io import load_schema, print_json
+from outform.cli.io import load_schema, print_json, print_rows
 from outform.errors import OutformError
 
 
@@ -46,13 +45,17 @@ def schema_command(
         return
     print_json(result.schema)
     if ledger:
-        table = Table(title=f"Constraint ledger ({result.dialect})", title_justify="left")
-        for column in ("path", "keyword", "disposition", "reason"):
-            table.add_column(column, overflow="fold")
-        for entry in result.ledger:
-            kind = "" if entry.kind == "constraint" else f" ({entry.kind})"
-            table.add_row(entry.path or "/", entry.keyword, entry.disposition + kind, entry.reason)
-        stderr.print(table)
+        rows = [
+            (
+                entry.path or "/",
+                entry.keyword,
+                entry.disposition + ("" if entry.kind == "constraint" else f" ({entry.kind})"),
+                entry.reason,
+            )
+            for entry in result.ledger
+        ]
+        columns = ("path", "keyword", "disposition", "reason")
+        print_rows(f"Constraint ledger ({result.dialect})", columns, rows)
     counts = result.ledger.counts()
     wrapped = "; the root is wrapped in {'value': ...}" if result.wrapped_root else ""
     if isinstance(result.payload(), str):
