@@ -897,3 +897,18 @@ def test_a_partial_model_dumps_what_it_shows_while_a_list_is_open() -> None:
                 dumped.append(value.model_dump())
     assert dumped[0]["tags"] == ["x", "y"]
     assert dumped[-1] == {"name": "a", "tags": ["x", "y", "z"], "info": {"a": 1}}
+
+
+@pytest.mark.parametrize("every", [0, 8])
+def test_a_lone_surrogate_stops_the_stream_where_it_arrives(every: int) -> None:
+    """`parse` refuses a reply holding a lone surrogate; the stream parser refuses the chunk
+    that brings one, naming the same character of the reply (it showed snapshots holding it,
+    and only `finish()` refused them)."""
+    reply = '{"a": "x\ud800y"}'
+    with pytest.raises(InputError) as whole:
+        outform.parse(reply, {"type": "object"})
+    parser = StreamParser({"type": "object"}, every=every)
+    with pytest.raises(InputError) as streamed:
+        for chunk in ('{"a": ', '"x\ud800', 'y"}'):
+            parser.feed(chunk)
+    assert streamed.value.where == whole.value.where == "character 8"

@@ -28,7 +28,6 @@ import orjson
 from outform import arguments
 from outform.errors import (
     GenerationError,
-    InputError,
     OutputError,
     RefusalError,
     StreamAbortedError,
@@ -40,7 +39,6 @@ from outform.parse.hint import RetryHint, Violation, clip, preview
 from outform.parse.incremental import DEFAULT_DEGENERATION, Degeneration
 from outform.parse.pipeline import Pipeline
 from outform.parse.result import Change, ParseResult
-from outform.parse.values import first_surrogate
 from outform.plan import Mode, Plan, plan
 from outform.profile import active, alabelled, labelled, step
 from outform.providers.assemble import Assembler
@@ -1068,31 +1066,14 @@ class _Attempt:
 def _route(
     deltas: Iterable[Delta], parser: StreamParser[Any], parts: Assembler
 ) -> list[Snapshot[Any]]:
-    """Text deltas to the stream parser (snapshots out), everything else to the assembler.
-    Text holding a lone surrogate (a provider may send one escaped, `"\\ud800"`: valid JSON,
-    no Unicode) is refused where it arrives, as the parse pipeline refuses a whole reply
-    holding one: the stream parser would take it for JSON it cannot read."""
+    """Text deltas to the stream parser (snapshots out), everything else to the assembler."""
     snapshots: list[Snapshot[Any]] = []
     for delta in deltas:
         if delta.kind == "text":
-            _refuse_surrogates(delta.text, parser.received)
             snapshots += parser.feed(delta.text)
         else:
             parts.add(delta)
     return snapshots
-
-
-def _refuse_surrogates(text: str, before: int) -> None:
-    """The pipeline's refusal of a lone surrogate, for `text` received after `before`
-    characters of a streamed reply."""
-    position = first_surrogate(text)
-    if position is not None:
-        raise InputError(
-            f"the reply is not valid Unicode: a lone surrogate (U+{ord(text[position]):04X})",
-            where=f"character {before + position}",
-            fix="decode the model's bytes as UTF-8 before parsing, replacing broken sequences "
-            "with U+FFFD",
-        )
 
 
 class _Exchange:

@@ -57,7 +57,7 @@ from outform.errors import (
 from outform.format import JsonSchemaFormat, ResponseFormat
 from outform.parse import arraypath, context, decimals, strictness
 from outform.parse.cache import shared as _pipelines
-from outform.parse.context import too_deep, too_long, too_slow
+from outform.parse.context import refuse_surrogates, too_deep, too_long, too_slow
 from outform.parse.extract import (
     TAG_SPAN,
     find_fences,
@@ -399,6 +399,8 @@ class StreamParser(Generic[T]):
             received = self.parser.received + self._pending_size + len(chunk)
             if received > self._options.max_chars:
                 raise too_long(received, self._options.max_chars, streaming=True)
+            if not chunk.isascii():  # (a lone surrogate: refused where `parse` refuses it)
+                refuse_surrogates(chunk, received - len(chunk))
             chunks = self._chunks
             chunks.append(chunk)
             if not self.every:

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from outform.errors import ConfigError, InputError
 from outform.parse.allowlist import Allowlist, freeze
 from outform.parse.result import Change
+from outform.parse.values import first_surrogate
 from outform.trace.events import Event, EventName, EventStage
 
 Level = Literal["off", "minimal", "full"]
@@ -212,6 +213,21 @@ def too_long(size: int, limit: int, *, streaming: bool = False) -> InputError:
         f"the reply {has} {size:,} characters, over the limit of {limit:,}",
         fix="raise the 'max_chars' option if such replies are expected",
     )
+
+
+def refuse_surrogates(text: str, before: int = 0) -> None:
+    """A reply holding a lone surrogate (half of a UTF-16 pair) is not Unicode text: no JSON
+    encoder or validator can take it, so it is refused up front, naming where (`before`: the
+    characters of the reply before `text`, for a streamed chunk). The pipeline's check, and
+    the stream parser's at each chunk, so that a stream stops where `parse` would refuse."""
+    position = first_surrogate(text)
+    if position is not None:
+        raise InputError(
+            f"the reply is not valid Unicode: a lone surrogate (U+{ord(text[position]):04X})",
+            where=f"character {before + position}",
+            fix="decode the model's bytes as UTF-8 before parsing, replacing broken sequences "
+            "with U+FFFD",
+        )
 
 
 def too_deep(limit: int, depth: int | None = None, where: str | None = None) -> InputError:

@@ -50,7 +50,14 @@ from outform.parse import (
 )
 from outform.parse import decode as decoding
 from outform.parse.coerce import Coercer
-from outform.parse.context import Deadline, Options, Run, too_deep, too_long
+from outform.parse.context import (
+    Deadline,
+    Options,
+    Run,
+    refuse_surrogates,
+    too_deep,
+    too_long,
+)
 from outform.parse.defaults import Defaults
 from outform.parse.hint import RetryHint, Violation, clip, preview
 from outform.parse.literals import Spellings
@@ -561,7 +568,7 @@ class Pipeline(Generic[T]):
 
     def _slow(self, original: str) -> ParseResult[T]:
         options = self.options
-        _refuse_surrogates(original)
+        refuse_surrogates(original)
         run = Run.start(self._hash, options, len(original))
         text = self._process_text(original, run)
         if not text.strip() and not self._verbatim:
@@ -1447,19 +1454,6 @@ def _lists_scalars(compiled: CompiledSchema, accepted: frozenset[str]) -> bool:
         return False
     items = accepted_types(compiled, f"{location}/items")
     return bool(items) and not items & {"object", "array"}
-
-
-def _refuse_surrogates(text: str) -> None:
-    """A reply holding a lone surrogate (half of a UTF-16 pair) is not Unicode text: no JSON
-    encoder or validator can take it, so it is refused up front, naming where."""
-    position = values.first_surrogate(text)
-    if position is not None:
-        raise InputError(
-            f"the reply is not valid Unicode: a lone surrogate (U+{ord(text[position]):04X})",
-            where=f"character {position}",
-            fix="decode the model's bytes as UTF-8 before parsing, replacing broken sequences "
-            "with U+FFFD",
-        )
 
 
 def _not_text(text: str, max_chars: int) -> str | None:
