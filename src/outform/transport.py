@@ -1009,7 +1009,7 @@ class _EventReader:
         return events
 
     def finish(self) -> list[Mapping[str, Any]]:
-        if self._empty or (self._opening and not self._buffer.removeprefix(_BOM).strip()):
+        if self._empty or self._opening:  # (opening still: no byte but a byte order mark)
             raise _no_body(self.endpoint, self.status)
         events: list[Mapping[str, Any]] = []
         if self.framing == "ndjson" and self._buffer.strip():

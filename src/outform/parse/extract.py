@@ -27,7 +27,6 @@ RootKind = Literal["object", "array", "other"]
 
 # Reasoning blocks some models write before (or instead of) their answer.
 _REASONING_TAGS = ("think", "thinking", "reasoning", "reflection", "thought", "scratchpad")
-_OPEN_TAG = re.compile(r"<(" + "|".join(_REASONING_TAGS) + r")\b[^>]*>", re.IGNORECASE)
 _MARKED_LINE = re.compile(
     r"^(?:[ \t]*(`{3,}|~{3,})[ \t]*([^\s`]*)(?:[ \t][^\n`]*)?\r?$"  # a fence line
     r"|[^\n]*?(?:```|~~~)[^\n]*)",  # a line with a marker inside
@@ -98,13 +97,10 @@ class Span:
 
 
 _ANY_TAG = re.compile(
-    r"</(?:"
-    + "|".join(_REASONING_TAGS)
-    + r")>|<(?:"
-    + "|".join(_REASONING_TAGS)
-    + r")\b[^>]{0,200}>",
+    r"</(" + "|".join(_REASONING_TAGS) + r")>|<(" + "|".join(_REASONING_TAGS) + r")\b[^>]{0,200}>",
     re.IGNORECASE,
 )
+"""A reasoning tag: group 1 names a closing one, group 2 an opening one."""
 TAG_SPAN = 256
 """More than the longest reasoning tag `reasoning_tag` finds: a text that may end inside one
 keeps this much of its end to look at again with what follows."""
@@ -118,7 +114,7 @@ def reasoning_tag(text: str) -> tuple[bool, int, int] | None:
     found = _ANY_TAG.search(text)
     if found is None:
         return None
-    return found.group().startswith("</"), found.start(), found.end()
+    return found.group(1) is not None, found.start(), found.end()
 
 
 def strip_reasoning(text: str) -> tuple[str, list[str]]:
@@ -160,11 +156,6 @@ def strip_reasoning(text: str) -> tuple[str, list[str]]:
     return ("".join(out) if removed else text), removed
 
 
-_TAG = re.compile(
-    r"</(" + "|".join(_REASONING_TAGS) + r")>|<(" + "|".join(_REASONING_TAGS) + r")\b[^>]{0,200}>",
-    re.IGNORECASE,
-)
-"""A reasoning tag, as `_ANY_TAG` finds it: group 1 names a closing one, group 2 an opening one."""
 _STRING_OR_ESCAPE = re.compile(r'"(?:[^"\\]++|\\.)*+(?:"|\Z)|\\.', re.DOTALL)
 """A string of a JSON region, or one it ends inside (a reply cut off), or an escape outside a
 string (which `_IN_JSON` reads as a unit)."""
@@ -178,7 +169,7 @@ def _tags(text: str) -> list[re.Match[str]]:
     written before the answer is prose, whatever quotes it holds: a region that stops reading
     as JSON before its end (`She said "hi {" and left</think>{...}`) protects nothing. One scan
     of the text, and one pass over the strings of each region that holds a tag."""
-    tags = list(_TAG.finditer(text))
+    tags = list(_ANY_TAG.finditer(text))
     if not tags or '"' not in text:
         return tags
     regions = [
