@@ -125,6 +125,23 @@ def test_purge_and_tenants_keep_the_rule(backend: Backend) -> None:
     asyncio.run(main())
 
 
+SCHEMA_2_COPIES = (
+    holder("resp_2", ("msg_s", "two"), created_at=2),
+    holder("resp_1", ("msg_s", "one"), created_at=1),
+)
+"""Two copies of one item id in a schema-2 store, whose index names only the newest holder."""
+
+
+async def _falls_back_after_upgrade(store: Any) -> None:
+    """The upgraded index holds both copies: the newest first, the older once it is gone."""
+    try:
+        assert await text_of(store, "msg_s") == "two"
+        assert await store.delete("resp_2") is True
+        assert await text_of(store, "msg_s") == "one"
+    finally:
+        await store.close()
+
+
 def test_sqlite_schema_2_files_are_upgraded(tmp_path: Path) -> None:
     """A file of the previous schema (one indexed holder per item id): every copy is indexed
     again, the newest response's first."""
@@ -144,10 +161,7 @@ def test_sqlite_schema_2_files_are_upgraded(tmp_path: Path) -> None:
         conn.execute("CREATE TABLE outform_workers (id TEXT PRIMARY KEY, heartbeat_at REAL)")
         conn.execute("CREATE TABLE outform_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
         conn.execute("INSERT INTO outform_meta VALUES ('tenant_salt', 'ab')")
-        for old in (
-            holder("resp_2", ("msg_s", "two"), created_at=2),
-            holder("resp_1", ("msg_s", "one"), created_at=1),
-        ):
+        for old in SCHEMA_2_COPIES:
             conn.execute(
                 "INSERT INTO outform_responses (id, created_at, response, input_items,"
                 " conversation, stored_at) VALUES (?, ?, ?, ?, ?, ?)",
@@ -165,13 +179,7 @@ def test_sqlite_schema_2_files_are_upgraded(tmp_path: Path) -> None:
     conn.close()
 
     async def main() -> None:
-        store = SqliteStore(path)
-        try:
-            assert await text_of(store, "msg_s") == "two"
-            assert await store.delete("resp_2") is True
-            assert await text_of(store, "msg_s") == "one"
-        finally:
-            await store.close()
+        await _falls_back_after_upgrade(SqliteStore(path))
 
     asyncio.run(main())
 
@@ -203,10 +211,7 @@ def test_postgres_schema_2_tables_are_upgraded(postgres_server: PostgresServer) 
         conn.execute(
             "INSERT INTO outform_meta VALUES ('tenant_salt', 'ab'), ('schema_version', '2')"
         )
-        for old in (
-            holder("resp_2", ("msg_s", "two"), created_at=2),
-            holder("resp_1", ("msg_s", "one"), created_at=1),
-        ):
+        for old in SCHEMA_2_COPIES:
             conn.execute(
                 "INSERT INTO outform_responses (id, created_at, response, input_items,"
                 " conversation) VALUES (%s, %s, %s, %s, %s)",
@@ -221,13 +226,7 @@ def test_postgres_schema_2_tables_are_upgraded(postgres_server: PostgresServer) 
         conn.execute("INSERT INTO outform_items VALUES ('', 'msg_s', 'resp_2')")
 
     async def main() -> None:
-        store = PostgresStore(dsn)
-        try:
-            assert await text_of(store, "msg_s") == "two"
-            assert await store.delete("resp_2") is True
-            assert await text_of(store, "msg_s") == "one"
-        finally:
-            await store.close()
+        await _falls_back_after_upgrade(PostgresStore(dsn))
 
     try:
         asyncio.run(main())
