@@ -907,7 +907,7 @@ def test_a_lone_surrogate_stops_the_stream_where_it_arrives(every: int) -> None:
     reply = '{"a": "x\ud800y"}'
     with pytest.raises(InputError) as whole:
         outform.parse(reply, {"type": "object"})
-    parser = StreamParser({"type": "object"}, every=every)
+    parser: StreamParser[Any] = StreamParser({"type": "object"}, every=every)
     with pytest.raises(InputError) as streamed:
         for chunk in ('{"a": ', '"x\ud800', 'y"}'):
             parser.feed(chunk)
