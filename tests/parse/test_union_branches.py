@@ -87,3 +87,53 @@ def test_a_converted_value_is_the_union_s_reading_of_it_as_in_the_final_parse() 
     values = shown(FloatOrInt, '{"x": "2"}')
     assert values == [2] * len(values)
     assert all(type(v) is int for v in values)
+
+
+class Counts(BaseModel):
+    flag: bool | int
+    rows: list[int]
+    anything: object
+    ratio: float
+
+
+def test_an_integral_float_is_the_integer_a_union_wants_and_recorded_in_parse_and_stream() -> None:
+    """`1.0` for `bool | int`: JSON Schema counts it an integer, so it is the integer 1, recorded
+    as `number_to_integer`; Pydantic's lax reading alone made it True with nothing recorded."""
+    result = outform.parse('{"x": 1.0}', type=BoolOrInt, level="full")
+    assert result.value.x == 1 and type(result.value.x) is int
+    assert [(c.path, c.transform, c.before, c.after) for c in result.changes] == [
+        ("/x", "number_to_integer", 1.0, 1)
+    ]
+    assert result.data == {"x": 1}
+    values = shown(BoolOrInt, '{"x": 1.0}')
+    assert values == [1] * len(values) and all(type(v) is int for v in values)
+
+
+@pytest.mark.parametrize("level", ["off", "minimal", "full"])
+def test_integral_floats_become_integers_only_where_the_type_wants_integers(level: str) -> None:
+    reply = '{"flag": 1.0, "rows": [2.0, 3], "anything": 1.0, "ratio": 4.0}'
+    result = outform.parse(reply, type=Counts, level=level)
+    assert result.value == Counts(flag=1, rows=[2, 3], anything=1.0, ratio=4.0)
+    assert type(result.value.flag) is int and type(result.value.anything) is float
+    assert sorted(c.path for c in result.changes if c.transform == "number_to_integer") == [
+        "/flag",
+        "/rows/0",
+    ]
+
+
+def test_a_fraction_for_an_integer_union_is_still_refused() -> None:
+    with pytest.raises(outform.OutputError, match=r"expected boolean \| integer"):
+        outform.parse('{"x": 1.5}', type=BoolOrInt, level="full")
+
+
+def test_an_integral_float_at_the_root_is_the_integer() -> None:
+    result = outform.parse("1.0", type=bool | int, level="full")
+    assert result.value == 1 and type(result.value) is int
+    assert [c.transform for c in result.changes] == ["number_to_integer"]
+
+
+def test_a_float_that_only_looks_integral_is_still_refused_not_made_an_integer() -> None:
+    """`1.0000000000000001` reads as the float 1.0: its fraction is lost, so no integer is made
+    of it (the reply wrote no integer); the violation says how to write it."""
+    with pytest.raises(outform.OutputError, match="lose its fraction"):
+        outform.parse('{"x": 1.0000000000000001}', type=BoolOrInt, level="full")

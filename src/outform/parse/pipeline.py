@@ -43,6 +43,7 @@ from outform.parse import (
     extract,
     folded,
     ignored,
+    integral,
     loss,
     strictness,
     unescape,
@@ -912,7 +913,9 @@ class Pipeline(Generic[T]):
         found: tuple[Violation, ...] = ()
         typed = None
         kept = 0  # fractions a float drops that decimal fields keep
+        as_valid = value  # (its floats are those the checks of dropped fractions look for)
         if valid and self.adapter is not None:
+            value = integral.integers_where_wanted(self.adapter, value, run)
             try:
                 typed = self.adapter.validate_python(value)
                 if self._decimals is not None:
@@ -924,7 +927,7 @@ class Pipeline(Generic[T]):
                 self._record_ignored(value, run)
                 self._record_folded(value, run)
         if valid and not found:
-            found = _dropped_fractions(candidate.text, made, value, kept)
+            found = _dropped_fractions(candidate.text, made, as_valid, kept)
         # (The reply's changes before the fork, from processors of its text and skipped tiers,
         # are none semantic.)
         semantic = tuple(dict.fromkeys(c.transform for c in run.changes if c.stage == "semantic"))
