@@ -55,7 +55,7 @@ from outform.errors import (
     guarded,
 )
 from outform.format import JsonSchemaFormat, ResponseFormat
-from outform.parse import arraypath, context, decimals, strictness
+from outform.parse import arraypath, by_name, context, decimals, strictness
 from outform.parse.cache import shared as _pipelines
 from outform.parse.context import refuse_surrogates, too_deep, too_long, too_slow
 from outform.parse.extract import (
@@ -947,7 +947,7 @@ def _item_type(output_type: Any, parts: list[str]) -> Any:
         fields = _fields(current)
         if fields is None:
             return None
-        match = next((f for f in fields if f.key == part), None)
+        match = next((f for f in fields if f.spelled(part)), None)
         if match is None:
             return None
         current = match.annotation
@@ -987,6 +987,19 @@ class _Field:
     """The attribute (or TypedDict key)."""
     annotation: Any
     policies: frozenset[str]
+    also: str | None = None
+    """The attribute's name, when the type reads the field by it as well as by `key` (see
+    outform/parse/by_name.py)."""
+
+    def written(self, data: Mapping[str, Any]) -> str:
+        """The key `data` holds the field under: `key`, or the name written without it (the
+        type reads `key` first, as Pydantic does)."""
+        also = self.also
+        return also if also is not None and also in data and self.key not in data else self.key
+
+    def spelled(self, key: str) -> bool:
+        """Whether the type reads the field from `key`."""
+        return key in (self.key, self.also)
 
 
 def _policies(metadata: Iterable[Any]) -> frozenset[str]:
@@ -997,11 +1010,15 @@ def _fields(tp: Any) -> list[_Field] | None:
     """The fields of a Pydantic model, dataclass or TypedDict (None for other types)."""
     if isinstance(tp, type) and issubclass(tp, BaseModel):
         out = []
+        named = by_name.reads_by_name(tp.model_config)
         for name, info in tp.model_fields.items():
             alias = info.validation_alias if isinstance(info.validation_alias, str) else None
             key = alias or info.alias or name
-            out.append(_Field(key, name, info.annotation, _policies(info.metadata)))
-        return out
+            also = name if named and key != name else None
+            out.append(_Field(key, name, info.annotation, _policies(info.metadata), also))
+        keys = {f.key for f in out}
+        # (A name that is another field's key is that field's.)
+        return [dataclasses.replace(f, also=None) if f.also in keys else f for f in out]
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         hints = typing.get_type_hints(tp, include_extras=True)
         return [_field_of(f.name, f.name, hints.get(f.name, Any)) for f in dataclasses.fields(tp)]
@@ -1372,7 +1389,7 @@ class _ModelPlan(_Plan):
     ) -> None:
         self.factory = factory
         self.fields = fields
-        self.keys = frozenset(f.key for f, _ in fields)
+        self.keys = frozenset(key for f, _ in fields for key in (f.key, f.also) if key)
 
     def build(self, data: Any, builder: _Builder, path: str) -> Any:
         if not isinstance(data, Mapping):
@@ -1385,13 +1402,14 @@ class _ModelPlan(_Plan):
         since = len(builder.changes)
         values: dict[str, Any] = {}
         for f, plan in self.fields:
-            present = f.key in data
+            key = f.written(data)
+            present = key in data
             built: Any = None
             shown = False
             if present:
-                item = data[f.key]
+                item = data[key]
                 if "Done" not in f.policies or is_complete(item):
-                    built = plan.build(item, builder, pointer.join(path, f.key))
+                    built = plan.build(item, builder, pointer.join(path, key))
                     shown = built is not _HOLD
             if "Required" in f.policies and not shown:
                 return _HOLD
@@ -1400,7 +1418,7 @@ class _ModelPlan(_Plan):
                     "pending"
                     if not present
                     else "complete"
-                    if is_complete(data[f.key])
+                    if is_complete(data[key])
                     else "incomplete"
                 )
                 values[f.name] = StreamState(built if shown else None, state)

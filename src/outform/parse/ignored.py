@@ -33,13 +33,23 @@ _OPEN = frozenset({"additionalProperties", "patternProperties", "unevaluatedProp
 """Keywords by which a JSON Schema object says what other keys may be."""
 
 
-def closed_validator(adapter: TypeAdapter[Any]) -> SchemaValidator | None:
+def closed_validator(
+    adapter: TypeAdapter[Any], before: Callable[[Any], Any] | None = None
+) -> SchemaValidator | None:
     """A validator of the adapter's type, as plain data, in which every object that ignores
     extra keys forbids them; None when no object of the type ignores any.
 
     Models and dataclasses are read as their fields (a class keeps its own prebuilt validator,
-    which would ignore the change), so this validator only finds keys, it builds no value."""
-    return rewritten_validator(adapter, lambda schema: _close(schema, None))
+    which would ignore the change), so this validator only finds keys, it builds no value.
+    `before` rewrites the core schema first (None: it leaves it as it is): what the class's
+    config said and the fields alone no longer say (see by_name.py)."""
+
+    def rewrite(schema: Any) -> Any:
+        if before is not None:
+            schema = before(schema) or schema
+        return _close(schema, None)
+
+    return rewritten_validator(adapter, rewrite)
 
 
 def rewritten_validator(

@@ -38,6 +38,7 @@ from outform.format import (
 from outform.parse import (
     allowlist,
     as_read,
+    by_name,
     decimals,
     duplicates,
     extract,
@@ -209,14 +210,15 @@ class Pipeline(Generic[T]):
         # Decimals read through a float otherwise than the reply wrote them: found by this.
         self._decimals = decimals.decimal_validator(self.adapter) if self.adapter else None
         # A decimal's string is checked as what the type reads: a decimal literal (see
-        # strictness.py); other strings are coerced as for a number, or refused.
-        tightened = (
-            strictness.decimal_schema(self.adapter, schema)
-            if self.adapter is not None and self._decimals is not None
+        # strictness.py); other strings are coerced as for a number, or refused. A field the
+        # type reads by its name as well as its alias is checked under either (by_name.py).
+        checked = (
+            strictness.checked_schema(self.adapter, schema, decimals=self._decimals is not None)
+            if self.adapter is not None
             else None
         )
-        if tightened is not None:
-            schema = tightened
+        if checked is not None:
+            schema = checked
         # Sets, frozensets and maps whose keys are not strings may hold fewer items than the
         # reply wrote: found, and recorded, by this (see folded.py).
         self._folding = folded.folding_validator(self.adapter) if self.adapter else None
@@ -232,12 +234,21 @@ class Pipeline(Generic[T]):
         # Where the type's strict reading of JSON takes a value its schema refuses (`True` for
         # `Literal[1]`, `" 1.5"` for a decimal), the fast path checks the plain JSON too.
         self._loose = self.adapter is not None and (
-            tightened is not None or strictness.compares_numbers(self.compiled.root)
+            (checked is not None and self._decimals is not None)
+            or strictness.compares_numbers(self.compiled.root)
         )
-        # Keys the type ignores (Pydantic's default) are found, and recorded, by this.
-        self._closed = ignored.closed_validator(self.adapter) if self.adapter is not None else None
+        # Keys the type ignores (Pydantic's default) are found, and recorded, by this; a
+        # field's name written beside its alias is one (by_name.py).
+        self._closed = by_name.closed_validator(self.adapter) if self.adapter is not None else None
+        closing: Any = self.compiled.root
+        if checked is not None and self.adapter is not None and self._closed is not None:
+            # The fast path's first check for them takes each field under one spelling only.
+            decimal = self._decimals is not None
+            one = strictness.checked_schema(self.adapter, published, decimals=decimal, one=True)
+            if one is not None:
+                closing = folded.without_unique_items(one) if self._folding is not None else one
         self._closed_check = (
-            compile_schema(ignored.closed_schema(self.compiled.root)).validator
+            compile_schema(ignored.closed_schema(closing)).validator
             if self._closed is not None
             else None
         )

@@ -32,6 +32,8 @@ from pydantic import TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
+from outform.parse import by_name
+
 DECIMAL = r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
 """A decimal written as a number literal: ASCII digits, a point, an exponent (what Pydantic's
 own decimal pattern, `GenerateJsonSchema.build_decimal_pattern`, accepts without constraints)."""
@@ -92,10 +94,35 @@ def decimal_schema(adapter: TypeAdapter[Any], published: Any) -> dict[str, Any] 
     """The type's JSON Schema with each decimal's string written as a decimal literal (see the
     module), or None when the type holds no decimal, or `published` (the format's schema) is
     not the one Pydantic generates for the type (a schema written by hand is taken as it is)."""
+    return _generated(adapter, published, _DecimalStrings)
+
+
+def checked_schema(
+    adapter: TypeAdapter[Any], published: Any, *, decimals: bool, one: bool = False
+) -> dict[str, Any] | None:
+    """The schema outform checks a type against where it is not `published`: each decimal's
+    string a decimal literal (when `decimals`: the type holds one), and each field the type
+    reads by its name as well as its alias a property under both (see by_name.py). None when
+    neither changes the type's JSON Schema, or `published` is not the one Pydantic generates
+    for it (a schema written by hand is taken as it is). `one`: the same with each field under
+    one of its spellings at a time (the fast path's check for ignored keys); None when no field
+    is read by name."""
+    if not by_name.applies(adapter):
+        return _generated(adapter, published, _DecimalStrings) if decimals and not one else None
+    names = by_name.OneSpelling if one else by_name.ByName
+    generator = _WITH_DECIMALS[names] if decimals else names
+    return _generated(adapter, published, generator)
+
+
+def _generated(
+    adapter: TypeAdapter[Any], published: Any, generator: type[GenerateJsonSchema]
+) -> dict[str, Any] | None:
+    """The type's JSON Schema as `generator` writes it, when it differs from `published` and
+    `published` is what Pydantic generates for the type; else None."""
     try:
         if adapter.json_schema() != published:
             return None
-        tightened = adapter.json_schema(schema_generator=_DecimalStrings)
+        tightened = adapter.json_schema(schema_generator=generator)
     except Exception:  # a type without a schema: the format says so where it is made
         return None
     return tightened if tightened != published else None
@@ -111,6 +138,20 @@ class _DecimalStrings(GenerateJsonSchema):
             config = getattr(self, "_config", None)
             nonfinite = bool(getattr(config, "config_dict", {}).get("allow_inf_nan", False))
         return _with_pattern(generated, DECIMAL_OR_NONFINITE if nonfinite else DECIMAL)
+
+
+class _DecimalsByNameEither(_DecimalStrings, by_name.ByName):
+    """Both: decimals' strings as literals, and fields under their names too."""
+
+
+class _DecimalsByNameSpelling(_DecimalStrings, by_name.OneSpelling):
+    """Both, each field under one of its spellings at a time."""
+
+
+_WITH_DECIMALS: dict[type[by_name.ByName], type[GenerateJsonSchema]] = {
+    by_name.ByName: _DecimalsByNameEither,
+    by_name.OneSpelling: _DecimalsByNameSpelling,
+}
 
 
 def _with_pattern(node: JsonSchemaValue, pattern: str) -> JsonSchemaValue:
@@ -130,4 +171,10 @@ def _with_pattern(node: JsonSchemaValue, pattern: str) -> JsonSchemaValue:
     return node
 
 
-__all__ = ["DECIMAL", "DECIMAL_OR_NONFINITE", "compares_numbers", "decimal_schema"]
+__all__ = [
+    "DECIMAL",
+    "DECIMAL_OR_NONFINITE",
+    "checked_schema",
+    "compares_numbers",
+    "decimal_schema",
+]
