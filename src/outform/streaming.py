@@ -55,7 +55,7 @@ from outform.errors import (
     guarded,
 )
 from outform.format import JsonSchemaFormat, ResponseFormat
-from outform.parse import arraypath, by_name, context, decimals, strictness
+from outform.parse import arraypath, by_name, context, decimals, folded, strictness
 from outform.parse.cache import shared as _pipelines
 from outform.parse.context import refuse_surrogates, too_deep, too_long, too_slow
 from outform.parse.extract import (
@@ -67,7 +67,7 @@ from outform.parse.extract import (
     scan,
     strip_reasoning,
 )
-from outform.parse.hint import RetryHint, Violation
+from outform.parse.hint import RetryHint, Violation, preview
 from outform.parse.incremental import (
     DEFAULT_DEGENERATION,
     Checker,
@@ -84,7 +84,13 @@ from outform.parse.partial import (
 )
 from outform.parse.pipeline import Pipeline
 from outform.parse.result import Change, ParseResult
-from outform.parse.scalars import as_integer, is_null_word, parse_bool, parse_number
+from outform.parse.scalars import (
+    as_integer,
+    is_null_word,
+    normalize_token,
+    parse_bool,
+    parse_number,
+)
 from outform.parse.unescape import ESCAPE_WINDOW, looks_escaped, may_look_escaped
 from outform.parse.validate import pydantic_violations
 from outform.parse.values import number_text
@@ -93,6 +99,7 @@ from outform.schema.compiled import compile_schema
 from outform.schema.derive import adapter_for, is_type
 from outform.schema.dialects.result import DialectResult
 from outform.schema.types import accepted_types
+from outform.schema.types import choices as enum_choices
 from outform.trace import runtime as _trace
 from outform.trace.tracer import record_abort
 
@@ -209,7 +216,7 @@ class Snapshot(Generic[T]):
                 self._value = self.result.value
             elif self._build is not None:
                 built, self._changes = self._build(self.data)
-                self._value = None if built is _HOLD else built
+                self._value = built if _shown(built) else None
             else:
                 self._value = self.data
         return self._value
@@ -305,6 +312,8 @@ class StreamParser(Generic[T]):
             else None
         )
         self._build = typed_builder(output_type)
+        self._text_output = _reads_text(self.pipeline)
+        """The output is text (see `_reads_text`): no snapshots, the final parse decides."""
         self._chunks: list[str] = []
         self._parsed = 0
         """How many of the chunks were parsed (`every` holds the others back)."""
@@ -501,7 +510,7 @@ class StreamParser(Generic[T]):
                 and self._syntax_is_final()
             ):
                 self._stop(parser.error, "syntax")
-        if not changed:
+        if not changed or self._text_output:
             return []
         data = parser.value
         if self._unwrap:
@@ -743,6 +752,20 @@ than the stream parser (see `StreamParser._reading_is_final`)."""
 
 
 # -- entry points ---------------------------------------------------------------------------
+
+
+def _reads_text(pipeline: Pipeline[Any]) -> bool:
+    """Whether the output is text: the root takes only a string (and null), no enum of them
+    (`str`, `{"type": "string"}`). The pipeline then takes the reply's own text as the value
+    whenever the schema takes it as written (`"quoted"` is those 8 characters, quotes
+    included), so a string the stream decoded would not be the final value: no snapshots."""
+    accepted = accepted_types(pipeline.compiled)
+    root = pipeline.compiled.resolve("")[1]
+    return (
+        "string" in accepted
+        and accepted <= {"string", "null"}
+        and not (isinstance(root, dict) and enum_choices(root) is not None)
+    )
 
 
 def _ends_cut(text: str) -> bool:
@@ -1141,6 +1164,13 @@ def _state_default() -> Any:
 _HOLD: Final = object()
 """A value not shown: held back by a `Required` field that is not there yet, or a leaf that is
 not (yet) a value of its declared type."""
+_PENDING: Final = object()
+"""A value not known yet: an object of a union whose branch is not decided (see `_UnionPlan`).
+Not shown, like `_HOLD`; in a list its place holds None, so the items after it keep theirs."""
+
+
+def _shown(built: Any) -> bool:
+    return built is not _HOLD and built is not _PENDING
 
 
 def typed_builder(output_type: Any) -> Build | None:
@@ -1157,25 +1187,43 @@ class _Builder:
 
     def __init__(self, output_type: Any) -> None:
         self.root = _planner(output_type).root
-        self._memo: dict[int, tuple[Any, Any, tuple[Change, ...]]] = {}
+        self._memo: dict[tuple[int, int], tuple[Any, Any, int, tuple[Change, ...]]] = {}
         self._lists: dict[int, tuple[list[Any], list[Any], list[Change], int]] = {}
         self.changes: list[Change] = []
+        self.holds = 0
+        """How many complete values were not shown (a branch tried is whole while it stays)."""
 
     def build(self, data: Any) -> tuple[Any, tuple[Change, ...]]:
         self.changes = []
         value = self.root.build(data, self, "")
         return value, tuple(self.changes)
 
-    def remembered(self, data: Any) -> Any:
-        """The value built for this complete subtree before (its changes counted again)."""
-        memo = self._memo.get(id(data))
+    def remembered(self, data: Any, plan: _Plan) -> Any:
+        """The value `plan` built for this complete subtree before (its changes counted again;
+        keyed by plan too, since a union may try one subtree under several branches)."""
+        memo = self._memo.get((id(data), id(plan)))
         if memo is None or memo[0] is not data:
             return MISSING
-        self.changes.extend(memo[2])
+        self.changes.extend(memo[3])
+        self.holds += memo[2]
         return memo[1]
 
-    def remember(self, data: Any, value: Any, since: int) -> None:
-        self._memo[id(data)] = (data, value, tuple(self.changes[since:]))
+    def remember(self, data: Any, plan: _Plan, value: Any, since: int, holds: int) -> None:
+        self._memo[(id(data), id(plan))] = (
+            data,
+            value,
+            self.holds - holds,
+            tuple(self.changes[since:]),
+        )
+
+    def trying(self) -> tuple[int, int]:
+        """Where the changes and holds stand before a branch is tried (see `undo`)."""
+        return len(self.changes), self.holds
+
+    def undo(self, mark: tuple[int, int]) -> None:
+        """Forget what a branch tried since `mark` recorded."""
+        del self.changes[mark[0] :]
+        self.holds = mark[1]
 
 
 def _planner(output_type: Any) -> _Planner:
@@ -1219,8 +1267,13 @@ class _Planner:
             options = [a for a in typing.get_args(tp) if a is not type(None)]
             if len(options) == 1:
                 return self.plan(options[0])
-            return _UnionPlan([self.plan(a) for a in options], _ScalarPlan(tp))
-        if origin in (list, tuple, set, frozenset) or _is_sequence(origin):
+            return _UnionPlan([self.plan(a) for a in options], options, _ScalarPlan(tp))
+        if origin is tuple:
+            return self._tuple(tp)
+        if origin in (set, frozenset):
+            args = typing.get_args(tp)
+            return _SetPlan(tp, self.plan(args[0] if args else Any), origin)
+        if origin is list or _is_sequence(origin):
             args = typing.get_args(tp)
             return _ListPlan(self.plan(args[0] if args else Any))
         if origin in (dict, Mapping) or origin is typing.Mapping:
@@ -1229,12 +1282,33 @@ class _Planner:
         fields = _fields(tp)
         if fields is not None:
             factory = _factory(tp, partial_type(tp))
-            return _ModelPlan(factory, [(f, self.plan(f.annotation)) for f in fields])
+            plan = _ModelPlan(factory, [(f, self.plan(f.annotation)) for f in fields])
+            plan.closed = _forbids_extra(tp)
+            return plan
         if isinstance(tp, type) and issubclass(tp, Enum):
             return _EnumPlan(tp)
         if tp is Any or tp is object:
             return _VALUE
         return _ScalarPlan(tp)
+
+    def _tuple(self, tp: Any) -> _Plan:
+        """`tuple[int, ...]` is a list of its one item type; `tuple[str, int]` is planned
+        position by position (its JSON Schema's `prefixItems`)."""
+        args = typing.get_args(tp)
+        if not args:
+            return _ListPlan(_VALUE)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return _ListPlan(self.plan(args[0]))
+        if args == ((),):  # tuple[()]: the empty tuple
+            args = ()
+        return _TuplePlan([self.plan(a) for a in args])
+
+
+def _forbids_extra(tp: Any) -> bool:
+    return isinstance(tp, type) and (
+        (issubclass(tp, BaseModel) and tp.model_config.get("extra") == "forbid")
+        or getattr(tp, "__closed__", False) is True  # a closed TypedDict (PEP 728)
+    )
 
 
 def _plan_key(tp: Any) -> Any:
@@ -1297,10 +1371,21 @@ class _ScalarPlan(_Plan):
         self.decimal = decimals.decimal_validator(self.adapter) is not None
         """Whether the type holds a Decimal: one read from a float is not shown (the float
         may not hold the digits the reply wrote, which the final parse gives: decimals.py)."""
+        stripped = _strip(tp)
+        self.members: tuple[Any, ...] | None = (
+            typing.get_args(stripped) if typing.get_origin(stripped) is Literal else None
+        )
+        """The values of a `Literal` type (what may tell a union's branches apart)."""
 
     def build(self, data: Any, builder: _Builder, path: str) -> Any:
         if not is_complete(data):
             return data if self.text and isinstance(data, str) else _HOLD
+        value = self._read(data, builder, path)
+        if value is _HOLD:
+            builder.holds += 1
+        return value
+
+    def _read(self, data: Any, builder: _Builder, path: str) -> Any:
         if self.decimal and type(data) is float:
             return _HOLD  # (nor any conversion of it: `number_to_integer` would give its digits)
         value = self._typed(data)
@@ -1315,6 +1400,24 @@ class _ScalarPlan(_Plan):
                 )
                 return value
         return _HOLD
+
+    def names(self, data: Any) -> bool:
+        """Whether `data` is one of the Literal's values as written."""
+        return self.members is not None and is_complete(data) and self._typed(data) is not _HOLD
+
+    def may_take(self, data: Any) -> bool:
+        """Whether the final parse may read `data` (complete) as one of the Literal's values:
+        as written, by a scalar conversion, or matched as the coercion stage matches a member
+        (case, accents and surrounding punctuation aside). A value none of these reach rules
+        a union's branch out."""
+        if self.members is None or not is_complete(data):
+            return True
+        if self.names(data) or any(self._typed(c) is not _HOLD for c, _ in _conversions(data)):
+            return True
+        if not isinstance(data, str):
+            return False
+        token = normalize_token(data)
+        return any(isinstance(m, str) and normalize_token(m) == token for m in self.members)
 
     def _typed(self, data: Any) -> Any:
         if self.decimal and type(data) is float:
@@ -1374,6 +1477,12 @@ class _EnumPlan(_Plan):
     def build(self, data: Any, builder: _Builder, path: str) -> Any:
         if not is_complete(data):
             return _HOLD
+        member = self._member(data)
+        if member is _HOLD:
+            builder.holds += 1
+        return member
+
+    def _member(self, data: Any) -> Any:
         try:
             member = self.enum(data)
         except (ValueError, TypeError):
@@ -1390,16 +1499,31 @@ class _ModelPlan(_Plan):
         self.factory = factory
         self.fields = fields
         self.keys = frozenset(key for f, _ in fields for key in (f.key, f.also) if key)
+        self.closed = False
+        """The type refuses keys it does not declare (`extra="forbid"`)."""
+
+    def open_to(self, data: Mapping[str, Any]) -> bool:
+        """Whether the type takes every key of `data` (one it refuses, the final parse drops
+        only as a lossy repair: another branch may be taken first)."""
+        return not self.closed or all(key in self.keys for key in data)
+
+    def literal(self, key: str) -> tuple[_Field, _ScalarPlan] | None:
+        """The field read from `key`, when its type is a Literal."""
+        for f, plan in self.fields:
+            target = _target(plan)
+            if f.key == key and isinstance(target, _ScalarPlan) and target.members is not None:
+                return f, target
+        return None
 
     def build(self, data: Any, builder: _Builder, path: str) -> Any:
         if not isinstance(data, Mapping):
             return _HOLD
         complete = is_complete(data)
         if complete:
-            memo = builder.remembered(data)
+            memo = builder.remembered(data, self)
             if memo is not MISSING:
                 return memo
-        since = len(builder.changes)
+        since, holds = builder.trying()
         values: dict[str, Any] = {}
         for f, plan in self.fields:
             key = f.written(data)
@@ -1410,7 +1534,7 @@ class _ModelPlan(_Plan):
                 item = data[key]
                 if "Done" not in f.policies or is_complete(item):
                     built = plan.build(item, builder, pointer.join(path, key))
-                    shown = built is not _HOLD
+                    shown = _shown(built)
             if "Required" in f.policies and not shown:
                 return _HOLD
             if "WithState" in f.policies:
@@ -1426,7 +1550,7 @@ class _ModelPlan(_Plan):
                 values[f.name] = built
         value = self.factory(values)
         if complete:
-            builder.remember(data, value, since)
+            builder.remember(data, self, value, since, holds)
         return value
 
 
@@ -1444,7 +1568,9 @@ class _ListPlan(_Plan):
             since = len(builder.changes)
             for index in range(done, n):
                 built = self.item.build(items[index], builder, pointer.join(path, index))
-                if built is not _HOLD:
+                if built is _PENDING:
+                    typed.append(None)  # (its place kept: the items after it keep theirs)
+                elif built is not _HOLD:
                     typed.append(built)
             changes.extend(builder.changes[since:])
             del builder.changes[since:]
@@ -1455,20 +1581,20 @@ class _ListPlan(_Plan):
                 if tail is not MISSING
                 else _HOLD
             )
-            return PartialList(typed, len(typed), MISSING if last is _HOLD else last)
+            return PartialList(typed, len(typed), last if _shown(last) else MISSING)
         if isinstance(data, list):
-            memo = builder.remembered(data)
+            memo = builder.remembered(data, self)
             if memo is not MISSING:
                 return memo
-            since = len(builder.changes)
+            since, holds = builder.trying()
             out = [
-                b
+                None if b is _PENDING else b
                 for b in (
                     self.item.build(x, builder, pointer.join(path, i)) for i, x in enumerate(data)
                 )
                 if b is not _HOLD
             ]
-            builder.remember(data, out, since)
+            builder.remember(data, self, out, since, holds)
             return out
         return _HOLD
 
@@ -1483,33 +1609,38 @@ class _DictPlan(_Plan):
         out = {}
         for key, item in data.items():
             built = self.value.build(item, builder, pointer.join(path, key))
-            if built is not _HOLD:
+            if _shown(built):
                 out[key] = built
         return out
 
 
 class _UnionPlan(_Plan):
-    """A union of types: the branch the data fits best (declared order breaks ties); a scalar
-    is shown as a value of the union."""
+    """A union of types. An object is shown under the branch the final parse will choose, once
+    the data says which (see `_branch`); a scalar is shown as a value of the union."""
 
-    def __init__(self, options: list[_Plan], scalar: _ScalarPlan) -> None:
+    def __init__(self, options: list[_Plan], types: list[Any], scalar: _ScalarPlan) -> None:
         self.options = options
+        self.types = types
+        """The branches' types, in declared order (the plans' `types[i]`)."""
         self.scalar = scalar
+        self._tags: dict[int, _ScalarPlan] | None = None
+        """Per branch, the plan of the Literal field that tells the branches apart (see
+        `_tag`), None when no field does."""
+        self._asked = False
+        """Whether `_tags` was found (on first use: the plans of a recursive type are finished
+        only after the union's)."""
+        self._tag_field: list[_Field] = []
 
     def build(self, data: Any, builder: _Builder, path: str) -> Any:
         if isinstance(data, Mapping):
-            best: _Plan | None = None
-            score = -1
-            for option in self.options:
-                target = option.target if isinstance(option, _Lazy) else option
-                if isinstance(target, _ModelPlan):
-                    fit = sum(1 for key in data if key in target.keys)
-                    if fit > score:
-                        best, score = option, fit
-                elif isinstance(target, _DictPlan) and best is None:
-                    best = option
-            if best is not None:
-                return best.build(data, builder, path)
+            objects = [i for i, o in enumerate(self.options) if _objects(o)]
+            if len(objects) == 1:
+                return self.options[objects[0]].build(data, builder, path)
+            if objects:
+                chosen = self._branch(data, objects, builder, path)
+                if chosen is None:
+                    return _PENDING
+                return self.options[chosen].build(data, builder, path)
         if isinstance(data, PartialList | list):
             for option in self.options:
                 target = option.target if isinstance(option, _Lazy) else option
@@ -1517,8 +1648,8 @@ class _UnionPlan(_Plan):
                     return option.build(data, builder, path)
         for option in self.options:
             target = option.target if isinstance(option, _Lazy) else option
-            if isinstance(target, _EnumPlan):
-                built = option.build(data, builder, path)
+            if isinstance(target, _EnumPlan) and is_complete(data):
+                built = target._member(data)
                 if isinstance(built, Enum):
                     return built
         if is_complete(data) and self.scalar._typed(data) is _HOLD:
@@ -1550,6 +1681,213 @@ class _UnionPlan(_Plan):
                         )
                         return value
         return self.scalar.build(data, builder, path)
+
+    def _branch(
+        self, data: Mapping[str, Any], objects: list[int], builder: _Builder, path: str
+    ) -> int | None:
+        """The branch an object of the union is shown under, or None while it is not known.
+
+        With a field that tells the branches apart (Pydantic's `discriminator=`, or a Literal
+        field each branch declares with its own values), its value decides, once complete, if
+        it names one branch as written. Otherwise (or while that field is missing or still
+        being written) a branch is chosen only when it is the one the data leaves (a Literal
+        field's complete value that the final parse cannot read as the branch's rules it out)
+        or, the object complete, the one the final parse takes: the union's strict reading of
+        the value as sent (never coerced), else the first branch left, in declared order, that
+        takes the value after the coercion stage's scalar conversions. Two branches left
+        while the object is open show it as not known: a guess could change into another."""
+        tags = self._tag(objects)
+        if tags:
+            field = self._tag_field[0]
+            key = field.written(data)
+            if key in data and is_complete(data[key]):
+                return self._named(data[key], tags)
+        left = [i for i in objects if not self._ruled_out(i, data)]
+        if len(left) <= 1:
+            return left[0] if left else None
+        if not is_complete(data):
+            return None
+        sent = self.scalar._typed(data)
+        if sent is not _HOLD:
+            taken = [i for i in left if _is_branch(self.types[i], sent)]
+            return taken[0] if len(taken) == 1 else None
+        return left[0] if self._fits(left[0], data, builder, path) else None
+
+    def _named(self, value: Any, tags: dict[int, _ScalarPlan]) -> int | None:
+        """The branch whose tag `value` is as written, when the final parse can read it as no
+        other branch's (`"Dog"` may be matched to a `"dog"` or a `"DOG"`: not known)."""
+        named = [i for i, tag in tags.items() if tag.names(value)]
+        if len(named) != 1:
+            return None
+        others = (tag for i, tag in tags.items() if i != named[0])
+        return None if any(tag.may_take(value) for tag in others) else named[0]
+
+    def _ruled_out(self, index: int, data: Mapping[str, Any]) -> bool:
+        target = _target(self.options[index])
+        if not isinstance(target, _ModelPlan):
+            return False
+        for f, plan in target.fields:
+            key = f.written(data)
+            leaf = _target(plan)
+            if key in data and isinstance(leaf, _ScalarPlan) and not leaf.may_take(data[key]):
+                return True
+        return False
+
+    def _fits(self, index: int, data: Mapping[str, Any], builder: _Builder, path: str) -> bool:
+        """Whether the branch takes the complete object after the scalar conversions the
+        stream makes (every value shown, the whole valid for the branch's type)."""
+        target = _target(self.options[index])
+        if not isinstance(target, _ModelPlan) or not target.open_to(data):
+            return False
+        mark = builder.trying()
+        try:
+            built = target.build(data, builder, path)
+            if not isinstance(built, BaseModel) or builder.holds != mark[1]:
+                return False
+            dumped = built.model_dump(mode="json", exclude_unset=True, by_alias=True)
+            adapter_for(self.types[index]).validate_json(jsontext.dumps(dumped), strict=True)
+        except (PydanticValidationError, TypeError, ValueError):
+            return False
+        finally:
+            builder.undo(mark)
+        return True
+
+    def _tag(self, objects: list[int]) -> dict[int, _ScalarPlan] | None:
+        """Per object branch, the Literal field that tells them apart: one key every branch
+        declares as a Literal, no value shared by two branches (Pydantic's discriminator is
+        one). None when there is none, or a branch is no model."""
+        if self._asked:
+            return self._tags
+        self._asked = True
+        targets = [_target(self.options[i]) for i in objects]
+        if not all(isinstance(t, _ModelPlan) for t in targets):
+            return None
+        models = cast(list[_ModelPlan], targets)
+        for f, _ in models[0].fields:
+            found = [m.literal(f.key) for m in models]
+            if any(x is None for x in found):
+                continue
+            plans = cast(list[tuple[_Field, _ScalarPlan]], found)
+            values = [v for _, plan in plans for v in cast(tuple[Any, ...], plan.members)]
+            if len({jsontext.dumps(v) for v in values}) == len(values):
+                self._tag_field = [g for g, _ in plans]
+                self._tags = {i: plan for i, (_, plan) in zip(objects, plans, strict=True)}
+                break
+        return self._tags
+
+
+def _target(plan: _Plan) -> _Plan:
+    return plan.target if isinstance(plan, _Lazy) and plan.target is not None else plan
+
+
+def _objects(plan: _Plan) -> bool:
+    """Whether the plan reads a JSON object."""
+    return isinstance(_target(plan), _ModelPlan | _DictPlan)
+
+
+def _is_branch(tp: Any, value: Any) -> bool:
+    """Whether the union's strict reading gave `value` under the branch of type `tp`."""
+    stripped = _strip(tp)
+    if isinstance(stripped, type) and (
+        issubclass(stripped, BaseModel) or dataclasses.is_dataclass(stripped)
+    ):
+        return type(value) is stripped
+    return isinstance(value, dict)
+
+
+class _TuplePlan(_Plan):
+    """A tuple of fixed positions (`tuple[str, int]`): each item read as its position's type.
+    Shown up to the first item not shown, so that no item ever moves to another position; a
+    whole tuple, once closed, as a tuple."""
+
+    def __init__(self, positions: list[_Plan]) -> None:
+        self.positions = positions
+
+    def build(self, data: Any, builder: _Builder, path: str) -> Any:
+        if isinstance(data, PartialList):
+            items, n, tail = data.parts()
+            typed = self._items(items[:n], builder, path)
+            last: Any = MISSING
+            if len(typed) == n and tail is not MISSING and n < len(self.positions):
+                built = self.positions[n].build(tail, builder, pointer.join(path, n))
+                last = built if _shown(built) else MISSING
+            return PartialList(typed, len(typed), last)
+        if not isinstance(data, list):
+            return _HOLD
+        memo = builder.remembered(data, self)
+        if memo is not MISSING:
+            return memo
+        since, holds = builder.trying()
+        typed = self._items(data, builder, path)
+        out = tuple(typed) if len(typed) == len(data) == len(self.positions) else typed
+        builder.remember(data, self, out, since, holds)
+        return out
+
+    def _items(self, items: Sequence[Any], builder: _Builder, path: str) -> list[Any]:
+        typed = []
+        for index, (item, plan) in enumerate(zip(items, self.positions, strict=False)):
+            built = plan.build(item, builder, pointer.join(path, index))
+            if not _shown(built):
+                break
+            typed.append(built)
+        return typed
+
+
+class _SetPlan(_Plan):
+    """A `set` or `frozenset`: shown once its array is closed, its items read as the item
+    type and folded as the final parse folds them (the later of equal items dropped), with
+    the same `fold_equal_items` change. (A set has no order: items shown as they arrive could
+    not be those the final value keeps.)"""
+
+    def __init__(self, tp: Any, item: _Plan, kind: Any) -> None:
+        self.item = item
+        self.kind = kind
+        self.folding = folded.folding_validator(adapter_for(tp))
+
+    def build(self, data: Any, builder: _Builder, path: str) -> Any:
+        if not isinstance(data, list):
+            return _HOLD
+        memo = builder.remembered(data, self)
+        if memo is not MISSING:
+            return memo
+        since, holds = builder.trying()
+        value = self._read(data, builder, path)
+        if value is _HOLD:
+            builder.undo((since, holds))
+            builder.holds += 1
+            return _HOLD
+        builder.remember(data, self, value, since, holds)
+        return value
+
+    def _read(self, data: list[Any], builder: _Builder, path: str) -> Any:
+        typed, sent = [], []
+        for index, item in enumerate(data):
+            at = pointer.join(path, index)
+            before = len(builder.changes)
+            built = self.item.build(item, builder, at)
+            if not _shown(built):
+                return _HOLD
+            typed.append(built)
+            change = builder.changes[-1] if len(builder.changes) > before else None
+            sent.append(change.after if change is not None and change.path == at else item)
+        try:
+            value = self.kind(typed)
+        except TypeError:  # unhashable items (models): the final parse says what they are
+            return _HOLD
+        for fold in folded.folds(self.folding, sent) if self.folding is not None else ():
+            builder.changes.append(
+                Change(
+                    path + fold.path,
+                    "semantic",
+                    "fold_equal_items",
+                    preview(fold.dropped),
+                    None,
+                    f"{fold.written} items written, {fold.kept} kept: the type holds one "
+                    "of the items (or keys) that are equal",
+                    lost=fold.lost,
+                )
+            )
+        return value
 
 
 def to_json(snapshot: Snapshot[Any]) -> bytes:
