@@ -72,3 +72,49 @@ def test_the_fast_check_closes_only_objects_that_say_nothing_of_other_keys() -> 
     )
     assert closed["additionalProperties"] is False
     assert closed["properties"]["a"]["additionalProperties"] is True
+
+
+class Cat(BaseModel):
+    lives: int
+
+
+class Dog(BaseModel):
+    name: str
+
+
+class Pets(BaseModel):
+    pets: list[Cat | Dog]
+
+
+class Maybe(BaseModel):
+    pet: Dog | Cat | None
+
+
+@pytest.mark.parametrize("level", ["off", "minimal", "full"])
+def test_in_a_union_only_the_branch_the_type_chose_ignores_keys_at_their_own_path(
+    level: str,
+) -> None:
+    """Each branch of `Cat | Dog` refuses the other's key; the type chose Cat for the third
+    item, so only `name` is lost there (it was recorded under both branches, at a path holding
+    the branch's schema name: `/pets/2/model-fields/name`)."""
+    reply = '{"pets": [{"lives": 9}, {"name": "Rex"}, {"lives": 3, "name": "Tom"}]}'
+    result = outform.parse(reply, type=Pets, level=level)
+    assert result.value == Pets(pets=[Cat(lives=9), Dog(name="Rex"), Cat(lives=3)])
+    assert [(c.path, c.transform, c.before) for c in result.changes] == [
+        ("/pets/2/name", "ignore_extra_key", '"Tom"'),
+    ]
+
+
+def test_an_optional_union_records_the_keys_of_the_branch_chosen() -> None:
+    result = outform.parse('{"pet": {"lives": 3, "name": "Tom", "age": 4}}', type=Maybe)
+    assert result.value == Maybe(pet=Dog(name="Tom"))
+    assert [c.path for c in result.changes] == ["/pet/age", "/pet/lives"]
+
+
+def test_without_the_typed_reading_every_branch_s_keys_are_told_at_their_paths() -> None:
+    closed = closed_validator(TypeAdapter(Pets))
+    assert closed is not None
+    assert ignored_keys(closed, {"pets": [{"lives": 3, "name": "Tom"}]}) == [
+        "/pets/0/lives",
+        "/pets/0/name",
+    ]

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
-from pydantic_core import SchemaValidator
 
 from outform.parse import ignored
 
@@ -128,7 +127,7 @@ def applies(adapter: TypeAdapter[Any]) -> bool:
     return _spelled_both(core, None) is not None
 
 
-def closed_validator(adapter: TypeAdapter[Any]) -> SchemaValidator | None:
+def closed_validator(adapter: TypeAdapter[Any]) -> ignored.Closed | None:
     """:func:`outform.parse.ignored.closed_validator`, with each field read by name read by
     both spellings (alias first, as Pydantic reads it): the validator that finds keys the type
     ignores drops the model's config, so it would say that a field's name is one."""

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Final
 
-from pydantic import TypeAdapter
+from pydantic import BaseModel, TypeAdapter
 from pydantic_core import SchemaValidator, ValidationError
 
 from outform.schema import pointer
@@ -29,13 +30,29 @@ _HOLDERS = {"model", "typed-dict", "dataclass"}
 """Core schemas whose `config` gives the objects within them their default behaviour."""
 _EXTRA = {"extra_forbidden", "unexpected_keyword_argument"}
 """The errors of an extra key (in a model or TypedDict; in a dataclass)."""
+_UNKNOWN: Final = object()
+"""A reading not told (or not followed that far)."""
 _OPEN = frozenset({"additionalProperties", "patternProperties", "unevaluatedProperties"})
 """Keywords by which a JSON Schema object says what other keys may be."""
 
 
+@dataclass(frozen=True, slots=True)
+class Closed:
+    """The validator that finds ignored keys, and the class each union branch it tagged
+    builds (None: a branch that builds no model), by tag: the validator reports a key under
+    every branch of a union that refuses it, and only the branch the type chose counts."""
+
+    validator: SchemaValidator
+    branches: dict[str, type | None]
+
+
+_BRANCH = "\x00outform-branch-"
+"""How the tags of union branches begin (no key of a reply can be one at that place)."""
+
+
 def closed_validator(
     adapter: TypeAdapter[Any], before: Callable[[Any], Any] | None = None
-) -> SchemaValidator | None:
+) -> Closed | None:
     """A validator of the adapter's type, as plain data, in which every object that ignores
     extra keys forbids them; None when no object of the type ignores any.
 
@@ -44,12 +61,66 @@ def closed_validator(
     `before` rewrites the core schema first (None: it leaves it as it is): what the class's
     config said and the fields alone no longer say (see by_name.py)."""
 
+    branches: dict[str, type | None] = {}
+
     def rewrite(schema: Any) -> Any:
         if before is not None:
             schema = before(schema) or schema
+        _tag_unions(schema, _models(schema), branches)
         return _close(schema, None)
 
-    return rewritten_validator(adapter, rewrite)
+    validator = rewritten_validator(adapter, rewrite)
+    return None if validator is None else Closed(validator, branches)
+
+
+def _models(schema: Any) -> dict[str, type]:
+    """The model class of each core schema `ref` (definitions included): what a union branch
+    that refers to a definition builds."""
+    found: dict[str, type] = {}
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            if node.get("type") == "model" and isinstance(node.get("ref"), str):
+                found[node["ref"]] = node["cls"]
+            stack.extend(v for k, v in node.items() if k not in ("config", "metadata", "cls"))
+    return found
+
+
+def _tag_unions(schema: Any, models: dict[str, type], branches: dict[str, type | None]) -> None:
+    """Give each branch of each plain union in `schema` (in place) a tag of its own, noting in
+    `branches` the model class it builds: its errors are then told apart (see `Closed`)."""
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        if node.get("type") == "union" and isinstance(node.get("choices"), list):
+            tagged = []
+            for choice in node["choices"]:
+                branch = choice[0] if isinstance(choice, tuple) else choice
+                tag = f"{_BRANCH}{len(branches)}"
+                branches[tag] = _builds(branch, models)
+                tagged.append((branch, tag))
+            node["choices"] = tagged
+        stack.extend(v for k, v in node.items() if k not in ("config", "metadata", "cls"))
+
+
+def _builds(branch: Any, models: dict[str, type]) -> type | None:
+    """The model class a union branch builds, or None (not a model, or not known)."""
+    if not isinstance(branch, dict):
+        return None
+    if branch.get("type") == "model":
+        cls = branch.get("cls")
+        return cls if isinstance(cls, type) else None
+    if branch.get("type") == "definition-ref":
+        return models.get(str(branch.get("schema_ref")))
+    return None
 
 
 def rewritten_validator(
@@ -73,11 +144,12 @@ def rewritten_validator(
 def _close(node: Any, extra: str | None) -> Any:
     """`node` with extra keys forbidden wherever they are ignored, classes read as their
     fields; None when no object under it ignores extra keys."""
-    if isinstance(node, list):
+    if isinstance(node, list | tuple):  # (a tuple: a union's branch and its tag)
         items = [_close(item, extra) for item in node]
         if all(item is None for item in items):
             return None
-        return [new if new is not None else old for new, old in zip(items, node, strict=True)]
+        closed = [new if new is not None else old for new, old in zip(items, node, strict=True)]
+        return closed if isinstance(node, list) else tuple(closed)
     if not isinstance(node, dict):
         return None
     kind = node.get("type")
@@ -89,7 +161,7 @@ def _close(node: Any, extra: str | None) -> Any:
         out["extra_behavior"] = "forbid"
         changed = True
     for key, child in node.items():
-        if key not in ("config", "metadata", "cls") and isinstance(child, dict | list):
+        if key not in ("config", "metadata", "cls") and isinstance(child, dict | list | tuple):
             new = _close(child, extra)
             if new is not None:
                 out[key] = new
@@ -102,17 +174,63 @@ def _close(node: Any, extra: str | None) -> Any:
     return out if changed else None
 
 
-def ignored_keys(closed: SchemaValidator, value: Any) -> list[str]:
-    """The JSON pointers of the keys of `value` that the type ignores, sorted."""
+def ignored_keys(closed: Closed, value: Any, typed: Any = _UNKNOWN) -> list[str]:
+    """The JSON pointers of the keys of `value` that the type ignores, sorted. `typed`, the
+    type's reading of `value`, tells which branch of a union the type chose: a key is
+    ignored only by that branch (without it, by any)."""
     try:
-        closed.validate_python(value)
+        closed.validator.validate_python(value)
     except ValidationError as exc:
-        return sorted(
-            pointer.from_parts(error["loc"])
-            for error in exc.errors(include_url=False, include_input=False)
-            if error["type"] in _EXTRA
-        )
+        found = set()
+        for error in exc.errors(include_url=False, include_input=False):
+            if error["type"] in _EXTRA:
+                path = _path(error["loc"], value, typed, closed.branches)
+                if path is not None:
+                    found.add(path)
+        return sorted(found)
     return []
+
+
+def _path(
+    loc: tuple[str | int, ...], value: Any, typed: Any, branches: dict[str, type | None]
+) -> str | None:
+    """The JSON pointer in `value` of an error's location, whose parts that are no key or
+    index of the value there (a union's tags, a schema's names) are passed over; None when it
+    passes through a union branch other than the one `typed` holds there."""
+    parts: list[str | int] = []
+    last = len(loc) - 1
+    for index, part in enumerate(loc):
+        if isinstance(part, str) and part.startswith(_BRANCH):
+            cls = branches.get(part)
+            if cls is not None and typed is not _UNKNOWN and not isinstance(typed, cls):
+                return None
+            continue
+        inside = (isinstance(value, dict) and isinstance(part, str) and part in value) or (
+            isinstance(value, list) and type(part) is int and 0 <= part < len(value)
+        )
+        if inside:
+            parts.append(part)
+            value = value[part]
+            typed = _typed_child(typed, part)
+        elif index == last:
+            parts.append(part)  # the ignored key itself
+    return pointer.from_parts(parts)
+
+
+def _typed_child(typed: Any, part: str | int) -> Any:
+    """What the type's reading holds for a key or index of the value (_UNKNOWN: not told)."""
+    if typed is _UNKNOWN:
+        return _UNKNOWN
+    if isinstance(typed, BaseModel):
+        for name, field in type(typed).model_fields.items():
+            if part in (name, field.alias, field.validation_alias):
+                return getattr(typed, name, _UNKNOWN)
+        return _UNKNOWN
+    if isinstance(typed, dict):
+        return typed.get(part, _UNKNOWN)
+    if isinstance(typed, list | tuple) and type(part) is int and 0 <= part < len(typed):
+        return typed[part]
+    return _UNKNOWN
 
 
 def closed_schema(schema: Any) -> Any:

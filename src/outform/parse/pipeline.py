@@ -935,7 +935,7 @@ class Pipeline(Generic[T]):
                 found = pydantic_violations(exc, deadline)
             else:
                 found = self._integer_overflow(candidate.text, typed)
-                self._record_ignored(value, run)
+                self._record_ignored(value, typed, run)
                 self._record_folded(value, run)
         if valid and not found:
             found = _dropped_fractions(candidate.text, made, as_valid, kept)
@@ -1039,11 +1039,12 @@ class Pipeline(Generic[T]):
         if repeats:
             run.emit("output.coercion.success", "syntactic", transforms=("drop_duplicate_key",))
 
-    def _record_ignored(self, value: Any, run: Run) -> None:
-        """Keys the typed output ignores (Pydantic's `extra="ignore"`), recorded as dropped."""
+    def _record_ignored(self, value: Any, typed: Any, run: Run) -> None:
+        """Keys the typed output (`typed`, its reading of `value`) ignores (Pydantic's
+        `extra="ignore"`), recorded as dropped."""
         if self._closed is None:
             return
-        for path in ignored.ignored_keys(self._closed, value):
+        for path in ignored.ignored_keys(self._closed, value, typed):
             try:
                 dropped = pointer.lookup(value, path)
             except KeyError:
