@@ -5,6 +5,7 @@ are recorded as lossy changes, never silently lost: `result.value` holds fewer t
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 import pytest
 from pydantic import BaseModel, TypeAdapter
@@ -68,3 +69,35 @@ def test_a_streamed_set_records_the_fold_too() -> None:
     *_, final = parse_stream(['["a", "b"', ', "a"]'], type=set[str])
     assert final.value == {"a", "b"}
     assert [c.transform for c in final.changes] == ["fold_equal_items"]
+
+
+class Mixed(BaseModel):
+    items: list[set[str] | int]
+
+
+class WithSet(BaseModel):
+    numbers: set[int]
+
+
+class WithText(BaseModel):
+    text: str
+
+
+class Either(BaseModel):
+    either: WithSet | WithText
+
+
+@pytest.mark.parametrize(
+    ("output", "reply", "path"),
+    [
+        (Mixed, '{"items": [["a", "a"], 3]}', "/items/0"),
+        (Either, '{"either": {"numbers": [1, 1]}}', "/either/numbers"),
+    ],
+)
+def test_a_folded_container_in_a_union_is_recorded_at_its_path_in_the_reply(
+    output: Any, reply: str, path: str
+) -> None:
+    """Pydantic's error locations name a union's branches and validators (`model-fields`,
+    `function-wrap[...]`): the change's path is the container's place in the reply alone."""
+    result = outform.parse(reply, type=output, level="full")
+    assert [(c.path, c.transform) for c in result.changes] == [(path, "fold_equal_items")]

@@ -23,8 +23,7 @@ from pydantic_core import PydanticCustomError, SchemaValidator, ValidationError
 
 from outform.parse import loss, values
 from outform.parse.core_rewrite import wrap_where
-from outform.parse.ignored import rewritten_validator
-from outform.schema import pointer
+from outform.parse.ignored import rewritten_validator, value_path
 
 _FOLDING = {"set", "frozenset", "dict"}
 """Core schemas whose value may hold fewer items than the JSON it was read from."""
@@ -116,7 +115,7 @@ def folds(validator: SchemaValidator, value: Any) -> list[Fold]:
     except ValidationError as exc:
         found = [
             Fold(
-                pointer.from_parts(error["loc"]),
+                value_path(error["loc"], value) or "",
                 error["ctx"]["written"],
                 error["ctx"]["kept"],
                 error["ctx"]["dropped"],

@@ -184,23 +184,26 @@ def ignored_keys(closed: Closed, value: Any, typed: Any = _UNKNOWN) -> list[str]
         found = set()
         for error in exc.errors(include_url=False, include_input=False):
             if error["type"] in _EXTRA:
-                path = _path(error["loc"], value, typed, closed.branches)
+                path = value_path(error["loc"], value, typed, closed.branches)
                 if path is not None:
                     found.add(path)
         return sorted(found)
     return []
 
 
-def _path(
-    loc: tuple[str | int, ...], value: Any, typed: Any, branches: dict[str, type | None]
+def value_path(
+    loc: tuple[str | int, ...],
+    value: Any,
+    typed: Any = _UNKNOWN,
+    branches: dict[str, type | None] | None = None,
 ) -> str | None:
-    """The JSON pointer in `value` of an error's location, whose parts that are no key or
-    index of the value there (a union's tags, a schema's names) are passed over; None when it
-    passes through a union branch other than the one `typed` holds there."""
+    """The JSON pointer in `value` of a Pydantic error's location, whose parts that are no key
+    or index of the value there (a union's tags, a validator's names) are passed over; None
+    when it passes through a branch of `branches` other than the one `typed` (the type's
+    reading of `value`) holds there."""
     parts: list[str | int] = []
-    last = len(loc) - 1
-    for index, part in enumerate(loc):
-        if isinstance(part, str) and part.startswith(_BRANCH):
+    for part in loc:
+        if branches is not None and isinstance(part, str) and part.startswith(_BRANCH):
             cls = branches.get(part)
             if cls is not None and typed is not _UNKNOWN and not isinstance(typed, cls):
                 return None
@@ -212,8 +215,6 @@ def _path(
             parts.append(part)
             value = value[part]
             typed = _typed_child(typed, part)
-        elif index == last:
-            parts.append(part)  # the ignored key itself
     return pointer.from_parts(parts)
 
 
