@@ -14,10 +14,13 @@ import email.utils
 import math
 import random
 import re
+import socket
+import threading
 import time
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
+    Awaitable,
     Generator,
     Iterable,
     Iterator,
@@ -25,7 +28,7 @@ from collections.abc import (
 )
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 from urllib.parse import urljoin, urlsplit
 
 import httpx
@@ -141,7 +144,9 @@ MAX_BODY_BYTES = 64 * 1024 * 1024
 class Limits:
     """The limits of one answer, enforced while it arrives: `timeout` (the idle limit, of
     httpx) alone lets a provider that keeps sending (keep-alive comments, a byte at a time)
-    hold a call forever, and a whole answer is read into memory."""
+    hold a call forever, and a whole answer is read into memory. The deadline is checked as
+    each chunk arrives and at the end; a wait for the next byte is ended at the deadline by
+    the transports (`_Watchdog`, `_before`), since httpx's timeouts apply to each read."""
 
     total_timeout: float = TOTAL_TIMEOUT
     max_body_bytes: int = MAX_BODY_BYTES
@@ -167,29 +172,46 @@ class Limits:
     def deadline(self) -> float:
         return time.monotonic() + self.total_timeout
 
+    @staticmethod
+    def left(deadline: float) -> float:
+        """Seconds until the deadline (0 once it has passed)."""
+        return max(deadline - time.monotonic(), 0.0)
+
+    @staticmethod
+    def passed(deadline: float) -> bool:
+        return time.monotonic() >= deadline
+
+    def late(self, endpoint: Endpoint, *, reached: bool = True) -> ConnectionFailedError:
+        """The error of a call that passed its deadline, whatever the provider was doing."""
+        return ConnectionFailedError(
+            f"{endpoint.provider} did not finish its answer within the total timeout of "
+            f"{self.total_timeout:g} s (total_timeout)",
+            provider=endpoint.provider,
+            where=baseurl.shown(endpoint.base_url),
+            fix="raise `total_timeout` (an argument of Transport) for longer answers",
+            reached=reached,
+        )
+
     def check(self, deadline: float, endpoint: Endpoint) -> None:
-        if time.monotonic() > deadline:
-            raise ConnectionFailedError(
-                f"{endpoint.provider} did not finish its answer within the total timeout of "
-                f"{self.total_timeout:g} s (it kept the connection busy)",
-                provider=endpoint.provider,
-                where=baseurl.shown(endpoint.base_url),
-                fix="raise `total_timeout` (an argument of Transport) for longer answers",
-            )
+        if self.passed(deadline):
+            raise self.late(endpoint)
 
     def in_time(
         self, chunks: Iterable[bytes], deadline: float, endpoint: Endpoint
     ) -> Iterator[bytes]:
-        """The chunks of a stream, checked against the deadline as each arrives."""
+        """The chunks of a stream, checked against the deadline as each arrives and at its
+        end (an end read after the deadline is no answer in time)."""
         for chunk in chunks:
             self.check(deadline, endpoint)
             yield chunk
+        self.check(deadline, endpoint)
 
     def read(self, chunks: Iterable[bytes], deadline: float, endpoint: Endpoint) -> bytes:
-        """A whole body, its time and size checked as each chunk arrives."""
+        """A whole body, its time and size checked as each chunk arrives, and at its end."""
         body = bytearray()
         for chunk in chunks:
             self._add(body, chunk, deadline, endpoint)
+        self.check(deadline, endpoint)
         return bytes(body)
 
     async def aread(
@@ -198,6 +220,7 @@ class Limits:
         body = bytearray()
         async for chunk in chunks:
             self._add(body, chunk, deadline, endpoint)
+        self.check(deadline, endpoint)
         return bytes(body)
 
     def _add(self, body: bytearray, chunk: bytes, deadline: float, endpoint: Endpoint) -> None:
@@ -297,7 +320,7 @@ class Transport:
     def lines(self, endpoint: Endpoint, wire: WireRequest) -> Generator[bytes, None, None]:
         """The lines of a downloaded text body (JSONL results), read as they arrive, so that a
         file of any size passes in constant memory. Retries only before the first byte."""
-        response = self._with_retries(endpoint, wire, stream=True)
+        response = self._with_retries(endpoint, wire, stream=True, deadline=math.inf)
         buffer = b""
         try:
             for chunk in response.iter_bytes():  # (a download: no total timeout, no size cap)
@@ -320,17 +343,17 @@ class Transport:
     ) -> Generator[Mapping[str, Any], None, None]:
         """Events of a streamed reply. Retries only before the first event arrives."""
         deadline = self.limits.deadline()
-        response = self._with_retries(endpoint, wire, stream=True, stats=stats)
-        if not _is_stream(wire.stream, response):
-            try:
-                head = next(response.iter_bytes(_BODY_EXCERPT + 1), b"")
-            finally:
-                response.close()
-            raise _not_a_stream(endpoint, wire.stream, response, head)
+        response = self._with_retries(endpoint, wire, stream=True, stats=stats, deadline=deadline)
         try:
-            chunks = self.limits.in_time(response.iter_bytes(), deadline, endpoint)
-            yield from _events(endpoint, wire.stream, chunks, response.status_code)
+            with _Watchdog(response, deadline):
+                if not _is_stream(wire.stream, response):
+                    head = next(response.iter_bytes(_BODY_EXCERPT + 1), b"")
+                    raise _not_a_stream(endpoint, wire.stream, response, head)
+                chunks = self.limits.in_time(response.iter_bytes(), deadline, endpoint)
+                yield from _events(endpoint, wire.stream, chunks, response.status_code)
         except httpx.RequestError as exc:  # (a TransportError, or a body not decodable)
+            if self.limits.passed(deadline):  # (the watchdog cut the connection)
+                raise self.limits.late(endpoint) from None
             raise _broken_stream(endpoint, exc, self._client.timeout) from None
         finally:
             response.close()
@@ -343,31 +366,34 @@ class Transport:
         stream: bool,
         upload: _Source | None = None,
         stats: CallStats | None = None,
+        deadline: float | None = None,
     ) -> Any:
+        """The answer (a whole body read, or a stream's headers), by `deadline` (the call's;
+        a new one by default; `math.inf` for a download, which has none)."""
         attempt = 0
         reached = False  # whether any attempt may have reached the provider
-        deadline = self.limits.deadline()
+        deadline = self.limits.deadline() if deadline is None else deadline
         while True:
+            if self.limits.passed(deadline):  # (a retry's wait ended at the deadline)
+                raise self.limits.late(endpoint, reached=reached)
             token = endpoint.tokens.headers() if endpoint.tokens is not None else None
-            request = _build(self._client, endpoint, wire, token, upload)
+            request = _within(_build(self._client, endpoint, wire, token, upload), deadline)
             _sending(stats, attempt)
             try:
                 response = self._client.send(request, stream=True)
                 if not stream and response.status_code < 400:
                     # A whole answer is read here, so that a body broken off is retried; in
                     # chunks, so that its size and its time are bounded as it arrives.
-                    try:
-                        body = self.limits.read(response.iter_bytes(), deadline, endpoint)
-                    finally:
-                        response.close()
-                    response = _read(response, body)
+                    response = _read(response, self._whole(response, deadline, endpoint))
             except httpx.TransportError as exc:
                 reached = reached or not isinstance(exc, _NOT_SENT)
+                if self.limits.passed(deadline):  # (a wait cut at the deadline: see _within)
+                    raise self.limits.late(endpoint, reached=reached) from None
                 if attempt >= self.retry.retries:
                     raise _connection_failed(
                         endpoint, exc, self._client.timeout, reached, retried=attempt > 0
                     ) from None
-                self._sleep(self.retry.wait(attempt, None))
+                self._sleep(min(self.retry.wait(attempt, None), self.limits.left(deadline)))
                 attempt += 1
                 continue
             except httpx.RequestError as exc:  # an answer httpx cannot read (see _unreadable)
@@ -383,12 +409,24 @@ class Transport:
             if response.status_code in _RETRY_STATUS and attempt < self.retry.retries:
                 wait = self.retry.wait(attempt, retry_after(response.headers))
                 response.close()
-                self._sleep(wait)
+                self._sleep(min(wait, self.limits.left(deadline)))
                 attempt += 1
                 continue
-            body = response.read()
-            response.close()
+            try:
+                body = self._whole(response, deadline, endpoint)
+            except httpx.TransportError as exc:
+                if self.limits.passed(deadline):
+                    raise self.limits.late(endpoint) from None
+                raise _connection_failed(endpoint, exc, self._client.timeout) from None
             raise _status_error(endpoint, response.status_code, body, response.headers)
+
+    def _whole(self, response: httpx.Response, deadline: float, endpoint: Endpoint) -> bytes:
+        """A whole body, read in chunks within the deadline and the size limit; closed."""
+        try:
+            with _Watchdog(response, deadline):
+                return self.limits.read(response.iter_bytes(), deadline, endpoint)
+        finally:
+            response.close()
 
 
 class AsyncTransport:
@@ -423,29 +461,34 @@ class AsyncTransport:
     async def send(
         self, endpoint: Endpoint, wire: WireRequest, *, stats: CallStats | None = None
     ) -> Mapping[str, Any]:
-        response = await self._with_retries(endpoint, wire, stream=False, stats=stats)
+        deadline = self.limits.deadline()
+        response = await self._with_retries(endpoint, wire, deadline, stream=False, stats=stats)
         return _json_body(endpoint, response)
 
     async def stream(
         self, endpoint: Endpoint, wire: WireRequest, *, stats: CallStats | None = None
     ) -> AsyncGenerator[Mapping[str, Any], None]:
         deadline = self.limits.deadline()
-        response = await self._with_retries(endpoint, wire, stream=True, stats=stats)
-        if not _is_stream(wire.stream, response):
-            try:
-                head = await anext(aiter(response.aiter_bytes(_BODY_EXCERPT + 1)), b"")
-            finally:
-                await response.aclose()
-            raise _not_a_stream(endpoint, wire.stream, response, head)
+        response = await self._with_retries(endpoint, wire, deadline, stream=True, stats=stats)
         reader = _EventReader(endpoint, wire.stream, response.status_code)
         try:
-            async for chunk in response.aiter_bytes():
+            if not _is_stream(wire.stream, response):
+                start = anext(aiter(response.aiter_bytes(_BODY_EXCERPT + 1)), b"")
+                head = await self._before(deadline, endpoint, start)
+                raise _not_a_stream(endpoint, wire.stream, response, head)
+            chunks = response.aiter_bytes()
+            while (
+                chunk := await self._before(deadline, endpoint, anext(chunks, None))
+            ) is not None:
                 self.limits.check(deadline, endpoint)
                 for event in reader.feed(chunk):
                     yield event
+            self.limits.check(deadline, endpoint)
             for event in reader.finish():
                 yield event
         except httpx.RequestError as exc:  # (a TransportError, or a body not decodable)
+            if self.limits.passed(deadline):  # (an httpx timeout just at the deadline)
+                raise self.limits.late(endpoint) from None
             raise _broken_stream(endpoint, exc, self._client.timeout) from None
         finally:
             await response.aclose()
@@ -454,31 +497,33 @@ class AsyncTransport:
         self,
         endpoint: Endpoint,
         wire: WireRequest,
+        deadline: float,
         *,
         stream: bool,
         stats: CallStats | None = None,
     ) -> Any:
         attempt = 0
         reached = False  # whether any attempt may have reached the provider
-        deadline = self.limits.deadline()
         while True:
+            if self.limits.passed(deadline):  # (a retry's wait ended at the deadline)
+                raise self.limits.late(endpoint, reached=reached)
             request = _build(self._client, endpoint, wire, await _token_headers(endpoint))
             _sending(stats, attempt)
             try:
-                response = await self._client.send(request, stream=True)
+                response = await self._before(
+                    deadline, endpoint, self._client.send(request, stream=True)
+                )
                 if not stream and response.status_code < 400:
-                    try:  # (as the synchronous transport reads it: see there)
-                        body = await self.limits.aread(response.aiter_bytes(), deadline, endpoint)
-                    finally:
-                        await response.aclose()
-                    response = _read(response, body)
+                    response = _read(response, await self._whole(response, deadline, endpoint))
             except httpx.TransportError as exc:
                 reached = reached or not isinstance(exc, _NOT_SENT)
+                if self.limits.passed(deadline):  # (an httpx timeout just at the deadline)
+                    raise self.limits.late(endpoint, reached=reached) from None
                 if attempt >= self.retry.retries:
                     raise _connection_failed(
                         endpoint, exc, self._client.timeout, reached, retried=attempt > 0
                     ) from None
-                await self._sleep(self.retry.wait(attempt, None))
+                await self._sleep(min(self.retry.wait(attempt, None), self.limits.left(deadline)))
                 attempt += 1
                 continue
             except httpx.RequestError as exc:  # an answer httpx cannot read (see _unreadable)
@@ -494,12 +539,35 @@ class AsyncTransport:
             if response.status_code in _RETRY_STATUS and attempt < self.retry.retries:
                 wait = self.retry.wait(attempt, retry_after(response.headers))
                 await response.aclose()
-                await self._sleep(wait)
+                await self._sleep(min(wait, self.limits.left(deadline)))
                 attempt += 1
                 continue
-            body = await response.aread()
-            await response.aclose()
+            try:
+                body = await self._whole(response, deadline, endpoint)
+            except httpx.TransportError as exc:
+                if self.limits.passed(deadline):
+                    raise self.limits.late(endpoint) from None
+                raise _connection_failed(endpoint, exc, self._client.timeout) from None
             raise _status_error(endpoint, response.status_code, body, response.headers)
+
+    async def _whole(self, response: httpx.Response, deadline: float, endpoint: Endpoint) -> bytes:
+        """A whole body (as the synchronous transport reads it: see there); closed."""
+        try:
+            return await self._before(
+                deadline, endpoint, self.limits.aread(response.aiter_bytes(), deadline, endpoint)
+            )
+        finally:
+            await response.aclose()
+
+    async def _before(self, deadline: float, endpoint: Endpoint, waiting: Awaitable[_T]) -> _T:
+        """What `waiting` gives, or the total timeout's error at the deadline: httpx's timeouts
+        apply to each read, so a provider silent for less would hold the call past it."""
+        import anyio
+
+        at = anyio.current_time() + self.limits.left(deadline)
+        with anyio.CancelScope(deadline=at):
+            return await waiting
+        raise self.limits.late(endpoint)
 
 
 # -- requests ------------------------------------------------------------------------------
@@ -519,6 +587,65 @@ def _read(response: httpx.Response, body: bytes) -> httpx.Response:
 def _sending(stats: CallStats | None, attempt: int) -> None:
     if stats is not None:
         stats.status, stats.retries, stats.sent_at = None, attempt, time.perf_counter()
+
+
+def _within(request: httpx.Request, deadline: float) -> httpx.Request:
+    """`request`, each of its waits (for a connection, to connect, to send, for a byte) no
+    longer than the time left: until its headers come, no watchdog can cut the connection."""
+    if math.isinf(deadline):
+        return request
+    left = max(deadline - time.monotonic(), 0.001)  # (0 would make the socket non-blocking)
+    timeouts = request.extensions.get("timeout", {})
+    request.extensions["timeout"] = {
+        name: left if seconds is None else min(seconds, left) for name, seconds in timeouts.items()
+    }
+    return request
+
+
+class _Watchdog:
+    """Cuts a response's connection at the deadline, while the synchronous transport reads it.
+
+    httpx's read timeout applies to each read: a provider silent for less than it would hold
+    the read, and the call, past the deadline. At the deadline the socket is shut down (from
+    the timer's thread), which ends the blocked read at once, as an error or the end of the
+    body; the reader then sees the deadline passed and raises the total timeout's error. A
+    connection shut down so is not reused (httpcore drops an idle connection that reads its
+    end). Without a socket (a client with another transport), only the checks as bytes
+    arrive remain."""
+
+    def __init__(self, response: httpx.Response, deadline: float) -> None:
+        self._response = response
+        self._deadline = deadline
+        self._timer: threading.Timer | None = None
+        if not math.isinf(deadline) and _socket(response) is not None:
+            self._timer = threading.Timer(max(deadline - time.monotonic(), 0.0), self._fire)
+            self._timer.daemon = True
+
+    def __enter__(self) -> _Watchdog:
+        if self._timer is not None:
+            self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+    def _fire(self) -> None:
+        time.sleep(max(self._deadline - time.monotonic(), 0.0))  # (never before the deadline)
+        sock = _socket(self._response)
+        if sock is not None and not self._response.is_closed:
+            with contextlib.suppress(OSError):  # (closed meanwhile: nothing left to cut)
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)  # (a TLS socket's too: its TCP)
+
+
+def _socket(response: httpx.Response) -> socket.socket | None:
+    """The socket a response arrives on (httpcore's network stream's), if any."""
+    stream = response.extensions.get("network_stream")
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    return sock if isinstance(sock, socket.socket) else None
+
+
+_T = TypeVar("_T")
 
 
 async def _token_headers(endpoint: Endpoint) -> dict[str, str] | None:

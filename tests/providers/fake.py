@@ -52,6 +52,15 @@ class Reply:
     pace: float = 0.0
     """Seconds between two frames of a stream (between two halves of a body): a provider that
     keeps the connection busy without finishing."""
+    stall_after: int | None = None
+    """Go silent after this many events (or, without events, this many bytes of the body), the
+    connection left open, until the server shuts down: a provider that stops sending without
+    closing, for less time than any idle limit a test sets."""
+    unanswered: bool = False
+    """Send nothing at all (not even the status line) until the server shuts down."""
+    ended_by_close: bool = False
+    """Send a stream's frames as they are (not chunked), its end being the connection's close,
+    as some servers do."""
 
 
 class FakeServer:
@@ -61,6 +70,8 @@ class FakeServer:
         self.requests: list[Recorded] = []
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
+        self._closing = threading.Event()
+        """Set when the server shuts down: it ends the stalls (`Reply.stall_after`)."""
         self._server = _QuietServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(
@@ -77,6 +88,7 @@ class FakeServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._closing.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -130,6 +142,9 @@ class FakeServer:
                 reply = server._next()
                 if reply.delay:
                     time.sleep(reply.delay)
+                if reply.unanswered:
+                    self._stall()
+                    return
                 if reply.events is not None:
                     self._stream(reply)
                 else:
@@ -147,6 +162,10 @@ class FakeServer:
                 for key, value in reply.headers.items():
                     self.send_header(key, value)
                 self.end_headers()
+                if reply.stall_after is not None:
+                    self.wfile.write(raw[: reply.stall_after])
+                    self._stall()
+                    return
                 if reply.drop_after is not None:
                     self.wfile.write(raw[: len(raw) // 2])
                     self._drop()
@@ -158,6 +177,20 @@ class FakeServer:
                         time.sleep(reply.pace)
                     return
                 self.wfile.write(raw)
+
+            def _unframed(self, reply: Reply) -> None:
+                for index, frame in enumerate(_frames(reply)):
+                    if reply.stall_after is not None and index >= reply.stall_after:
+                        break
+                    self.wfile.write(frame)
+                if reply.stall_after is not None:
+                    self._stall()
+
+            def _stall(self) -> None:
+                """Say nothing more until the server shuts down, then close the connection."""
+                self.wfile.flush()
+                server._closing.wait()
+                self._drop()
 
             def _drop(self) -> None:
                 """Cut the connection mid-reply (shutdown: the file objects keep it open)."""
@@ -173,11 +206,21 @@ class FakeServer:
                 }[reply.framing]
                 self.send_response(reply.status)
                 self.send_header("content-type", content_type)
-                self.send_header("transfer-encoding", "chunked")
+                if reply.ended_by_close:
+                    self.send_header("connection", "close")
+                    self.close_connection = True
+                else:
+                    self.send_header("transfer-encoding", "chunked")
                 for key, value in reply.headers.items():
                     self.send_header(key, value)
                 self.end_headers()
+                if reply.ended_by_close:
+                    self._unframed(reply)
+                    return
                 for index, frame in enumerate(_frames(reply)):
+                    if reply.stall_after is not None and index >= reply.stall_after:
+                        self._stall()
+                        return
                     if reply.drop_after is not None and index >= reply.drop_after:
                         self._drop()
                         return
@@ -185,6 +228,9 @@ class FakeServer:
                     self.wfile.flush()
                     if reply.pace:
                         time.sleep(reply.pace)
+                if reply.stall_after is not None:  # (every event sent: stall before the end)
+                    self._stall()
+                    return
                 self.wfile.write(b"0\r\n\r\n")
 
         return Handler
