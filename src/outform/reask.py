@@ -8,12 +8,15 @@ merged into the rest.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+import orjson
+
 from outform.format import JsonSchemaFormat
-from outform.parse.hint import RetryHint, Violation
+from outform.parse.hint import CUT, RetryHint, Violation
 from outform.parse.result import Change
 from outform.providers.base import Message, Response
 from outform.schema import pointer
@@ -26,10 +29,11 @@ CUT_OFF = RetryHint(
             "syntax",
             "a complete reply",
             "the reply was cut off at the token limit (finish_reason=length)",
+            CUT,
         ),
     )
 )
-"""The hint for a reply that stopped at the token limit."""
+"""The hint for a reply that stopped at the token limit (where is unknown: `cut_off` says)."""
 UNENDED = RetryHint(
     (
         Violation(
@@ -37,10 +41,85 @@ UNENDED = RetryHint(
             "syntax",
             "a complete reply",
             "the reply stream stopped without the provider saying the reply was complete",
+            CUT,
         ),
     )
 )
 """The hint for a streamed reply that stopped without a stop reason."""
+
+
+def cut_off(text: str, found: RetryHint | None = None, *, unended: bool = False) -> RetryHint:
+    """The hint for a reply that may have been cut off and was not accepted: it was cut (at
+    the token limit, or, `unended`, a stream that stopped without a stop reason) and where
+    (the last field it wrote), then what else `found` holds that the cut does not explain.
+
+    A cut explains the fields missing after it and anything at, around or above the field it
+    cut (a number dropped, an array short of items), so those are not named: naming them
+    would tell the model its other fields were fine and to send those alone, when the whole
+    reply must come again. A syntax violation stays (a reply with no JSON in it is still
+    that); so do a wrong value the reply wrote in full before the cut, and a key it should
+    not have written."""
+    base = UNENDED if unended else CUT_OFF
+    where = cut_path(text)
+    cut = base.violations[0]
+    if where is not None:
+        last = f"; the last field it wrote was {pointer.readable(where)}"
+        cut = replace(cut, found=cut.found + last)
+    kept = [v for v in (found.violations if found else ()) if _not_the_cut(v, where)]
+    return RetryHint((cut, *kept))
+
+
+def _not_the_cut(violation: Violation, where: str | None) -> bool:
+    """Whether `violation` is more than the cut at `where` made of the reply."""
+    if violation.kind == "syntax":
+        return violation.keyword != CUT
+    if violation.kind == "unexpected":
+        return True  # a key written whole, that the schema does not allow
+    if violation.kind == "missing" or where is None:
+        return False
+    path = violation.path
+    return not (where == path or where.startswith(path + "/") or path.startswith(where + "/"))
+
+
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)|[][{},:]', re.DOTALL)
+"""What the shape of a reply is made of: a string (or one the end cuts), a bracket, a comma,
+a colon. Anything else (numbers, literals, prose) is passed over."""
+
+
+def cut_path(text: str) -> str | None:
+    """The JSON pointer of the member a reply was writing when it stopped (the last key read
+    in each object left open, the index of the item in each array): None when the reply ends
+    outside any object or array. Read from the text alone, so it holds for a reply no stage
+    could read (prose before the value, brackets in it, are passed over as well as may be)."""
+    open_: list[list[Any]] = []  # each container left open: [is array, its member now]
+    previous = ""
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if token in ("{", "["):
+            open_.append([token == "[", 0 if token == "[" else None])
+        elif token in ("}", "]"):
+            if open_:
+                open_.pop()
+        elif token == "," and open_ and open_[-1][0]:
+            open_[-1][1] += 1
+        elif token == ":" and open_ and not open_[-1][0] and previous.startswith('"'):
+            open_[-1][1] = _key(previous)
+        previous = token
+    members: list[str | int] = []
+    for _, member in open_:
+        if member is None:
+            break
+        members.append(member)
+    return pointer.from_parts(members) if members else None
+
+
+def _key(token: str) -> str:
+    """A key as written in the reply (its escapes read), or as it stands if they cannot be."""
+    try:
+        key = orjson.loads(token)
+    except orjson.JSONDecodeError:
+        return token.strip('"')
+    return key if isinstance(key, str) else token.strip('"')
 
 
 def refusal_of(response: Response) -> str | None:

@@ -35,7 +35,7 @@ from outform.errors import (
 )
 from outform.format import JsonSchemaFormat, ResponseFormat, TextFormat
 from outform.jsontext import dumps_text
-from outform.parse.hint import RetryHint, Violation, clip, preview
+from outform.parse.hint import CUT, RetryHint, Violation, clip, preview
 from outform.parse.incremental import DEFAULT_DEGENERATION, Degeneration
 from outform.parse.pipeline import Pipeline
 from outform.parse.result import Change, ParseResult
@@ -59,9 +59,8 @@ from outform.providers.base import (
 )
 from outform.providers.registry import Resolved, resolve
 from outform.reask import (
-    CUT_OFF,
-    UNENDED,
     FieldAsk,
+    cut_off,
     field_ask,
     reask_messages,
     refusal_of,
@@ -72,6 +71,7 @@ from outform.schema import pointer
 from outform.schema.dialects.result import DialectResult
 from outform.schema.ledger import Ledger
 from outform.streaming import Snapshot, StreamParser, typed_builder
+from outform.trace import redact
 from outform.trace.caller import Labels
 from outform.trace.events import (
     Event,
@@ -83,7 +83,7 @@ from outform.trace.events import (
     Validation,
 )
 from outform.trace.tracer import RunTrace, elapsed_ms
-from outform.transport import AsyncTransport, CallStats, Transport
+from outform.transport import AsyncTransport, CallStats, Endpoint, Transport, hide_secrets
 
 T = TypeVar("T")
 
@@ -184,6 +184,8 @@ class _Loop:
     """During a field re-ask: the changes of earlier replies behind the fields it keeps."""
     output: Output | None = None
     """What the request in flight asks for on the wire (a field re-ask's own forced tool)."""
+    endpoint: Endpoint | None = None
+    """Where the call goes, with its key: what an error must not show of a reply echoing it."""
 
     def first(self) -> Request:
         self.output = self.template.output
@@ -274,14 +276,14 @@ class _Loop:
             # text came before the stop (it may be the start of an answer cut short).
             self.attempts.append(
                 Attempt(
-                    response.text,
+                    self._hide(response.text),
                     response.finish_reason,
                     response.usage,
                     precheck=self._checked(),
                 )
             )
             self._end("refused")
-            raise RefusalError(refusal, attempts=tuple(self.attempts), usage=self.usage)
+            raise RefusalError(self._hide(refusal), attempts=tuple(self.attempts), usage=self.usage)
         if response.tool_calls and self.caller_tools and not response.text.strip():
             self.attempts.append(
                 Attempt("", response.finish_reason, response.usage, precheck=self._checked())
@@ -322,6 +324,25 @@ class _Loop:
         those behind the fields kept from earlier replies, then the answer's, each numbered
         with its attempt (an OutputError's result carries them too)."""
         number = len(self.attempts) + 1
+        unended = response.finish_reason != "length" and not response.end_stated
+        cut = response.finish_reason == "length" or unended
+        try:
+            result = self._parsed(response, number)
+        except OutputError as error:
+            if not cut:
+                raise
+            # What is missing or wrong at the cut is the cut's doing: the model is told so.
+            hint = cut_off(response.text, error.hint, unended=unended)
+            raise OutputError("the reply was cut off", hint=hint, result=error.result) from error
+        own = [c for c in result.changes if c.attempt == number]  # this reply's
+        if cut and repaired_after_cut(own):
+            hint = cut_off(response.text, unended=unended)
+            raise OutputError("the reply was cut off", hint=hint, result=result)
+        return result
+
+    def _parsed(self, response: Response, number: int) -> ParseResult[Any]:
+        """`_parse` before the cut is judged: the value and its changes, this reply's numbered
+        `number`."""
         try:
             if self.ask is not None and self.ask_pipeline is not None:
                 ask, earlier = self.ask, self.kept_changes
@@ -342,14 +363,7 @@ class _Loop:
             if error.result is not None:
                 error.result = _with_earlier(error.result, earlier, number)
             raise
-        result = _with_earlier(result, earlier, number)
-        own = [c for c in result.changes if c.attempt == number]  # this reply's
-        cut = CUT_OFF if response.finish_reason == "length" else None
-        if cut is None and not response.end_stated:
-            cut = UNENDED
-        if cut is not None and repaired_after_cut(own):
-            raise OutputError("the reply was cut off", hint=cut, result=result)
-        return result
+        return _with_earlier(result, earlier, number)
 
     def _run(self, pipeline: Pipeline[Any], text: str) -> ParseResult[Any]:
         """Parse with a pipeline of this run; its events go out as this run's."""
@@ -369,12 +383,13 @@ class _Loop:
         result: ParseResult[Any] | None,
         aborted_at: int | None = None,
     ) -> Request | Generation[Any]:
+        shown = hint.rewritten(self._hide)  # the record's and the error's; the re-ask's is `hint`
         self.attempts.append(
             Attempt(
-                response.text,
+                self._hide(response.text),
                 response.finish_reason,
                 response.usage,
-                hint,
+                shown,
                 self.ask.fields if self.ask else (),
                 aborted_at,
                 self._checked(),
@@ -397,13 +412,11 @@ class _Loop:
             self._end("invalid")
             raise GenerationError(
                 f"no valid reply: {why}",
-                hint=hint,
+                hint=shown,
                 attempts=tuple(self.attempts),
                 usage=self.usage,
                 result=result,
-                fix=_STRAY_FIX
-                if any(v.keyword == _STRAY_CALL for v in hint.violations)
-                else "raise `retries` or `token_budget`, use level='full', or simplify the schema",
+                fix=self._advice(hint, response),
             )
         value = result.data if result is not None else None
         self.ask, self.ask_pipeline, self.ask_translation, request = self._next_request(
@@ -418,6 +431,39 @@ class _Loop:
         self.trace.attempt = len(self.attempts) + 1
         return request
 
+    def _advice(self, hint: RetryHint, response: Response) -> str:
+        """What to change once no attempt is left (the GenerationError's fix), as true of this
+        call: a reply cut off wants room, not repair; and at level full repair is on."""
+        if any(v.keyword == _STRAY_CALL for v in hint.violations):
+            fix = _STRAY_FIX
+        elif hint.is_cut and response.finish_reason == "length":
+            fix = (
+                "the reply was cut off at the token limit: raise `max_tokens`, or ask for a "
+                "shorter value (fewer items, shorter texts)"
+            )
+        elif hint.is_cut:
+            fix = (
+                "the reply stream stopped without a stop reason (a proxy or the network may "
+                "have cut it): raise `retries`, or call without streaming"
+            )
+        elif self.pipeline.options.level == "full":
+            fix = (
+                "raise `retries` or `token_budget`, simplify the schema, or try another mode "
+                "or model (level 'full', the most tolerant, is in use)"
+            )
+        else:
+            fix = "raise `retries` or `token_budget`, use level='full', or simplify the schema"
+        return fix
+
+    def _hide(self, text: str) -> str:
+        """`text` (a reply, or what an error says of it) without the call's credentials, which
+        a model may echo: the key outform sent, and every secret outform knows, masked as the
+        transport masks them in a provider's error. A text without one is kept as it is."""
+        hidden = hide_secrets(text, self.endpoint)
+        if _masks(hidden) > _masks(text):
+            return hidden
+        return text
+
     def _text_fallback(
         self, response: Response, hint: RetryHint, aborted_at: int | None
     ) -> Generation[Any] | None:
@@ -430,7 +476,7 @@ class _Loop:
         text = response.text
         if not self.text_fallback or build is None or aborted_at is not None:
             return None
-        if not hint.is_syntax or not text.strip() or self.ask is not None:
+        if not _no_value(hint) or not text.strip() or self.ask is not None:
             return None
         value = build(text)
         data = value.model_dump(mode="json") if hasattr(value, "model_dump") else value
@@ -530,6 +576,18 @@ class _Loop:
         self.trace.end(outcome, changes=changes, tokens=self.usage, value=value)
 
 
+def _masks(text: str) -> int:
+    """How many secrets `text` shows masked (`hide_secrets` masks the call's key as `***`, other
+    secrets as `[redacted]`)."""
+    return text.count("***") + text.count(redact.REDACTED)
+
+
+def _no_value(hint: RetryHint) -> bool:
+    """Whether no JSON value could be read from the reply: a syntax violation but the cut's
+    (a reply cut off in its JSON holds a value, however short)."""
+    return any(v.kind == "syntax" and v.keyword != CUT for v in hint.violations)
+
+
 _ONE_VALUE = "a single JSON value matching the schema"
 _STRAY_CALL = "tool_call"
 """The keyword of the violation of a reply that is only calls of tools nobody offered."""
@@ -545,7 +603,7 @@ def reask_reason(hint: RetryHint | None, aborted_at: int | None) -> str:
     """Why a reply is asked for again: `stream_aborted`, `cut_off`, `syntax` or `schema`."""
     if aborted_at is not None:
         return "stream_aborted"
-    if hint is CUT_OFF or hint is UNENDED:
+    if hint is not None and hint.is_cut:
         return "cut_off"
     return "syntax" if hint is not None and hint.is_syntax else "schema"
 
@@ -747,6 +805,7 @@ def _loop(
         given=given,
         context=context,
         gate=gate,
+        endpoint=resolved.endpoint,
     )
 
 

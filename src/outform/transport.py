@@ -827,7 +827,7 @@ def _json_value(data: bytes) -> Any:
 def _excerpt(content: bytes, endpoint: Endpoint | None = None) -> str:
     """The start of a body, scrubbed, then cut (scrubbed first, so that a cut cannot leave
     part of a key too short to be recognised: a margin past the cut holds any key whole)."""
-    text = _hidden(content[: _BODY_EXCERPT + _KEY_MARGIN].decode("utf-8", "replace"), endpoint)
+    text = hide_secrets(content[: _BODY_EXCERPT + _KEY_MARGIN].decode("utf-8", "replace"), endpoint)
     return text[:_BODY_EXCERPT] + ("…" if len(content) > _BODY_EXCERPT else "")
 
 
@@ -835,7 +835,7 @@ _KEY_MARGIN = 512
 """Characters read past an excerpt's cut before scrubbing: longer than any API key."""
 
 
-def _hidden(text: str, endpoint: Endpoint | None) -> str:
+def hide_secrets(text: str, endpoint: Endpoint | None) -> str:
     """`text`, from a provider's reply, without a secret: the endpoint's key and every secret
     outform knows (`trace.redact`), which a provider may echo in an error ("Incorrect API key
     provided: Bearer sk-..."). A JSON text that escapes characters (`\\u0042` for `B`) is
@@ -846,7 +846,7 @@ def _hidden(text: str, endpoint: Endpoint | None) -> str:
         except orjson.JSONDecodeError:
             pass  # an excerpt cut short: its escapes are read one by one below
         else:
-            return _hidden(text, endpoint)
+            return hide_secrets(text, endpoint)
         text = _UNICODE_ESCAPE.sub(_unescaped, text)
     key = endpoint.api_key.reveal() if endpoint is not None and endpoint.api_key else ""
     if len(key) >= 8 and key in text:
@@ -866,7 +866,7 @@ def _status_error(
     endpoint: Endpoint, status: int, body: bytes, headers: httpx.Headers
 ) -> ProviderError:
     excerpt = _excerpt(body, endpoint)
-    what = f"{endpoint.provider} answered HTTP {status}: {_hidden(_message(body), endpoint)}"
+    what = f"{endpoint.provider} answered HTTP {status}: {hide_secrets(_message(body), endpoint)}"
     if status in (401, 403):
         return AuthenticationError(
             what,
@@ -986,7 +986,7 @@ def _redirected(endpoint: Endpoint, wire: WireRequest, response: httpx.Response)
             "follow redirects, which would send the key elsewhere)",
         )
     target = urljoin(str(response.request.url), location)
-    shown = _hidden(baseurl.shown(target), endpoint)
+    shown = hide_secrets(baseurl.shown(target), endpoint)
     suggested = _base_at(target, wire.path)
     fix = (
         f"set base_url to {suggested}"
@@ -1017,7 +1017,7 @@ def _base_at(target: str, path: str) -> str | None:
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
     authority = host if port is None else f"{host}:{port}"
     base = f"{parts.scheme}://{authority}{parts.path[: -len(own)]}"
-    return None if baseurl.problem(base) else _hidden(base, None)
+    return None if baseurl.problem(base) else hide_secrets(base, None)
 
 
 def _no_body(endpoint: Endpoint, status: int) -> ProviderError:
@@ -1036,7 +1036,7 @@ def _unreadable(endpoint: Endpoint, exc: httpx.RequestError) -> ProviderError:
     redirects without end. The provider answered, so it is its error, not the network's."""
     return ProviderError(
         f"{endpoint.provider} answered with a body that cannot be read: "
-        f"{type(exc).__name__}: {_hidden(str(exc), endpoint)}",
+        f"{type(exc).__name__}: {hide_secrets(str(exc), endpoint)}",
         provider=endpoint.provider,
         where=baseurl.shown(endpoint.base_url),
     )
@@ -1207,7 +1207,9 @@ def _stream_error(endpoint: Endpoint, event: Mapping[str, Any]) -> ProviderError
     error = event.get("error", event)
     # A provider may quote the key it was sent ("Incorrect API key provided: sk-..."): the
     # message and the body are scrubbed as an error status's are.
-    message = _hidden(str(error.get("message") if isinstance(error, dict) else error), endpoint)
+    message = hide_secrets(
+        str(error.get("message") if isinstance(error, dict) else error), endpoint
+    )
     kind = str(event.get("type", "error"))
     if isinstance(error, dict) and isinstance(error.get("type"), str):
         kind = f"{kind}/{error['type']}"  # Anthropic: {"type": "error", "error": {"type": ...}}
@@ -1220,7 +1222,7 @@ def _stream_error(endpoint: Endpoint, event: Mapping[str, Any]) -> ProviderError
             body=body,
         )
     return StreamInterruptedError(
-        f"{endpoint.provider} stream failed ({_hidden(kind, endpoint)}): {message}",
+        f"{endpoint.provider} stream failed ({hide_secrets(kind, endpoint)}): {message}",
         provider=endpoint.provider,
         body=body,
     )

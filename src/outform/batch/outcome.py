@@ -21,7 +21,7 @@ from outform.parse.hint import RetryHint
 from outform.parse.pipeline import Pipeline
 from outform.parse.result import Change
 from outform.providers.base import Response, Usage
-from outform.reask import CUT_OFF, refusal_of, repaired_after_cut
+from outform.reask import cut_off, refusal_of, repaired_after_cut
 from outform.trace import redact
 from outform.trace.events import Event
 
@@ -50,14 +50,17 @@ def judge(response: Response, pipeline: Pipeline[Any], *, can_reask: bool) -> Ve
     refusal = refusal_of(response)
     if refusal is not None:
         return Verdict("failed", error=f"refused: {refusal[:500]}", usage=usage, refused=True)
+    cut = response.finish_reason == "length"
     try:
         result = pipeline.run(response.text, record=False)  # recorded as the row's run
-        if response.finish_reason == "length" and repaired_after_cut(result.changes):
-            raise OutputError("the reply was cut off", hint=CUT_OFF, result=result)
+        if cut and repaired_after_cut(result.changes):
+            raise OutputError("the reply was cut off", hint=cut_off(response.text), result=result)
     except OutputError as error:
         events = error.result.events if error.result is not None else ()
         given_up: Literal["reask", "failed"] = "reask" if can_reask else "failed"
-        return Verdict(given_up, hint=error.hint, text=response.text, usage=usage, events=events)
+        # A cut reply is told as cut, never as one missing what the cut left out.
+        hint = cut_off(response.text, error.hint) if cut and not error.hint.is_cut else error.hint
+        return Verdict(given_up, hint=hint, text=response.text, usage=usage, events=events)
     except OutformError as error:  # binary, too large, too deep: the model may do better
         hint = RetryHint(())
         if can_reask:

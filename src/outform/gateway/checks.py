@@ -18,7 +18,7 @@ from outform.errors import InputError, OutputError
 from outform.format import ResponseFormat
 from outform.jsontext import dumps_text
 from outform.parse import pipeline_for
-from outform.reask import CUT_OFF, repaired_after_cut
+from outform.reask import cut_off, repaired_after_cut
 from outform.trace.events import Event, Validation
 
 
@@ -62,9 +62,10 @@ def check_reply(text: str, fmt: Mapping[str, Any], settings: CheckSettings, cut:
         )
         result = pipeline.run(text, record=False)
         if cut and repaired_after_cut(result.changes):
-            raise OutputError("the reply was cut off", hint=CUT_OFF)
+            raise OutputError("the reply was cut off", hint=cut_off(text))
     except OutputError as error:
-        hint = error.hint
+        # A cut reply is told as cut, never as one missing what the cut left out.
+        hint = cut_off(text, error.hint) if cut and not error.hint.is_cut else error.hint
         return Verdict(
             "invalid",
             hint=hint.message(),

@@ -10,7 +10,8 @@ words addressed to the model.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import orjson
@@ -21,6 +22,10 @@ from outform.schema.types import json_type
 ViolationKind = Literal["syntax", "missing", "unexpected", "type", "enum", "constraint", "custom"]
 
 _MAX_LINES = 20
+
+CUT = "cut_off"
+"""The keyword of the violation of a reply cut off before it was complete (at the token limit,
+or a stream that stopped without a stop reason): see `outform.reask.cut_off`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,14 +76,25 @@ class RetryHint:
         """True when no JSON value could be read at all (as opposed to a value that is wrong)."""
         return any(v.kind == "syntax" for v in self.violations)
 
+    @property
+    def is_cut(self) -> bool:
+        """True when the reply was cut off before it was complete: the whole reply is asked
+        for again, whatever else was wrong with it."""
+        return any(v.keyword == CUT for v in self.violations)
+
     def message(self, *, indent: str = "") -> str:
         """The short text sent back to a model."""
-        if self.is_syntax:
+        if self.is_cut:
+            head = "Your reply was cut off before it was complete:"
+        elif self.is_syntax:
             head = "Your reply could not be read as JSON:"
         else:
             head = "Your reply did not match the required JSON schema:"
         lines = [f"{indent}{head}", self.explain(indent=indent)]
-        lines.append(f"{indent}Reply again with only the corrected JSON.")
+        if self.is_cut:  # the whole value again: no part of it was sent complete
+            lines.append(f"{indent}Reply again with the whole JSON, complete.")
+        else:
+            lines.append(f"{indent}Reply again with only the corrected JSON.")
         return "\n".join(lines)
 
     def explain(self, *, indent: str = "") -> str:
@@ -88,6 +104,21 @@ class RetryHint:
         if len(self.violations) > _MAX_LINES:
             lines.append(f"{indent}- … and {len(self.violations) - _MAX_LINES} more")
         return "\n".join(lines)
+
+    def rewritten(self, edit: Callable[[str], str]) -> RetryHint:
+        """The hint with `edit` applied to every text of its violations (what an error shows:
+        the call's credentials masked); this very hint when `edit` changes none."""
+        violations = tuple(
+            replace(
+                v,
+                path=edit(v.path),
+                expected=edit(v.expected),
+                found=edit(v.found),
+                field=edit(v.field),
+            )
+            for v in self.violations
+        )
+        return self if violations == self.violations else RetryHint(violations)
 
     def to_dict(self) -> dict[str, Any]:
         return {
