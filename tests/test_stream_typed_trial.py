@@ -156,3 +156,20 @@ def test_a_plain_text_output_streams_no_snapshots() -> None:
     snapshots = list(parse_stream(list(text), type=str))
     assert [s.final for s in snapshots] == [True]
     assert snapshots[0].value == outform.parse(text, type=str).value == text
+
+
+class Counts(BaseModel):
+    xs: list[int]
+
+
+def test_a_list_item_not_shown_keeps_its_place_so_later_items_keep_their_index() -> None:
+    """`"3 items"` is no integer the stream converts; the final parse (level full) reads 3 out
+    of it. Left out, it moved 5 to index 0, which the final value then held 3."""
+    text = '{"xs": ["3 items", 5, 7]}'
+    parser: StreamParser[Counts] = StreamParser(Counts, level="full")
+    shown = [s.value.xs for ch in text for s in parser.feed(ch)]
+    final = parser.final().value.xs
+    assert final == [3, 5, 7]
+    assert [None, 5, 7] in shown
+    for xs in shown:
+        assert all(x is None or x == final[i] for i, x in enumerate(xs or []))

@@ -1568,10 +1568,10 @@ class _ListPlan(_Plan):
             since = len(builder.changes)
             for index in range(done, n):
                 built = self.item.build(items[index], builder, pointer.join(path, index))
-                if built is _PENDING:
-                    typed.append(None)  # (its place kept: the items after it keep theirs)
-                elif built is not _HOLD:
-                    typed.append(built)
+                # An item not shown (yet) keeps its place, as None: the items after it keep
+                # theirs, which the final value gives them (`["3 items", 5]` for `list[int]`
+                # is `[None, 5]` until the final parse reads 3 out of the first).
+                typed.append(None if built is _PENDING or built is _HOLD else built)
             changes.extend(builder.changes[since:])
             del builder.changes[since:]
             builder.changes.extend(changes)
@@ -1588,11 +1588,10 @@ class _ListPlan(_Plan):
                 return memo
             since, holds = builder.trying()
             out = [
-                None if b is _PENDING else b
+                None if b is _PENDING or b is _HOLD else b
                 for b in (
                     self.item.build(x, builder, pointer.join(path, i)) for i, x in enumerate(data)
                 )
-                if b is not _HOLD
             ]
             builder.remember(data, self, out, since, holds)
             return out
