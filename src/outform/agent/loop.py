@@ -10,6 +10,7 @@ act on. Every step is kept in the result.
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ import orjson
 
 from outform import jsontext
 from outform.agent.envelope import Envelope, Metadata
-from outform.agent.tools import Runnable, ToolResult, toolbox
+from outform.agent.tools import Reader, Runnable, ToolResult, toolbox
 from outform.errors import UsageError
 from outform.parse import values
 from outform.parse.hint import clip
@@ -98,6 +99,8 @@ class _Run:
         output: Any,
         max_steps: int,
         max_result_chars: int,
+        *,
+        options: Mapping[str, Any],
     ) -> None:
         if not (isinstance(output, type) and issubclass(output, Envelope)):
             raise UsageError(
@@ -119,6 +122,9 @@ class _Run:
         self.max_steps = max_steps
         self.max_result_chars = max_result_chars
         self.tools = toolbox(tools)
+        self.reader = reader_for(options)
+        for tool in self.tools.values():  # a tool whose arguments cannot be read: now
+            self.reader.pipeline(tool)
         given = (
             [Message.user(messages)]
             if isinstance(messages, str)
@@ -147,6 +153,15 @@ class _Run:
             call.arguments,
             error=f"there is no tool named {call.function_name!r}; the tools are: {names}",
         )
+
+    def call(self, tool: Runnable | None, call: Any) -> ToolResult:
+        """Run one requested call, its arguments read as the run reads values."""
+        return tool.run(call.arguments, self.reader) if tool else self.unknown(call)
+
+    async def acall(self, tool: Runnable | None, call: Any) -> ToolResult:
+        if tool is None:
+            return self.unknown(call)
+        return await tool.arun(call.arguments, self.reader)
 
     def answer(self, results: list[ToolResult]) -> None:
         step = self.steps[-1]
@@ -193,6 +208,26 @@ def _written(value: Any) -> str:
     return text
 
 
+_CALL_KEYWORDS = frozenset(
+    name
+    for name, parameter in inspect.signature(generate).parameters.items()
+    if parameter.kind is parameter.KEYWORD_ONLY
+)
+"""generate()'s own keywords: the run's other options are parse options."""
+
+
+def reader_for(options: Mapping[str, Any]) -> Reader:
+    """How the run reads tools' arguments: as its generate() calls read replies (the same
+    level, parse options and profile), told to the same observers, under the same labels."""
+    return Reader(
+        level=options.get("level"),
+        options={k: v for k, v in options.items() if k not in _CALL_KEYWORDS},
+        profile=options.get("profile"),
+        observers=options.get("observers") or (),
+        labels=options.get("labels"),
+    )
+
+
 def describe(tools: Mapping[str, Runnable]) -> str | None:
     """The system text that offers the tools: name, parameters (compact), description."""
     if not tools:
@@ -222,7 +257,7 @@ def run(
 ) -> AgentRun:
     """Run the agent loop (see the module docstring); `options` go to every generate() call
     (mode, retries, profile, transport, base_url, ...). See docs/agents.md."""
-    state = _Run(messages, tools, output, max_steps, max_result_chars)
+    state = _Run(messages, tools, output, max_steps, max_result_chars, options=options)
     asynchronous = [name for name, tool in state.tools.items() if tool.is_async]
     if asynchronous:
         raise UsageError(
@@ -236,12 +271,7 @@ def run(
             return state.done(True)
         if len(state.steps) == max_steps:
             break  # the limit: the tools asked for last are not run, the caller sees them
-        state.answer(
-            [
-                tool.run(call.arguments) if tool else state.unknown(call)
-                for tool, call in state.resolve(envelope)
-            ]
-        )
+        state.answer([state.call(tool, call) for tool, call in state.resolve(envelope)])
     return state.done(False)
 
 
@@ -256,19 +286,14 @@ async def arun(
     **options: Any,
 ) -> AgentRun:
     """run(), on asyncio: async tools are awaited, blocking ones run in a worker thread."""
-    state = _Run(messages, tools, output, max_steps, max_result_chars)
+    state = _Run(messages, tools, output, max_steps, max_result_chars, options=options)
     for _ in range(max_steps):
         envelope = state.record(await agenerate(model, state.conversation, output, **options))
         if envelope is None:
             return state.done(True)
         if len(state.steps) == max_steps:
             break  # the limit: the tools asked for last are not run, the caller sees them
-        state.answer(
-            [
-                await tool.arun(call.arguments) if tool else state.unknown(call)
-                for tool, call in state.resolve(envelope)
-            ]
-        )
+        state.answer([await state.acall(tool, call) for tool, call in state.resolve(envelope)])
     return state.done(False)
 
 
