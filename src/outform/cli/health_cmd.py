@@ -49,6 +49,7 @@ def health_command(
     query = HealthQuery(since_hours, step, model, trend_buckets, top)
     trace_store = open_trace_store(store)
     try:
+        refuse_overwriting_store(output, trace_store)
         result = report(trace_store, query)
     finally:
         trace_store.close()
@@ -90,6 +91,42 @@ def open_trace_store(spec: str | None) -> Any:
             fix="pass --store sqlite:PATH or --store postgres:DSN",
         )
     return opened
+
+
+def refuse_overwriting_store(output: str, trace_store: Any) -> None:
+    """A usage error (exit code 2, before anything is written) when `output` is a file of the
+    store being read: the database or a companion SQLite keeps beside it, by resolved path
+    or, when both exist, by inode (a hard link). Writing there would replace the runs."""
+    if output == "-":
+        return
+    target = Path(output).expanduser()
+    files = trace_store.files()
+    for kept in files:
+        if _same_file(target, kept):
+            what = "the trace store" if kept == files[0] else "a file of the trace store"
+            raise UsageError(
+                f"--output {output} is {what} this command reads ({_shown(kept)}): writing "
+                "the report there would destroy the recorded runs",
+                where="--output",
+                fix="write the report to another file (e.g. --output health.json), or leave "
+                "--output out to print it",
+            )
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve())
+    except OSError:
+        return str(path)
+
+
+def _same_file(one: Path, other: Path) -> bool:
+    try:
+        if one.resolve() == other.resolve():
+            return True
+        return one.exists() and other.exists() and one.samefile(other)
+    except OSError:
+        return False
 
 
 def to_csv(tables: list[Any]) -> str:

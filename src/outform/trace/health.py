@@ -13,7 +13,9 @@ Definitions (docs/observability.md, "outform health"):
 * an *intervention* is one `output.change`: one value the pipeline changed (not one of the
   `dialect` stage: outform mapping its own translation back, see events.EventStage);
 * the *re-ask rate* is the share of runs asked again at least once; the *abort rate* the
-  stream aborts per streamed run; the *precheck failure rate* failures per check run;
+  stream aborts per streamed run (a count per run: it can pass 1); the *precheck failure rate*
+  failures per check run; a mode's *trouble rate* the share of its runs with a reply that were
+  re-asked or failed, each run once;
 * percentiles come from histograms with 10% wide bins: within ±5% of the exact value;
 * the window is widened to whole trend buckets: equal buckets of whole minutes, the last one
   ending with the current minute, or of whole hours ending with the current hour when the
@@ -36,7 +38,7 @@ from typing import Any
 
 from outform.errors import UsageError
 from outform.trace.events import NOT_INTERVENTIONS
-from outform.trace.rows import BUCKET_SECONDS, bin_value, bucket_of
+from outform.trace.rows import BUCKET_SECONDS, REASKED_OUTCOME, bin_value, bucket_of
 from outform.trace.store import HOUR, MINUTE_HORIZON, Filter, TraceStore
 
 REPORT_VERSION = 1
@@ -392,6 +394,7 @@ def _modes(counts: _Counts) -> list[dict[str, Any]]:
     runs = counts.group("run.end", "model", "mode")
     outcomes = counts.group("run.end", "model", "mode", "key")
     reasked = counts.group("run.reasked", "model", "mode")
+    reasked_then = _reasked_outcomes(counts)
     rows = []
     for (model, mode), n in runs.items():
         # A run that ended in an error (the provider's, a timeout) had no reply to judge: it
@@ -399,6 +402,12 @@ def _modes(counts: _Counts) -> list[dict[str, Any]]:
         errors = outcomes.get((model, mode, "error"), 0)
         failed = sum(outcomes.get((model, mode, k), 0) for k in FAILED if k != "error")
         asked = reasked.get((model, mode), 0)
+        known, not_failed = reasked_then.get((model, mode), (0, 0))
+        # Each run once: the failed ones, and the re-asked ones that did not fail. A re-asked
+        # run recorded before its outcome was kept with it (`unknown`) is counted as troubled
+        # (at most every run with a reply: the rate never passes 1).
+        unknown = max(asked - known, 0)
+        troubled = min(failed + not_failed + unknown, n - errors)
         rows.append(
             {
                 "model": _label(model),
@@ -407,10 +416,21 @@ def _modes(counts: _Counts) -> list[dict[str, Any]]:
                 "errors": errors,
                 "reasked": asked,
                 "failed": failed,
-                "trouble_rate": _share(asked + failed, n - errors),
+                "troubled": troubled,
+                "trouble_rate": _share(troubled, n - errors),
             }
         )
     return _ranked(rows, by=lambda r: (r["model"], -r["runs"], r["mode"]))
+
+
+def _reasked_outcomes(counts: _Counts) -> dict[tuple[str, ...], tuple[int, int]]:
+    """Per (model, mode): the re-asked runs whose outcome is known, and those of them that
+    neither failed nor ended in an error (re-asked, then valid)."""
+    out: dict[tuple[str, ...], tuple[int, int]] = {}
+    for (model, mode, outcome), n in counts.group(REASKED_OUTCOME, "model", "mode", "key").items():
+        known, not_failed = out.get((model, mode), (0, 0))
+        out[(model, mode)] = (known + n, not_failed + (0 if outcome in FAILED else n))
+    return out
 
 
 def _percentile(bins: list[tuple[int, int]], q: float) -> float | None:
@@ -642,7 +662,8 @@ def _recommend_modes(modes: list[dict[str, Any]]) -> list[dict[str, Any]]:
                         f"switch its mode; {advice}"
                     ),
                     "evidence": {
-                        k: row[k] for k in ("runs", "errors", "reasked", "failed", "trouble_rate")
+                        k: row[k]
+                        for k in ("runs", "errors", "reasked", "failed", "troubled", "trouble_rate")
                     },
                 }
             )
@@ -705,7 +726,8 @@ def _tables(data: dict[str, Any]) -> list[Table]:
               "model", "reason", "count"),
         table("prechecks", "Prechecks", data["prechecks"], "check", "outcome", "count"),
         table("modes", "Modes", data["modes"],
-              "model", "mode", "runs", "errors", "reasked", "failed", "trouble_rate"),
+              "model", "mode", "runs", "errors", "reasked", "failed", "troubled",
+              "trouble_rate"),
         table("latency", "Latency and tokens (percentiles)", data["latency"], *latency_columns),
         table("provider_errors", "Provider errors", data["provider_errors"],
               "model", "error", "count"),

@@ -313,12 +313,12 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _clean(event: Event) -> Event:
-    """The event with every secret replaced (the same object when it holds none)."""
-    import orjson
-
-    if not redact.contains_secret(orjson.dumps(event.to_dict()).decode()):
+    """The event with every secret replaced (the same object when it holds none). Each
+    string is checked on its own: a piece of a key a preview cut is one at a string's edge."""
+    data = event.to_dict()
+    if not redact.holds_secret(data):
         return event
-    return Event.from_dict(redact.scrub(event.to_dict()))
+    return Event.from_dict(redact.scrub(data))
 
 
 def _resolved(block: caller.Block | None) -> Labels:

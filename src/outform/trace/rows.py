@@ -51,6 +51,9 @@ CountKey = tuple[int, str, str, str, str, str, str, str]
 HistogramKey = tuple[int, str, str, str, str, int]
 """bucket, step, provider, model, metric, bin."""
 METRICS = ("latency_ms", "ttft_ms", "input_tokens", "output_tokens")
+REASKED_OUTCOME = "run.reasked.outcome"
+"""The count of re-asked runs per outcome (the key), beside `run.reasked` (no key): what
+tells a run re-asked then failed from two runs."""
 
 
 def bucket_of(when: float) -> int:
@@ -120,9 +123,17 @@ class Rows:
     events: list[tuple[Any, ...]] = field(default_factory=list)
     counts: Counter[CountKey] = field(default_factory=Counter)
     histograms: Counter[HistogramKey] = field(default_factory=Counter)
+    counted: int = 0
+    """Runs counted without events (tallies, `Recorder.count`) and drops carried: what the
+    batch stood for beside its events, should it be lost."""
 
     def __bool__(self) -> bool:
         return bool(self.runs or self.events or self.counts or self.histograms)
+
+    def size(self) -> int:
+        """What losing these rows loses, in `dropped_events`' unit: its events, its counted
+        runs and the drops it carried."""
+        return len(self.events) + self.counted
 
 
 def rows_of(batch: Batch) -> Rows:
@@ -140,6 +151,7 @@ def rows_of(batch: Batch) -> Rows:
             ] += n * weight
     if batch.dropped:
         rows.counts[(minute, "", "", "", "", "trace.dropped", "", "")] += batch.dropped
+    rows.counted = sum(batch.tallies.values()) + sum(batch.counted.values()) + batch.dropped
     return rows
 
 
@@ -230,8 +242,9 @@ def _series(event: Event) -> list[tuple[str, str, str | None, int]]:
         key = data.error_class or (str(data.status) if (data.status or 0) >= 400 else "")
     elif isinstance(data, RunEnd):
         key = data.outcome
-        if data.attempts > 1:
-            extra.append(("run.reasked", "", None, 1))
+        if data.attempts > 1:  # and how the re-asked run ended: a run re-asked then failed
+            extra.append(("run.reasked", "", None, 1))  # is one troubled run, not two
+            extra.append((REASKED_OUTCOME, data.outcome, None, 1))
         if event.run is not None and event.run.streaming:
             extra.append(("run.streamed", "", None, 1))
     return [(name, key, None, weight), *extra]

@@ -22,6 +22,8 @@ from outform.trace.store import TraceStore
 
 WAL_LIMIT = 16 * 1024 * 1024
 """Bytes the WAL file keeps after a checkpoint (SQLite's journal_size_limit)."""
+COMPANIONS = ("-wal", "-shm", "-journal")
+"""Files SQLite keeps beside the database, named after it: part of the store."""
 
 
 class SqliteTraceStore(TraceStore):
@@ -69,6 +71,10 @@ class SqliteTraceStore(TraceStore):
 
     def describe(self) -> str:
         return str(self.path)
+
+    def files(self) -> tuple[Path, ...]:
+        """The database and its companions (the WAL, its index, a rollback journal)."""
+        return (self.path, *(Path(f"{self.path}{end}") for end in COMPANIONS))
 
     def _connect(self) -> sqlite3.Connection:
         try:

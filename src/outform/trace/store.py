@@ -3,7 +3,9 @@
 A store is a recorder sink: `open` and `write` run on the recorder's thread, each batch in
 one transaction (runs merged, events inserted, counts and histograms added to). A batch that
 fails to commit is kept and retried with the next one, up to `max_pending_events` events
-(beyond, the oldest pending batch is dropped and counted in `trace.dropped`).
+(beyond, the oldest pending batch is dropped and counted in `trace.dropped`). What is still
+pending at `close` is lost: counted in `trace.dropped` if that count can be written, else
+said on standard error (`TraceLossWarning`).
 
 Reads (`counts`, `histograms`, `runs`, `run`, `events`) may come from any thread: each thread
 gets its own connection. The SQL is written once, with `?` placeholders and `{least}` /
@@ -24,8 +26,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 import orjson
@@ -111,6 +115,11 @@ _ADD_HISTOGRAM = (
 )
 
 
+class TraceLossWarning(RuntimeWarning):
+    """Events the trace store could not keep, nor count: said on standard error, since the
+    `outform.trace` logger is silent unless configured."""
+
+
 @dataclass(frozen=True)
 class Filter:
     """Which rows a read looks at: a time window [since, until) and optional labels. `model`
@@ -164,6 +173,8 @@ class TraceStore:
         self._writer: Any = None
         self._pending: list[Rows] = []
         self._pending_dropped = 0
+        self.lost_events = 0
+        """Events lost at `close` with not even their count written (see `_lose_pending`)."""
         self._last_retention = 0.0
         self._local = threading.local()
         self._readers: list[Any] = []
@@ -198,6 +209,11 @@ class TraceStore:
     def describe(self) -> str:
         """Where the store is, for messages (never a password)."""
         raise NotImplementedError
+
+    def files(self) -> tuple[Path, ...]:
+        """The files the store is kept in (none for a server's database): what no command
+        may write its output over."""
+        return ()
 
     # -- the sink --------------------------------------------------------------------------
 
@@ -266,8 +282,9 @@ class TraceStore:
         if self._pending and self._writer is not None:
             try:
                 self._commit_pending()
-            except Exception:
+            except Exception as exc:
                 log.exception("outform trace: the last batch could not be written")
+                self._lose_pending(exc)
         for conn in [self._writer, *self._readers]:
             if conn is not None:
                 try:
@@ -276,15 +293,35 @@ class TraceStore:
                     log.debug("closing a trace store connection failed", exc_info=True)
         self._writer, self._readers = None, []
 
+    def _lose_pending(self, error: BaseException) -> None:
+        """The batches that could not be written at the end are lost: count them in
+        `trace.dropped` (one row may still fit where a batch did not), or, when even that
+        fails, say so on standard error (`TraceLossWarning`) and in `lost_events`."""
+        lost = self._pending_dropped + sum(r.size() for r in self._pending)
+        self._pending.clear()
+        self._pending_dropped = lost
+        try:
+            self._commit_pending()
+            return
+        except Exception:
+            log.debug("outform trace: the count of lost events could not be written either")
+        self._pending_dropped = 0
+        self.lost_events += lost
+        warnings.warn(
+            f"outform trace: {lost} events could not be written to the trace store "
+            f"{self.describe()} and are lost ({type(error).__name__}: {error}); a full disk? "
+            "They are not counted in its dropped_events.",
+            TraceLossWarning,
+            stacklevel=1,
+        )
+
     def _bound_pending(self) -> None:
         while len(self._pending) > 1 and (
             sum(len(r.events) for r in self._pending) > self.max_pending_events
         ):
             lost = self._pending.pop(0)
-            self._pending_dropped += len(lost.events)
-            log.warning(
-                "outform trace: dropped %d events the store could not take", len(lost.events)
-            )
+            self._pending_dropped += lost.size()
+            log.warning("outform trace: dropped %d events the store could not take", lost.size())
 
     def _commit_pending(self) -> None:
         conn = self._writer
