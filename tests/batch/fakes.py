@@ -702,3 +702,23 @@ def _error(api: str, custom_id: str, error: Error) -> Any:
         "recordId": custom_id,
         "error": {"errorCode": error.status, "errorMessage": error.message},
     }
+
+
+Tamper = Callable[[int, list[bytes]], list[bytes]]
+
+
+class TamperedFake(BatchFake):
+    """A BatchFake whose results files pass through `tamper(n, lines)` (n: how many results
+    files were made before this one; lines: its result lines) before they are served: a line
+    dropped, doubled, garbled or foreign, as a provider's results file might be."""
+
+    def __init__(self, api: str, model: Model, tamper: Tamper, **options: Any) -> None:
+        self.tamper = tamper
+        self.made = 0
+        super().__init__(api, model, **options)
+
+    def _results(self, lines: list[Mapping[str, Any]]) -> tuple[bytes, bytes, bool]:
+        out, errors, expired = super()._results(lines)
+        kept = self.tamper(self.made, [line for line in out.splitlines() if line.strip()])
+        self.made += 1
+        return b"\n".join(kept) + b"\n", errors, expired

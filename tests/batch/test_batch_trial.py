@@ -1,5 +1,6 @@
-"""Found by a new-user trial of `outform batch`: a resumed job adopting another job's batch,
-a key in a stored row, a row over `--max-bytes`, an output that cannot be written."""
+"""Found by new-user trials of `outform batch`: a resumed job adopting another job's batch,
+a key in a stored row, a row over `--max-bytes`, an output that cannot be written; an output
+written over the manifest, a released batch counted twice, results files with gaps."""
 
 from __future__ import annotations
 
@@ -11,10 +12,15 @@ import orjson
 import pytest
 
 from outform import batch
-from outform.batch.carriers import AnthropicCarrier
+from outform.batch.carriers import AnthropicCarrier, OpenAICarrier
+from outform.batch.manifest import ResultWarning
+from outform.batch.runner import NO_RESULT
+from outform.cli import main
 from outform.errors import BadRequestError, OutformError, UsageError
-from tests.batch.conftest import Scripted, submit
-from tests.batch.fakes import BatchFake, Error
+from tests.batch.conftest import SCHEMA, Scripted, submit
+from tests.batch.fakes import BatchFake, Error, TamperedFake
+
+pytest_plugins = ["tests.postgres"]
 
 KEY = "sk-trial-0123456789abcdef"
 
@@ -284,3 +290,233 @@ def test_a_reading_command_never_makes_a_manifest_of_another_database(tmp_path: 
         batch.jobs(manifest=other)
     with sqlite3.connect(other) as db:
         assert db.execute("SELECT name FROM sqlite_master").fetchall() == [("t",)]
+
+
+# -- a second trial: an output over the manifest, a released batch counted twice, results
+# files with gaps ------------------------------------------------------------------------------
+
+
+def _cli_run(rows: Path, output: Path, manifest: Path, url: str, *more: str) -> list[str]:
+    schema = rows.parent / "schema.json"
+    schema.write_bytes(orjson.dumps(SCHEMA))
+    return [
+        "batch", "run", str(rows), "-m", "openai:gpt-5-mini", "-s", str(schema), "-p", "{text}",
+        "-o", str(output), "--manifest", str(manifest), "--base-url", url,
+        "--poll-interval", "0.001", *more,
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("how", ["its path", "its -wal", "a symbolic link", "a hard link"])
+def test_an_output_naming_the_manifest_is_refused_before_anything_is_sent(
+    rows: Path,
+    tmp_path: Path,
+    how: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Found by a new-user trial: `-o m.sqlite3 --manifest m.sqlite3` exited 0 having written
+    the output over the manifest (the job survived in its -wal until the next command). The
+    output, the input and the manifest (with its -wal, -shm, -journal and .lock) are three
+    files: compared resolved, and by inode where both exist."""
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    manifest = tmp_path / "m.sqlite3"
+    if how in ("a symbolic link", "a hard link"):
+        batch.open_manifest(manifest).close()  # an existing manifest, another job's say
+    output = {
+        "its path": manifest,
+        "its -wal": tmp_path / "m.sqlite3-wal",
+        "a symbolic link": tmp_path / "link.jsonl",
+        "a hard link": tmp_path / "hard.jsonl",
+    }[how]
+    if how == "a symbolic link":
+        output.symlink_to(manifest)
+    elif how == "a hard link":
+        output.hardlink_to(manifest)
+    before = manifest.read_bytes() if manifest.exists() else None
+    with BatchFake("openai", Scripted()) as fake:
+        code = main(_cli_run(rows, output, manifest, fake.url + "/v1"))
+        assert fake.requests == []
+    assert code == 2
+    said = capsys.readouterr().err
+    assert "-o" in said and "--manifest" in said and "different files" in said
+    if before is not None:
+        assert manifest.read_bytes() == before and batch.jobs(manifest=manifest) == []
+
+
+def test_an_input_that_is_the_manifest_is_refused(rows: Path, tmp_path: Path) -> None:
+    manifest = tmp_path / "m.sqlite3"
+    batch.open_manifest(manifest).close()
+    with pytest.raises(UsageError, match="is the manifest") as caught:
+        submit(manifest, "openai:gpt-5-mini", manifest, "http://127.0.0.1:9/v1")
+    assert "--manifest" in str(caught.value.where) and batch.jobs(manifest=manifest) == []
+
+
+def test_resuming_a_job_whose_output_is_its_manifest_is_refused_before_it_is_written(
+    rows: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A job recorded before `run` refused it: `resume` and `status` would write the output
+    over the manifest; they refuse, and say how to carry the job on."""
+    import sqlite3
+
+    manifest = tmp_path / "m.sqlite3"
+    with BatchFake("openai", Scripted(), polls=1000) as fake:
+        job = submit(rows, "openai:gpt-5-mini", manifest, fake.url + "/v1").job
+        spec = batch.JobSpec.from_json(batch.open_manifest(manifest).job(job).spec)
+        stored = batch.JobSpec.to_json(batch.JobSpec(**{**vars(spec), "output": str(manifest)}))
+        with sqlite3.connect(manifest) as db:
+            db.execute("UPDATE outform_batch_jobs SET spec = ?", (stored,))
+        asked = len(fake.requests)
+        with pytest.raises(UsageError, match="the job's output") as caught:
+            batch.resume(job, manifest=manifest, api_key="k")
+        assert "--manifest NEW_PATH" in str(caught.value.fix)
+        with pytest.raises(UsageError, match="is the manifest"):
+            batch.status(job, manifest=manifest, api_key="k")
+        assert main(["batch", "status", job, "--manifest", str(manifest)]) == 2
+        assert len(fake.requests) == asked
+    assert "the job's output" in capsys.readouterr().err
+    assert [j["job"] for j in batch.jobs(manifest=manifest)] == [job]
+
+
+def test_a_batch_released_on_resume_is_counted_once_in_its_round(
+    rows: Path, tmp_path: Path, manifest: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by a new-user trial: killed during the file upload, the batch never reached the
+    provider; `resume` released it and sent its rows again, and the round said `45 sent` for
+    30 rows. Releasing a batch takes its rows off the round's count, in the same
+    transaction (SQLite and PostgreSQL alike)."""
+    with BatchFake("openai", Scripted()) as fake:
+        upload = OpenAICarrier.submit
+
+        def killed(self: OpenAICarrier, *args: Any) -> str:
+            raise RuntimeError("killed during the upload")
+
+        monkeypatch.setattr(OpenAICarrier, "submit", killed)
+        with pytest.raises(RuntimeError):
+            submit(rows, "openai:gpt-5-mini", manifest, fake.url + "/v1", max_requests=20)
+        (job,) = batch.jobs(manifest=manifest)
+        assert batch.status(job["job"], manifest=manifest, refresh=False).rounds[0]["sent"] == 20
+        monkeypatch.setattr(OpenAICarrier, "submit", upload)
+        done = batch.resume(job["job"], manifest=manifest, api_key="k")
+    assert done.done and done.rounds[0]["sent"] == 30
+    assert sum(r["sent"] for r in done.rounds) == sum(fake.submitted.values())
+
+
+def _drop_r3(made: int, lines: list[bytes]) -> list[bytes]:
+    """The first results file without r3's line."""
+    return [line for line in lines if b'"r3"' not in line] if made == 0 else lines
+
+
+@pytest.mark.parametrize("rounds", [2, 0])
+def test_a_row_the_results_file_left_out_is_sent_again_while_rounds_remain(
+    rows: Path, tmp_path: Path, rounds: int
+) -> None:
+    """Found by a new-user trial: a results file one line short ended that row
+    `provider_error` at once, though rounds remained. A request the provider did not answer is
+    sent again, as an expired one is; `provider_error` only when no round is left."""
+    output = tmp_path / "out.jsonl"
+    with TamperedFake("openai", Scripted(), _drop_r3) as fake:
+        job = submit(rows, "openai:gpt-5-mini", tmp_path / "m.sqlite3", fake.url + "/v1",
+                     output=output, rounds=rounds).job  # fmt: skip
+        done = batch.resume(job, manifest=tmp_path / "m.sqlite3", api_key="k")
+    assert done.done
+    lines = {line["id"]: line for line in map(orjson.loads, output.read_bytes().splitlines())}
+    if rounds:
+        assert lines["r3"]["status"] == "ok" and fake.submitted["r3"] == 2
+        assert lines["r3"]["rounds"][0]["outcome"] == "provider_error"
+        assert lines["r3"]["rounds"][0]["detail"] == NO_RESULT
+    else:
+        assert (lines["r3"]["status"], lines["r3"]["error"]) == ("provider_error", NO_RESULT)
+
+
+def _flawed(made: int, lines: list[bytes]) -> list[bytes]:
+    """The first results file with r4's line cut (not JSON), a result for an id of no row,
+    and a second, different result for r2."""
+    if made:
+        return lines
+    out: list[bytes] = []
+    for line in lines:
+        custom_id = orjson.loads(line)["custom_id"]
+        if custom_id == "r4":
+            out.append(line[: len(line) // 2])
+            continue
+        out.append(line)
+        if custom_id == "r1":
+            out.append(orjson.dumps({**orjson.loads(line), "custom_id": "zz9"}))
+        if custom_id == "r2":
+            out.append(line.replace(b"P2", b"X2"))
+    return out
+
+
+def _lines_of(results: list[bytes]) -> dict[str, int]:
+    """Where `_flawed` put each flaw, as line numbers from 1."""
+    flawed = _flawed(0, results)
+    return {
+        "unreadable": next(i for i, line in enumerate(flawed, 1) if not line.endswith(b"}")),
+        "unknown_id": next(i for i, line in enumerate(flawed, 1) if b'"zz9"' in line),
+        "duplicate": next(i for i, line in enumerate(flawed, 1) if b"X2" in line),
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(("rounds", "code"), [(2, 0), (0, 1)])
+def test_a_results_line_not_used_is_warned_about_with_its_batch_and_line(
+    rows: Path, tmp_path: Path, rounds: int, code: int, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """Found by a new-user trial: a result for an unknown id, a line that is not JSON and a
+    second, conflicting result for a row were skipped without a word, exit 0. Each is now a
+    warning (counted in the summary and in `batch status`, with the batch and the results
+    line; a record in `JobStatus.warnings`). The exit code says the output lacks something
+    only where a row lacks its answer: the row of the cut line is sent again while rounds
+    remain (exit 0), and ends `provider_error` when none is left (exit 1); the first result
+    of a row is kept."""
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    manifest, output = tmp_path / "m.sqlite3", tmp_path / "out.jsonl"
+    files: list[bytes] = []
+
+    def flawed(made: int, lines: list[bytes]) -> list[bytes]:
+        files.append(b"\n".join(lines)) if made == 0 else None
+        return _flawed(made, lines)
+
+    model = Scripted(invalid=1000, fenced=1000)  # every reply valid: only the flaws count
+    with TamperedFake("openai", model, flawed) as fake:
+        args = _cli_run(rows, output, manifest, fake.url + "/v1", "--rounds", str(rounds))
+        assert main(args) == code
+        ran = capsys.readouterr().err
+        (job,) = batch.jobs(manifest=manifest)
+        assert main(["batch", "status", job["job"], "--manifest", str(manifest)]) == code
+        again = capsys.readouterr().err
+        status = batch.status(job["job"], manifest=manifest, refresh=False)
+    where = _lines_of(files[0].split(b"\n"))
+    assert status.warning_counts == {"unreadable": 1, "unknown_id": 1, "duplicate": 1}
+    told = {w.kind: w for w in status.warnings}
+    assert {kind: w.line for kind, w in told.items()} == where
+    assert (told["unknown_id"].row_id, told["duplicate"].row_id) == ("zz9", "r2")
+    assert {w.batch for w in status.warnings} == {"r0b0"}
+    provider_id = status.batches[0]["provider_id"]
+    for said in (ran, again):
+        for line in where.values():
+            assert f"warning: batch r0b0 ({provider_id}), results line {line}: " in said
+        assert (
+            "warning: the batches' results held 1 second result(s) for a row, 1 result(s) "
+            "for no row of the job, 1 line(s) that are not results" in said
+        )
+    lines = {line["id"]: line for line in map(orjson.loads, output.read_bytes().splitlines())}
+    assert lines["r2"]["value"]["name"] == "P2"  # the first result is kept
+    assert lines["r4"]["status"] == ("ok" if rounds else "provider_error")
+    assert {k: v for k, v in status.counts.items() if k != "ok"} == (
+        {} if rounds else {"provider_error": 1}
+    )
+
+
+def test_a_results_line_read_again_after_a_restart_is_warned_about_once(manifest: str) -> None:
+    store = batch.open_manifest(manifest)
+    try:
+        warning = ResultWarning("r0b0", "batch_1", 7, "unknown_id", "zz9")
+        store.add_warnings("j1", [warning])
+        store.add_warnings("j1", [warning])  # the download read again after a kill
+        assert store.warnings("j1") == [warning]
+        assert store.warning_counts("j1") == {"unknown_id": 1}
+        store.delete_job("j1")
+        assert store.warnings("j1") == []
+    finally:
+        store.close()

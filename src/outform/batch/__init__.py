@@ -22,9 +22,10 @@ import orjson
 
 from outform import arguments, baseurl
 from outform.batch.job import JobSpec
-from outform.batch.manifest import Manifest
-from outform.batch.manifest_sqlite import open_sqlite
+from outform.batch.manifest import Manifest, ResultWarning
+from outform.batch.manifest_sqlite import open_sqlite, sqlite_files
 from outform.batch.outcome import STATUSES, Status
+from outform.batch.paths import check_apart
 from outform.batch.progress import Progress, Silent
 from outform.batch.rows import Template, open_input
 from outform.batch.runner import (
@@ -55,6 +56,20 @@ def manifest_location(manifest: str | Path | None = None) -> str:
 
     chosen = manifest or os.environ.get(ENV_MANIFEST) or settings().batch.get("manifest")
     return str(DEFAULT_MANIFEST if chosen is None else chosen)
+
+
+def _is_postgres(location: str) -> bool:
+    kind, sep, _ = location.partition(":")
+    return location.startswith(("postgres://", "postgresql://")) or (
+        bool(sep) and kind in ("postgres", "postgresql")
+    )
+
+
+def manifest_files(manifest: str | Path | None = None) -> tuple[Path, ...]:
+    """The files of the manifest at `manifest_location(manifest)` (a SQLite file and its
+    companions; none for PostgreSQL), before it is opened or made."""
+    location = manifest_location(manifest)
+    return () if _is_postgres(location) else sqlite_files(location.removeprefix("sqlite:"))
 
 
 def open_manifest(manifest: str | Path | None = None, *, create: bool = True) -> Manifest:
@@ -188,8 +203,11 @@ def submit(
     # What can be judged without the rows is judged before the manifest is made.
     if job_spec.prompt is not None:
         Template(job_spec.prompt)
-    if job_spec.output is not None:
-        check_output(Path(job_spec.output), Path(job_spec.input))
+    output = Path(job_spec.output) if job_spec.output is not None else None
+    # the output, the input and the manifest: three files (one over another loses the job)
+    check_apart(output, Path(job_spec.input), manifest_files(manifest))
+    if output is not None:
+        check_output(output, Path(job_spec.input))
     store = open_manifest(manifest)
     try:
         job = start(store, job_spec, progress=progress, api_key=api_key)
@@ -325,6 +343,7 @@ __all__ = [
     "JobStatus",
     "Manifest",
     "Progress",
+    "ResultWarning",
     "Silent",
     "Status",
     "aresults",
@@ -332,6 +351,7 @@ __all__ = [
     "astatus",
     "asubmit",
     "jobs",
+    "manifest_files",
     "manifest_location",
     "open_manifest",
     "results",

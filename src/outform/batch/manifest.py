@@ -25,7 +25,8 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any, Literal, Protocol
 
 from outform.errors import JobBusyError, UsageError
 
@@ -82,12 +83,23 @@ CREATE TABLE IF NOT EXISTS outform_batch_rounds (
     sent INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (job, round)
 );
+CREATE TABLE IF NOT EXISTS outform_batch_warnings (
+    job TEXT NOT NULL,
+    batch TEXT NOT NULL,
+    provider_id TEXT,
+    line INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    row_id TEXT,
+    detail TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (job, batch, line)
+);
 """
 TABLES = (
     "outform_batch_jobs",
     "outform_batch_rows",
     "outform_batch_batches",
     "outform_batch_rounds",
+    "outform_batch_warnings",
 )
 
 _JOB = "SELECT id, spec, state, round, rows, created, updated, message FROM outform_batch_jobs"
@@ -171,6 +183,49 @@ class RowUpdate:
     history: bytes | None = None
 
 
+WarningKind = Literal["unknown_id", "unreadable", "duplicate"]
+
+
+@dataclass(frozen=True)
+class ResultWarning:
+    """A line of a batch's results that was not used: a result for an id that is no row of
+    the job, a line that is not a result (not JSON, or not the API's shape), or a second
+    result for a row (the first is kept). `line` counts the results' non-empty lines from 1
+    (OpenAI's error file follows its output file)."""
+
+    batch: str
+    provider_id: str | None
+    line: int
+    kind: WarningKind
+    row_id: str | None = None
+    detail: str = ""
+
+    def message(self) -> str:
+        where = f"batch {self.batch}" + (f" ({self.provider_id})" if self.provider_id else "")
+        where += f", results line {self.line}"
+        if self.kind == "unknown_id":
+            what = f"a result for {self.row_id!r}, which is no row of the job: ignored"
+        elif self.kind == "duplicate":
+            what = f"a second result for row {self.row_id!r}: ignored (the first was kept)"
+        else:
+            what = (
+                f"{self.detail or 'not a result'}: ignored (a row it may have answered is "
+                "sent again while rounds remain)"
+            )
+        return f"{where}: {what}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "batch": self.batch,
+            "provider_id": self.provider_id,
+            "line": self.line,
+            "kind": self.kind,
+            "row_id": self.row_id,
+            "detail": self.detail,
+            "message": self.message(),
+        }
+
+
 class Transaction(Protocol):
     def execute(self, sql: str, args: Sequence[Any] = ()) -> int:
         """Run one statement; the number of rows it changed."""
@@ -186,6 +241,9 @@ class Database(Protocol):
 
     where: str
     """The database as errors name it (a path, or user@host:port/db without a password)."""
+    files: tuple[Path, ...]
+    """The files the database lives in (SQLite: the file, its -wal, -shm, -journal and
+    .lock companions); none for a server. No job's input or output may be one of them."""
 
     def transaction(self) -> contextlib.AbstractContextManager[Transaction]: ...
 
@@ -219,6 +277,10 @@ class Manifest:
     @property
     def where(self) -> str:
         return self.db.where
+
+    @property
+    def files(self) -> tuple[Path, ...]:
+        return self.db.files
 
     def close(self) -> None:
         self.db.close()
@@ -316,7 +378,7 @@ class Manifest:
 
     def delete_job(self, job: str) -> None:
         with self._transaction() as tx:
-            for table in ("outform_batch_rows", "outform_batch_batches", "outform_batch_rounds"):
+            for table in TABLES[1:]:
                 tx.execute(f"DELETE FROM {table} WHERE job = ?", (job,))
             tx.execute("DELETE FROM outform_batch_jobs WHERE id = ?", (job,))
 
@@ -536,9 +598,15 @@ class Manifest:
                 )
 
     def release_batch(self, job: str, key: str) -> None:
-        """A batch that never reached the provider: its rows go back to pending, and it is
-        forgotten (it will be sent again under a new key)."""
+        """A batch that never reached the provider: its rows go back to pending, they are
+        no longer counted as sent in its round (they are counted when sent again), and it is
+        forgotten (it will be sent again under a new key). All of it, or none of it."""
         with self._transaction() as tx:
+            for round_, size in tx.fetch(
+                "SELECT round, size FROM outform_batch_batches WHERE job = ? AND key = ?",
+                (job, key),
+            ):
+                _count_sent(tx, job, int(round_), -int(size))
             tx.execute(
                 "UPDATE outform_batch_rows SET state = 'pending', batch = NULL "
                 "WHERE job = ? AND batch = ? AND state = 'sent'",
@@ -564,6 +632,54 @@ class Manifest:
             job,
         )
         return [{"round": r, "started": s, "ended": e, "sent": n} for r, s, e, n in rows]
+
+    # -- warnings ------------------------------------------------------------------------------
+
+    def add_warnings(self, job: str, warnings: Sequence[ResultWarning]) -> None:
+        """Record lines of results that were not used; a line read again (after a restart)
+        is recorded once."""
+        if not warnings:
+            return
+        with self._transaction() as tx:
+            tx.executemany(
+                "INSERT INTO outform_batch_warnings "
+                "(job, batch, provider_id, line, kind, row_id, detail) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                [
+                    (job, w.batch, w.provider_id, w.line, w.kind, w.row_id, w.detail)
+                    for w in warnings
+                ],
+            )
+
+    def warnings(self, job: str, limit: int = _PAGE) -> list[ResultWarning]:
+        """The job's warnings (at most `limit`), by batch and line."""
+        rows = self._fetch(
+            "SELECT batch, provider_id, line, kind, row_id, detail FROM outform_batch_warnings "
+            "WHERE job = ? ORDER BY batch, line LIMIT ?",
+            job,
+            limit,
+        )
+        return [ResultWarning(b, p, int(n), k, r, d) for b, p, n, k, r, d in rows]
+
+    def warning_counts(self, job: str) -> dict[str, int]:
+        rows = self._fetch(
+            "SELECT kind, COUNT(*) FROM outform_batch_warnings WHERE job = ? GROUP BY kind", job
+        )
+        return {kind: int(n) for kind, n in rows}
+
+    def row_indexes(self, job: str, row_ids: Sequence[str]) -> dict[str, int]:
+        """Of `row_ids`, those that are rows of the job, with their index."""
+        found: dict[str, int] = {}
+        for start in range(0, len(row_ids), 500):
+            part = row_ids[start : start + 500]
+            for row_id, idx in self._fetch(
+                "SELECT row_id, idx FROM outform_batch_rows "
+                f"WHERE job = ? AND row_id IN ({_marks(len(part))})",
+                job,
+                *part,
+            ):
+                found[row_id] = int(idx)
+        return found
 
     def end_round(self, job: str, round: int) -> None:
         with self._transaction() as tx:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -49,6 +50,7 @@ class _Transaction:
 class PostgresDatabase:
     def __init__(self, dsn: str, *, timeout: float = 10.0) -> None:
         self.where = describe(dsn)
+        self.files: tuple[Path, ...] = ()  # on a server: no file a job could overwrite
         self._dsn = dsn
         try:
             self._conn = psycopg.connect(

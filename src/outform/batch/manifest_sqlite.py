@@ -50,6 +50,7 @@ class SqliteDatabase:
         naming it, and nothing is created."""
         self.path = Path(path)
         self.where = str(self.path)
+        self.files = sqlite_files(self.path)
         if not create and not self.path.is_file():
             raise StoreError(
                 f"no batch manifest at {self.path}",
@@ -136,6 +137,20 @@ class SqliteDatabase:
             if fcntl is not None:
                 fcntl.lockf(fd, fcntl.LOCK_UN, 1, key)
             _HELD.discard((name, key))
+
+
+COMPANIONS = ("-wal", "-shm", "-journal", ".lock")
+"""What SQLite (and the job locks) keep beside a manifest file."""
+
+
+def sqlite_files(path: str | Path) -> tuple[Path, ...]:
+    """The manifest file and its companions, as named and as resolved (SQLite keeps its
+    -wal beside the file a symbolic link points to)."""
+    named = Path(path).absolute()
+    bases = dict.fromkeys([named, named.resolve()])
+    return tuple(
+        base.with_name(base.name + suffix) for base in bases for suffix in ("", *COMPANIONS)
+    )
 
 
 def open_sqlite(path: str | Path, *, create: bool = True) -> Manifest:

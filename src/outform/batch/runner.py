@@ -26,8 +26,17 @@ from outform.batch.api import BatchApi, BatchState, Framing, Limits, Outcome, Ou
 from outform.batch.carriers import Carrier, bedrock_place, carrier_for
 from outform.batch.job import JobSpec, Prepared, batch_api, hint_from_dict, new_job_id, prepare
 from outform.batch.live import run_live
-from outform.batch.manifest import BatchRecord, Manifest, PendingRow, RowUpdate, WaitingRow
+from outform.batch.manifest import (
+    BatchRecord,
+    Manifest,
+    PendingRow,
+    ResultWarning,
+    RowUpdate,
+    WaitingRow,
+    WarningKind,
+)
 from outform.batch.outcome import Verdict, judge, output_line, tokens
+from outform.batch.paths import check_apart
 from outform.batch.progress import Counts, Progress, Silent
 from outform.batch.rows import count_rows, rows_at, scan
 from outform.batch.runs import RowRuns, attempt_of
@@ -36,6 +45,8 @@ from outform.providers.base import WireRequest
 from outform.transport import Transport
 
 _GROUP = 1000
+WARNINGS_SHOWN = 1000
+NO_RESULT = "the provider returned no result for this request"
 
 
 @dataclass(frozen=True)
@@ -51,6 +62,10 @@ class JobStatus:
     rounds: Sequence[Mapping[str, Any]]
     output: str | None
     message: str = ""
+    warnings: Sequence[ResultWarning] = ()
+    """Lines of the batches' results that were not used (the first `WARNINGS_SHOWN`)."""
+    warning_counts: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    """All of them, per kind: `unknown_id`, `unreadable`, `duplicate`."""
 
     @property
     def done(self) -> bool:
@@ -67,6 +82,8 @@ class JobStatus:
             "rounds": list(self.rounds),
             "output": self.output,
             "message": self.message,
+            "warnings": [w.to_dict() for w in self.warnings],
+            "warning_counts": dict(self.warning_counts),
         }
 
 
@@ -171,6 +188,8 @@ class Runner:
     def run(self, *, wait: bool = True) -> JobStatus:
         """Advance the job as far as it goes: to the end with `wait`, else one pass (submit
         what is pending, read what has ended). JobBusyError if another process drives it."""
+        written = Path(self.spec.output) if self.spec.output else None
+        check_apart(written, self.prepared.input, self.manifest.files, stored=True)
         with self.manifest.claim(self.job):
             self._check_input()
             while True:
@@ -357,33 +376,64 @@ class Runner:
     def _download(self, batch: BatchRecord, state: BatchState) -> None:
         """Read a batch's results as they stream in, a group at a time: the group's rows
         still waiting are looked up in one query, judged, and recorded in one transaction.
-        Rows the results did not mention are settled last (expired, or no answer)."""
+        Lines not used are recorded as warnings. Rows the results did not answer are settled
+        last: expired, or not answered (sent again while rounds remain, as a transient error
+        is)."""
         assert self._carrier is not None and self._api is not None
         self.progress.start("parsing", self.manifest.count_waiting(self.job, batch.key))
-        group: dict[str, Outcome] = {}
-        for line in self._carrier.results(state):
+        reading = _Reading(batch, self.manifest.job(self.job).rows)
+        group: dict[str, tuple[int, Outcome]] = {}
+        for number, line in enumerate(self._carrier.results(state), 1):
             try:
                 outcome = self._api.outcome(line)
-            except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
-                continue  # not a result line (a provider's summary line)
-            group.setdefault(outcome.custom_id, outcome)  # a repeated line changes nothing
+            except orjson.JSONDecodeError:
+                reading.warn(number, "unreadable", detail="not JSON")
+                continue
+            except (KeyError, TypeError, AttributeError):
+                reading.warn(number, "unreadable", detail="not a result line")
+                continue
+            if outcome.custom_id in group:  # the first result is kept
+                reading.warn(number, "duplicate", outcome.custom_id)
+                continue
+            group[outcome.custom_id] = (number, outcome)
             if len(group) >= _GROUP:
-                self._settle(batch, group)
+                self._settle(batch, group, reading)
                 group = {}
-        self._settle(batch, group)
-        kind: OutcomeKind = "expired" if state.phase == "expired" else "error"
-        error = state.message or "the provider returned no result for this request"
+        self._settle(batch, group, reading)
+        expired = state.phase == "expired"
+        kind: OutcomeKind = "expired" if expired else "error"
+        error = state.message or NO_RESULT
         for page in self.manifest.left_in_batch(self.job, batch.key):
-            missing = [(Outcome(r.row_id, kind, error=error), r) for r in page]
-            self._record([self._update(batch, outcome, row) for outcome, row in missing])
+            self._record(
+                [
+                    self._update(batch, Outcome(r.row_id, kind, error=error, retryable=True), r)
+                    for r in page
+                ]
+            )
         final = "done" if state.phase == "ended" else "failed"
         self.manifest.set_batch(self.job, batch.key, final, message=state.message)
         self.counts.flush()
 
-    def _settle(self, batch: BatchRecord, group: Mapping[str, Outcome]) -> None:
+    def _settle(
+        self, batch: BatchRecord, group: Mapping[str, tuple[int, Outcome]], reading: _Reading
+    ) -> None:
         waiting = self.manifest.waiting(self.job, batch.key, list(group))
-        # rows not waiting: not this batch's, or already done before a restart
-        self._record([self._update(batch, group[i], row) for i, row in waiting.items()])
+        updates = [self._update(batch, group[i][1], row) for i, row in waiting.items()]
+        # Rows not waiting: read before a restart (silent), answered earlier in this reading
+        # (a duplicate), or no row of the job at all.
+        others = [i for i in group if i not in waiting]
+        known = self.manifest.row_indexes(self.job, others) if others else {}
+        for row_id in others:
+            number = group[row_id][0]
+            if row_id not in known:
+                reading.warn(number, "unknown_id", row_id)
+            elif reading.seen(known[row_id]):
+                reading.warn(number, "duplicate", row_id)
+            reading.mark(known.get(row_id))
+        for row in waiting.values():
+            reading.mark(row.idx)
+        self.manifest.add_warnings(self.job, reading.take())
+        self._record(updates)
 
     def _record(self, updates: Sequence[RowUpdate]) -> None:
         self.manifest.record(self.job, updates)
@@ -501,6 +551,35 @@ class Chunk:
             self._handle = None
 
 
+class _Reading:
+    """One reading of a batch's results: the rows answered so far (a bit per row of the job:
+    flat in the batch's size), and the warnings not yet recorded."""
+
+    def __init__(self, batch: BatchRecord, rows: int) -> None:
+        self.batch = batch
+        self._answered = bytearray((rows + 7) // 8)
+        self._warnings: list[ResultWarning] = []
+
+    def seen(self, idx: int) -> bool:
+        byte = idx >> 3
+        return 0 <= byte < len(self._answered) and bool(self._answered[byte] >> (idx & 7) & 1)
+
+    def mark(self, idx: int | None) -> None:
+        if idx is not None and 0 <= idx >> 3 < len(self._answered):
+            self._answered[idx >> 3] |= 1 << (idx & 7)
+
+    def warn(
+        self, line: int, kind: WarningKind, row_id: str | None = None, *, detail: str = ""
+    ) -> None:
+        key, provider_id = self.batch.key, self.batch.provider_id
+        self._warnings.append(ResultWarning(key, provider_id, line, kind, row_id, detail))
+
+    def take(self) -> list[ResultWarning]:
+        """The warnings found since the last call (for the manifest)."""
+        taken, self._warnings = self._warnings, []
+        return taken
+
+
 def _ended_over_size(stored: PendingRow, over: UsageError) -> RowUpdate:
     """A row whose re-ask grew past the batch's byte limit: it ends `failed`, with its last
     reply and why it was not asked again (the job goes on; its answers so far are kept)."""
@@ -519,10 +598,7 @@ def check_output(path: Path, input_path: Path) -> None:
     """Before anything is paid for: OUT.jsonl can be written where it is asked for (its
     folder made, a file created there), and it is not the input (a paid job cannot then
     end unwritable, nor overwrite what it read)."""
-    if path.resolve() == input_path.resolve():
-        raise UsageError(
-            f"the output {path} is the input file", where="-o", fix="write the output elsewhere"
-        )
+    check_apart(path, input_path, ())
     if path.is_dir():
         raise UsageError(
             f"the output {path} is a directory", where="-o", fix="give a file path: -o out.jsonl"
@@ -608,6 +684,8 @@ def status_of(manifest: Manifest, job: str, state: str, output: str | None) -> J
         manifest.rounds(job),
         output,
         record.message,
+        manifest.warnings(job, WARNINGS_SHOWN),
+        manifest.warning_counts(job),
     )
 
 

@@ -4,7 +4,9 @@ Reads the options, draws progress on standard error, prints the summary; the wor
 outform.batch's. Exit codes: 0 the job finished and every row is ok or repaired, 1 it finished
 with rows failed, provider_error or expired (see OUT.jsonl), 2 wrong usage or bad input (no
 batch was submitted; a manifest or input file that does not exist), 6 the job is still
-running (--no-wait, `status`, or another process drives it).
+running (--no-wait, `status`, or another process drives it). Lines of a batch's results not
+used (an unknown id, a line not a result, a second result for a row) are warnings on standard
+error; they leave the exit code alone (a row left without an answer ends provider_error).
 """
 
 from __future__ import annotations
@@ -274,6 +276,7 @@ def _report(status: Any, as_json: bool) -> None:
         print_json(status.to_dict())
     else:
         _summary(status)
+    _warn(status)
     if not status.done:
         raise typer.Exit(EXIT_RUNNING)
     bad = sum(status.counts.get(k, 0) for k in ("failed", "provider_error", "expired"))
@@ -297,6 +300,35 @@ def _summary(status: Any) -> None:
         stderr.print(f"written: {status.output}", markup=False)
     if status.message:
         stderr.print(status.message, markup=False)
+
+
+WARNINGS_PRINTED = 20
+
+_KINDS = {
+    "unknown_id": "result(s) for no row of the job",
+    "unreadable": "line(s) that are not results",
+    "duplicate": "second result(s) for a row",
+}
+
+
+def _warn(status: Any) -> None:
+    """Lines of the results not used, one warning each (the first WARNINGS_PRINTED), on
+    standard error. They leave the exit code alone: a row they cost its answer is sent again
+    while rounds remain, and ends provider_error (exit code 1) when none is left."""
+    counts: Mapping[str, int] = status.warning_counts
+    total = sum(counts.values())
+    if not total:
+        return
+    told = ", ".join(f"{n} {_KINDS.get(kind, kind)}" for kind, n in sorted(counts.items()))
+    stderr.print(f"warning: the batches' results held {told}", markup=False, soft_wrap=True)
+    for warning in status.warnings[:WARNINGS_PRINTED]:
+        stderr.print(f"warning: {warning.message()}", markup=False, soft_wrap=True)
+    if total > WARNINGS_PRINTED:
+        stderr.print(
+            f"warning: {total - WARNINGS_PRINTED} more: `outform batch status {status.job} "
+            "--json` lists them (the first 1,000)",
+            markup=False,
+        )
 
 
 def _list(manifest: str | None, as_json: bool) -> None:
