@@ -118,3 +118,22 @@ def test_without_the_typed_reading_every_branch_s_keys_are_told_at_their_paths()
         "/pets/0/lives",
         "/pets/0/name",
     ]
+
+
+class Place(BaseModel):
+    city: str
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    place: Place
+
+
+def test_a_model_inside_one_that_forbids_extra_keys_still_ignores_its_own() -> None:
+    """A model's config is its own: Place ignores `x` though Strict forbids extra keys (a
+    TypedDict or stdlib dataclass inside Strict would take Strict's and refuse it)."""
+    result = outform.parse('{"place": {"city": "Oslo", "x": 1}}', type=Strict)
+    assert result.value == Strict(place=Place(city="Oslo"))
+    assert [(c.path, c.transform) for c in result.changes] == [("/place/x", "ignore_extra_key")]
+    with pytest.raises(outform.OutputError, match="unexpected field"):
+        outform.parse('{"place": {"city": "Oslo"}, "y": 2}', type=Strict, level="off")

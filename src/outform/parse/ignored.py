@@ -153,7 +153,13 @@ def _close(node: Any, extra: str | None) -> Any:
     if not isinstance(node, dict):
         return None
     kind = node.get("type")
-    if kind in _HOLDERS and isinstance(node.get("config"), dict):
+    if kind == "model":
+        # A model has its own config, never its container's: a model inside one that forbids
+        # extra keys still ignores them unless it says otherwise (a TypedDict or a stdlib
+        # dataclass inside it takes its container's).
+        config = node.get("config")
+        extra = config.get("extra_fields_behavior") if isinstance(config, dict) else None
+    elif kind in _HOLDERS and isinstance(node.get("config"), dict):
         extra = node["config"].get("extra_fields_behavior", extra)
     out = dict(node)
     changed = False
