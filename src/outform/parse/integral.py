@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import orjson
 from pydantic import TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 
@@ -27,6 +28,15 @@ _WANTS_INTEGER = frozenset({"int_type", "int_from_float"})
 _EXACT = 2**53
 """Past this a float no longer holds every integer: a larger one may not be the number the reply
 wrote, and is left to the checks of long numbers (see docs/pipeline.md#values)."""
+
+
+def wants_integers(schema: Any) -> bool:
+    """Whether a (type's) JSON Schema may take an integer somewhere: `"integer"` written in it
+    (as a type, or anywhere else: a false alarm only costs the check)."""
+    try:
+        return b'"integer"' in orjson.dumps(schema)
+    except orjson.JSONEncodeError:  # (an integer past 64 bits in it, say): check every value
+        return True
 
 
 def integers_where_wanted(adapter: TypeAdapter[Any], value: Any, run: Run) -> Any:

@@ -240,6 +240,9 @@ class Pipeline(Generic[T]):
         # Keys the type ignores (Pydantic's default) are found, and recorded, by this; a
         # field's name written beside its alias is one (by_name.py).
         self._closed = by_name.closed_validator(self.adapter) if self.adapter is not None else None
+        # Whether the type may want an integer where the reply wrote an integral float (a
+        # type whose schema names no integer never does: its values skip that check).
+        self._integers = self.adapter is not None and integral.wants_integers(self.compiled.root)
         closing: Any = self.compiled.root
         if checked is not None and self.adapter is not None and self._closed is not None:
             # The fast path's first check for them takes each field under one spelling only.
@@ -926,7 +929,8 @@ class Pipeline(Generic[T]):
         kept = 0  # fractions a float drops that decimal fields keep
         as_valid = value  # (its floats are those the checks of dropped fractions look for)
         if valid and self.adapter is not None:
-            value = integral.integers_where_wanted(self.adapter, value, run)
+            if self._integers:
+                value = integral.integers_where_wanted(self.adapter, value, run)
             try:
                 typed = self.adapter.validate_python(value)
                 if self._decimals is not None:
