@@ -22,6 +22,7 @@ from typing import Any, Final
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import SchemaValidator, ValidationError
 
+from outform import jsontext
 from outform.schema import pointer
 
 _OBJECTS = {"model-fields", "typed-dict", "dataclass-args"}
@@ -183,9 +184,15 @@ def _close(node: Any, extra: str | None) -> Any:
 def ignored_keys(closed: Closed, value: Any, typed: Any = _UNKNOWN) -> list[str]:
     """The JSON pointers of the keys of `value` that the type ignores, sorted. `typed`, the
     type's reading of `value`, tells which branch of a union the type chose: a key is
-    ignored only by that branch (without it, by any)."""
+    ignored only by that branch (without it, by any). The value is read as the type reads it
+    (strictly, as JSON: see typed.py), so that a union's branches take what they take there."""
     try:
-        closed.validator.validate_python(value)
+        try:
+            text = jsontext.dumps(value)
+        except (TypeError, ValueError):  # a processor's value that is no JSON: read as it is
+            closed.validator.validate_python(value)
+        else:
+            closed.validator.validate_json(text, strict=True)
     except ValidationError as exc:
         found = set()
         for error in exc.errors(include_url=False, include_input=False):

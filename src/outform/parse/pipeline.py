@@ -44,13 +44,13 @@ from outform.parse import (
     extract,
     folded,
     ignored,
-    integral,
     loss,
     strictness,
     unescape,
     values,
 )
 from outform.parse import decode as decoding
+from outform.parse import typed as typed_reading
 from outform.parse.coerce import Coercer
 from outform.parse.context import (
     Deadline,
@@ -240,9 +240,6 @@ class Pipeline(Generic[T]):
         # Keys the type ignores (Pydantic's default) are found, and recorded, by this; a
         # field's name written beside its alias is one (by_name.py).
         self._closed = by_name.closed_validator(self.adapter) if self.adapter is not None else None
-        # Whether the type may want an integer where the reply wrote an integral float (a
-        # type whose schema names no integer never does: its values skip that check).
-        self._integers = self.adapter is not None and integral.wants_integers(self.compiled.root)
         closing: Any = self.compiled.root
         if checked is not None and self.adapter is not None and self._closed is not None:
             # The fast path's first check for them takes each field under one spelling only.
@@ -526,7 +523,14 @@ class Pipeline(Generic[T]):
         if duplicates.may_repeat(text, data, written):
             return True
         closed = self._closed_check
-        return closed is not None and not closed.is_valid(data)
+        if closed is None:
+            return False
+        if not closed.is_valid(data):
+            return True
+        # The schema check passes when any branch of a union takes the object closed; the
+        # type may have chosen another, which ignores keys: asked precisely (see ignored.py).
+        assert self._closed is not None
+        return bool(self._closed.branches) and bool(ignored.ignored_keys(self._closed, data, typed))
 
     def _may_fold(self, text: str) -> bool:
         """Whether the typed reading of `text` folded equal items (see folded.py); a text
@@ -929,10 +933,8 @@ class Pipeline(Generic[T]):
         kept = 0  # fractions a float drops that decimal fields keep
         as_valid = value  # (its floats are those the checks of dropped fractions look for)
         if valid and self.adapter is not None:
-            if self._integers:
-                value = integral.integers_where_wanted(self.adapter, value, run)
             try:
-                typed = self.adapter.validate_python(value)
+                typed, value = typed_reading.read(self.adapter, value, run)
                 if self._decimals is not None:
                     typed, kept = self._exact_decimals(value, typed, candidate.text, run, made)
             except PydanticValidationError as exc:
