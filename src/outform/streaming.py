@@ -44,6 +44,7 @@ from typing import Annotated, Any, Final, Generic, Literal, TypeVar, cast
 import typing_extensions
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 from pydantic import ValidationError as PydanticValidationError
+from pydantic.fields import FieldInfo
 
 from outform import arguments, jsontext
 from outform.errors import (
@@ -1005,24 +1006,30 @@ _UnionType = type(int | None)
 @dataclass(frozen=True, slots=True)
 class _Field:
     key: str
-    """The JSON key."""
+    """The JSON key (the first the type reads the field from; its name when it reads it only
+    through a path into a nested key, see outform/parse/by_name.py)."""
     name: str
     """The attribute (or TypedDict key)."""
     annotation: Any
     policies: frozenset[str]
-    also: str | None = None
-    """The attribute's name, when the type reads the field by it as well as by `key` (see
-    outform/parse/by_name.py)."""
+    also: tuple[str, ...] = ()
+    """The other keys the type reads the field from, in the order it tries them (its name, the
+    choices of an `AliasChoices`: see outform/parse/by_name.py)."""
+    read: bool = True
+    """Whether the type reads the field from `key` (not from a path only)."""
 
-    def written(self, data: Mapping[str, Any]) -> str:
-        """The key `data` holds the field under: `key`, or the name written without it (the
-        type reads `key` first, as Pydantic does)."""
-        also = self.also
-        return also if also is not None and also in data and self.key not in data else self.key
+    @property
+    def spellings(self) -> tuple[str, ...]:
+        """Every key the type reads the field from, in the order it tries them."""
+        return (self.key, *self.also) if self.read else self.also
+
+    def written(self, data: Mapping[str, Any]) -> str | None:
+        """The key `data` holds the field under (the first the type tries), or None."""
+        return next((key for key in self.spellings if key in data), None)
 
     def spelled(self, key: str) -> bool:
         """Whether the type reads the field from `key`."""
-        return key in (self.key, self.also)
+        return key in self.spellings
 
 
 def _policies(metadata: Iterable[Any]) -> frozenset[str]:
@@ -1032,31 +1039,69 @@ def _policies(metadata: Iterable[Any]) -> frozenset[str]:
 def _fields(tp: Any) -> list[_Field] | None:
     """The fields of a Pydantic model, dataclass or TypedDict (None for other types)."""
     if isinstance(tp, type) and issubclass(tp, BaseModel):
-        out = []
-        named = by_name.reads_by_name(tp.model_config)
-        for name, info in tp.model_fields.items():
-            alias = info.validation_alias if isinstance(info.validation_alias, str) else None
-            key = alias or info.alias or name
-            also = name if named and key != name else None
-            out.append(_Field(key, name, info.annotation, _policies(info.metadata), also))
-        keys = {f.key for f in out}
-        # (A name that is another field's key is that field's.)
-        return [dataclasses.replace(f, also=None) if f.also in keys else f for f in out]
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        config: Any = tp.model_config
+        fields = [
+            _spelled(name, info, info.annotation, _policies(info.metadata), config)
+            for name, info in tp.model_fields.items()
+        ]
+    elif isinstance(tp, type) and dataclasses.is_dataclass(tp):
         hints = typing.get_type_hints(tp, include_extras=True)
-        return [_field_of(f.name, f.name, hints.get(f.name, Any)) for f in dataclasses.fields(tp)]
-    if typing_extensions.is_typeddict(tp):  # also TypedDicts made by typing_extensions
+        infos = getattr(tp, "__pydantic_fields__", {})
+        config = getattr(tp, "__pydantic_config__", None)
+        fields = [
+            _field_of(f.name, hints.get(f.name, Any), infos.get(f.name), config)
+            for f in dataclasses.fields(tp)
+        ]
+    elif typing_extensions.is_typeddict(tp):  # also TypedDicts made by typing_extensions
         hints = typing.get_type_hints(tp, include_extras=True)
-        return [_field_of(name, name, hint) for name, hint in hints.items()]
-    return None
+        config = getattr(tp, "__pydantic_config__", None)
+        fields = [_field_of(name, hint, None, config) for name, hint in hints.items()]
+    else:
+        return None
+    # (A key that is another field's first is that field's.)
+    keys = {f.key for f in fields if f.read}
+    return [dataclasses.replace(f, also=tuple(k for k in f.also if k not in keys)) for f in fields]
 
 
-def _field_of(key: str, name: str, hint: Any) -> _Field:
+def _spelled(
+    name: str, info: FieldInfo | None, annotation: Any, policies: frozenset[str], config: Any
+) -> _Field:
+    """Field `name`, read under the keys its alias and the type's config say."""
+    alias = None
+    if info is not None:
+        alias = info.validation_alias if info.validation_alias is not None else info.alias
+    by_alias, named = by_name.reading(config)
+    keys = by_name.spellings(name, alias, by_alias=by_alias, by_name=named).keys
+    if not keys:
+        return _Field(name, name, annotation, policies, read=False)
+    return _Field(keys[0], name, annotation, policies, keys[1:])
+
+
+_TD_QUALIFIERS = frozenset(
+    {typing.Required, typing.NotRequired, typing_extensions.Required,
+     typing_extensions.NotRequired, typing_extensions.ReadOnly}
+)  # fmt: skip
+"""What a TypedDict's key may be wrapped in: it says whether the key may be missing (the
+partial type makes every key optional anyway), not what its value is."""
+
+
+def _unqualified(hint: Any) -> Any:
+    """A TypedDict's hint without `Required`, `NotRequired` or `ReadOnly`."""
+    while typing.get_origin(hint) in _TD_QUALIFIERS:
+        hint = typing.get_args(hint)[0]
+    return hint
+
+
+def _field_of(name: str, hint: Any, info: FieldInfo | None, config: Any) -> _Field:
+    """A dataclass's or TypedDict's field, its policies and `Field(...)` found in its hint."""
+    hint = _unqualified(hint)
     policies: frozenset[str] = frozenset()
     if typing.get_origin(hint) is Annotated:
         args = typing.get_args(hint)
         policies = _policies(args[1:])
-    return _Field(key, name, hint, policies)
+        if info is None:
+            info = next((a for a in reversed(args[1:]) if isinstance(a, FieldInfo)), None)
+    return _spelled(name, info, hint, policies, config)
 
 
 _in_progress: set[Any] = set()
@@ -1498,7 +1543,7 @@ class _ModelPlan(_Plan):
     ) -> None:
         self.factory = factory
         self.fields = fields
-        self.keys = frozenset(key for f, _ in fields for key in (f.key, f.also) if key)
+        self.keys = frozenset(key for f, _ in fields for key in f.spellings)
         self.closed = False
         """The type refuses keys it does not declare (`extra="forbid"`)."""
 
@@ -1511,7 +1556,7 @@ class _ModelPlan(_Plan):
         """The field read from `key`, when its type is a Literal."""
         for f, plan in self.fields:
             target = _target(plan)
-            if f.key == key and isinstance(target, _ScalarPlan) and target.members is not None:
+            if f.spelled(key) and isinstance(target, _ScalarPlan) and target.members is not None:
                 return f, target
         return None
 
@@ -1527,10 +1572,9 @@ class _ModelPlan(_Plan):
         values: dict[str, Any] = {}
         for f, plan in self.fields:
             key = f.written(data)
-            present = key in data
             built: Any = None
             shown = False
-            if present:
+            if key is not None:
                 item = data[key]
                 if "Done" not in f.policies or is_complete(item):
                     built = plan.build(item, builder, pointer.join(path, key))
@@ -1540,7 +1584,7 @@ class _ModelPlan(_Plan):
             if "WithState" in f.policies:
                 state: FieldState = (
                     "pending"
-                    if not present
+                    if key is None
                     else "complete"
                     if is_complete(data[key])
                     else "incomplete"
@@ -1699,7 +1743,7 @@ class _UnionPlan(_Plan):
         if tags:
             field = self._tag_field[0]
             key = field.written(data)
-            if key in data and is_complete(data[key]):
+            if key is not None and is_complete(data[key]):
                 return self._named(data[key], tags)
         left = [i for i in objects if not self._ruled_out(i, data)]
         if len(left) <= 1:
@@ -1728,7 +1772,7 @@ class _UnionPlan(_Plan):
         for f, plan in target.fields:
             key = f.written(data)
             leaf = _target(plan)
-            if key in data and isinstance(leaf, _ScalarPlan) and not leaf.may_take(data[key]):
+            if key is not None and isinstance(leaf, _ScalarPlan) and not leaf.may_take(data[key]):
                 return True
         return False
 

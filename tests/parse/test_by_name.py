@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import orjson
 import pytest
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, with_config
+from pydantic import AliasChoices, AliasPath, BaseModel, ConfigDict, Field, TypeAdapter, with_config
 from pydantic.alias_generators import to_camel
 from pydantic.dataclasses import dataclass
 from typing_extensions import TypedDict
@@ -59,6 +59,32 @@ class UserData:
 class UserDict(TypedDict):
     user_name: Annotated[str, Field(alias="userName")]
     age: int
+
+
+class Choice(BaseModel):
+    """Reads `x`, else `ex` (an `AliasChoices`)."""
+
+    x: int = Field(validation_alias=AliasChoices("x", "ex"))
+
+
+class ChoiceByName(BaseModel):
+    """Reads `ex`, else `xx`, else its name `x`."""
+
+    model_config = ConfigDict(populate_by_name=True)
+    x: int = Field(validation_alias=AliasChoices("ex", "xx"))
+
+
+class KeyPath(BaseModel):
+    """`AliasPath("zz")` is a key: the type reads `zz` (its schema writes `z`)."""
+
+    z: int = Field(validation_alias=AliasPath("zz"))
+
+
+class DeepPath(BaseModel):
+    """Reads `y` from `data[0]`: no property of the object."""
+
+    y: int = Field(validation_alias=AliasPath("data", 0))
+    n: int = 0
 
 
 def _slow(reply: str, output: Any, level: str = "full") -> outform.ParseResult[Any]:
@@ -215,3 +241,116 @@ def test_the_streams_checker_uses_the_pipelines_checked_schema() -> None:
     assert parser.checker is not None
     assert parser.checker.compiled is parser.pipeline.compiled
     assert "user_name" in parser.pipeline.compiled.root["properties"]
+
+
+# -- every spelling: AliasChoices, AliasPath ------------------------------------------------
+
+
+@pytest.mark.parametrize("level", ["off", "full"])
+def test_each_choice_of_an_alias_choices_is_valid_as_sent_on_both_paths(level: str) -> None:
+    fast = outform.parse('{"ex": 5}', type=Choice, level=level)
+    slow = _slow('{"ex": 5}', Choice, level)
+    assert fast.events == ()  # valid as sent: the fast path
+    assert fast.value == slow.value == Choice(x=5)
+    assert fast.changes == slow.changes == ()
+
+
+def test_a_choice_written_is_checked_and_converted_as_the_field() -> None:
+    result = _slow('{"ex": "7"}', Choice)
+    assert result.value == Choice(x=7)
+    assert [(c.path, c.transform) for c in result.changes] == [("/ex", "string_to_integer")]
+
+
+def test_a_field_written_under_no_choice_is_missing_under_the_schemas_key() -> None:
+    with pytest.raises(outform.OutputError, match="missing required field 'x'"):
+        _slow("{}", Choice)
+
+
+def test_choices_then_the_name_are_read_in_pydantics_order() -> None:
+    """The first spelling the type tries is read; the others written are ignored keys."""
+    reply = '{"x": 1, "xx": 2}'
+    for result in (
+        outform.parse(reply, type=ChoiceByName, level="full"),
+        _slow(reply, ChoiceByName),
+    ):
+        assert result.value == ChoiceByName(x=2)
+        assert [(c.path, c.transform) for c in result.changes] == [("/x", "ignore_extra_key")]
+
+
+def test_every_spelling_is_a_property_of_the_checked_schema_only() -> None:
+    adapter = TypeAdapter(ChoiceByName)
+    published = adapter.json_schema()
+    checked = strictness.checked_schema(adapter, published, decimals=False)
+    assert checked is not None
+    assert list(published["properties"]) == ["ex"]
+    assert list(checked["properties"]) == ["ex", "xx", "x"]
+    assert "required" not in checked  # (any spelling, told as missing under `ex`)
+    assert checked["allOf"] == [
+        {
+            "if": {"required": ["xx"]},
+            "else": {"if": {"required": ["x"]}, "else": {"required": ["ex"]}},
+        }
+    ]
+    assert (
+        outform.Pipeline(ChoiceByName).schema_hash
+        == outform.ResponseFormat.of(ChoiceByName).schema_hash
+    )
+
+
+def test_an_alias_path_of_one_key_is_that_key() -> None:
+    assert _slow('{"zz": 1}', KeyPath).value.z == 1
+    adapter = TypeAdapter(KeyPath)
+    checked = strictness.checked_schema(adapter, adapter.json_schema(), decimals=False)
+    assert checked is not None
+    assert list(checked["properties"]) == ["zz"]  # (`z`, which the type does not read, is gone)
+    assert checked["required"] == ["zz"]
+
+
+def test_a_field_read_through_a_nested_path_is_left_to_the_type() -> None:
+    """Not required by the checked schema; the path's first key takes any value there, and
+    the type reads the field from it and checks it."""
+    adapter = TypeAdapter(DeepPath)
+    checked = strictness.checked_schema(adapter, adapter.json_schema(), decimals=False)
+    assert checked is not None
+    assert checked["properties"] == {"n": checked["properties"]["n"], "data": {}}
+    assert "required" not in checked
+    assert _slow('{"data": [5, 6]}', DeepPath).value == DeepPath(data=[5])  # type: ignore[call-arg]
+    assert outform.parse('{"data": [5]}', type=DeepPath).value.y == 5
+    with pytest.raises(outform.OutputError, match="at data: missing required field 0"):
+        _slow('{"n": 1}', DeepPath)
+
+
+def test_the_stream_reads_a_field_under_any_choice() -> None:
+    snapshots, final = _stream(['{"ex": 5,', "}"], Choice)
+    assert [s.x for s in snapshots] == [5, 5]
+    assert final.value == Choice(x=5)
+
+
+def test_the_stream_shows_the_spelling_the_type_reads_first() -> None:
+    snapshots, final = _stream(['{"x": 1,', ' "xx": 2}'], ChoiceByName)
+    assert [s.x for s in snapshots] == [1, 2]
+    assert final.value == ChoiceByName(x=2)
+
+
+def test_the_stream_shows_a_field_read_through_a_nested_path_only_at_the_end() -> None:
+    snapshots, final = _stream(['{"n": 1, "data": [5', "]}"], DeepPath)
+    assert all(s.y is None for s in snapshots)
+    assert final.value == DeepPath(data=[5], n=1)  # type: ignore[call-arg]
+
+
+def test_the_ignored_keys_check_reads_every_spelling() -> None:
+    result = outform.parse('{"ex": 1, "x": 2}', type=Choice, level="full")
+    assert result.value == Choice(x=2)
+    assert [(c.path, c.transform) for c in result.changes] == [("/ex", "ignore_extra_key")]
+
+
+@pytest.mark.parametrize("reply", ['{"userName": "a", "age": 3}', '{"user_name": "a", "age": 3}'])
+@pytest.mark.parametrize("output", [UserData, UserDict])
+def test_the_stream_reads_dataclasses_and_typed_dicts_under_each_spelling(
+    output: Any, reply: str
+) -> None:
+    snapshots, final = _stream([reply[:-9], reply[-9:]], output)
+    first = TypeAdapter(Any).dump_python(snapshots[0])
+    user_name = first["user_name"] if isinstance(first, dict) else first.user_name
+    assert user_name == "a"
+    assert TypeAdapter(output).dump_python(final.value) == {"user_name": "a", "age": 3}
