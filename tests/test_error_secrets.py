@@ -184,3 +184,28 @@ def test_the_command_line_never_prints_the_key_the_model_echoed(
     captured = capsys.readouterr()
     assert KEY not in captured.out and KEY not in captured.err
     assert "***" in (captured.out if as_json else captured.err)
+
+
+def test_a_key_holding_slashes_echoed_with_json_escapes_is_masked(
+    server: FakeServer, transport: Transport
+) -> None:
+    """JSON may write `/` as `\\/`: a key holding slashes, echoed so, was left in the error's
+    attempts and in a provider error's body (found by a trial)."""
+    key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    escaped = key.replace("/", "\\/")
+    answer(server, f'{{"number": "INV-1", "total": "{escaped}", "paid": false}}')
+    with pytest.raises(GenerationError) as caught:
+        outform.generate(
+            MODEL, "Extract", INVOICE, base_url=server.url + "/v1", api_key=key,
+            transport=transport, retries=0,
+        )  # fmt: skip
+    said = shown(caught.value)
+    assert key not in said and escaped not in said
+    server.json({"error": {"message": f"Incorrect API key provided: {escaped}"}}, status=401)
+    with pytest.raises(outform.AuthenticationError) as refused:
+        outform.generate(
+            MODEL, "Extract", INVOICE, base_url=server.url + "/v1", api_key=key,
+            transport=transport, retries=0,
+        )  # fmt: skip
+    for text in (str(refused.value), refused.value.body or ""):
+        assert key not in text and escaped not in text

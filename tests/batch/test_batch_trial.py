@@ -520,3 +520,33 @@ def test_a_results_line_read_again_after_a_restart_is_warned_about_once(manifest
         assert store.warnings("j1") == []
     finally:
         store.close()
+
+
+def test_a_manifest_named_file_colon_is_that_file_not_a_sqlite_uri(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite reads a name beginning with `file:` as a URI: `--manifest file:m4.db` opened
+    m4.db, which the distinct-files check did not see, and `-o m4.db` wrote over it."""
+    from outform.batch.manifest_sqlite import open_sqlite
+
+    monkeypatch.chdir(tmp_path)
+    open_sqlite("file:m4.db")
+    assert (tmp_path / "file:m4.db").is_file()
+    assert not (tmp_path / "m4.db").exists()
+
+
+def test_a_results_warning_never_holds_a_secret_outform_knows() -> None:
+    """A trial's provider echoed a custom id holding the API key: the warning stored it in the
+    manifest and printed it. What a warning quotes of the provider is scrubbed first."""
+    from types import SimpleNamespace
+
+    from outform.batch.runner import _Reading
+    from outform.trace import register_secret
+
+    secret = "zq7RpLm4Xv9TnB2eGa8KwYc3"
+    register_secret(secret)
+    reading = _Reading(SimpleNamespace(key="r0b0", provider_id="batch_1"), rows=2)  # type: ignore[arg-type]
+    reading.warn(3, "unknown_id", f"unknown-{secret}", detail=f"a line about {secret}")
+    (warning,) = reading.take()
+    assert secret not in (warning.row_id or "") and secret not in warning.detail
+    assert (warning.line, warning.kind) == (3, "unknown_id")

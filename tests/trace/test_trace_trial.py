@@ -376,3 +376,18 @@ def test_a_recorder_still_hands_every_batch_to_its_sinks(tmp_path: Path) -> None
     reader = SqliteTraceStore(tmp_path / "t.db", create=False)
     assert reader.run(events[0].run.run_id)[1] == events  # type: ignore[union-attr]
     reader.close()
+
+
+def test_a_store_named_file_colon_is_that_file_not_a_sqlite_uri(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite reads a name beginning with `file:` as a URI (`file:t.db` opened t.db), so a
+    check that compares the store's path with an output's would compare the wrong file."""
+    from outform.trace.sqlite_store import SqliteTraceStore
+
+    monkeypatch.chdir(tmp_path)
+    store = SqliteTraceStore("file:t.db")
+    store.open()
+    store.close()
+    assert (tmp_path / "file:t.db").is_file()
+    assert not (tmp_path / "t.db").exists()

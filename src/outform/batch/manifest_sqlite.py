@@ -59,8 +59,8 @@ class SqliteDatabase:
             )
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(
-                self.path, isolation_level=None, check_same_thread=False, timeout=30.0
+            self._db = sqlite3.connect(  # (absolute: SQLite reads `file:NAME` as a URI)
+                self.path.absolute(), isolation_level=None, check_same_thread=False, timeout=30.0
             )
             if not create and not self._holds_jobs():
                 self._db.close()

@@ -42,6 +42,7 @@ from outform.batch.rows import count_rows, rows_at, scan
 from outform.batch.runs import RowRuns, attempt_of
 from outform.errors import ConnectionFailedError, OutformError, ProviderError, UsageError
 from outform.providers.base import WireRequest
+from outform.trace import redact
 from outform.transport import Transport
 
 _GROUP = 1000
@@ -572,7 +573,11 @@ class _Reading:
         self, line: int, kind: WarningKind, row_id: str | None = None, *, detail: str = ""
     ) -> None:
         key, provider_id = self.batch.key, self.batch.provider_id
-        self._warnings.append(ResultWarning(key, provider_id, line, kind, row_id, detail))
+        # What the provider wrote (an id no row has, a line's excerpt) is stored and printed:
+        # no secret outform knows goes with it.
+        shown_id = redact.scrub_text(row_id) if row_id is not None else None
+        shown = ResultWarning(key, provider_id, line, kind, shown_id, redact.scrub_text(detail))
+        self._warnings.append(shown)
 
     def take(self) -> list[ResultWarning]:
         """The warnings found since the last call (for the manifest)."""

@@ -79,7 +79,10 @@ class SqliteTraceStore(TraceStore):
     def _connect(self) -> sqlite3.Connection:
         try:
             # mode=rw: a reader never creates the file, even if it vanished since __init__
-            target = self.path if self.create else f"file:{quote(str(self.path))}?mode=rw"
+            # (absolute: SQLite reads a name that begins with `file:` as a URI, not a file)
+            target = (
+                self.path.absolute() if self.create else f"file:{quote(str(self.path))}?mode=rw"
+            )
             conn = sqlite3.connect(
                 target, timeout=self.busy_timeout, isolation_level=None,
                 check_same_thread=False, uri=not self.create,
