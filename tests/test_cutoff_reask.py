@@ -238,7 +238,9 @@ def test_the_command_line_says_cut_off_where_and_never_level_full_at_level_full(
         ('{"number": "INV-1", "tot', "/number"),  # a key cut short names no field yet
         ('{"tags": ["a", "b', "/tags/1"),
         ('[{"n": 1}, {"n": 2, "m": tr', "/1/m"),
-        ('Here it is:\n```json\n{"a": {"b~/c": [1, ', "/a/b~0~1c/1"),
+        ('Here it is:\n```json\n{"a": {"b~/c": [1, 2', "/a/b~0~1c/1"),
+        ('{"items": [{"name": "a", "qty": 1}, ', "/items/0"),  # no item begun after the comma
+        ('{"items": [{"name": "a", "qty": 1}, {', "/items/1"),
         ('{"a": 1}\n{"a": 2, "b": ', "/b"),  # a second value cut: its field
         ('{"a": 1}', None),  # nothing open: no field to name
         ("{", None),

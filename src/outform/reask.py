@@ -93,6 +93,7 @@ def cut_path(text: str) -> str | None:
     could read (prose before the value, brackets in it, are passed over as well as may be)."""
     open_: list[list[Any]] = []  # each container left open: [is array, its member now]
     previous = ""
+    match = None
     for match in _TOKEN.finditer(text):
         token = match.group()
         if token in ("{", "["):
@@ -105,6 +106,9 @@ def cut_path(text: str) -> str | None:
         elif token == ":" and open_ and not open_[-1][0] and previous.startswith('"'):
             open_[-1][1] = _key(previous)
         previous = token
+    after_comma = previous == "," and match is not None and not text[match.end() :].strip()
+    if after_comma and open_ and open_[-1][0]:  # cut after an item's comma: no item begun
+        open_[-1][1] -= 1
     members: list[str | int] = []
     for _, member in open_:
         if member is None:
