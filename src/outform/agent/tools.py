@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, get_type_hints
 
 import orjson
-from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 from pydantic.errors import PydanticSchemaGenerationError
 from pydantic_core import to_json, to_jsonable_python
 
@@ -133,8 +133,11 @@ class Reader:
         if dropped:
             return Reading(None, error=_invalid(_unexpected(c, tool) for c in dropped))
         value = result.value
-        if isinstance(value, BaseModel):
-            value = {field: getattr(value, field) for field in type(value).model_fields}
+        if isinstance(value, BaseModel):  # a function's parameters, each under its alias
+            value = {
+                info.alias or field: getattr(value, field)
+                for field, info in type(value).model_fields.items()
+            }
         return Reading(dict(value), result.changes)
 
 
@@ -275,15 +278,17 @@ def _arguments_model(fn: Callable[..., Any], name: str) -> tuple[type[BaseModel]
     for a signature the model could not fill with JSON."""
     signature, hints = _signature(fn, name)
     fields: dict[str, Any] = {}
-    for parameter in signature.parameters.values():
+    parameters = list(signature.parameters.values())
+    names = _field_names([parameter.name for parameter in parameters])
+    for field, parameter in zip(names, parameters, strict=True):
         _check_kind(parameter, name)
         annotation = hints.get(parameter.name, Any)
         _check_type(name, parameter.name, annotation)
-        if parameter.default is parameter.empty:
-            fields[parameter.name] = (annotation, ...)
-        else:
+        default: Any = ...
+        if parameter.default is not parameter.empty:
             _check_default(name, parameter.name, annotation, parameter.default)
-            fields[parameter.name] = (annotation, parameter.default)
+            default = parameter.default
+        fields[field] = (annotation, Field(default, alias=parameter.name))
     # Closed in its schema, as `extra="forbid"` would say, but without the config: a forbid
     # there would pass for the config of every model under it when the pipeline looks for
     # keys those models ignore (and record none of them).
@@ -299,9 +304,32 @@ def _arguments_model(fn: Callable[..., Any], name: str) -> tuple[type[BaseModel]
         ) from None
 
 
+def _field_names(names: Sequence[str]) -> list[str]:
+    """The Python name of each parameter's field: its own where Pydantic takes it as a field
+    as it is, another one where it does not (`_id` would be a private attribute, gone from the
+    schema; `model_config` the config; `json` would shadow a method). Every field has the
+    parameter's name as its alias, so that is what the model writes and the tool is called
+    with, whatever the field is named."""
+    fields: list[str] = []
+    for index, name in enumerate(names):
+        field = name
+        if not _takes_as_field(name):
+            field = f"p{index}"
+            while field in names or field in fields:
+                field += "_"
+        fields.append(field)
+    return fields
+
+
+def _takes_as_field(name: str) -> bool:
+    """Whether Pydantic makes a field of `name` without a word: no leading underscore, no
+    `model_` (its namespace), no attribute of BaseModel."""
+    return not name.startswith(("_", "model_")) and not hasattr(BaseModel, name)
+
+
 def _signature(fn: Callable[..., Any], name: str) -> tuple[inspect.Signature, dict[str, Any]]:
     try:
-        return inspect.signature(fn), get_type_hints(fn)
+        return inspect.signature(fn), get_type_hints(fn, include_extras=True)
     except Exception as exc:  # a name that does not resolve, an annotation that is no type
         raise UsageError(
             f"the signature of tool {name!r} cannot be read: {exc}",
