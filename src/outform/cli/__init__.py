@@ -1,7 +1,8 @@
 """The `outform` command line: one module per command, `main` turns errors into exit codes.
 
 Exit codes (`outform --help` and docs/cli.md list them too): 0 a valid value, 1 no valid value
-(the violations are printed), 2 wrong usage (bad option, file, schema, type or config),
+(the violations are printed), 2 wrong usage (bad option, file, schema, type or config) or an
+output that cannot be written (a full disk, an I/O error),
 3 an internal error, 4 a reply that cannot be parsed at all (not text, over a limit), 5 the
 provider failed or refused the request, 130 interrupted. Errors are printed as one readable
 block, never as a traceback (set OUTFORM_DEBUG=1 for one).
@@ -37,7 +38,15 @@ from outform.cli.app import (
     app,
     stderr,
 )
-from outform.cli.io import bad_value, print_error, print_output_error
+from outform.cli.io import (
+    ENVIRONMENT_ERRNOS,
+    STDOUT,
+    bad_value,
+    print_error,
+    print_output_error,
+    system_failed,
+    write_failed,
+)
 from outform.errors import InputError, InternalError, OutformError, OutputError, ProviderError
 
 __all__ = [
@@ -70,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     what would have gone there is dropped, silently, and the exit code is still the one of
     the outcome (`_Dropping`)."""
     saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = _Dropping.around(sys.stdout), _Dropping.around(sys.stderr)
+    sys.stdout = _Dropping.around(sys.stdout, STDOUT)
+    sys.stderr = _Dropping.around(sys.stderr, None)
     try:
         return _main(argv)
     finally:
@@ -82,22 +92,30 @@ class _Dropping:
     pipe closed (EPIPE) turns the stream into a sink: the file descriptor then points at the
     null device, so that nothing written later, nor what Python's buffers still hold when it
     flushes them at exit ("Exception ignored ... BrokenPipeError", exit code 120), fails. A
-    closed reader is no error of the command: its exit code stays the documented one."""
+    closed reader is no error of the command: its exit code stays the documented one.
 
-    def __init__(self, stream: Any) -> None:
+    A write the system refuses (a full disk, an I/O error: `ENOSPC`, `EIO`...) turns the stream
+    into a sink too, and on standard output (`name`) it is the command's error, naming the
+    stream and the reason (exit code 2): the value was lost. Standard error holds what is
+    meant for people, and there is nowhere left to tell them: it is dropped, as for EPIPE."""
+
+    def __init__(self, stream: Any, name: str | None) -> None:
         self._stream = stream
+        self._name = name
         self.gone = False
+        self._refused: Exception | None = None
 
     @classmethod
-    def around(cls, stream: Any) -> Any:
-        return stream if stream is None or isinstance(stream, cls) else cls(stream)
+    def around(cls, stream: Any, name: str | None) -> Any:
+        return stream if stream is None or isinstance(stream, cls) else cls(stream, name)
 
     def write(self, text: Any) -> int:
         if not self.gone:
             try:
                 return int(self._stream.write(text))
-            except BrokenPipeError:
-                self._drop()
+            except OSError as exc:
+                self._failed(exc)
+        self._again()
         return len(text)
 
     def writelines(self, lines: Any) -> None:
@@ -108,8 +126,22 @@ class _Dropping:
         if not self.gone:
             try:
                 self._stream.flush()
-            except BrokenPipeError:
-                self._drop()
+            except OSError as exc:
+                self._failed(exc)
+        self._again()
+
+    def _failed(self, exc: OSError) -> None:
+        """Drop from now on; a refused write (not a closed pipe) to standard output is the
+        command's error."""
+        self._drop()
+        if self._name is not None and not isinstance(exc, BrokenPipeError):
+            self._refused = write_failed(exc, self._name)
+
+    def _again(self) -> None:
+        """The refusal, at every write to the stream: one that a library swallows (click
+        probes a stream with an empty write) must not make the rest vanish in silence."""
+        if self._refused is not None:
+            raise self._refused
 
     def _drop(self) -> None:
         self.gone = True
@@ -170,6 +202,9 @@ def _main(argv: list[str] | None) -> int:
         stderr.print("aborted", style="red")
         return EXIT_INTERRUPTED
     except Exception as error:  # the last line of defence: no traceback unless asked
+        if isinstance(error, OSError) and error.errno in ENVIRONMENT_ERRNOS:
+            print_error(system_failed(error))  # a full disk met where no helper knew the file
+            return EXIT_USAGE
         if os.environ.get("OUTFORM_DEBUG"):
             raise
         stderr.print(

@@ -15,6 +15,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from outform.cli.app import app, stdout
+from outform.cli.io import STDOUT, writing
 from outform.errors import UsageError
 
 
@@ -64,9 +65,9 @@ def health_command(
         return
     if output == "-":
         render(result, stdout)
-    else:
-        with _open(output) as handle:
-            render(result, Console(file=handle, width=160, highlight=False, no_color=True))
+        return
+    with writing(output), _open(output) as handle:  # closing flushes: a full disk shows there
+        render(result, Console(file=handle, width=160, highlight=False, no_color=True))
 
 
 def open_trace_store(spec: str | None) -> Any:
@@ -144,12 +145,15 @@ def to_csv(tables: list[Any]) -> str:
 
 
 def write_text(text: str, output: str) -> None:
-    if output == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    with _open(output) as handle:
-        handle.write(text)
+    """`text` to `output` (- for standard output); a write the system refuses is an error
+    naming the file (`writing`)."""
+    with writing(STDOUT if output == "-" else output):
+        if output == "-":
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            return
+        with _open(output) as handle:
+            handle.write(text)
 
 
 def _open(output: str) -> Any:

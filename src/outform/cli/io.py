@@ -7,13 +7,15 @@ pipe, a CI log) they are plain lines, one per change, that no column width can b
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import errno
 import functools
 import importlib
 import re
 import sys
 import traceback
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -319,8 +321,83 @@ def print_json(value: Any) -> None:
 
 def write(console: Console, text: str) -> None:
     """Text as it is, at once, to a console's file: no markup, emoji codes or wrapping."""
-    console.file.write(text)
-    console.file.flush()
+    with contextlib.nullcontext() if console.stderr else writing(STDOUT):
+        console.file.write(text)
+        console.file.flush()
+
+
+STDOUT = "standard output"
+"""How a failed write names standard output (a file is named by its path)."""
+
+
+@contextlib.contextmanager
+def writing(where: str) -> Iterator[None]:
+    """Writes to `where` (a path, or `STDOUT`): one the system refuses (a full disk, an I/O
+    error) is a `write_failed` error (exit code 2), not an internal error. A closed pipe on
+    standard output is left to `main`, which drops what a reader that quit would have read."""
+    try:
+        yield
+    except OSError as exc:
+        if isinstance(exc, BrokenPipeError) and where == STDOUT:
+            raise
+        raise write_failed(exc, where) from None
+
+
+def write_failed(exc: OSError, where: str) -> UsageError:
+    """A write the system refused, as the command line tells it: the file (or standard
+    output), the system's reason and what to do about it. Not outform's fault: exit code 2."""
+    return UsageError(
+        f"cannot write to {where}: {_reason(exc)}",
+        where=where,
+        fix=_write_fix(exc, where),
+    )
+
+
+def system_failed(exc: OSError) -> UsageError:
+    """An error of the system outform runs on (`ENVIRONMENT_ERRNOS`) met where no helper
+    knew the file: the reason and the file when the system names it, not a bug report."""
+    where = exc.filename if isinstance(exc.filename, str) else None
+    target = f" ({where})" if where else ""
+    full = exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", None))
+    disk = f"the disk of {where}" if where else "the disk"
+    return UsageError(
+        f"the system refused a read or write{target}: {_reason(exc)}",
+        where=where,
+        fix=f"free space on {disk}, then run the command again"
+        if full
+        else f"check {disk} (or its device), then run the command again",
+    )
+
+
+ENVIRONMENT_ERRNOS = frozenset(
+    code
+    for code in (
+        errno.ENOSPC,
+        errno.EIO,
+        errno.EROFS,
+        errno.EFBIG,
+        getattr(errno, "EDQUOT", None),
+    )
+    if code is not None
+)
+"""Errors of the disk or device, never of outform: a full disk or quota, an I/O error, a
+read-only file system, a file over the system's size limit."""
+
+
+def _reason(exc: OSError) -> str:
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    name = errno.errorcode.get(exc.errno) if exc.errno is not None else None
+    return f"{reason} ({name})" if name else reason
+
+
+def _write_fix(exc: OSError, where: str) -> str:
+    """What to do: free space for a full disk (or quota), else write somewhere else."""
+    to_stdout = where == STDOUT
+    elsewhere = "redirect standard output to another file" if to_stdout else "choose another file"
+    if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", None)):
+        disk = "the disk standard output goes to" if to_stdout else f"the disk of {where}"
+        return f"free space on {disk}, or {elsewhere}"
+    return f"{elsewhere}: {'that one' if to_stdout else where} does not take writes"
 
 
 LIBRARY_FLAGS = {
