@@ -95,6 +95,10 @@ def test_a_full_background_queue_answers_429_with_retry_after(
         )
     assert refused.value.code == "too_many_background_responses"
     assert refused.value.response.headers["retry-after"] == "5"
+    # (the trial's count said 3 running for 1 running and 2 waiting, naming no setting)
+    said = refused.value.response.json()["error"]["message"]
+    assert "1 background responses running (background_max_running = 1)" in said
+    assert "0 waiting (background_max_queued = 0)" in said
     hold.gate.set()
     assert poll(gw.client, running.id).status == "completed"
 

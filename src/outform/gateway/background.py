@@ -98,6 +98,7 @@ class Worker:
         self.id = new_worker_id()
         self.store = store
         self._max_jobs = max_running + max_queued
+        self._max_running, self._max_queued = max_running, max_queued
         self._slots = asyncio.Semaphore(max_running)
         self._grace = grace
         self._jobs: dict[str, _Job] = {}
@@ -145,9 +146,13 @@ class Worker:
     async def submit(self, keeper: Keeper, shell: Shell, produce: Produce) -> dict[str, Any]:
         """Store the response as queued, start it, and return the queued Response."""
         if len(self._jobs) >= self._max_jobs:
+            running = min(len(self._jobs), self._max_running)
             raise GatewayError(
                 429,
-                f"This gateway already runs {len(self._jobs)} background responses; retry later.",
+                f"This gateway already has {running} background responses running "
+                f"(background_max_running = {self._max_running}) and "
+                f"{len(self._jobs) - running} waiting (background_max_queued = "
+                f"{self._max_queued}); retry later.",
                 type="rate_limit_error",
                 code="too_many_background_responses",
                 headers=[(b"retry-after", b"%d" % QUEUE_RETRY_AFTER)],
