@@ -233,8 +233,20 @@ def test_data_needs_a_key_the_page_does_not(store: SqliteTraceStore) -> None:
         assert overview["totals"]["runs"] == 40
         missing = httpx.get(url + "/dashboard/api/runs/no-such-run", headers=right)
         assert missing.status_code == 404
-        bad = httpx.get(url + "/dashboard/api/overview?since_hours=-3", headers=right)
-        assert bad.status_code == 400 and "since-hours" in bad.json()["error"]
+        # A query parameter out of range, or not a number, is refused naming itself (the
+        # trial's `abc` was told as `--since-hours ... not -1.0`; limit=0 was made 1).
+        for query, name, sent in [
+            ("overview?since_hours=-3", "since_hours", "'-3'"),
+            ("overview?since_hours=abc", "since_hours", "'abc'"),
+            ("runs?limit=0", "limit", "'0'"),
+            ("failures?limit=-5", "limit", "'-5'"),
+            ("overview?buckets=abc", "buckets", "'abc'"),
+        ]:
+            bad = httpx.get(url + "/dashboard/api/" + query, headers=right)
+            said = bad.json()["error"]
+            assert bad.status_code == 400, query
+            assert f"the query parameter {name} must be" in said and f"not {sent}" in said
+            assert "--" not in said
 
 
 def test_outform_dashboard_serves_the_store_and_asks_for_the_keys_named(

@@ -23,6 +23,7 @@ Query parameters of the `api/` routes: `since_hours`, `step`, `model`, `buckets`
 from __future__ import annotations
 
 import hmac
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ from starlette.responses import FileResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from outform.errors import OutformError
+from outform.errors import OutformError, UsageError
 from outform.trace import views
 from outform.trace.health import HealthQuery
 from outform.trace.store import TraceStore
@@ -130,11 +131,21 @@ def _json(body: Any, status: int = 200) -> Response:
 
 
 def _query(request: Request) -> HealthQuery:
+    """The report's settings from the query string; a value out of range, or not a number,
+    is refused naming the query parameter (never taken for another value)."""
     params = request.query_params
+    raw = params.get("since_hours", "24")
     try:
-        since = float(params.get("since_hours", "24"))
+        since = float(raw)
     except ValueError:
-        since = -1.0  # refused by HealthQuery with a message naming the parameter
+        since = math.nan
+    if not (0 < since <= _TEN_YEARS):  # (NaN included)
+        raise UsageError(
+            f"the query parameter since_hours must be a number of hours more than 0 and at most "
+            f"{_TEN_YEARS:,} (ten years), not {raw!r}",
+            where="since_hours",
+            fix="since_hours=24",
+        )
     return HealthQuery(
         since_hours=since,
         step=params.get("step") or None,
@@ -144,11 +155,26 @@ def _query(request: Request) -> HealthQuery:
     )
 
 
+_TEN_YEARS = 24 * 3650
+
+
 def _int(request: Request, name: str, default: int, highest: int) -> int:
-    try:
-        return max(1, min(highest, int(request.query_params.get(name, default))))
-    except ValueError:
+    """The integer query parameter `name` (`default` when absent), from 1 to `highest`: a
+    value out of range or not an integer is refused naming the parameter."""
+    raw = request.query_params.get(name)
+    if raw is None:
         return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= highest:
+        raise UsageError(
+            f"the query parameter {name} must be an integer from 1 to {highest}, not {raw!r}",
+            where=name,
+            fix=f"{name}={default}",
+        )
+    return value
 
 
 __all__ = ["MOUNT", "create_dashboard", "mounted", "standalone"]
