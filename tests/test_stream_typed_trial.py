@@ -173,3 +173,10 @@ def test_a_list_item_not_shown_keeps_its_place_so_later_items_keep_their_index()
     assert [None, 5, 7] in shown
     for xs in shown:
         assert all(x is None or x == final[i] for i, x in enumerate(xs or []))
+
+
+def test_a_literal_member_read_from_a_string_is_the_change_the_final_parse_records() -> None:
+    """`"1"` for `Literal[1, 2]`: the stream recorded `string_to_integer`, the final parse
+    `match_enum` (a snapshot's changes are the final parse's)."""
+    snapshots = _check('["1", 2]', list[Literal[1, 2]])
+    assert any(c.transform == "match_enum" for s in snapshots for c in s.changes)

@@ -1421,6 +1421,19 @@ class _ScalarPlan(_Plan):
             typing.get_args(stripped) if typing.get_origin(stripped) is Literal else None
         )
         """The values of a `Literal` type (what may tell a union's branches apart)."""
+        self.choice = self.members is not None or (
+            isinstance(stripped, type) and issubclass(stripped, Enum)
+        )
+        """Whether the type is a choice of members (a Literal, an Enum): a value converted to
+        one is a `match_enum`, as the coercion stage names it."""
+
+    def named(self, transform: str) -> tuple[str, str]:
+        """The change's name and detail for a conversion (`string_to_integer(plain)`) that
+        gave a value of this type."""
+        if self.choice:
+            return "match_enum", ""
+        name, _, detail = transform.partition("(")
+        return name, detail.rstrip(")")
 
     def build(self, data: Any, builder: _Builder, path: str) -> Any:
         if not is_complete(data):
@@ -1439,10 +1452,8 @@ class _ScalarPlan(_Plan):
         for converted, transform in _conversions(data):
             value = self._typed(converted)
             if value is not _HOLD:
-                name, _, detail = transform.partition("(")
-                builder.changes.append(
-                    Change(path, "semantic", name, data, converted, detail.rstrip(")"))
-                )
+                name, detail = self.named(transform)
+                builder.changes.append(Change(path, "semantic", name, data, converted, detail))
                 return value
         return _HOLD
 
@@ -1718,9 +1729,9 @@ class _UnionPlan(_Plan):
                         continue
                     value = self.scalar._typed(converted)
                     if value is not _HOLD:
-                        name, _, detail = transform.partition("(")
+                        name, detail = target.named(transform)
                         builder.changes.append(
-                            Change(path, "semantic", name, data, converted, detail.rstrip(")"))
+                            Change(path, "semantic", name, data, converted, detail)
                         )
                         return value
         return self.scalar.build(data, builder, path)
