@@ -39,6 +39,7 @@ from pydantic import AliasChoices, AliasPath, TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 
 from outform.parse import ignored
+from outform.parse.core_rewrite import nodes
 
 if TYPE_CHECKING:
     from pydantic._internal._core_utils import CoreSchemaField
@@ -204,18 +205,9 @@ def applies(adapter: TypeAdapter[Any]) -> bool:
     return _spelled_all(core, None) is not None or _has_paths(core)
 
 
-def _has_paths(node: Any) -> bool:
+def _has_paths(schema: Any) -> bool:
     """Whether a field of a core schema has a validation alias of choices or a path."""
-    stack = [node]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, dict):
-            if isinstance(item.get("validation_alias"), list):
-                return True
-            stack.extend(v for k, v in item.items() if k not in ("config", "metadata", "cls"))
-    return False
+    return any(isinstance(node.get("validation_alias"), list) for node in nodes(schema))
 
 
 def closed_validator(adapter: TypeAdapter[Any]) -> ignored.Closed | None:

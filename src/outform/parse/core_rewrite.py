@@ -3,10 +3,25 @@ folded.py): one walk, so each check only says which nodes and which function."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 _CLASSES = {"model", "dataclass"}
+_NOT_SCHEMA = ("config", "metadata", "cls")
+"""Keys of a core schema node whose values hold no schema."""
+
+
+def nodes(schema: Any) -> Iterator[dict[str, Any]]:
+    """Every node of a core schema, each before its children (which the caller may change
+    first: they are read after it resumes); `config`, `metadata` and `cls` passed over."""
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list | tuple):  # (a tuple: a union's branch and its tag)
+            stack.extend(node)
+        elif isinstance(node, dict):
+            yield node
+            stack.extend(v for k, v in node.items() if k not in _NOT_SCHEMA)
 
 
 def wrap_where(node: Any, wants: Callable[[dict[str, Any]], bool], function: dict[str, Any]) -> Any:

@@ -23,6 +23,7 @@ from pydantic import BaseModel, TypeAdapter
 from pydantic_core import SchemaValidator, ValidationError
 
 from outform import jsontext
+from outform.parse.core_rewrite import nodes
 from outform.schema import pointer
 
 _OBJECTS = {"model-fields", "typed-dict", "dataclass-args"}
@@ -77,30 +78,17 @@ def closed_validator(
 def _models(schema: Any) -> dict[str, type]:
     """The model class of each core schema `ref` (definitions included): what a union branch
     that refers to a definition builds."""
-    found: dict[str, type] = {}
-    stack = [schema]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, list):
-            stack.extend(node)
-        elif isinstance(node, dict):
-            if node.get("type") == "model" and isinstance(node.get("ref"), str):
-                found[node["ref"]] = node["cls"]
-            stack.extend(v for k, v in node.items() if k not in ("config", "metadata", "cls"))
-    return found
+    return {
+        node["ref"]: node["cls"]
+        for node in nodes(schema)
+        if node.get("type") == "model" and isinstance(node.get("ref"), str)
+    }
 
 
 def _tag_unions(schema: Any, models: dict[str, type], branches: dict[str, type | None]) -> None:
     """Give each branch of each plain union in `schema` (in place) a tag of its own, noting in
     `branches` the model class it builds: its errors are then told apart (see `Closed`)."""
-    stack = [schema]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, list):
-            stack.extend(node)
-            continue
-        if not isinstance(node, dict):
-            continue
+    for node in nodes(schema):
         if node.get("type") == "union" and isinstance(node.get("choices"), list):
             tagged = []
             for choice in node["choices"]:
@@ -109,7 +97,6 @@ def _tag_unions(schema: Any, models: dict[str, type], branches: dict[str, type |
                 branches[tag] = _builds(branch, models)
                 tagged.append((branch, tag))
             node["choices"] = tagged
-        stack.extend(v for k, v in node.items() if k not in ("config", "metadata", "cls"))
 
 
 def _builds(branch: Any, models: dict[str, type]) -> type | None:
