@@ -70,6 +70,19 @@ class InputError(OutformError):
     """The text cannot be parsed at all: binary, too large, too deeply nested, or over the time
     limit. (An empty reply is an OutputError: the model can be asked again.)"""
 
+    def __init__(
+        self,
+        what: str,
+        *,
+        where: str | None = None,
+        fix: str | None = None,
+        limit: str | None = None,
+    ) -> None:
+        self.limit = limit
+        """The option whose limit the text is over (`max_chars`, `max_depth`, `time_limit`),
+        or None (not a limit: binary, not Unicode)."""
+        super().__init__(what, where=where, fix=fix)
+
 
 class InternalError(OutformError):
     """A fault inside outform: an exception no stage expected, caught at the boundary of a

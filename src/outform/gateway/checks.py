@@ -17,7 +17,7 @@ from typing import Any, Literal
 from outform.errors import InputError, OutputError
 from outform.format import ResponseFormat
 from outform.jsontext import dumps_text
-from outform.parse import pipeline_for
+from outform.parse import RetryHint, Violation, pipeline_for
 from outform.reask import cut_off, repaired_after_cut
 from outform.trace.events import Event, Validation
 
@@ -32,7 +32,7 @@ class Verdict:
     explanation: str = ""
     """`invalid`: the same violations written for people (the final 422)."""
     what: str = ""
-    """`unreadable`: why the reply could not be parsed at all (the time limit included)."""
+    """`unreadable`: why the reply could not be checked (over the time limit)."""
     changes: tuple[Event, ...] = ()
     """`repaired`: the `output.change` event of each change (without their run)."""
     validation: Validation | None = None
@@ -73,12 +73,31 @@ def check_reply(text: str, fmt: Mapping[str, Any], settings: CheckSettings, cut:
             validation=Validation.of(hint.violations),
         )
     except InputError as error:
-        return Verdict("unreadable", what=error.what)
+        return _refused(error)
     if not result.changes:
         return Verdict("valid", schema_hash=result.schema_hash)
     changes = tuple(change.event(schema_hash=result.schema_hash) for change in result.changes)
     text = dumps_text(result.data)  # every digit of an integer beyond 64 bits
     return Verdict("repaired", text=text, changes=changes, schema_hash=result.schema_hash)
+
+
+def _refused(error: InputError) -> Verdict:
+    """The verdict on a reply the pipeline refused before reading it. Over the time limit,
+    `unreadable` (the check is what cost too much: asking again may cost as much); else
+    (nested too deep, too long, NUL, not Unicode) `invalid`, the model being asked again as
+    for any reply it can do better, and the explanation naming the setting of the limit."""
+    if error.limit == "time_limit":
+        return Verdict("unreadable", what=f"{error.what} (enforce_time_limit, set in [gateway])")
+    setting = error.limit
+    limit = f" (the limit is {setting}, set in [parse] of outform.toml)" if setting else ""
+    expected = "JSON text within the limit" if setting else "JSON text"
+    hint = RetryHint((Violation("", "syntax", expected, error.what),))
+    return Verdict(
+        "invalid",
+        hint=hint.message(),
+        explanation=f"- {error.what}{limit}",
+        validation=Validation.of(hint.violations),
+    )
 
 
 __all__ = ["CheckSettings", "Verdict", "check_reply"]

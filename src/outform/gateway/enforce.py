@@ -18,7 +18,8 @@ validated result (a stream of invalid JSON cannot be taken back once sent).
 The pipeline never runs on the event loop: `Checker` sends each reply to a bounded pool of
 worker processes (`enforce_workers`), with the pipeline's `time_limit` set to
 `enforce_time_limit`, and stops a worker still busy at twice that. A reply that cannot be
-checked in time is a 422 naming the limit, like one that cannot be parsed at all.
+checked in time is a 422 naming the limit at once; one the pipeline refuses unread (nested
+deeper than `max_depth`, longer than `max_chars`) is asked for again like an invalid one.
 """
 
 from __future__ import annotations
@@ -84,18 +85,18 @@ def wanted(setting: bool, header: bytes | None) -> bool:
 
 def checkable(fmt: Any, where: str = "text.format") -> dict[str, Any] | None:
     """The flat format dict enforcement can check (`json_schema`, `json_object`, in either
-    shape), else None; a 400 when it is not a valid format, its schema included: a schema
+    shape), else None (no format, or `text`); a 400 when it is not a valid format, its
+    schema included: a schema
     the pipeline cannot compile is refused before the backend is called, not found out by
     the check of its reply. Each refusal names the path of the client's own request, `where`
     being the format's (`text.format`, Chat's `response_format`): the nested shape's fields
     are under `where.json_schema`, and a schema's fault under its schema's path, down to the
     keyword when the error says where it is (`...schema.properties.age.type`)."""
-    if isinstance(fmt, Mapping) and fmt.get("type") is not None:
-        # A type the spec does not have (`json-schema`) is refused when outform is to enforce
-        # (or translate) it: enforcing nothing would answer 200 with a reply nobody checked.
-        check_value(fmt["type"], f"{where}.type", FORMAT_TYPE)
+    if fmt is None:
+        return None  # no format: nothing to enforce
+    _check_format_type(fmt, where)
     flat = flat_format(fmt, where)
-    if not isinstance(flat, Mapping) or flat.get("type") not in ("json_schema", "json_object"):
+    if flat.get("type") == "text":
         return None
     check_format(fmt, where)
     fields = format_fields(fmt, where)
@@ -113,6 +114,27 @@ def checkable(fmt: Any, where: str = "text.format") -> dict[str, Any] | None:
                 f"Invalid schema at '{param}': {exc.what}.{fix}", param, "invalid_value"
             ) from None
     return dict(flat) if isinstance(parsed, JsonSchemaFormat | JsonObjectFormat) else None
+
+
+def _check_format_type(fmt: Any, where: str) -> None:
+    """A format sent to be enforced (or translated) is an object whose `type` is one of the
+    spec's, or a 400 naming `where` or `where.type` with the documented code: a format
+    enforcement cannot read (`"json"`, a list, no `type`, a misspelt one) must never be read
+    as no format, which would answer 200 with a reply nobody checked."""
+    if not isinstance(fmt, Mapping):
+        raise bad_request(
+            f"Invalid type for '{where}': expected an object with a 'type' (text, json_object "
+            f"or json_schema), got {type(fmt).__name__}.",
+            where,
+            "invalid_type",
+        )
+    if fmt.get("type") is None:
+        raise bad_request(
+            f"Missing required parameter: '{where}.type' (text, json_object or json_schema).",
+            f"{where}.type",
+            "missing_required",
+        )
+    check_value(fmt["type"], f"{where}.type", FORMAT_TYPE)
 
 
 _SIMPLE_KEY = re.compile(r"[A-Za-z_$][\w$-]*", re.ASCII)
@@ -261,7 +283,10 @@ async def _enforce(
             run.emit("output.validation.fail", "validate", detail=verdict.what)
             run.end("invalid", tokens=tracing.usage_of(usage))
             raise GatewayError(
-                422, f"The backend's reply cannot be parsed: {verdict.what}", code="output_invalid"
+                422,
+                f"The backend's reply cannot be parsed: {verdict.what}",
+                param=param,
+                code="output_invalid",
             )
         run.forward(verdict.changes)
         if asked is not None:

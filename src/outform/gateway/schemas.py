@@ -70,14 +70,14 @@ class TextFormatJsonSchema(_Closed):
     description}}`, the schema byte for byte."""
 
     type: Literal["json_schema"]
-    name: str | None = Field(None, description="The format's name (OpenAI requires one).")
+    name: str = Field(description="The format's name (required, as OpenAI requires it).")
     schema_: dict[str, Any] = Field(alias="schema", description="A JSON Schema object.")
     description: str | None = None
     strict: bool | None = None
 
 
 class JsonSchemaSpec(_Closed):
-    name: str | None = None
+    name: str = Field(description="The format's name (required, as OpenAI requires it).")
     schema_: dict[str, Any] = Field(alias="schema", description="A JSON Schema object.")
     description: str | None = None
     strict: bool | None = None

@@ -199,6 +199,8 @@ def model_name(req: Mapping[str, Any]) -> str:
 def check_value(value: Any, where: str, field: _Field) -> None:
     """`value` (not None) is what the spec allows for the field at `where`, or a 400."""
     kind = field.kind
+    if kind is int and _huge(value):
+        raise _out_of_range(value, where, field)
     if not _is(value, kind):
         raise bad_request(
             f"Invalid type for '{where}': expected {_KIND[kind]}, got {type(value).__name__}.",
@@ -233,6 +235,31 @@ def check_value(value: Any, where: str, field: _Field) -> None:
             where,
             "invalid_value",
         )
+
+
+INT_RANGE = (-(2**63), 2**64 - 1)
+"""The integers a request can hold: JSON read by orjson gives an integer literal outside
+this range as a float, so `100000000000000000000000` arrives as 1e+23."""
+
+
+def _huge(value: Any) -> bool:
+    """A number sent for an integer field that is out of the range of integers a request
+    can hold (an integer literal too long to read as one, or a float as large)."""
+    low, high = INT_RANGE
+    return type(value) is float and not low <= value <= high
+
+
+def _out_of_range(value: float, where: str, field: _Field) -> GatewayError:
+    """The 400 for `value` (`_huge`) at the integer field `where`: out of range, naming the
+    range the field takes (never "got float": the client may well have sent an integer)."""
+    low = INT_RANGE[0] if field.low is None else field.low
+    high = INT_RANGE[1] if field.high is None else field.high
+    return bad_request(
+        f"Invalid value for '{where}': {value:.6g} is out of range; expected an integer from "
+        f"{int(low)} to {int(high)}.",
+        where,
+        "invalid_value",
+    )
 
 
 def _is(value: Any, kind: type) -> bool:
@@ -301,6 +328,13 @@ def check_request(req: Mapping[str, Any], *, references: bool = False) -> None:
     previous = req.get("previous_response_id")
     if previous is not None:
         check_id(previous, "previous_response_id")
+        if previous == "":
+            raise bad_request(
+                "Invalid value for 'previous_response_id': an empty string names no response; "
+                "send the id of a stored response, or leave the field out.",
+                "previous_response_id",
+                "invalid_value",
+            )
     value = req.get("input")
     if value is not None and not isinstance(value, str):
         if not isinstance(value, list):
@@ -311,13 +345,8 @@ def check_request(req: Mapping[str, Any], *, references: bool = False) -> None:
         for index, item in enumerate(value):
             _check_item(item, f"input[{index}]", references)
             _check_unique_id(item.get("id"), index, first_of)
-    if value is None and not req.get("previous_response_id") and not req.get("instructions"):
-        raise bad_request(
-            "Missing required parameter: 'input' (or 'instructions', or "
-            "'previous_response_id' to go on from a stored response).",
-            "input",
-            "missing_required",
-        )
+    if not previous and not req.get("instructions"):
+        _check_something_to_send(value)
     reasoning = req.get("reasoning")
     if reasoning is not None and (
         not isinstance(reasoning, dict) or not isinstance(reasoning.get("effort"), str | None)
@@ -349,6 +378,34 @@ def check_request(req: Mapping[str, Any], *, references: bool = False) -> None:
     if req.get("tool_choice") is not None:
         chat_tool_choice(req["tool_choice"])
         _check_chosen_tools(req["tool_choice"], req.get("tools"))
+
+
+def _check_something_to_send(value: Any) -> None:
+    """A request without `instructions` or `previous_response_id` sends its `input`, which
+    must hold something a Chat backend takes: not absent (`missing_required`), not an empty
+    list, nor one of `reasoning` items alone, which are dropped (`invalid_value`). The
+    backend would get no message at all, and answer as it likes."""
+    if value is None:
+        raise bad_request(
+            "Missing required parameter: 'input' (or 'instructions', or "
+            "'previous_response_id' to go on from a stored response).",
+            "input",
+            "missing_required",
+        )
+    if isinstance(value, list) and all(_dropped(item) for item in value):
+        what = "an empty list" if not value else "reasoning items alone (a Chat backend drops them)"
+        raise bad_request(
+            f"Invalid value for 'input': {what} sends nothing to the model; send at least one "
+            "message (or 'instructions', or 'previous_response_id' to go on from a stored "
+            "response).",
+            "input",
+            "invalid_value",
+        )
+
+
+def _dropped(item: Any) -> bool:
+    """An (already checked) input item translation drops: a `reasoning` item."""
+    return isinstance(item, Mapping) and item.get("type") == "reasoning"
 
 
 def _check_text(text: Any) -> None:
@@ -408,6 +465,13 @@ def check_format(fmt: Any, where: str) -> None:
             f"reply must match), got {type(schema).__name__}.",
             f"{fields}.schema",
             "invalid_type",
+        )
+    if flat.get("name") is None:
+        raise bad_request(
+            f"Missing required parameter: '{fields}.name': a json_schema format needs a "
+            "'name' (a-z, A-Z, 0-9, underscores and dashes; the spec requires it).",
+            f"{fields}.name",
+            "missing_required",
         )
 
 
@@ -470,12 +534,19 @@ def _check_tools(tools: Any) -> None:
     if not isinstance(tools, list):
         raise bad_request("'tools' must be a list.", "tools", "invalid_type")
     for index, tool in enumerate(tools):
-        if not isinstance(tool, dict) or tool.get("type") != "function":
-            kind = tool.get("type") if isinstance(tool, dict) else type(tool).__name__
+        where = f"tools[{index}]"
+        if not isinstance(tool, dict):
             raise bad_request(
-                f"Tool type {kind!r} is not supported: a Chat Completions backend has "
-                "function tools only.",
-                f"tools[{index}].type",
+                f"Invalid type for '{where}': expected an object, got {type(tool).__name__}.",
+                where,
+                "invalid_type",
+            )
+        _check_type(tool.get("type"), f"{where}.type", "a tool")
+        if tool["type"] != "function":
+            raise bad_request(
+                f"Tool type {_shown(tool['type'])} is not supported: a Chat Completions "
+                "backend has function tools only.",
+                f"{where}.type",
                 "unsupported_tool",
             )
         if not isinstance(tool.get("name"), str) or not tool["name"]:
@@ -493,6 +564,19 @@ def _check_tools(tools: Any) -> None:
                 f"tools[{index}].parameters",
                 "invalid_type",
             )
+
+
+def _check_type(kind: Any, where: str, what: str) -> None:
+    """The `type` (at `where`) of `what` (a tool, a content part) is a string, or a 400:
+    `missing_required` when it was left out, `invalid_type` for another JSON type (never
+    an unsupported type "None")."""
+    if kind is None:
+        raise bad_request(
+            f"Missing required parameter: '{where}': {what} needs a 'type'.",
+            where,
+            "missing_required",
+        )
+    check_value(kind, where, _Field(str))
 
 
 def _check_item(item: Any, where: str, references: bool = False) -> None:
@@ -515,9 +599,10 @@ def _check_item(item: Any, where: str, references: bool = False) -> None:
             f"{where}.type",
             "missing_required",
         )
+    check_value(kind, f"{where}.type", _Field(str))
     if kind not in _ITEM_TYPES:
         raise bad_request(
-            f"Input item type {kind!r} is not supported by this gateway.",
+            f"Input item type {_shown(kind)} is not supported by this gateway.",
             f"{where}.type",
             "unsupported_item",
         )
@@ -589,6 +674,7 @@ def _check_part(part: Mapping[str, Any], where: str, *, assistant: bool) -> None
     """One content part of a message: a type the Chat message of its role takes, and the
     fields translation reads of the types the spec gives them."""
     kind = part.get("type")
+    _check_type(kind, f"{where}.type", "a content part")
     if kind in _TEXT_PARTS:
         _check_text_part(part, where)
     elif assistant and kind == "refusal":
@@ -601,7 +687,7 @@ def _check_part(part: Mapping[str, Any], where: str, *, assistant: bool) -> None
         check_value(part["refusal"], f"{where}.refusal", _Field(str))
     elif assistant:
         raise bad_request(
-            f"Content part type {kind!r} is not supported in an assistant message: a Chat "
+            f"Content part type {_shown(kind)} is not supported in an assistant message: a Chat "
             "backend takes text and refusal parts there.",
             f"{where}.type",
             "unsupported_content",
@@ -636,7 +722,9 @@ def _check_part(part: Mapping[str, Any], where: str, *, assistant: bool) -> None
         _check_fields(audio, _AUDIO, f"{where}.input_audio.")
     else:
         raise bad_request(
-            f"Content part type {kind!r} is not supported.", f"{where}.type", "unsupported_content"
+            f"Content part type {_shown(kind)} is not supported.",
+            f"{where}.type",
+            "unsupported_content",
         )
 
 
@@ -800,8 +888,9 @@ def chat_tool_choice(choice: Any) -> Any:
                     where,
                     "invalid_type",
                 )
-            if tool.get("type") != "function":
-                raise _hosted(tool.get("type"), where)
+            _check_type(tool.get("type"), f"{where}.type", "a tool")
+            if tool["type"] != "function":
+                raise _hosted(tool["type"], where)
             name = _chosen_name(tool, where)
             tools.append({"type": "function", "function": {"name": name}})
         return {"type": "allowed_tools", "allowed_tools": {"mode": mode, "tools": tools}}

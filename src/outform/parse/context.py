@@ -212,6 +212,7 @@ def too_long(size: int, limit: int, *, streaming: bool = False) -> InputError:
     return InputError(
         f"the reply {has} {size:,} characters, over the limit of {limit:,}",
         fix="raise the 'max_chars' option if such replies are expected",
+        limit="max_chars",
     )
 
 
@@ -241,6 +242,7 @@ def too_deep(limit: int, depth: int | None = None, where: str | None = None) -> 
         f"the reply nests {how}",
         where=where,
         fix="raise the 'max_depth' option if such nesting is expected",
+        limit="max_depth",
     )
 
 
@@ -250,6 +252,7 @@ def too_slow(limit: float, stage: str, size: int) -> InputError:
         f"parsing took longer than the time limit ({limit} s), in stage {stage!r}",
         where=f"reply of {size:,} characters" if size else None,
         fix="raise the 'time_limit' option, or send a shorter reply",
+        limit="time_limit",
     )
 
 
