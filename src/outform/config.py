@@ -175,6 +175,7 @@ _GATEWAY: dict[str, Check] = {
     "max_request_depth": _int(8, 128),
     "max_input_items": _int(1, 100_000),
     "max_buffered_bytes": _int(1_024, 1 << 40),
+    "body_timeout": _number(0.01, 3_600),
     "backend_timeout": _number(0.01, 86_400),
     "backend_connect_timeout": _number(0.01, 3_600),
     "backend_idle_timeout": _number(0.01, 86_400),

@@ -76,6 +76,10 @@ def serve_command(
         int | None,
         typer.Option("--max-buffered-bytes", help="Request bodies held at once (503 beyond it)."),
     ] = None,
+    body_timeout: Annotated[
+        float | None,
+        typer.Option("--body-timeout", help="Seconds a request's whole body may take (408 after)."),
+    ] = None,
 ) -> None:
     """Serve the OpenAI Responses API over a Chat Completions backend or a provider.
 
@@ -100,6 +104,7 @@ def serve_command(
         "--backend-idle-timeout": ("backend_idle_timeout", backend_idle_timeout),
         "--max-body-bytes": ("max_body_bytes", max_body_bytes),
         "--max-buffered-bytes": ("max_buffered_bytes", max_buffered_bytes),
+        "--body-timeout": ("body_timeout", body_timeout),
     }
     for flag, (key, value) in flags.items():
         check = gateway_check(key)
@@ -134,6 +139,7 @@ def serve_command(
         backend_idle_timeout=backend_idle_timeout,
         max_body_bytes=max_body_bytes,
         max_buffered_bytes=max_buffered_bytes,
+        body_timeout=body_timeout,  # checked by GatewaySettings (ConfigError: exit 2)
     )
     if chosen.native:
         from outform.providers.registry import PROVIDERS

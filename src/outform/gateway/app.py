@@ -10,10 +10,11 @@ The FastAPI routes of those endpoints run the very same code (`_Delegate`), so t
 app and the fast path cannot drift apart.
 
 Bodies are read by hand, up to `max_body_bytes` (413 beyond, checked against Content-Length
-before reading when there is one), each taking its bytes from the budget of
-`max_buffered_bytes` shared by every request in flight (503 with Retry-After beyond it,
-`gateway.limits`) until its answer is sent. A streamed reply is pumped while a watcher waits
-for the client to go away; if it does, the backend's stream is closed at once.
+before reading when there is one), each chunk taking its bytes from the budget of
+`max_buffered_bytes` shared by every request in flight as it arrives (503 with Retry-After
+beyond it, `gateway.limits`) until the answer is sent; the whole body must arrive within
+`body_timeout` (408 and the connection closed beyond it). A streamed reply is pumped while a
+watcher waits for the client to go away; if it does, the backend's stream is closed at once.
 
 Authentication names the caller's tenant (`gateway.tenancy`), which every handler of stored
 responses receives; error bodies, streams and log records pass the secrets scrubber
@@ -392,28 +393,37 @@ class GatewayApp:
         )
 
     async def _body(self, scope: Scope, receive: Receive) -> bytes:
+        """The whole body, within `body_timeout` (408 beyond it: the budget the body holds
+        is given back with the answer, and the connection is closed)."""
         limit = self.settings.max_body_bytes
-        lease: Lease = scope["outform.lease"]
         declared = _header(scope, b"content-length")
-        if declared is not None and declared.isdigit():
-            if int(declared) > limit:
-                raise _too_large(limit)
-            lease.take(int(declared))
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                raise _ClientGone
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                raise _too_large(limit)
-            if size > lease.held:  # no Content-Length (or a wrong one): take as it comes
-                lease.take(size - lease.held)
-            chunks.append(chunk)
-            if not message.get("more_body"):
-                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise _too_large(limit)
+        wait = self.settings.body_timeout
+        try:
+            async with asyncio.timeout(wait):
+                return await _read_body(receive, scope["outform.lease"], limit)
+        except TimeoutError:
+            raise _too_slow(wait) from None
+
+
+async def _read_body(receive: Receive, lease: Lease, limit: int) -> bytes:
+    """Each chunk takes its bytes from the budget as it arrives, never what Content-Length
+    promises: a client that declares 16 MiB and sends one byte holds one byte."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _ClientGone
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(limit)
+        lease.take(len(chunk))
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def tenant(scope: Scope) -> str:
@@ -432,6 +442,16 @@ def _too_large(limit: int) -> GatewayError:
         f"The request body is larger than this gateway accepts ({limit} bytes: its "
         "max_body_bytes, set in [gateway] or with --max-body-bytes).",
         code="request_too_large",
+    )
+
+
+def _too_slow(wait: float) -> GatewayError:
+    return GatewayError(
+        408,
+        f"The request body did not arrive within {wait:g} seconds (the gateway's "
+        "body_timeout, set in [gateway] or with --body-timeout); the connection is closed.",
+        code="request_timeout",
+        headers=[(b"connection", b"close")],
     )
 
 
@@ -570,10 +590,12 @@ def _fastapi(app: GatewayApp) -> FastAPI:
     @api.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         """Unknown paths and methods answer in OpenAI's error shape too: 404 `not_found`,
-        405 `method_not_allowed` (with `Allow`, naming the methods the path takes)."""
+        405 `method_not_allowed` (with `Allow`, naming the methods the path takes). The
+        method and path are the client's own words, scrubbed like every error body: a key
+        pasted into a URL comes back as `***`."""
         message = f"{exc.detail}: {request.method} {request.url.path}"
         code = _HTTP_CODES.get(exc.status_code)
-        reply = GatewayError(exc.status_code, message, code=code).reply()
+        reply = app._scrubbed(GatewayError(exc.status_code, message, code=code).reply())
         headers = None
         if exc.status_code == 405:  # every route of the path (Starlette's names its first)
             path = request.scope["path"]

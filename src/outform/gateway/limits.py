@@ -4,10 +4,17 @@ A request's body is held, parsed and translated for as long as the request lasts
 until its last event: its input is stored with the response), and costs a few times its size
 in memory. Sixteen concurrent 15 MB bodies took the process from 73 MB to nearly 1 GB. So
 each request takes the bytes of its body from one budget (`max_buffered_bytes`) as they
-arrive (all of them at once when `Content-Length` says how many), and gives them back when
-its answer is sent. A request that would go past the budget gets 503 with `Retry-After`
-before more of its body is read; small requests are never refused while big ones are not
-hogging the budget.
+arrive, chunk by chunk, and gives them back when its answer is sent. A request that would go
+past the budget gets 503 with `Retry-After` before more of its body is read; small requests
+are never refused while big ones are not hogging the budget.
+
+Bytes are taken as they arrive, never as `Content-Length` promises them: a client that
+declares 16 MiB and then sends one byte holds one byte, not 16 MiB (a few such stalled
+uploads once shut every other client out). What a body does hold, it holds for at most
+`body_timeout`: the app reads the whole body under that deadline, and a body still
+incomplete then gets 408, its connection closed and its bytes given back. The deadline is
+for the whole body, so a client that trickles a byte a second is cut off as surely as one
+that stops.
 
 Memory given back must also leave the process: glibc serves large blocks from its heap once
 it has freed one (its mmap threshold adapts upwards), and a heap fragmented by many large

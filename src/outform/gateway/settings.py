@@ -8,6 +8,7 @@ start-up, so a config file, a log line or a repr can show the names and never th
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -24,6 +25,10 @@ ENFORCE_VALUES = {"1": True, "true": True, "0": False, "false": False}
 400 naming them, never read as one or the other."""
 MiB = 1024 * 1024
 CONNECT_TIMEOUT, IDLE_TIMEOUT, TOTAL_TIMEOUT = 10.0, 120.0, 600.0
+BODY_TIMEOUT = 30.0
+BODY_TIMEOUT_RANGE = (0.01, 3_600.0)
+"""`body_timeout` in seconds: a body that may take an hour holds its share of the budget
+that long, which is what the deadline is there to prevent."""
 DEFAULT_REQUEST_DEPTH = 64
 REQUEST_DEPTH_RANGE = (8, 128)
 """`max_request_depth` from 8 (an input item's content parts are at level 4) to 128: the
@@ -80,6 +85,10 @@ class GatewaySettings:
     max_buffered_bytes: int = 64 * MiB
     """Request bodies held in memory at once, all requests together; a request that would go
     past it gets 503 with `Retry-After` (docs/gateway.md, "Bounded memory")."""
+    body_timeout: float = BODY_TIMEOUT
+    """Seconds a request's whole body may take to arrive, counted from its headers; a slower
+    one gets 408 and its connection is closed, so a client that declares a body and stalls
+    holds neither its share of `max_buffered_bytes` nor the connection for longer."""
     backend_timeout: float = TOTAL_TIMEOUT
     """Total seconds one backend exchange may take (a whole answer, or a whole stream)."""
     backend_connect_timeout: float = CONNECT_TIMEOUT
@@ -137,6 +146,7 @@ class GatewaySettings:
                 where="[gateway] max_request_depth",
                 fix=f"use an integer from {low} to {high} (the default is {DEFAULT_REQUEST_DEPTH})",
             )
+        _check_body_timeout(self.body_timeout)
         if not 0 <= self.port <= 65_535:
             raise ConfigError(
                 f"port {self.port} is not a TCP port",
@@ -169,6 +179,7 @@ class GatewaySettings:
             "backend_connect_timeout",
             "backend_idle_timeout",
             "enforce_time_limit",
+            "body_timeout",
         ):
             if name in fields:
                 fields[name] = float(fields[name])
@@ -227,6 +238,7 @@ def parse_model_map(pairs: list[str]) -> dict[str, str]:
 
 
 __all__ = [
+    "BODY_TIMEOUT",
     "DEFAULT_BACKEND",
     "DEFAULT_REQUEST_DEPTH",
     "DEFAULT_TIMEOUTS",
@@ -237,6 +249,22 @@ __all__ = [
     "Timeouts",
     "parse_model_map",
 ]
+
+
+def _check_body_timeout(wait: object) -> None:
+    """A finite number of seconds in range: `inf` or `nan` would be no deadline at all."""
+    low, high = BODY_TIMEOUT_RANGE
+    if (
+        isinstance(wait, bool)
+        or not isinstance(wait, int | float)
+        or not math.isfinite(wait)
+        or not low <= wait <= high
+    ):
+        raise ConfigError(
+            f"body_timeout {wait!r} is not a number of seconds the gateway can wait for",
+            where="[gateway] body_timeout / --body-timeout",
+            fix=f"use a number from {low:g} to {high:g} (the default is {BODY_TIMEOUT:g})",
+        )
 
 
 def _keys_from(
