@@ -528,6 +528,17 @@ def _check_include(include: Any) -> None:
         )
 
 
+def _check_tool_object(tool: Any, where: str) -> None:
+    """A tool at `where` (of `tools`, or of `tool_choice.tools`) is an object with a type."""
+    if not isinstance(tool, dict):
+        raise bad_request(
+            f"Invalid type for '{where}': expected an object, got {type(tool).__name__}.",
+            where,
+            "invalid_type",
+        )
+    _check_type(tool.get("type"), f"{where}.type", "a tool")
+
+
 def _check_tools(tools: Any) -> None:
     if tools is None:
         return
@@ -535,13 +546,7 @@ def _check_tools(tools: Any) -> None:
         raise bad_request("'tools' must be a list.", "tools", "invalid_type")
     for index, tool in enumerate(tools):
         where = f"tools[{index}]"
-        if not isinstance(tool, dict):
-            raise bad_request(
-                f"Invalid type for '{where}': expected an object, got {type(tool).__name__}.",
-                where,
-                "invalid_type",
-            )
-        _check_type(tool.get("type"), f"{where}.type", "a tool")
+        _check_tool_object(tool, where)
         if tool["type"] != "function":
             raise bad_request(
                 f"Tool type {_shown(tool['type'])} is not supported: a Chat Completions "
@@ -882,13 +887,7 @@ def chat_tool_choice(choice: Any) -> Any:
         tools = []
         for index, tool in enumerate(listed):
             where = f"tool_choice.tools[{index}]"
-            if not isinstance(tool, dict):
-                raise bad_request(
-                    f"Invalid type for '{where}': expected an object, got {type(tool).__name__}.",
-                    where,
-                    "invalid_type",
-                )
-            _check_type(tool.get("type"), f"{where}.type", "a tool")
+            _check_tool_object(tool, where)
             if tool["type"] != "function":
                 raise _hosted(tool["type"], where)
             name = _chosen_name(tool, where)
