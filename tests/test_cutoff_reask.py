@@ -20,6 +20,7 @@ from outform.batch.outcome import judge
 from outform.cli import EXIT_INVALID, main
 from outform.errors import GenerationError
 from outform.gateway.checks import CheckSettings, check_reply
+from outform.parse.hint import CUT, JSON_UNENDED
 from outform.providers.base import Response
 from outform.reask import cut_path
 from outform.run import Generation
@@ -272,3 +273,17 @@ def test_a_batch_row_cut_at_the_token_limit_is_reasked_as_cut_off() -> None:
     assert verdict.status == "reask" and verdict.hint is not None
     assert verdict.hint.is_cut
     assert [v.kind for v in verdict.hint.violations] == ["syntax"]
+
+
+def test_at_minimal_the_json_that_stops_is_the_cut_s_doing_not_named_beside_it() -> None:
+    """Strict JSON cannot read a cut reply at all ("the JSON is malformed (unexpected end of
+    data ...)"): that is what the cut made of it, and was named beside the cut (a trial)."""
+    pipeline = outform.Pipeline(INVOICE, level="minimal")
+    with pytest.raises(outform.OutputError) as caught:
+        pipeline.run(CUT_IN_TOTAL)
+    (told,) = caught.value.hint.violations
+    assert told.kind == "syntax" and told.keyword == JSON_UNENDED
+    verdict = judge(Response(CUT_IN_TOTAL, "length"), pipeline, can_reask=True)
+    assert verdict.hint is not None
+    assert [v.keyword for v in verdict.hint.violations] == [CUT]
+    assert "malformed" not in verdict.hint.message()

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from outform.format import JsonSchemaFormat
-from outform.parse.hint import CUT, RetryHint, Violation
+from outform.parse.hint import CUT, JSON_UNENDED, RetryHint, Violation
 from outform.parse.result import Change
 from outform.providers.base import Message, Response
 from outform.schema import pointer
@@ -72,7 +72,7 @@ def cut_off(text: str, found: RetryHint | None = None, *, unended: bool = False)
 def _not_the_cut(violation: Violation, where: str | None) -> bool:
     """Whether `violation` is more than the cut at `where` made of the reply."""
     if violation.kind == "syntax":
-        return violation.keyword != CUT
+        return violation.keyword not in (CUT, JSON_UNENDED)  # (JSON that stops: the cut's doing)
     if violation.kind == "unexpected":
         return True  # a key written whole, that the schema does not allow
     if violation.kind == "missing" or where is None:

@@ -26,6 +26,9 @@ _MAX_LINES = 20
 CUT = "cut_off"
 """The keyword of the violation of a reply cut off before it was complete (at the token limit,
 or a stream that stopped without a stop reason): see `outform.reask.cut_off`."""
+JSON_UNENDED = "json_unended"
+"""The keyword of a syntax violation where the JSON stops before it is complete (the end of
+the text reached inside a value): in a reply known to be cut, the cut's doing."""
 
 
 @dataclass(frozen=True, slots=True)

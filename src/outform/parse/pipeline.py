@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Generic, Literal, TypeVar, cast, overload
 
@@ -61,7 +61,7 @@ from outform.parse.context import (
     too_long,
 )
 from outform.parse.defaults import Defaults
-from outform.parse.hint import RetryHint, Violation, clip, preview
+from outform.parse.hint import JSON_UNENDED, RetryHint, Violation, clip, preview
 from outform.parse.literals import Spellings
 from outform.parse.result import FROM_TEXT, Change, ParseResult
 from outform.parse.validate import pydantic_violations, violations
@@ -1304,9 +1304,11 @@ class Pipeline(Generic[T]):
                 f"{failure.around(candidate.text)!r}); write a finite number, or null where "
                 "the schema allows it"
             )
-        return _syntax(
-            f"the JSON is malformed ({failure.message} near {failure.around(candidate.text)!r})"
-        )
+        found = f"the JSON is malformed ({failure.message} near {failure.around(candidate.text)!r})"
+        if failure.position >= len(candidate.text.rstrip()):
+            # (the text ended inside the value: a cut reply's doing, see reask.cut_off)
+            return replace(_syntax(found), keyword=JSON_UNENDED)
+        return _syntax(found)
 
 
 class _Regions:
