@@ -74,6 +74,11 @@ def may_be_inexact(text: str) -> bool:
     return may_round(text.encode("utf-8", "surrogatepass").translate(_DIGITS_AS_ZERO))
 
 
+def written_may_be_inexact(data: bytes) -> bool:
+    """`may_be_inexact` of JSON already written as UTF-8 (no second encoding)."""
+    return len(data) >= 17 and may_round(data.translate(_DIGITS_AS_ZERO))
+
+
 def may_round(marks: bytes) -> bool:
     """Whether a text whose digits and points are all written `0` in `marks` holds `MAY_ROUND`
     (`find`, not `in`: `in` costs more, it tries an integer first)."""
@@ -119,4 +124,5 @@ __all__ = [
     "loads_exact",
     "may_be_inexact",
     "may_round",
+    "written_may_be_inexact",
 ]

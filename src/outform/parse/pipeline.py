@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Generic, Literal, TypeVar, cast, overload
 
@@ -1305,10 +1305,9 @@ class Pipeline(Generic[T]):
                 "the schema allows it"
             )
         found = f"the JSON is malformed ({failure.message} near {failure.around(candidate.text)!r})"
-        if failure.position >= len(candidate.text.rstrip()):
-            # (the text ended inside the value: a cut reply's doing, see reask.cut_off)
-            return replace(_syntax(found), keyword=JSON_UNENDED)
-        return _syntax(found)
+        # (the text ended inside the value: a cut reply's doing, see reask.cut_off)
+        unended = failure.position >= len(candidate.text.rstrip())
+        return _syntax(found, JSON_UNENDED if unended else "syntax")
 
 
 class _Regions:
@@ -1509,8 +1508,8 @@ def _call(processor: Processor, value: Any) -> Any:
         ) from exc
 
 
-def _syntax(found: str) -> Violation:
-    return Violation("", "syntax", "a single JSON value matching the schema", found, "syntax")
+def _syntax(found: str, keyword: str = "syntax") -> Violation:
+    return Violation("", "syntax", "a single JSON value matching the schema", found, keyword)
 
 
 def _as_format(output: Any) -> ResponseFormat:

@@ -46,7 +46,7 @@ def read(adapter: TypeAdapter[Any], value: Any, run: Run) -> tuple[Any, Any]:
         text = jsontext.dumps(value)
     except (TypeError, ValueError):  # a processor's value that is no JSON: read as it is
         return adapter.validate_python(value), value
-    if jsontext.may_be_inexact(text.decode()):
+    if jsontext.written_may_be_inexact(text):
         # A number of 17 digits or more: Pydantic's JSON reader may read it otherwise than the
         # Python integer held (10**400 as infinity for a float): the value is read as it is,
         # and the checks of long numbers judge it (see docs/pipeline.md#values).
