@@ -25,8 +25,10 @@ schema; as soon as it can no longer become valid (or degenerates into a loop), `
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
+import re
 import typing
 from collections.abc import (
     AsyncIterable,
@@ -42,7 +44,19 @@ from enum import Enum
 from typing import Annotated, Any, Final, Generic, Literal, TypeVar, cast
 
 import typing_extensions
-from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    PlainValidator,
+    PydanticUserError,
+    RootModel,
+    StringConstraints,
+    TypeAdapter,
+    WrapValidator,
+    create_model,
+)
 from pydantic import ValidationError as PydanticValidationError
 from pydantic.fields import FieldInfo
 
@@ -216,7 +230,10 @@ class Snapshot(Generic[T]):
             if self.result is not None:
                 self._value = self.result.value
             elif self._build is not None:
-                built, self._changes = self._build(self.data)
+                try:
+                    built, self._changes = self._build(self.data)
+                except Exception as exc:  # only outform's errors leave a public property
+                    raise InternalError.wrap(exc, "stream") from exc
                 self._value = built if _shown(built) else None
             else:
                 self._value = self.data
@@ -497,8 +514,12 @@ class StreamParser(Generic[T]):
                 text = ""  # (the restart read the whole reply after the tag)
             break
         changed = parser.feed(text) or changed
-        if parser.too_deep and self._deep_run(parser, text):
-            raise too_deep(self._options.max_depth, where=f"character {parser.too_deep_at}")
+        if parser.too_deep:
+            if self._deep_run(parser, text):
+                raise too_deep(self._options.max_depth, where=f"character {parser.too_deep_at}")
+            if self.parser is not parser:  # the run was prose: read on after it
+                parser = self.parser
+                changed = True
         if self.violation is None and not self.provisional:
             checker = self.checker
             if checker is not None and checker.violation is not None:
@@ -533,9 +554,9 @@ class StreamParser(Generic[T]):
         The value's first run of openers (`[[[…`, `opener_run_end`) is judged once what follows
         it decides, as the extraction judges it (`extract.opens_json`): while the run goes on
         (or only spaces follow it, or a word that may still grow), nothing is decided. Followed
-        by what begins no JSON value (`[[[… Let me see`), it is prose and the value is not
-        JSON: a syntax error at the run's end, as a shorter run meets (`parse` reads such a run
-        as prose, whatever its length). Followed by JSON (`[[[… 1`, or a key), it is JSON
+        by what begins no JSON value (`[[[… Let me see`), it is prose, as `parse` reads it
+        whatever its length and as the parser reads a run it could wait on: the stream reads
+        on after it (see `_restart`). Followed by JSON (`[[[… 1`, or a key), it is JSON
         nested past the limit: raised at once when only whitespace, reasoning blocks and a
         fence came before it, where the extraction reads it as the parser does; after words
         (`self.parser.prose`) the extraction may read what came before otherwise (a bracket
@@ -563,10 +584,9 @@ class StreamParser(Generic[T]):
             return False
         self._deep = ""
         if not verdict:
-            parser.reject(
-                "a run of brackets followed by text that begins no JSON value (prose)",
-                self._deep_at + 1,
-            )
+            # Prose, as `parse` reads it (and the parser a run it can wait on): read on after
+            # it. (The run stays before the value read then: that value decides nothing.)
+            self._restart(self._deep_at + 1, origin=False)
             return False
         return not parser.prose
 
@@ -594,14 +614,17 @@ class StreamParser(Generic[T]):
         offset = self.parser.received - len(seen)
         return offset + start, offset + end
 
-    def _restart(self, at: int) -> PartialParser:
+    def _restart(self, at: int, *, origin: bool = True) -> PartialParser:
         """Read the reply again from `at` (after the closing tag of reasoning), with a new
         parser and checker: what was shown before was reasoning, and the next snapshot says
-        so (`restarted`), when a snapshot was shown before."""
+        so (`restarted`), when a snapshot was shown before. `origin`: the text read for the
+        answer begins there (after reasoning; not after a run of brackets that was prose,
+        which a value after it does not make any less a region of the reply)."""
         self.checker, parser = self._reader()
         self.parser = parser
         parser.skip(at)
-        self._origin = at
+        if origin:
+            self._origin = at
         self.violation = None
         self._decided = None
         self._item = None
@@ -695,14 +718,19 @@ class StreamParser(Generic[T]):
     def _syntax_is_final(self) -> bool:
         """Whether the pipeline could still read a reply that is not JSON as written. A no is
         kept (the error stays, and a stream never stopped is never wrong): asking again after
-        every chunk cost the whole text each time. Whether the value looks escaped is known
-        once its first `ESCAPE_WINDOW` characters are (a chunk may end inside an escape)."""
+        every chunk cost the whole text each time. Only the unescape stage (not at *off*)
+        reads such a value, as the body of a JSON string, which a quote not escaped ends: a
+        value holding one (`{"a": …`) is never unescaped, and its error is final at once.
+        Otherwise whether it looks escaped is known once its first `ESCAPE_WINDOW`
+        characters are (a chunk may end inside an escape, `{\\` or `{\\u00`)."""
         if self._level == "full" or self._unescapable:
             return False  # the tolerant decoders, or unescaping, may read it
         start = self.parser.start
-        if start is None:
+        if start is None or "unescape" not in self._options.stages:
             return True
         window = self._window(start)
+        if _BARE_QUOTE.search(window) is not None:
+            return True
         if looks_escaped(window):
             self._unescapable = True
             return False
@@ -746,6 +774,10 @@ class StreamParser(Generic[T]):
             reason=reason,
         )
 
+
+_BARE_QUOTE = re.compile(r'(?<!\\)(?:\\\\)*"')
+"""A quote no backslash escapes (after an even run of backslashes, or none): it ends the body
+of a JSON string, so text holding one is never read as escaped JSON (`unescape_text`)."""
 
 _UNCONFIRMED = frozenset('"{}[]0123456789')
 """The last characters after which, at *full*, the tolerant decoders may read the value otherwise
@@ -949,6 +981,8 @@ def _item_converter(parser: StreamParser[Any], parts: list[str]) -> Callable[[An
             path = f"{where}/{index}"
             hint = RetryHint(tuple(dataclasses.replace(v, path=path + v.path) for v in found))
             raise OutputError(f"array item {path} is not valid", hint=hint) from None
+        except Exception as exc:  # a validator of the caller's that fails otherwise
+            raise InternalError.wrap(exc, "stream") from exc
 
     return convert
 
@@ -958,6 +992,8 @@ def _item_type(output_type: Any, parts: list[str]) -> Any:
     current = output_type
     for part in [*parts, None]:
         current = _strip(current)
+        while _is_root_model(current):  # a RootModel holds its root's items
+            current = _strip(_root_annotation(current))
         if part is None:
             origin = typing.get_origin(current)
             if origin in (list, tuple, set, frozenset) or _is_sequence(origin):
@@ -1041,7 +1077,13 @@ def _fields(tp: Any) -> list[_Field] | None:
     if isinstance(tp, type) and issubclass(tp, BaseModel):
         config: Any = tp.model_config
         fields = [
-            _spelled(name, info, info.annotation, _policies(info.metadata), config)
+            _spelled(
+                name,
+                info,
+                _validated(info.annotation, [*info.metadata, *_field_validators(tp, name)]),
+                _policies(info.metadata),
+                config,
+            )
             for name, info in tp.model_fields.items()
         ]
     elif isinstance(tp, type) and dataclasses.is_dataclass(tp):
@@ -1049,7 +1091,12 @@ def _fields(tp: Any) -> list[_Field] | None:
         infos = getattr(tp, "__pydantic_fields__", {})
         config = getattr(tp, "__pydantic_config__", None)
         fields = [
-            _field_of(f.name, hints.get(f.name, Any), infos.get(f.name), config)
+            _field_of(
+                f.name,
+                _validated(hints.get(f.name, Any), _field_validators(tp, f.name)),
+                infos.get(f.name),
+                config,
+            )
             for f in dataclasses.fields(tp)
         ]
     elif typing_extensions.is_typeddict(tp):  # also TypedDicts made by typing_extensions
@@ -1061,6 +1108,58 @@ def _fields(tp: Any) -> list[_Field] | None:
     # (A key that is another field's first is that field's.)
     keys = {f.key for f in fields if f.read}
     return [dataclasses.replace(f, also=tuple(k for k in f.also if k not in keys)) for f in fields]
+
+
+def _validated(annotation: Any, extras: Sequence[Any]) -> Any:
+    """The annotation with what Pydantic validates the field by beside its type (its
+    constraints and `Annotated` validators, the validators its class declares for it), as
+    `Annotated` metadata: what the stream runs a value through to show it as the type makes
+    it (see `_TransformPlan`)."""
+    if not extras:
+        return annotation
+    return Annotated[(annotation, *extras)]
+
+
+_VALIDATOR_KINDS: Final = {
+    "after": AfterValidator,
+    "before": BeforeValidator,
+    "plain": PlainValidator,
+    "wrap": WrapValidator,
+}
+
+
+def _field_validators(tp: Any, name: str) -> list[Any]:
+    """The `field_validator`s a Pydantic model or dataclass declares for field `name` (or for
+    every field, "*"), as the `Annotated` validators Pydantic itself makes of them, in order."""
+    decorators = getattr(tp, "__pydantic_decorators__", None)
+    if decorators is None:
+        return []
+    found = []
+    for decorator in decorators.field_validators.values():
+        fields = decorator.info.fields
+        kind = _VALIDATOR_KINDS.get(decorator.info.mode)
+        if kind is not None and (name in fields or "*" in fields):
+            found.append(kind(decorator.func))
+    return found
+
+
+def _model_validated(tp: Any) -> bool:
+    """Whether a model or dataclass declares validators of the whole object
+    (`model_validator`, or the older `root_validator`), which may change any field."""
+    decorators = getattr(tp, "__pydantic_decorators__", None)
+    return decorators is not None and bool(
+        decorators.model_validators or decorators.root_validators
+    )
+
+
+def _is_root_model(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, RootModel)
+
+
+def _root_annotation(tp: Any) -> Any:
+    """A RootModel's root type, with what Pydantic validates it by (see `_validated`)."""
+    info = tp.model_fields["root"]
+    return _validated(info.annotation, [*info.metadata, *_field_validators(tp, "root")])
 
 
 def _spelled(
@@ -1107,6 +1206,7 @@ def _field_of(name: str, hint: Any, info: FieldInfo | None, config: Any) -> _Fie
 _in_progress: set[Any] = set()
 
 
+@guarded("stream")
 def partial_type(tp: Any) -> Any:
     """The partial type of a Pydantic model, dataclass or TypedDict: every field optional
     (default None), nested models partial too, `WithState` fields typed StreamState. Built once
@@ -1142,6 +1242,8 @@ def _partial(tp: Any) -> Any:
             return origin[tuple(_partial(a) for a in args)] if args else tp
         except TypeError:
             return tp
+    if _is_root_model(tp):
+        return _partial_root(tp)
     fields = _fields(tp)
     if fields is None:
         return tp
@@ -1172,7 +1274,43 @@ def _partial(tp: Any) -> Any:
             ],
             namespace={"__module__": tp.__module__},
         )
-    return typing.TypedDict(name, annotations, total=False)  # type: ignore[operator]
+    # (typing_extensions' TypedDict: Pydantic refuses typing's below Python 3.12, so a partial
+    # model holding one could not be built.)
+    return typing_extensions.TypedDict(name, annotations, total=False)  # type: ignore[operator]
+
+
+def _partial_root(tp: Any) -> Any:
+    """The partial type of a RootModel: a RootModel of the partial root type (or None)."""
+    if tp in _in_progress:
+        return Any
+    _in_progress.add(tp)
+    try:
+        root = cast(Any, typing.Optional)[_partial(_root_annotation(tp))]
+    finally:
+        _in_progress.discard(tp)
+    base: Any = _PartialRoot
+    model: Any = create_model(
+        f"Partial{tp.__name__}", __base__=base[root], __module__=tp.__module__
+    )
+    model.__doc__ = f"{tp.__name__} while it streams: the root optional."
+    return model
+
+
+_Root = TypeVar("_Root")
+
+
+class _PartialRoot(RootModel[_Root], Generic[_Root]):
+    """The base of partial RootModels (see `_PartialModel`)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    def model_dump(self, **options: Any) -> Any:
+        options.setdefault("warnings", False)
+        return super().model_dump(**options)
+
+    def model_dump_json(self, **options: Any) -> str:
+        options.setdefault("warnings", False)
+        return super().model_dump_json(**options)
 
 
 class _PartialModel(BaseModel):
@@ -1290,63 +1428,134 @@ class _Planner:
         self._plans: dict[Any, _Plan] = {}
         self.root = self.plan(output_type)
 
-    def plan(self, tp: Any) -> _Plan:
-        key = _plan_key(tp)
+    def plan(self, tp: Any, strings: _Strings = ()) -> _Plan:
+        """The plan of `tp`; `strings`: the string rules of the config of the model that
+        declares it (`str_to_upper`, ...), which Pydantic applies to its strings."""
+        key = (_plan_key(tp), strings)
         found = self._plans.get(key)
         if found is not None:
             return found
         placeholder = _Lazy()
         self._plans[key] = placeholder
-        made = self._make(tp)
+        made = self._make(tp, strings)
         placeholder.target = made
         self._plans[key] = made
         return made
 
-    def _make(self, tp: Any) -> _Plan:
+    def _make(self, tp: Any, strings: _Strings) -> _Plan:
         if isinstance(tp, typing.TypeVar):  # a generic left unparametrised: its bound, or Any
-            return self.plan(tp.__bound__) if tp.__bound__ is not None else _VALUE
+            return self.plan(tp.__bound__, strings) if tp.__bound__ is not None else _VALUE
         origin = typing.get_origin(tp)
         if origin is Annotated:
-            return self.plan(typing.get_args(tp)[0])
+            inner = self.plan(typing.get_args(tp)[0], strings)
+            if _transforms(typing.get_args(tp)[1:]):
+                return _TransformPlan(inner, _adapter(tp, strings))
+            return inner
         if origin in (typing.Union, _UnionType):
             options = [a for a in typing.get_args(tp) if a is not type(None)]
             if len(options) == 1:
-                return self.plan(options[0])
-            return _UnionPlan([self.plan(a) for a in options], options, _ScalarPlan(tp))
+                return self.plan(options[0], strings)
+            union = _UnionPlan([self.plan(a, strings) for a in options], options, _ScalarPlan(tp))
+            if strings and any(_strip(a) is str for a in options):
+                return _TransformPlan(union, _adapter(tp, strings))
+            return union
         if origin is tuple:
-            return self._tuple(tp)
+            return self._tuple(tp, strings)
         if origin in (set, frozenset):
             args = typing.get_args(tp)
-            return _SetPlan(tp, self.plan(args[0] if args else Any), origin)
+            return _SetPlan(tp, self.plan(args[0] if args else Any, strings), origin)
         if origin is list or _is_sequence(origin):
             args = typing.get_args(tp)
-            return _ListPlan(self.plan(args[0] if args else Any))
+            return _ListPlan(self.plan(args[0] if args else Any, strings))
         if origin in (dict, Mapping) or origin is typing.Mapping:
             args = typing.get_args(tp)
-            return _DictPlan(self.plan(args[1] if len(args) == 2 else Any))
+            return _DictPlan(self.plan(args[1] if len(args) == 2 else Any, strings))
+        if _is_root_model(tp):
+            partial = partial_type(tp)
+            made: _Plan = _RootPlan(
+                self.plan(_root_annotation(tp), _string_rules(tp.model_config)),
+                lambda root: partial.model_construct(root=root),
+            )
+            return _TransformPlan(made, adapter_for(tp)) if _model_validated(tp) else made
         fields = _fields(tp)
         if fields is not None:
+            own = _string_rules(_config_of(tp))
             factory = _factory(tp, partial_type(tp))
-            plan = _ModelPlan(factory, [(f, self.plan(f.annotation)) for f in fields])
+            plan = _ModelPlan(factory, [(f, self.plan(f.annotation, own)) for f in fields])
             plan.closed = _forbids_extra(tp)
-            return plan
+            return _TransformPlan(plan, adapter_for(tp)) if _model_validated(tp) else plan
         if isinstance(tp, type) and issubclass(tp, Enum):
             return _EnumPlan(tp)
         if tp is Any or tp is object:
             return _VALUE
+        if strings and _strip(tp) is str:
+            return _TransformPlan(_ScalarPlan(tp), _adapter(tp, strings))
         return _ScalarPlan(tp)
 
-    def _tuple(self, tp: Any) -> _Plan:
+    def _tuple(self, tp: Any, strings: _Strings) -> _Plan:
         """`tuple[int, ...]` is a list of its one item type; `tuple[str, int]` is planned
         position by position (its JSON Schema's `prefixItems`)."""
         args = typing.get_args(tp)
         if not args:
             return _ListPlan(_VALUE)
         if len(args) == 2 and args[1] is Ellipsis:
-            return _ListPlan(self.plan(args[0]))
+            return _ListPlan(self.plan(args[0], strings))
         if args == ((),):  # tuple[()]: the empty tuple
             args = ()
-        return _TuplePlan([self.plan(a) for a in args])
+        return _TuplePlan([self.plan(a, strings) for a in args])
+
+
+_Strings = tuple[tuple[str, bool], ...]
+"""The string rules of a model's config that change a string (`str_strip_whitespace`,
+`str_to_lower`, `str_to_upper`), those set, as (name, value) pairs: a key of the plans."""
+
+_STRING_RULES: Final = ("str_strip_whitespace", "str_to_lower", "str_to_upper")
+
+
+def _config_of(tp: Any) -> Any:
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return tp.model_config
+    return getattr(tp, "__pydantic_config__", None)
+
+
+def _string_rules(config: Any) -> _Strings:
+    if not isinstance(config, Mapping):
+        return ()
+    return tuple((name, True) for name in _STRING_RULES if config.get(name))
+
+
+def _transforms(metadata: Sequence[Any]) -> bool:
+    """Whether `Annotated` metadata may change a value rather than only check it: a validator
+    function (`AfterValidator`, `BeforeValidator`, `PlainValidator`, `WrapValidator`, and the
+    model's `field_validator`s, which Pydantic makes the same), `StringConstraints` that strip
+    or change case, or a hook of the caller's own (`__get_pydantic_core_schema__`), which may
+    do either. Constraints (`Gt`, `MaxLen`, `Field(pattern=...)`) and stream policies only
+    check."""
+    for item in metadata:
+        if isinstance(item, AfterValidator | BeforeValidator | PlainValidator | WrapValidator):
+            return True
+        if isinstance(item, StringConstraints):
+            if item.strip_whitespace or item.to_lower or item.to_upper:
+                return True
+            continue
+        if isinstance(item, StreamPolicy | FieldInfo):
+            continue
+        hook = getattr(item, "__get_pydantic_core_schema__", None)
+        module = getattr(type(item), "__module__", "") or ""
+        if hook is not None and not module.startswith(("pydantic", "annotated_types")):
+            return True
+    return False
+
+
+def _adapter(tp: Any, strings: _Strings) -> TypeAdapter[Any]:
+    """The type's adapter, under the string rules of the model that declares it (a type with
+    a config of its own keeps that one)."""
+    if not strings:
+        return adapter_for(tp)
+    try:
+        return TypeAdapter(tp, config=ConfigDict(**dict(strings)))  # type: ignore[typeddict-item]
+    except PydanticUserError:  # a model, dataclass or TypedDict: its own config holds
+        return adapter_for(tp)
 
 
 def _forbids_extra(tp: Any) -> bool:
@@ -1397,6 +1606,94 @@ class _ValuePlan(_Plan):
 
 
 _VALUE: Final = _ValuePlan()
+
+
+class _TransformPlan(_Plan):
+    """A value whose type may change it, not only check it (an `Annotated` validator, a
+    `field_validator`, `StringConstraints` or a config that strip or change the case of
+    strings, a `model_validator`): shown once complete, as the type makes it, never as
+    written (a number shown as 1 that the final value gives as 2, a string shown as ' ana '
+    that becomes 'ANA'). The value read (its JSON, after the conversions that made it show,
+    as the final parse converts it) is run through the type, as the final parse reads it:
+    strictly as JSON, else laxly. A scalar the type refuses is shown as read: the final parse
+    reads that same value and refuses the reply. An array or object it refuses is not shown:
+    the final parse may repair parts of it the stream leaves to it (a key in another case, a
+    default to fill), and read it otherwise. A type whose validation fails otherwise (a
+    validator that needs the model's other fields) shows nothing."""
+
+    def __init__(self, inner: _Plan, adapter: TypeAdapter[Any]) -> None:
+        self.inner = inner
+        self.adapter = adapter
+
+    def build(self, data: Any, builder: _Builder, path: str) -> Any:
+        if not is_complete(data):
+            return _HOLD
+        whole = isinstance(data, list | dict)
+        if whole:
+            memo = builder.remembered(data, self)
+            if memo is not MISSING:
+                return memo
+        mark = builder.trying()
+        built = self.inner.build(data, builder, path)
+        if not _shown(built):
+            return built
+        try:
+            value = self._read(_converted(data, builder.changes[mark[0] :], path))
+        except PydanticValidationError:
+            value = _HOLD if whole else built
+        except Exception:  # the caller's validator, run without its model: nothing shown
+            value = _HOLD
+        if value is _HOLD:
+            builder.undo(mark)
+            builder.holds += 1
+        if whole:
+            builder.remember(data, self, value, *mark)
+        return value
+
+    def _read(self, value: Any) -> Any:
+        """`value` as the type reads it, as the final parse reads the value it converted
+        (outform/parse/typed.py): strictly as JSON, else laxly."""
+        try:
+            return self.adapter.validate_json(jsontext.dumps(value), strict=True)
+        except PydanticValidationError:
+            return self.adapter.validate_python(value)
+
+
+def _converted(data: Any, changes: Sequence[Change], path: str) -> Any:
+    """The complete `data` at `path` with the scalar conversions recorded since (`"36"` made
+    36) made: what the final parse hands the type. A copy when anything changed; `data` is a
+    snapshot's, shared with later ones."""
+    made = [c for c in changes if c.path.startswith(path) and c.transform != "fold_equal_items"]
+    if not made:
+        return data
+    value = plain(copy.deepcopy(data))
+    for change in made:
+        parts = pointer.parts(change.path[len(path) :])
+        if not parts:
+            value = change.after
+            continue
+        node = value
+        for part in parts[:-1]:
+            node = node[int(part)] if isinstance(node, list) else node[part]
+        last = parts[-1]
+        if isinstance(node, list):
+            node[int(last)] = change.after
+        else:
+            node[last] = change.after
+    return value
+
+
+class _RootPlan(_Plan):
+    """A RootModel: its root value, planned as its root type, held in the partial model
+    (`.root`), as the final value holds it."""
+
+    def __init__(self, inner: _Plan, make: Callable[[Any], Any]) -> None:
+        self.inner = inner
+        self.make = make
+
+    def build(self, data: Any, builder: _Builder, path: str) -> Any:
+        built = self.inner.build(data, builder, path)
+        return self.make(built) if _shown(built) else built
 
 
 class _ScalarPlan(_Plan):
@@ -1831,7 +2128,15 @@ class _UnionPlan(_Plan):
 
 
 def _target(plan: _Plan) -> _Plan:
-    return plan.target if isinstance(plan, _Lazy) and plan.target is not None else plan
+    """The plan that reads the value (through a plan being made, and a transform: a union
+    tells its branches apart by what the data holds, before any validator runs)."""
+    while True:
+        if isinstance(plan, _Lazy) and plan.target is not None:
+            plan = plan.target
+        elif isinstance(plan, _TransformPlan):
+            plan = plan.inner
+        else:
+            return plan
 
 
 def _objects(plan: _Plan) -> bool:

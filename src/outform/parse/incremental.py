@@ -43,6 +43,7 @@ from outform.parse.coerce import Coercer
 from outform.parse.context import Deadline
 from outform.parse.hint import Violation, clip, describe, preview
 from outform.parse.partial import Kind
+from outform.parse.validate import _violation as violation_of
 from outform.parse.validate import summarize
 from outform.schema import pointer
 from outform.schema.compiled import CompiledSchema
@@ -458,11 +459,11 @@ class Checker:
                 if kid.opaque:
                     return
                 for rule in kid.rules:
-                    if not rule.accepts(value) and (
-                        self.strict or not self._repairable(rule.loc, value)
-                    ):
+                    if not rule.accepts(value):
                         break
                 else:
+                    return
+                if not self.strict and self._repairable_all(kid.rules, value):
                     return
             self._keep(slot, [], partial(self._value_violation, slot, key, kids, value))
             return
@@ -667,12 +668,33 @@ class Checker:
 
     def _fits(self, rules: Alternative, value: Any) -> bool:
         for rule in rules:
-            if not rule.accepts(value) and (self.strict or not self._repairable(rule.loc, value)):
-                return False
+            if not rule.accepts(value):
+                return not self.strict and self._repairable_all(rules, value)
         return True
 
     def _repairable_all(self, rules: Alternative, value: Any) -> bool:
-        return all(rule.accepts(value) or self._repairable(rule.loc, value) for rule in rules)
+        """Whether the pipeline's coercion can make `value` satisfy every node of the
+        alternative. Each node is first asked alone; then, for a conjunction (a node with its
+        `allOf` parts, its `$ref` target), the coercion is made at each node and the result
+        checked against all of them: a part states what the value must hold (`required` in
+        an `if`/`else`, a model read by name or alias) where another declares the properties
+        the coercion renames keys to (`{"Username": ...}` becomes `userName` only under the
+        node that declares it)."""
+        if all(rule.accepts(value) or self._repairable(rule.loc, value) for rule in rules):
+            return True
+        return len(rules) > 1 and self._repairable_together(rules, value)
+
+    def _repairable_together(self, rules: Alternative, value: Any) -> bool:
+        for loc in dict.fromkeys(rule.loc for rule in rules):
+            try:
+                coercion = self._coercer.coerce_at(value, loc, Deadline(self.time_limit))
+                if any(_from_number(change.before) for change in coercion.changes):
+                    return True  # (see `_repairable`)
+                if all(self.compiled.is_valid_at(rule.loc, coercion.value) for rule in rules):
+                    return True
+            except Exception:  # cannot judge: never stop a reply on a guess
+                return True
+        return False
 
     def _repairable(self, loc: str, value: Any) -> bool:
         """Whether the pipeline's coercion makes `value` valid at `loc` (the exact question, asked
@@ -893,7 +915,30 @@ class Checker:
             return Violation(path, "type", self._expected(rule.loc), describe(value), "type")
         if rule.choices is not None:
             return Violation(path, "enum", self._expected(rule.loc), describe(value), "enum")
+        reported = self._reported(path, rule, value)
+        if reported is not None:
+            return reported
         return Violation(path, "constraint", self._expected_constraint(rule), describe(value), "")
+
+    def _reported(self, path: str, rule: _Rules, value: Any) -> Violation | None:
+        """The first error the validator of the node reports for `value`, as the final
+        validation words it (`missing required field 'userName'` for the `required` of an
+        `else`): a node that fails by a keyword the checker does not name (`if`/`then`, `not`,
+        a `required` in an `allOf` part) would otherwise read "expected object, found
+        object"."""
+        try:
+            rule.accepts(value)  # (compiles the node's validator)
+            validator = (
+                self.compiled.validator if not rule.loc else self.compiled._sub.get(rule.loc)
+            )
+            if validator is None:
+                return None
+            for error in validator.iter_errors(value):
+                found = violation_of(self.compiled, error)
+                return replace(found, path=path + found.path)
+        except Exception:  # a node the validator cannot report on: the checker's own words
+            return None
+        return None
 
     def _expected_constraint(self, rule: _Rules) -> str:
         node = rule.node

@@ -26,8 +26,11 @@ appears only with its value: when the value starts (a string or a container) or 
 
 Like the pipeline's *minimal* level, the parser finds the JSON after a reasoning block
 (`<think>…</think>` and the like), inside a Markdown fence, or after prose; once the top-level
-value is complete the rest of the reply is ignored. A bracket found in prose is tentative: if
-what follows is not JSON, the parser goes back to reading prose.
+value is complete the rest of the reply is ignored. A bracket where the value may begin (the
+reply's start, after reasoning, in a fence) begins it only when what follows its run of openers
+can begin JSON, as the extraction judges it (`[Draft]` is prose, read past as `outform.parse`
+reads past it). A bracket found in prose is tentative: if what follows is not JSON, the parser
+goes back to reading prose.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from pydantic_core import SchemaSerializer, core_schema
 
 from outform.errors import OutputError
 from outform.jsontext import loads_exact, may_be_inexact
-from outform.parse.extract import _JSON_LANGS, _REASONING_TAGS, opener_run_end
+from outform.parse.extract import _JSON_LANGS, _REASONING_TAGS, opener_run_end, opens_json
 from outform.parse.hint import RetryHint, Violation, clip
 from outform.parse.values import ordinary_numbers, out_of_range
 
@@ -557,6 +560,7 @@ class PartialParser:
         "_phase",
         "_pos",
         "_quote",
+        "_runs",
         "_scalar",
         "_scalar_at",
         "_scalar_end",
@@ -640,6 +644,9 @@ class PartialParser:
         self._fence = ""
         self._in_fence = False
         self._keyed = -1
+        self._runs = (-1, -1, 0)
+        """The run of openers waited on (see `_opens_json`): where it starts, where its last
+        opener met so far ends (absolute offsets), and how many openers it holds."""
         self._scalar: Any = None
         self._scalar_end = 0
         self._value: Any = MISSING
@@ -760,15 +767,6 @@ class PartialParser:
         if len(self._buf) > 1024 or self._phase >= _DONE:
             self._trim()
         return self._version != before
-
-    def reject(self, message: str, at: int) -> None:
-        """Stop reading: the value followed is not JSON (`message`, at character `at` of the
-        reply). The stream's verdict on a run of openers the parser met nested past
-        `max_depth` (see `streaming.StreamParser._deep_run`), which it read no further."""
-        self.too_deep = False
-        self._phase = _BROKEN
-        self.error = _syntax(f"{message} at character {at}")
-        self._version += 1
 
     def skip(self, count: int) -> None:
         """Take the next `count` characters of the reply as read, without reading them (text
@@ -913,6 +911,16 @@ class PartialParser:
                     break
                 char = buf[pos]
                 if char in "{[":
+                    if self.extract:
+                        opens = self._opens_json(buf, pos)
+                        if opens is None and self._runs[2] <= self.max_depth:
+                            break  # what follows the run of openers decides it
+                        if opens is False:  # prose, as the extraction reads it: `[Draft]`
+                            self._phase = _PROSE_PHASE if phase == _START else _SKIP_FENCE
+                            pos = self._runs[1] - base
+                            self._runs = (-1, -1, 0)
+                            continue
+                        self._runs = (-1, -1, 0)
                     self._start_container(pos + base, tentative=False)
                     return
                 scalar = self.scalars and (char == '"' or char in _SCALAR_STARTS)
@@ -1002,6 +1010,32 @@ class PartialParser:
                 pos = found + 1 + len(self._fence)
                 self._phase = _PROSE_PHASE
         self._pos = pos + base
+
+    def _opens_json(self, buf: str, pos: int) -> bool | None:
+        """Whether the run of openers at `pos`, met where the value may begin (the reply's
+        start, after reasoning, in a fence), begins JSON as the extraction judges it
+        (`extract.opens_json` of its innermost opener): `[Draft]`, `[ see below ]` or `{`
+        then a fence are prose, which `outform.parse` reads past, and so does the parser; a
+        backslash (`{\\"a\\": 1}`) begins JSON the pipeline unescapes. None while what
+        follows the run does not decide it yet. The run met so far is kept (`_runs`: its
+        start, its end, how many openers), so that a long run is not read again with each
+        chunk; one of more than `max_depth` openers is not waited on (see `_prefix`)."""
+        base = self._base
+        start, known, count = self._runs
+        at = pos
+        if start == pos + base and known > start:
+            at = known - 1 - base  # (resumed at its last opener met)
+            count -= 1
+        else:
+            count = 0
+        run_end = opener_run_end(buf, at)
+        assert run_end is not None  # (it starts with an opener)
+        count += buf.count("[", at, run_end) + buf.count("{", at, run_end)
+        self._runs = (pos + base, run_end + base, count)
+        after = _skip(_WS, buf, run_end)
+        if after < len(buf) and buf[after] == "\\":
+            return True
+        return opens_json(buf, run_end - 1, final=False)
 
     def _fence_at(self, buf: str, pos: int, end: int) -> int | None:
         """At a fence marker: where reading continues, or None when the chunk ended too soon."""
