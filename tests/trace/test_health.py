@@ -14,7 +14,8 @@ from tests.trace.stores import StoreFactory, make_store
 
 __all__ = ["make_store"]
 
-NOW = 1_700_002_770.0  # 30 s before an hour: 24 h buckets of 6 h end on the hour
+NOW = 1_700_002_770.0  # 30 s before an hour: buckets of 6 h end on the hour, the first
+# holds the start of the 24 hours asked for (30 s before the hour, a day ago): five of them
 HOUR = 3600.0
 CHANGE = (("semantic", "string_to_int", "/qty"),)
 
@@ -125,16 +126,17 @@ def test_the_trend_and_what_is_rising(make_store: StoreFactory) -> None:
     assert trend["bucket_seconds"] == 6 * 3600
     buckets = trend["buckets"]
     assert [b["start"] for b in buckets] == [
+        "2023-11-13T17:00:00Z",
         "2023-11-13T23:00:00Z",
         "2023-11-14T05:00:00Z",
         "2023-11-14T11:00:00Z",
         "2023-11-14T17:00:00Z",
     ]
-    assert [b["runs"] for b in buckets] == [20, 0, 12, 28]
-    assert [b["interventions"] for b in buckets] == [0, 0, 0, 20]
-    assert buckets[3]["by_stage"] == {"semantic": 20}
-    assert buckets[3]["by_model"] == {"openai:gpt-4o": 20}
-    assert [b["stream_aborts"] for b in buckets] == [0, 0, 0, 3]
+    assert [b["runs"] for b in buckets] == [0, 20, 0, 12, 28]
+    assert [b["interventions"] for b in buckets] == [0, 0, 0, 0, 20]
+    assert buckets[4]["by_stage"] == {"semantic": 20}
+    assert buckets[4]["by_model"] == {"openai:gpt-4o": 20}
+    assert [b["stream_aborts"] for b in buckets] == [0, 0, 0, 0, 3]
     assert trend["rising_step"] == {
         "step": "extract",
         "before_per_100_runs": 0.0,
@@ -185,7 +187,7 @@ def test_an_empty_store_or_window_reports_zeros_and_no_advice(
     assert data["version"] == 1 and data["generated_at"] == "2023-11-14T22:59:30Z"
     assert data["totals"]["runs"] == 0 and data["totals"]["interventions_per_100_runs"] is None
     assert data["top_steps"] == [] and data["latency"] == [] and data["recommendations"] == []
-    assert [b["runs"] for b in data["trend"]["buckets"]] == [0, 0, 0, 0]
+    assert [b["runs"] for b in data["trend"]["buckets"]] == [0, 0, 0, 0, 0]
     assert data["trend"]["rising_step"] is None
     assert all(t.rows == [] for t in result.tables() if t.name not in ("totals", "trend"))
 
@@ -202,7 +204,8 @@ def test_buckets_are_whole_minutes_even_for_a_short_window(make_store: StoreFact
     store.open()
     data = report(store, HealthQuery(since_hours=0.05, trend_buckets=12, now=NOW)).to_dict()
     assert data["trend"]["bucket_seconds"] == 60
-    assert len(data["trend"]["buckets"]) == 3  # 3 minutes: fewer buckets than asked
+    # 3 minutes from 22:56:30, and the minute in progress: fewer buckets than asked
+    assert len(data["trend"]["buckets"]) == 4
 
 
 def test_outform_mapping_its_own_translation_back_is_no_intervention(

@@ -178,17 +178,20 @@ class _Run:
         ]
 
     def _clipped(self, result: dict[str, Any]) -> Any:
-        """The result with its output clipped to `max_result_chars` (the output's text: the
-        tool's name and arguments are always shown)."""
-        if "output" not in result:
+        """The result with its output (the output's JSON text) or its error (the error's
+        text) clipped to `max_result_chars`, and a note saying so: the tool's name and
+        arguments are always shown. One limit for both: a tool that fails with a long message
+        costs the model's context what a long output would."""
+        key = "output" if "output" in result else "error" if "error" in result else None
+        if key is None:
             return result
-        text = _written(result["output"])
+        text = _written(result[key]) if key == "output" else str(result[key])
         if len(text) <= self.max_result_chars:
             return result
         return {
-            **{k: v for k, v in result.items() if k != "output"},
-            "output_clipped": clip(text, self.max_result_chars),
-            "note": f"the output had {len(text)} characters; only the start is shown",
+            **{k: v for k, v in result.items() if k != key},
+            f"{key}_clipped": clip(text, self.max_result_chars) if self.max_result_chars else "",
+            "note": f"the {key} had {len(text)} characters; only the start is shown",
         }
 
     def done(self, complete: bool) -> AgentRun:

@@ -37,6 +37,8 @@ from outform.trace.tracer import RunTrace
 
 Status = Literal["pass", "fail", "skipped"]
 PlanSource = Callable[[Mapping[str, Any]], "str | None"] | Literal["none", "sample"]
+PLANS = ("none", "sample")
+"""The plans a setting can name (else a callable)."""
 ValidatorFn = Callable[[str, Mapping[str, Any]], Any]
 
 PLAN_PROMPT = (
@@ -77,9 +79,31 @@ class Precheck:
     feedback_key: str = "precheck_feedback"
 
     def __post_init__(self) -> None:
-        if self.consensus_samples == 1 or not 0 <= self.consensus_samples <= 10:
+        # Every setting is checked here, as outform.toml's are when the file is read: a value
+        # the gate cannot use would otherwise turn it off without a word (a plan "Sample"
+        # is no plan: every check skipped) or fail every plan (a threshold of 2).
+        if not callable(self.plan) and self.plan not in PLANS:
             raise UsageError(
-                "consensus_samples must be 0 (off) or from 2 to 10",
+                f"unknown precheck plan {self.plan!r}",
+                where="precheck.plan",
+                fix="use 'sample' (the model writes a plan), 'none', or a callable "
+                "(context) -> str | None",
+            )
+        for name in ("score_threshold", "consensus_threshold"):
+            value = getattr(self, name)
+            if value is None and name == "score_threshold":
+                continue
+            if not _unit(value):
+                raise UsageError(
+                    f"{name} must be a number from 0 to 1, got {value!r}",
+                    where=f"precheck.{name}",
+                    fix="a score and an agreement are shares from 0 to 1"
+                    + (" (or None: no threshold)" if name == "score_threshold" else ""),
+                )
+        samples = self.consensus_samples
+        if not _whole(samples) or samples == 1 or not 0 <= samples <= 10:
+            raise UsageError(
+                f"consensus_samples must be 0 (off) or from 2 to 10, got {samples!r}",
                 where="precheck.consensus_samples",
             )
         if self.inject_feedback not in ("prepend", "context_key"):
@@ -88,8 +112,11 @@ class Precheck:
                 where="precheck.inject_feedback",
                 fix="use 'prepend' or 'context_key'",
             )
-        if self.max_tokens < 1:
-            raise UsageError("max_tokens must be 1 or more", where="precheck.max_tokens")
+        if not _whole(self.max_tokens) or self.max_tokens < 1:
+            raise UsageError(
+                f"max_tokens must be a whole number of 1 or more, got {self.max_tokens!r}",
+                where="precheck.max_tokens",
+            )
 
     @classmethod
     def of(cls, settings: Mapping[str, Any]) -> Precheck:
@@ -282,18 +309,21 @@ class Gate:
             return self._done(
                 request, PrecheckOutcome("skipped", "no validator is set", plan=plan, usage=usage)
             )
-        threshold = self.settings.score_threshold
-        low = threshold is not None and (verdict.score is None or verdict.score < threshold)
+        # The threshold holds a score against it; a verdict without one (a bool, a tuple
+        # or a model's verdict that gives none) is judged by `passed` alone.
+        threshold, score = self.settings.score_threshold, verdict.score
+        low = threshold is not None and score is not None and score < threshold
         passed = verdict.passed and not low
-        reason = (
-            "the validator passed the plan"
-            if passed
-            else (
-                f"the score {verdict.score} is under the threshold {threshold}"
-                if verdict.passed
-                else "the validator failed the plan"
+        if not verdict.passed:
+            reason = "the validator failed the plan"
+        elif low:
+            reason = f"the score {score} is under the threshold {threshold}"
+        elif threshold is not None and score is None:
+            reason = (
+                f"the validator passed the plan (no score to hold to the threshold {threshold})"
             )
-        )
+        else:
+            reason = "the validator passed the plan"
         outcome = PrecheckOutcome(
             "pass" if passed else "fail", reason, verdict.score, verdict.feedback, plan, usage
         )
@@ -344,6 +374,15 @@ class Gate:
             parts.append(f"Context (JSON):\n{orjson.dumps(self.context, default=str).decode()}")
         parts.append(f"Plan:\n{plan}")
         return [Message.system(JUDGE_PROMPT), Message.user("\n\n".join(parts))]
+
+
+def _unit(value: Any) -> bool:
+    """A number from 0 to 1 (not a bool, not NaN)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 _EMPTY: tuple[Any, ...] = (None, "", [], {})

@@ -10,6 +10,7 @@ to the caller. A signature no JSON can fill is refused (UsageError) when the too
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import re
@@ -23,15 +24,17 @@ from pydantic.errors import PydanticSchemaGenerationError
 from pydantic_core import to_json, to_jsonable_python
 
 from outform import jsontext
-from outform.errors import InputError, OutputError, UsageError
-from outform.parse import Change, Pipeline, pipeline_for
+from outform.errors import InputError, OutformError, OutputError, UsageError
+from outform.parse import Change, ParseResult, Pipeline, RetryHint, Violation, pipeline_for
 from outform.profile import active
 from outform.providers.base import ToolCall
 from outform.run import AgentTool
+from outform.schema import pointer
 from outform.schema.pointer import parts, readable
-from outform.trace import Labels, labels
-from outform.trace.events import Observer
+from outform.trace import Labels, labels, runtime
+from outform.trace.events import Event, Observer, dispatch
 from outform.trace.redact import scrub_text
+from outform.trace.tracer import record_parse
 
 
 @dataclass(frozen=True)
@@ -123,15 +126,14 @@ class Reader:
         label = self.labels
         try:
             with labels(step=label.step, agent=label.agent, tags=label.tags), active(self.profile):
-                result = pipeline.run(text)
+                result = _parse(pipeline, tool, text)
+        except _RefusedError as error:
+            return Reading(None, error=_invalid(error.told))
         except OutputError as error:
             told = error.hint.violations[:_MAX_TOLD]
             return Reading(None, error=_invalid(v.line() for v in told))
         except InputError as error:
             return Reading(None, error=_invalid([error.what]))
-        dropped = [c for c in result.changes if c.transform == "drop_unexpected_key"]
-        if dropped:
-            return Reading(None, error=_invalid(_unexpected(c, tool) for c in dropped))
         value = result.value
         if isinstance(value, BaseModel):  # a function's parameters, each under its alias
             value = {
@@ -143,6 +145,69 @@ class Reader:
 
 _MAX_TOLD = 10
 """Violations told to the model per call, at most."""
+
+
+class _RefusedError(OutputError):
+    """Arguments the pipeline made valid only by dropping keys that name no parameter (or no
+    field): refused, as a reply the pipeline could not make valid is. `told`: what the model
+    reads."""
+
+    def __init__(self, told: list[str], hint: RetryHint, result: ParseResult[Any]) -> None:
+        self.told = told
+        super().__init__("the arguments name no such parameter", hint=hint, result=result)
+
+
+def _parse(pipeline: Pipeline[Any], tool: Runnable, text: str) -> ParseResult[Any]:
+    """The arguments read by `pipeline`, observed and recorded as a reply parsed on its own
+    is (`Pipeline.run`), with one more rule: a key the pipeline dropped is refused
+    (`_RefusedError`), and observed and recorded so: the observers' events end with
+    `output.coercion.fail`, and the run ends `invalid` with an `unexpected` violation per
+    object, not `valid` with a change, since the tool never ran. One outcome for the trace
+    and the ToolResult."""
+    try:
+        result = pipeline.run(text, record=False)  # observed and recorded below
+    except OutformError as error:
+        failed = getattr(error, "result", None)
+        if failed is not None:
+            dispatch(failed.events, pipeline.observers)
+        _record(pipeline, error)
+        raise
+    dropped = [c for c in result.changes if c.transform == "drop_unexpected_key"]
+    if not dropped:
+        dispatch(result.events, pipeline.observers)
+        _record(pipeline, result)
+        return result
+    violations = _unexpected_violations(dropped, tool)
+    said = "; ".join(v.line() for v in violations)
+    refusal = Event("output.coercion.fail", "validate", pipeline.schema_hash, detail=said)
+    dispatch((*result.events, refusal), pipeline.observers)
+    refused = _RefusedError([_unexpected(c, tool) for c in dropped], RetryHint(violations), result)
+    _record(pipeline, refused)
+    raise refused
+
+
+def _record(pipeline: Pipeline[Any], outcome: ParseResult[Any] | OutformError) -> None:
+    """Record a reading as `Pipeline.run` records a parse: a value read without a change is
+    only counted (the fast path's tally), any other is a run of its own (its changes and
+    `valid`, or its violations and `invalid`); a shadow-mode reading is not recorded."""
+    if pipeline.options.shadow:
+        return
+    if isinstance(outcome, ParseResult) and not outcome.changes:
+        tally = runtime.tally
+        if tally is not None:
+            tally()
+        return
+    recorder = runtime.active()
+    if recorder is None:
+        return
+
+    def replay() -> ParseResult[Any]:
+        if isinstance(outcome, ParseResult):
+            return outcome
+        raise outcome
+
+    with contextlib.suppress(OutformError):  # raised again by the caller, as it was
+        record_parse(replay, recorder, schema_hash=pipeline.schema_hash)
 
 
 class FunctionTool:
@@ -416,6 +481,26 @@ def _unexpected(change: Change, tool: Runnable) -> str:
         return f"at {readable(change.path)}: no such field"
     names = ", ".join(tool.parameters.get("properties", {})) or "none"
     return f"at {readable(change.path)}: no such parameter (the parameters: {names})"
+
+
+def _unexpected_violations(dropped: Sequence[Change], tool: Runnable) -> tuple[Violation, ...]:
+    """The dropped keys as violations, one per object (as validation names keys an object
+    does not allow): the path of the object, the keys found, the names allowed."""
+    by_object: dict[str, list[str]] = {}
+    for change in dropped:
+        *parent, key = parts(change.path)
+        by_object.setdefault(pointer.join("", *parent) if parent else "", []).append(key)
+    names = ", ".join(repr(n) for n in tool.parameters.get("properties", {})) or "none"
+    return tuple(
+        Violation(
+            path,
+            "unexpected",
+            names if path == "" else "the fields declared there",
+            ", ".join(repr(k) for k in keys),
+            "additionalProperties",
+        )
+        for path, keys in by_object.items()
+    )
 
 
 def _refused(name: str, arguments: Mapping[str, Any], reading: Reading) -> ToolResult:

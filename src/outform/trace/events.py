@@ -156,7 +156,10 @@ class RunEnd(Detail):
     `error_class`). `changes` counts the interventions in the value returned. `confidence`
     and `sources`: what the value says of itself when it carries an agent envelope's
     `metadata` (`confidence` from 0 to 1, `sources` as strings; the first `MAX_SOURCES`,
-    bounded), so that a run can be judged beside its interventions."""
+    bounded), so that a run can be judged beside its interventions. `aborts`: for a streamed
+    run, its `stream.abort` events (0: none); None for a run not streamed, or recorded
+    before outform kept the number (the health report then estimates, see
+    `outform.trace.health`)."""
 
     KINDS: ClassVar[tuple[str, ...]] = ("run.end",)
     outcome: RunOutcomeName
@@ -167,6 +170,7 @@ class RunEnd(Detail):
     error_class: str | None = None
     confidence: float | None = None
     sources: tuple[str, ...] = ()
+    aborts: int | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunEnd:

@@ -13,14 +13,17 @@ Definitions (docs/observability.md, "outform health"):
 * an *intervention* is one `output.change`: one value the pipeline changed (not one of the
   `dialect` stage: outform mapping its own translation back, see events.EventStage);
 * the *re-ask rate* is the share of runs asked again at least once; the *abort rate* the
-  stream aborts per streamed run (a count per run: it can pass 1); the *precheck failure rate*
-  failures per check run; a mode's *trouble rate* the share of its runs with a reply that were
-  re-asked or failed, each run once;
+  share of streamed runs with at least one stream abort (each run once: `run.end` keeps its
+  aborts; for runs recorded before it did, each abort is taken for one run, up to every such
+  run); the *precheck failure rate* failures per check run; a mode's *trouble rate* the share
+  of its runs with a reply that were re-asked or failed, each run once;
 * percentiles come from histograms with 10% wide bins: within ±5% of the exact value;
-* the window is widened to whole trend buckets: equal buckets of whole minutes, the last one
-  ending with the current minute, or of whole hours ending with the current hour when the
-  window is longer than the 6 hours the store keeps per-minute counts (`window.since` says
-  where it starts); the *rising* step or model
+* the window is widened to whole trend buckets, never narrowed: buckets of whole minutes, or
+  of whole hours when the window is longer than the 6 hours the store keeps per-minute counts,
+  as wide as the window asked for divided by the buckets asked for (rounded up to the unit);
+  the last one ends with the current minute or hour, the first one holds the start of the
+  window asked for (so there may be one bucket more than asked; `window.since` says where it
+  starts); the *rising* step or model
   is the one whose interventions per 100 runs grew most from the first half of the buckets
   to the second (at least `MIN_RUNS` runs in each half).
 """
@@ -38,7 +41,13 @@ from typing import Any
 
 from outform.errors import UsageError
 from outform.trace.events import NOT_INTERVENTIONS
-from outform.trace.rows import BUCKET_SECONDS, REASKED_OUTCOME, bin_value, bucket_of
+from outform.trace.rows import (
+    BUCKET_SECONDS,
+    REASKED_OUTCOME,
+    STREAMED_ABORTED,
+    bin_value,
+    bucket_of,
+)
 from outform.trace.store import HOUR, MINUTE_HORIZON, Filter, TraceStore
 
 REPORT_VERSION = 1
@@ -161,17 +170,11 @@ def _model_name(provider: str, model: str) -> str:
 
 
 def report(store: TraceStore, query: HealthQuery | None = None) -> HealthReport:
-    """The report over the last `since_hours`, widened to whole trend buckets: the buckets
-    are whole minutes and the last one ends with the current minute."""
+    """The report over the last `since_hours`, widened to whole trend buckets (see the
+    module's docstring and `window`)."""
     query = query or HealthQuery()
     now = time.time() if query.now is None else query.now
-    asked = query.since_hours * 3600
-    # Whole minutes; whole hours once the window reaches counts already merged into hours.
-    unit = HOUR if asked > MINUTE_HORIZON else BUCKET_SECONDS
-    width = max(unit, math.ceil(asked / query.trend_buckets / unit) * unit)
-    buckets = max(1, math.ceil(asked / width))
-    end = math.ceil((bucket_of(now) + BUCKET_SECONDS) / unit) * unit
-    start = end - buckets * width
+    start, end, width, buckets = window(now, query.since_hours * 3600, query.trend_buckets)
     where = Filter(start, end, query.step, query.model)
     counts = _Counts(store.counts(where, start + math.ceil(buckets / 2) * width))
     per_slot = _Counts(store.trend(where, width)).slots()
@@ -180,6 +183,21 @@ def report(store: TraceStore, query: HealthQuery | None = None) -> HealthReport:
         counts, per_slot, histograms, query, now=now, start=start, width=width, buckets=buckets
     )
     return HealthReport(data)
+
+
+def window(now: float, asked: float, trend_buckets: int) -> tuple[int, int, int, int]:
+    """(start, end, bucket width, buckets) of a report over the last `asked` seconds: whole
+    buckets that hold all of [now - asked, now]. Buckets are whole minutes, or whole hours
+    once the window reaches counts already merged into hours; their width is the window
+    asked for divided by `trend_buckets`, rounded up to the unit. The last bucket ends with
+    the current minute (or hour); the first holds `now - asked`, so the window is never
+    narrower than asked, and may take one bucket more than `trend_buckets`."""
+    unit = HOUR if asked > MINUTE_HORIZON else BUCKET_SECONDS
+    width = max(unit, math.ceil(asked / trend_buckets / unit) * unit)
+    end = math.ceil((bucket_of(now) + BUCKET_SECONDS) / unit) * unit
+    earliest = math.floor((now - asked) / unit) * unit
+    buckets = max(1, math.ceil((end - earliest) / width))
+    return end - buckets * width, end, width, buckets
 
 
 def _iso(seconds: float) -> str:
@@ -225,6 +243,7 @@ def _build(
     reasked = counts.sum("run.reasked")
     streamed = counts.sum("run.streamed")
     aborts = counts.sum("stream.abort")
+    aborted = _aborted_runs(counts, aborts)
     runs_by_step = counts.group("run.end", "step")
     runs_by_model = counts.group("run.end", "model")
     changes_by_step = counts.group("output.change", "step")
@@ -334,7 +353,8 @@ def _build(
             "failure_rate": _share(invalid, runs),
             "streamed_runs": streamed,
             "stream_aborts": aborts,
-            "abort_rate": _share(aborts, streamed),
+            "aborted_runs": aborted,
+            "abort_rate": _share(aborted, streamed),
             "prechecks": prechecks,
             "precheck_failure_rate": _share(
                 prechecks["fail"], prechecks["pass"] + prechecks["fail"]
@@ -354,7 +374,7 @@ def _build(
             "fields": reask_fields[:top],
             "violations": violations[:top],
         },
-        "streams": {"aborts": abort_rows[:top], "rate": _share(aborts, streamed)},
+        "streams": {"aborts": abort_rows[:top], "rate": _share(aborted, streamed)},
         "prechecks": precheck_rows,
         "modes": modes,
         "latency": latency,
@@ -363,6 +383,16 @@ def _build(
     }
     data["recommendations"] = _recommend(data, counts, runs_by_step, top)
     return data
+
+
+def _aborted_runs(counts: _Counts, aborts: int) -> int:
+    """Streamed runs with at least one stream abort, each once. A run's end says whether it
+    had one (`run.streamed`, keyed `aborted` or `whole`); for runs recorded before it did
+    (no key), the aborts left over (the window's, less one per run known aborted) are taken
+    for one run each, up to every such run: an estimate, never more than those runs."""
+    known = counts.sum("run.streamed", key=STREAMED_ABORTED)
+    unknown = counts.sum("run.streamed", key="")
+    return known + min(max(aborts - known, 0), unknown)
 
 
 def _native(counts: _Counts, runs_by_model: Mapping[tuple[str, ...], int]) -> list[dict[str, Any]]:

@@ -11,6 +11,11 @@ the count is stored with the next batch (`trace.dropped`), so a loss is never si
 event is built, the writer only counts it as a valid run with no intervention (per labels) in
 the minute it was written.
 
+A sink whose `open` raises is left out (the trace store never raises there: it keeps its
+batches and opens later, `outform.trace.store`); what it was not handed is counted, and said
+on standard error when the recorder closes (`outform.trace.store.TraceLossWarning`), as the
+store says what it could not write.
+
 What a crash can lose: events recorded since the last batch was committed, that is at most
 `flush_interval` seconds of them (plus a batch that failed and waits for a retry). A normal
 exit flushes (an `atexit` hook), and so does `close()`. After `os.fork()` the child starts
@@ -25,6 +30,7 @@ import logging
 import os
 import threading
 import time
+import warnings
 import weakref
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
@@ -68,10 +74,18 @@ class Batch:
     def __bool__(self) -> bool:
         return bool(self.events or self.tallies or self.counted or self.dropped)
 
+    def size(self) -> int:
+        """What losing the batch loses, in `dropped_events`' unit: its events, its counted
+        runs and the drops it carried."""
+        runs = sum(self.tallies.values()) + sum(self.counted.values())
+        return len(self.events) + runs + self.dropped
+
 
 class Sink(Protocol):
     """Where batches go. `open` and `write` run on the writer thread; `write` may raise (the
-    error is logged, the recorder goes on); `close` is called once, at the end."""
+    error is logged, the recorder goes on); `close` is called once, at the end. A sink whose
+    `open` raises is left out, and what it misses is counted and said at the end
+    (`TraceLossWarning`)."""
 
     def open(self) -> None: ...
 
@@ -128,6 +142,9 @@ class Recorder:
         self._closing = False
         self._closed = False
         self._lock = threading.Lock()
+        self.missed: dict[int, tuple[Sink, BaseException, int]] = {}
+        """Sinks whose `open` failed (by id): the sink, the error, and what it was not
+        handed (`Batch.size`), said when the recorder closes."""
         redact.register_environment()
         self._thread = self._start()
         _recorders.add(self)
@@ -228,6 +245,7 @@ class Recorder:
         self._tallies = deque()
         self._dropped = 0
         self._later = 0
+        self.missed = {}
         self._wake = threading.Event()
         self._lock = threading.Lock()
         self._drop_lock = threading.Lock()
@@ -240,8 +258,9 @@ class Recorder:
             try:
                 sink.open()
                 opened.append(sink)
-            except Exception:
+            except Exception as exc:
                 log.exception("outform trace: a sink failed to open and is left out: %r", sink)
+                self.missed[id(sink)] = (sink, exc, 0)
         while True:
             self._wake.wait(self.flush_interval)
             self._wake.clear()
@@ -256,6 +275,16 @@ class Recorder:
                 sink.close()
             except Exception:
                 log.exception("outform trace: closing a sink failed: %r", sink)
+        for sink, error, lost in self.missed.values():
+            if lost:
+                from outform.trace.store import TraceLossWarning  # (the store imports this)
+
+                warnings.warn(
+                    f"outform trace: {lost} events were not recorded by {sink!r}, which failed "
+                    f"to open ({type(error).__name__}: {error})",
+                    TraceLossWarning,
+                    stacklevel=1,
+                )
 
     def _build(self, later: _Later) -> Sequence[Event]:
         """The events of a `_Later` item (none, counted as dropped, if building fails)."""
@@ -293,6 +322,9 @@ class Recorder:
             with self._drop_lock:
                 batch.dropped, self._dropped = self._dropped, 0
         if batch:
+            if self.missed:
+                size = batch.size()
+                self.missed = {k: (s, e, n + size) for k, (s, e, n) in self.missed.items()}
             for sink in sinks:
                 try:
                     sink.write(batch)

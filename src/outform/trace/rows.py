@@ -54,6 +54,9 @@ METRICS = ("latency_ms", "ttft_ms", "input_tokens", "output_tokens")
 REASKED_OUTCOME = "run.reasked.outcome"
 """The count of re-asked runs per outcome (the key), beside `run.reasked` (no key): what
 tells a run re-asked then failed from two runs."""
+STREAMED_ABORTED, STREAMED_WHOLE = "aborted", "whole"
+"""The key of `run.streamed`: the run had at least one `stream.abort`, or none; `""` for a
+run recorded before its `run.end` kept the number (`RunEnd.aborts` None)."""
 
 
 def bucket_of(when: float) -> int:
@@ -246,7 +249,10 @@ def _series(event: Event) -> list[tuple[str, str, str | None, int]]:
             extra.append(("run.reasked", "", None, 1))  # is one troubled run, not two
             extra.append((REASKED_OUTCOME, data.outcome, None, 1))
         if event.run is not None and event.run.streaming:
-            extra.append(("run.streamed", "", None, 1))
+            aborted = (
+                "" if data.aborts is None else STREAMED_ABORTED if data.aborts else STREAMED_WHOLE
+            )
+            extra.append(("run.streamed", aborted, None, 1))
     return [(name, key, None, weight), *extra]
 
 

@@ -51,7 +51,6 @@ class SqliteTraceStore(TraceStore):
         super().__init__(create=create, where=where, **options)
         self.path = Path(path).expanduser()
         self.busy_timeout = busy_timeout
-        parent = self.path.absolute().parent
         if not create and not self.path.is_file():
             raise StoreError(
                 f"no trace store at {self.path}",
@@ -59,15 +58,6 @@ class SqliteTraceStore(TraceStore):
                 fix="check the path, or record runs first (outform parse/generate with [trace] "
                 "enabled) to create it",
             )
-        if not parent.is_dir():
-            try:
-                parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise StoreError(
-                    f"cannot create the directory of the trace store {self.path}: {exc.strerror}",
-                    where=where,
-                    fix="point [trace] store at a writable place, or set OUTFORM_TRACE=off",
-                ) from None
 
     def describe(self) -> str:
         return str(self.path)
@@ -77,6 +67,18 @@ class SqliteTraceStore(TraceStore):
         return (self.path, *(Path(f"{self.path}{end}") for end in COMPANIONS))
 
     def _connect(self) -> sqlite3.Connection:
+        parent = self.path.absolute().parent
+        if self.create and not parent.is_dir():
+            # Here, not when the store is made: a store that cannot be opened fails as one
+            # whose disk is full does (its events are kept, then counted or said).
+            try:
+                parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create the directory of the trace store {self.path}: {exc.strerror}",
+                    where=self.where,
+                    fix="point [trace] store at a writable place, or set OUTFORM_TRACE=off",
+                ) from None
         try:
             # mode=rw: a reader never creates the file, even if it vanished since __init__
             # (absolute: SQLite reads a name that begins with `file:` as a URI, not a file)

@@ -1,11 +1,13 @@
 """The trace store: what SQLite and PostgreSQL share (tables, writes, retention, queries).
 
 A store is a recorder sink: `open` and `write` run on the recorder's thread, each batch in
-one transaction (runs merged, events inserted, counts and histograms added to). A batch that
-fails to commit is kept and retried with the next one, up to `max_pending_events` events
-(beyond, the oldest pending batch is dropped and counted in `trace.dropped`). What is still
-pending at `close` is lost: counted in `trace.dropped` if that count can be written, else
-said on standard error (`TraceLossWarning`).
+one transaction (runs merged, events inserted, counts and histograms added to). A batch the
+store cannot take, because it could not be opened (a read-only directory, a disk already full,
+a server down) or because the commit failed, is kept and retried with the next one (a store
+not open tries to open again first), up to `max_pending_events` events (beyond, the oldest
+pending batch is dropped and counted in `trace.dropped`). What is still pending at `close` is
+lost: counted in `trace.dropped` if that count can be written, else said on standard error
+(`TraceLossWarning`) and kept in `lost_events`. One rule, whenever the store fails.
 
 Reads (`counts`, `histograms`, `runs`, `run`, `events`) may come from any thread: each thread
 gets its own connection. The SQL is written once, with `?` placeholders and `{least}` /
@@ -116,8 +118,9 @@ _ADD_HISTOGRAM = (
 
 
 class TraceLossWarning(RuntimeWarning):
-    """Events the trace store could not keep, nor count: said on standard error, since the
-    `outform.trace` logger is silent unless configured."""
+    """Events a sink could not keep, nor count (the store's at close, or what a sink that
+    failed to open missed): said on standard error, since the `outform.trace` logger is
+    silent unless configured."""
 
 
 @dataclass(frozen=True)
@@ -171,6 +174,7 @@ class TraceStore:
         self.retention_every = retention_every
         self.max_pending_events = max_pending_events
         self._writer: Any = None
+        """The writing connection; None until `open` succeeds (`write` then tries again)."""
         self._pending: list[Rows] = []
         self._pending_dropped = 0
         self.lost_events = 0
@@ -218,9 +222,34 @@ class TraceStore:
     # -- the sink --------------------------------------------------------------------------
 
     def open(self) -> None:
-        self._writer = self._connect()
-        self.prepare(self._writer)
-        self.apply_retention()
+        """Open the writing connection. A store that cannot be opened does not raise: it is
+        left closed, its batches are kept as those of a failed commit are, and each `write`
+        tries to open it again (see the module's docstring)."""
+        try:
+            self._open_writer()
+        except Exception as exc:
+            log.error(
+                "outform trace: the trace store %s cannot be opened (%s); its events are kept "
+                "and it is tried again with each batch",
+                self.describe(),
+                _reason(exc),
+            )
+
+    def _open_writer(self) -> None:
+        conn = self._connect()
+        try:
+            self.prepare(conn)
+        except BaseException:
+            try:
+                conn.close()
+            except Exception:
+                log.debug("closing a trace store connection failed", exc_info=True)
+            raise
+        self._writer = conn
+        try:
+            self.apply_retention()
+        except Exception:  # the store is open; retention runs again within a minute
+            log.exception("outform trace: retention failed on %s", self.describe())
 
     def prepare(self, conn: Any) -> None:
         """Create the tables (idempotent; a reader's store only checks they are there) and
@@ -272,15 +301,19 @@ class TraceStore:
         if rows:
             self._pending.append(rows)
         self._bound_pending()
-        if self._pending:
+        if self._writer is None:
+            self._open_writer()  # raises as a failed commit does: the batches wait
+        if self._pending or self._pending_dropped:
             self._commit_pending()
         since = time.time() - self._last_retention
         if since >= self.retention_every or (since >= 1.0 and self._over_size()):
             self.apply_retention()
 
     def close(self) -> None:
-        if self._pending and self._writer is not None:
+        if self._pending or self._pending_dropped:
             try:
+                if self._writer is None:
+                    self._open_writer()
                 self._commit_pending()
             except Exception as exc:
                 log.exception("outform trace: the last batch could not be written")
@@ -300,17 +333,19 @@ class TraceStore:
         lost = self._pending_dropped + sum(r.size() for r in self._pending)
         self._pending.clear()
         self._pending_dropped = lost
-        try:
-            self._commit_pending()
-            return
-        except Exception:
-            log.debug("outform trace: the count of lost events could not be written either")
+        if self._writer is not None:
+            try:
+                self._commit_pending()
+                return
+            except Exception:
+                log.debug("outform trace: the count of lost events could not be written either")
         self._pending_dropped = 0
         self.lost_events += lost
+        fix = getattr(error, "fix", None) or "free disk space, or point [trace] store elsewhere"
         warnings.warn(
             f"outform trace: {lost} events could not be written to the trace store "
-            f"{self.describe()} and are lost ({type(error).__name__}: {error}); a full disk? "
-            "They are not counted in its dropped_events.",
+            f"{self.describe()} and are lost ({type(error).__name__}: {_reason(error)}); "
+            f"they are not counted in its dropped_events. Fix: {fix}",
             TraceLossWarning,
             stacklevel=1,
         )
@@ -532,6 +567,11 @@ class TraceStore:
             )
             out[column + "s"] = [r[0] for r in rows]
         return out
+
+
+def _reason(error: BaseException) -> str:
+    """What went wrong, on one line (an outform error's `what`, without its where and fix)."""
+    return str(getattr(error, "what", None) or error).strip()
 
 
 def _run_dict(row: Sequence[Any]) -> dict[str, Any]:

@@ -64,6 +64,7 @@ class RunTrace:
     first, 2 for the first re-ask...): the caller sets it as the attempts go."""
 
     __slots__ = (
+        "aborts",
         "attempt",
         "ended",
         "info",
@@ -95,6 +96,8 @@ class RunTrace:
         )
         """Whether anyone listens; fixed when the run starts."""
         self.attempt = 1
+        self.aborts = 0
+        """`stream.abort` events emitted: `run.end` keeps the number (streamed runs)."""
         self.started = time.perf_counter()
         self.ended = False
 
@@ -178,6 +181,8 @@ class RunTrace:
     ) -> None:
         if not self.wanted:
             return
+        if name == "stream.abort":
+            self.aborts += 1
         event = Event(
             name,
             stage,
@@ -276,7 +281,8 @@ class RunTrace:
         value: Any = None,
     ) -> None:
         """`run.end`; its `attempts` is the attempt in progress; `value` the value returned
-        (an envelope's confidence and sources are kept)."""
+        (an envelope's confidence and sources are kept); a streamed run's `aborts`, the
+        `stream.abort` events it emitted."""
         self.ended = True
         if not self.wanted:
             return
@@ -291,6 +297,7 @@ class RunTrace:
             error_class(error),
             confidence,
             sources,
+            self.aborts if self.info.streaming else None,
         )
         self.emit("run.end", data=data)
 
