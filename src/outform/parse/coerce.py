@@ -788,7 +788,10 @@ class _Walk:
         """`{field: value}` when the object wanted has exactly one declared field: for a value
         the reply wrote without a key of its own there. Not when the field's value is then got
         by dropping a key the reply wrote (`{"height": 180}` is not `{"age": 180}`): that
-        would move a value under a name the reply did not give it."""
+        would move a value under a name the reply did not give it. Nor when it is got by
+        writing the moved object or list as its JSON text (`{"text": "hello"}` is not
+        `{"answer": "{\"text\":\"hello\"}"}`): its keys would become text of a string the
+        reply never wrote, where it wrote an object whose keys are wrong."""
         _, schema = self.compiled.resolve(at.loc)
         properties = schema.get("properties") if isinstance(schema, dict) else None
         if not isinstance(properties, dict) or len(properties) != 1:
@@ -799,7 +802,9 @@ class _Walk:
             return _NO
         field = pointer.join(at.path, name)
         if any(
-            c.path == field and c.transform == "unwrap_single_key" and c.lost for c in trial.changes
+            c.path == field
+            and ((c.transform == "unwrap_single_key" and c.lost) or c.transform == "json_to_string")
+            for c in trial.changes
         ):
             return _NO
         out.absorb(trial)

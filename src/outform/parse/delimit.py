@@ -19,6 +19,8 @@ as JSON strings the values whose extent a rule decides:
   (See `_inner` for the quotes left to the decoder.)
 - **Unquoted values** of an object end at the next key (`_next_key`): a comma is written there.
 - **Closers of the wrong kind** (`{"x": "y"]`): see `_close`.
+- **A comma written twice** (`12,, "b"`, whitespace between them or not) is one separator: the
+  second is dropped (json-repair read `12,,` as the string "12,", a value never written).
 - **Markdown values.** An unquoted value that opens with Markdown (`**bold**`, `*em*`, `_em_`,
   `# heading`, `> quote`, `- item`) is kept whole, markers included: it runs to the `,` that is
   followed by the next key, or to the `}` (in an array: `,` or `]`).
@@ -259,6 +261,12 @@ class _Pass:
                     i += 1  # the member dropped was the first: no comma before the next
                     self.role = "key"
                     continue
+                if self.stack and self._last_token() == ",":
+                    # A comma written twice is one separator (json-repair read `12,,` as the
+                    # string "12,", a value the reply never wrote).
+                    self._note("dropped a ',' written twice")
+                    i += 1
+                    continue
                 if self.stack and self.stack[-1] == "{":
                     self.starts[-1] = len(out)
                     self.role = "key"
@@ -323,6 +331,14 @@ class _Pass:
             self.cut_string,
             self.escape,
         )
+
+    def _last_token(self) -> str:
+        """What `out` ends with, less whitespace (whitespace is one token a run)."""
+        out = self.out
+        last = len(out) - 1
+        while last >= 0 and not out[last].strip():
+            last -= 1
+        return out[last].strip() if last >= 0 else ""
 
     def _drop_emptied(self) -> None:
         """A container left open at the end that holds nothing, because what was dropped at

@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 import orjson
@@ -19,6 +19,10 @@ from outform.parse import loss
 
 if TYPE_CHECKING:
     from outform.parse.context import Deadline
+
+BOM = "\ufeff"
+"""The byte order mark: a reply that opens with it (text decoded from bytes that carry one)
+is read without it, and the removal recorded (`strip_bom`)."""
 
 CandidateKind = Literal[
     "whole", "fence", "span", "unclosed", "inside", "collected", "written", "text"
@@ -78,6 +82,11 @@ class Candidate:
     """Letters and digits of the reply's values this candidate leaves out, as extraction
     knows them: a gathered list leaves out the value left open at the end (a line cut off),
     one of several values the others."""
+    partial: bool = False
+    """A gathering of the regions closed inside the value left open at the end, without the
+    rest of that value (which stops reading as JSON before its end: a value written broken,
+    not one cut off). It covers only part of the reply's JSON: tried after every reading
+    that holds the whole value (see `_gatherings`)."""
 
     @property
     def size(self) -> int:
@@ -452,6 +461,12 @@ def _opens_json(text: str, start: int) -> bool:
     return verdict
 
 
+def _innermost(text: str, start: int) -> int:
+    """The innermost opener of the run of openers at `start` (which judges the run)."""
+    end = opener_run_end(text, start)
+    return start if end is None else end - 1
+
+
 def opens_json(text: str, start: int, *, final: bool) -> bool | None:
     """`_opens_json` on a text that may go on (`final` false, a stream): None while what
     follows the bracket does not decide it yet (nothing but spaces after it, a word that may
@@ -523,6 +538,8 @@ class Extraction:
     continued: bool = False
     """The document's first value is closed and what follows it continues it (see
     `loss.continues`): likewise, a piece of it leaves the rest out."""
+    bom: bool = False
+    """The reply opened with a byte order mark, removed from `body` (`strip_bom`)."""
 
 
 _CONTINUATION = frozenset(',:{}[]"')
@@ -587,8 +604,11 @@ def candidates(
     "Largest" in the sense of outermost: only top-level regions are candidates, never the
     brackets nested inside them; among several, the earliest comes first.
     """
-    body, removed = strip_reasoning(text)
-    base: tuple[str, ...] = ("strip_reasoning",) if removed else ()
+    # A byte order mark opening the reply (text decoded from bytes that carry one) is no
+    # content and no prose: removed, and recorded as what it is.
+    bom = text.startswith(BOM)
+    body, removed = strip_reasoning(text[1:] if bom else text)
+    base = (*(("strip_bom",) if bom else ()), *(("strip_reasoning",) if removed else ()))
     scanned = scan(body, deadline)
     spans, deepest = scanned.spans, scanned.deepest
     # A reply cut inside a string keeps what ends it: the spaces and line breaks are the
@@ -599,8 +619,17 @@ def candidates(
     found: list[Candidate] = [Candidate(whole, "whole", root_of(whole), base, 0, lead)]
     seen = {whole}
     document = cut = continued = False
-    if spans and spans[0].start == lead:
-        cut = not spans[0].closed
+    # A reply that starts with a bracket that cannot begin JSON (`[Answer]: {...}`, `{name}`)
+    # starts with prose: it is no JSON document, whatever follows the bracket, and its JSON is
+    # found in its regions, each tried as written before the reply is read by a tolerant
+    # decoder (which would make the label a value).
+    if spans and spans[0].start == lead and _opens_json(body, _innermost(body, lead)):
+        # The document is left open at the end by its first value, or by a later one written
+        # broken (`{"id": 1}⏎{"id": 2, x": 3}`: it stops reading as JSON before its end). A
+        # later one cut off is a value cut off, left out of a gathering (see `_gatherings`).
+        cut = not spans[0].closed or any(
+            not span.closed and not _cut_off(body[span.start :].rstrip()) for span in spans
+        )
         rest = body[spans[0].end :].strip()
         continued = spans[0].closed and loss.continues(rest)
         document = not spans[0].closed or not rest or rest[0] in _CONTINUATION or continued
@@ -668,7 +697,11 @@ def candidates(
                 )
             )
 
-    numbered = _numbering(starts, "value")
+    # A closed region whose opener cannot begin JSON (`[Answer]`, `{braces}`: after `[` no value,
+    # after `{` no key) is a bracket of the prose, never one of the reply's values: not
+    # numbered among them, nor gathered (it is still a candidate: the whole of `[a, b]`).
+    worded = {s.start for s in closed if not _opens_json(body, _innermost(body, s.start))}
+    numbered = _numbering([start for start in starts if start not in worded], "value")
     # Of several values, the one taken leaves the others out: their content is its loss
     # (recorded, never refused: a template before the answer makes a lossy answer). (Values
     # outside fenced blocks are numbered with them: there, the blocks count too.)
@@ -710,60 +743,140 @@ def candidates(
             replace(c, detail="; ".join(filter(None, (c.detail, note)))) for c in found[1:]
         ]
     if collect:
-        # The model's own markers first: several fenced blocks are gathered; without fences,
-        # several bracketed regions of the reply are. A block of JSON lines gives each of its
-        # values, as the same lines unfenced do.
-        placed = [
-            (f.start, value) for f in fences for value in _lines_of(f.content.strip(), deadline)
-        ]
-        pieces = [value for _, value in placed]
-        transform = "collect_fences"
-        # A value left open at the end (a line cut off) that the gathered list cannot hold:
-        # its letters and digits are lost, and said (see _left_open).
-        tail = 0
-        written: list[str] = []
-        if outside and beside:
-            placed += [(span.start, body[span.start : span.end]) for span in outside]
-            pieces = [piece for _, piece in sorted(placed, key=lambda item: item[0])]
-            transform = "collect_values"
-            tail = _left_open(body, spans, fences)
-        elif not fences:
-            values = sorted([*closed, *inside], key=lambda s: s.start)
-            pieces = [body[s.start : s.end] for s in values]
-            transform = "collect_values"
-            tail = _left_open(body, spans, fences)
-            if beside:
-                # The regions that read as JSON as written, gathered without those that do
-                # not (`Use {braces} like this:` is prose): tried only when the gathering of
-                # every region can be read at no tier (see the pipeline).
-                written = [piece for piece in pieces if _reads_as_written(piece)]
-        if len(pieces) > 1 or (len(pieces) == 1 and tail > 0 and beside):
-            joined = "[" + ",".join(pieces) + "]"
-            detail = "the value left open at the end (cut off) is left out" if tail else ""
-            found.append(
-                Candidate(
-                    joined,
-                    "collected",
-                    "array",
-                    (*base, transform),
-                    deepest + 1,
-                    detail=detail,
-                    lost=tail,
-                )
-            )
-            if 1 < len(written) < len(pieces):
-                left = len(pieces) - len(written)
-                said = f"{left} region(s) of the prose that do not read as JSON left out"
-                detail = "; ".join(filter(None, (said, detail)))
-                text = "[" + ",".join(written) + "]"
-                found.append(
-                    Candidate(
-                        text, "written", "array", (*base, transform), deepest + 1, 0, detail, tail
-                    )
-                )
+        found += _gatherings(
+            body,
+            spans,
+            fences,
+            outside=outside,
+            regions=[s for s in (*closed, *inside) if s.start not in worded],
+            prose=len(worded),
+            base=base,
+            deadline=deadline,
+            beside=beside,
+            depth=deepest + 1,
+        )
     return Extraction(
-        found, body, removed, deepest, document, scanned.unmatched, document and cut, continued
+        found,
+        body,
+        removed,
+        deepest,
+        document,
+        scanned.unmatched,
+        document and cut,
+        continued,
+        bom,
     )
+
+
+def _gatherings(
+    body: str,
+    spans: list[Span],
+    fences: list[Fence],
+    *,
+    outside: list[Span],
+    regions: list[Span],
+    base: tuple[str, ...],
+    deadline: Deadline | None,
+    beside: bool,
+    depth: int,
+    prose: int = 0,
+) -> list[Candidate]:
+    """The reply's values gathered into one array (for a root that wants a list).
+
+    The model's own markers first: several fenced blocks are gathered; without fences, the
+    bracketed regions of the reply are (`regions`), and with `beside` the values of the prose
+    beside fenced blocks (`outside`) are gathered with the blocks. A block of JSON lines gives
+    each of its values, as the same lines unfenced do.
+
+    A value left open at the end of the reply (or of a block) is either cut off (it reads as
+    JSON as written to its end): it is left out, its letters and digits the gathering's
+    `lost`; or written broken (it stops reading as JSON before its end: `{"id": 2, x": 3}`),
+    and a value of the reply all the same, whatever regions close inside it after its break.
+    Then the first gathering holds it whole, to be repaired; a second gathers the regions
+    closed inside it instead (which read as written), leaving the rest of it out: its letters
+    and digits are that gathering's `lost`, and it is `partial`, tried only after every
+    reading that holds the value (see the pipeline).
+
+    `regions` holds no bracket of the prose whose opener cannot begin JSON; `prose` says how
+    many were left out (said in the detail: prose is no content)."""
+    lines = [_lines_of(f.content.strip(), deadline) for f in fences]
+    placed = [(f.start, v) for f, held in zip(fences, lines, strict=True) for v in held.values]
+    every = [
+        (f.start, v)
+        for f, held in zip(fences, lines, strict=True)
+        for v in held.every or held.values
+    ]
+    tail = sum(held.tail for held in lines)
+    broken = sum(held.broken for held in lines)
+    inner = sum(held.inner for held in lines)
+    partial = any(held.every for held in lines)
+    # A gathering of the broken value alone is one too when regions closed inside it are the
+    # reply's other values (JSON lines whose first line is broken); an array broken alone is
+    # the list itself, read whole as the reply or the block.
+    alone = partial
+    if fences and not (outside and beside):
+        regions = []
+    elif fences:
+        regions, prose = outside, 0
+    transform = "collect_values" if regions or not fences else "collect_fences"
+    written: list[str] = []
+    if regions:
+        pieces = [(span.start, body[span.start : span.end]) for span in regions]
+        placed += pieces
+        opened = _open_value(body, spans, fences, deadline)
+        if opened is not None and opened[1]:
+            tail += opened[2]
+            every += pieces
+        elif opened is not None:
+            span, _, size = opened
+            held = [s for s in regions if s.inside]
+            inner += len(held)
+            broken += max(0, size - sum(_size(body[s.start : s.end], deadline) for s in held))
+            partial = True
+            alone = alone or (span.root == "object" and bool(held))
+            every += [piece for piece in pieces if not span.start <= piece[0] < span.end]
+            every.append((span.start, loss.region(body[span.start :].rstrip())))
+            if any(f.start > span.start for f in fences):
+                every = []  # (it runs over a fenced block: no value of its own to repair)
+        else:
+            every += pieces
+        if beside and not fences:
+            # The regions that read as JSON as written, gathered without those that do not
+            # (`Use {braces} like this:` is prose): tried only when the gathering of every
+            # region can be read at no tier (see the pipeline).
+            written = [piece for _, piece in sorted(pieces) if _reads_as_written(piece)]
+    values = [piece for _, piece in sorted(placed, key=lambda item: item[0])]
+    found: list[Candidate] = []
+    steps = (*base, transform)
+    if partial and (len(every) > 1 or (alone and every)):
+        whole = [piece for _, piece in sorted(every, key=lambda item: item[0])]
+        found.append(Candidate("[" + ",".join(whole) + "]", "collected", "array", steps, depth))
+    if not (len(values) > 1 or (len(values) == 1 and tail > 0 and beside)):
+        return found
+    said = []
+    if tail:
+        said.append("the value left open at the end (cut off) is left out")
+    if partial:
+        but = f" but for the {inner} region(s) closed inside it" if inner else ""
+        said.append(f"the value that stops reading as JSON before its end is left out{but}")
+
+    def told(left: int) -> str:
+        """The detail of a gathering that leaves out `left` regions of the prose."""
+        note = f"{left} region(s) of the prose that do not read as JSON left out"
+        return "; ".join([note, *said] if left else said)
+
+    lost = tail + broken
+    joined = "[" + ",".join(values) + "]"
+    found.append(
+        Candidate(joined, "collected", "array", steps, depth, 0, told(prose), lost, partial=partial)
+    )
+    if 1 < len(written) < len(values):
+        detail = told(len(values) - len(written) + prose)
+        text = "[" + ",".join(written) + "]"
+        found.append(
+            Candidate(text, "written", "array", steps, depth, 0, detail, lost, partial=partial)
+        )
+    return found
 
 
 _CODE_HEAD = re.compile(r"\s*[A-Za-z_$]")
@@ -819,35 +932,77 @@ def _reads_as_written(piece: str) -> bool:
     return True
 
 
-def _lines_of(content: str, deadline: Deadline | None = None) -> list[str]:
+@dataclass(frozen=True, slots=True)
+class _Lines:
+    """The values of a fenced block for a gathering (see `_lines_of`)."""
+
+    values: list[str]
+    every: list[str] = field(default_factory=list)
+    """With a value written broken: the values, that one whole in place of the regions
+    closed inside it (empty otherwise)."""
+    tail: int = 0
+    """Letters and digits of a value cut off at the end, left out of `values`."""
+    broken: int = 0
+    """Letters and digits of a value written broken that `values` leaves out."""
+    inner: int = 0
+    """How many regions closed inside that value `values` holds."""
+
+
+def _lines_of(content: str, deadline: Deadline | None = None) -> _Lines:
     """The values of a fenced block's `content` for a gathering: each of its values when it
-    is JSON lines (several closed values one after another, nothing but whitespace or commas
-    around them), else the content as one piece ([] when empty)."""
+    is JSON lines (several values one after another, nothing but whitespace or commas around
+    them, each closed but the last), else the content as one piece (none when empty). A last
+    value left open is cut off (left out) or written broken (see `_gatherings`): an object
+    written broken holds the lines that close after its break, even when it is the first."""
     if not content:
-        return []
+        return _Lines([])
     if content[0] not in "{[":
-        return [content]
-    spans = scan(content, deadline, breaks=False).spans
-    if len(spans) < 2 or not all(s.closed and not s.inside for s in spans):
-        return [content]
-    bounds = [0, *(i for s in spans for i in (s.start, s.end)), len(content)]
+        return _Lines([content])
+    spans = scan(content, deadline).spans
+    tops = [s for s in spans if not s.inside]
+    if not tops or not all(s.closed for s in tops[:-1]):
+        return _Lines([content])
+    bounds = [0, *(i for s in tops for i in (s.start, s.end)), len(content)]
     between = (content[a:b] for a, b in zip(bounds[::2], bounds[1::2], strict=True))
     if any(gap.strip(" \t\r\n,") for gap in between):
-        return [content]  # prose between them: the block is one piece, read as a whole
-    return [content[s.start : s.end] for s in spans]
+        return _Lines([content])  # prose between them: the block is one piece, read as a whole
+    closed = [content[s.start : s.end] for s in tops if s.closed]
+    last = tops[-1]
+    held = [content[s.start : s.end] for s in spans if s.inside]
+    if len(tops) == 1 and (last.closed or last.root != "object" or not held):
+        return _Lines([content])  # one value (or an array broken alone): read as a whole
+    if last.closed:
+        return _Lines(closed)
+    region = content[last.start :].rstrip()
+    if _cut_off(region):
+        return _Lines(closed, tail=_size(region, deadline))
+    whole = loss.region(region)
+    broken = max(0, _size(whole, deadline) - sum(_size(piece, deadline) for piece in held))
+    return _Lines([*closed, *held], [*closed, whole], 0, broken, len(held))
 
 
-def _left_open(body: str, spans: list[Span], fences: list[Fence]) -> int:
-    """The letters and digits of the region left open at the end of the reply when it is a
-    value cut off (it reads as JSON as written to its end), outside any fenced block; 0 when
-    there is none."""
+def _open_value(
+    body: str, spans: list[Span], fences: list[Fence], deadline: Deadline | None = None
+) -> tuple[Span, bool, int] | None:
+    """The region left open at the end of the reply, outside any fenced block (a block holds
+    what is left open inside it), None when there is none: the span, whether it is a value
+    cut off (it reads as JSON as written to its end) rather than one that stops reading as
+    JSON before its end (written broken), and its letters and digits (of its JSON region, as
+    the loss rule counts them: prose after its last closer is none)."""
     opened = [s for s in spans if not s.closed]
     if not opened:
-        return 0
+        return None
     span = opened[-1]
     if any(f.start <= span.start < f.start + len(f.content) for f in fences):
-        return 0  # inside a block: the block holds it
-    region = body[span.start :].rstrip()
-    if not _cut_off(region):
-        return 0  # it stops reading as JSON before its end: a bracket of the prose
-    return loss.measure(region).size
+        return None
+    # (A block after it is no part of it: its marker line ends the region.)
+    after = [f.start for f in fences if f.start > span.start]
+    stop = max(body.rfind("```", 0, min(after)), body.rfind("~~~", 0, min(after))) if after else -1
+    region = body[span.start : stop if stop > span.start else len(body)].rstrip()
+    if _cut_off(region):
+        return span, True, _size(region, deadline)
+    return span, False, _size(loss.region(region), deadline)
+
+
+def _size(text: str, deadline: Deadline | None) -> int:
+    return loss.measure(text, deadline=deadline).size

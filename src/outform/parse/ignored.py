@@ -76,13 +76,29 @@ def closed_validator(
 
 
 def _models(schema: Any) -> dict[str, type]:
-    """The model class of each core schema `ref` (definitions included): what a union branch
-    that refers to a definition builds."""
-    return {
-        node["ref"]: node["cls"]
-        for node in nodes(schema)
-        if node.get("type") == "model" and isinstance(node.get("ref"), str)
-    }
+    """The model (or dataclass) class of each core schema `ref` (definitions included, the
+    validators around a class too): what a union branch that refers to a definition builds."""
+    found = {}
+    for node in nodes(schema):
+        cls = _class_of(node)
+        if cls is not None and isinstance(node.get("ref"), str):
+            found[node["ref"]] = cls
+    return found
+
+
+_WRAPPERS = frozenset({"function-before", "function-after", "function-wrap"})
+"""Core schemas of a validator around another schema (a model's own validators wrap it: the
+`ref` is then theirs)."""
+
+
+def _class_of(node: Any) -> type | None:
+    """The model or dataclass `node` builds, through the validators around it (None: none)."""
+    while isinstance(node, dict) and node.get("type") in _WRAPPERS:
+        node = node.get("schema")
+    if isinstance(node, dict) and node.get("type") in ("model", "dataclass"):
+        cls = node.get("cls")
+        return cls if isinstance(cls, type) else None
+    return None
 
 
 def _tag_unions(schema: Any, models: dict[str, type], branches: dict[str, type | None]) -> None:
@@ -100,33 +116,126 @@ def _tag_unions(schema: Any, models: dict[str, type], branches: dict[str, type |
 
 
 def _builds(branch: Any, models: dict[str, type]) -> type | None:
-    """The model class a union branch builds, or None (not a model, or not known)."""
+    """The model (or dataclass) class a union branch builds, or None (none, or not known)."""
     if not isinstance(branch, dict):
         return None
-    if branch.get("type") == "model":
-        cls = branch.get("cls")
-        return cls if isinstance(cls, type) else None
     if branch.get("type") == "definition-ref":
         return models.get(str(branch.get("schema_ref")))
-    return None
+    return _class_of(branch)
 
 
 def rewritten_validator(
     adapter: TypeAdapter[Any], rewrite: Callable[[Any], Any]
 ) -> SchemaValidator | None:
     """A validator of a copy of the adapter's core schema as `rewrite` returns it; None when it
-    returns None (nothing to check) or pydantic-core cannot rebuild it (no check, as before)."""
+    returns None (nothing to check) or pydantic-core cannot rebuild it (no check, as before).
+    Such a copy reads a class as its fields (a class keeps its own prebuilt validator, which
+    would ignore the rewrite), and builds the class from them (see `_build_classes`), so that
+    the type's own validators are given what Pydantic gives them."""
     try:
         schema = copy.deepcopy(adapter.core_schema)
     except (TypeError, AttributeError, copy.Error):
         return None
+    _mark_classes(schema)
     rewritten = rewrite(schema)
     if rewritten is None:
         return None
     try:
-        return SchemaValidator(rewritten)
+        return SchemaValidator(_build_classes(rewritten))
     except Exception:
         return None
+
+
+_BUILDS: Final = "outform-builds"
+"""The key, in the `metadata` of a class's inner schema (its fields), of the function that
+builds the class from what they read (see `_mark_classes`)."""
+
+
+def _mark_classes(schema: Any) -> None:
+    """Mark the inner schema of each class in `schema` (a copy of a core schema, changed in
+    place) with the function that builds the class from what it reads, without the class's
+    validator: a rewrite that reads the class as its fields (its own prebuilt validator would
+    ignore the rewrite) then builds it all the same (`_build_classes`)."""
+    for node in nodes(schema):
+        inner = node.get("schema")
+        if node.get("type") in ("model", "dataclass") and isinstance(inner, dict):
+            build = _builder(node)
+            if build is not None:
+                metadata = inner.get("metadata")
+                metadata = dict(metadata) if isinstance(metadata, dict) else {}
+                node["schema"] = {**inner, "metadata": {**metadata, _BUILDS: build}}
+
+
+def _builder(node: dict[str, Any]) -> Callable[[Any], Any] | None:
+    """How to build the class of `node` (a model's or a dataclass's core schema) from what its
+    inner schema reads, as Pydantic's own validator builds it, none of its validators run
+    again: a model (`model_construct`, which runs `model_post_init`) from its fields, the
+    fields set and its extra keys; a root model from its root; a dataclass from its fields
+    (`__post_init__` called, with its init-only values, when it has one)."""
+    cls: Any = node.get("cls")
+    if not isinstance(node.get("cls"), type):
+        return None
+    if node["type"] == "dataclass":
+        post_init = bool(node.get("post_init"))
+
+        def dataclass(read: Any) -> Any:
+            fields, init_only = read
+            built = cls.__new__(cls)
+            for name, value in fields.items():
+                object.__setattr__(built, name, value)
+            if post_init:
+                built.__post_init__(*(init_only or ()))
+            return built
+
+        return dataclass
+    construct = getattr(cls, "model_construct", None)
+    if not callable(construct):
+        return None
+    if node.get("root_model"):
+
+        def root(read: Any) -> Any:
+            return construct(read)
+
+        return root
+
+    def model(read: Any) -> Any:
+        fields, extra, given = read
+        return construct(given, **fields, **(extra or {}))
+
+    return model
+
+
+def _build_classes(node: Any, in_class: bool = False) -> Any:
+    """`node` (a rewritten core schema) with each class's inner schema that no longer stands
+    in its class (the rewrite read the class as its fields) wrapped by the function that
+    builds the class (see `_mark_classes`): the type's validators around it, a wrap
+    validator's handler, a field validator's `info.data`, are given the class, as Pydantic
+    gives it, not a tuple of its fields. `in_class`: `node` is a class's inner schema still."""
+    if isinstance(node, list | tuple):  # (a tuple: a union's branch and its tag)
+        items = [_build_classes(item) for item in node]
+        return items if isinstance(node, list) else tuple(items)
+    if not isinstance(node, dict):
+        return node
+    kind = node.get("type")
+    out = {
+        key: child
+        if key in ("config", "metadata", "cls", "serialization")
+        else _build_classes(child, kind in ("model", "dataclass") and key == "schema")
+        for key, child in node.items()
+    }
+    metadata = node.get("metadata")
+    build = metadata.get(_BUILDS) if isinstance(metadata, dict) else None
+    if build is None or in_class:
+        return out
+    ref = out.pop("ref", None)
+    wrapper: dict[str, Any] = {
+        "type": "function-after",
+        "function": {"type": "no-info", "function": build},
+        "schema": out,
+    }
+    if ref is not None:
+        wrapper["ref"] = ref
+    return wrapper
 
 
 def _close(node: Any, extra: str | None) -> Any:

@@ -209,6 +209,9 @@ class Pipeline(Generic[T]):
         published = schema
         # Decimals read through a float otherwise than the reply wrote them: found by this.
         self._decimals = decimals.decimal_validator(self.adapter) if self.adapter else None
+        # Integers past 2**53 a float would hold as others, or read from a float's spelling:
+        # told apart by this (see typed.py).
+        self._floats = typed_reading.float_validator(self.adapter) if self.adapter else None
         # A decimal's string is checked as what the type reads: a decimal literal (see
         # strictness.py); other strings are coerced as for a number, or refused. A field the
         # type reads by its name as well as its alias is checked under either (by_name.py).
@@ -232,10 +235,12 @@ class Pipeline(Generic[T]):
         # checks beside it.
         self._hash = self.compiled.hash if schema is published else schema_hash(published)
         # Where the type's strict reading of JSON takes a value its schema refuses (`True` for
-        # `Literal[1]`, `" 1.5"` for a decimal), the fast path checks the plain JSON too.
+        # `Literal[1]`, `" 1.5"` for a decimal, what a before validator of its own reads), the
+        # fast path checks the plain JSON too.
         self._loose = self.adapter is not None and (
             (checked is not None and self._decimals is not None)
             or strictness.compares_numbers(self.compiled.root)
+            or strictness.own_readers(self.adapter)
         )
         # Keys the type ignores (Pydantic's default) are found, and recorded, by this; a
         # field's name written beside its alias is one (by_name.py).
@@ -422,6 +427,8 @@ class Pipeline(Generic[T]):
                 return None  # Pydantic reads NaN and Infinity; the slow path refuses them
             if values.may_round(marks):
                 return None  # `9007199254740993.0` read through a float: read exactly there
+            if self._floats is not None and marks.find(typed_reading.LONG) >= 0:
+                return None  # an integer a float field holds as another: refused there
             if values.out_of_range(text, integers=True, marks=marks) is not None:
                 return None  # Pydantic reads 1e400 as infinity: the slow path refuses it
             if self._decimals is not None and decimals.FRACTION.search(text):
@@ -610,6 +617,11 @@ class Pipeline(Generic[T]):
             fix = "no level reads NaN or Infinity: JSON has no such numbers"
         elif numbers := [f.number for _, f in failures if f.number is not None]:
             fix = f"no level reads {numbers[0].kind}: the model must write it again"
+        elif text.startswith(extract.BOM):
+            fix = (
+                "remove the byte order mark (U+FEFF) before the reply; the 'extract' stage "
+                "(levels 'minimal' and 'full') removes it"
+            )
         return self._fail(original, None, run, (self._syntax_violation(failures),), notes, fix=fix)
 
     def _attempts(
@@ -630,12 +642,24 @@ class Pipeline(Generic[T]):
         # The reply's own text, as written (less its reasoning, which is recorded), when it
         # may be the value itself.
         reasoning = ("strip_reasoning",) if extraction.reasoning else ()
-        as_text = extract.Candidate(extraction.body, "text", "other", reasoning)
+        if extraction.bom and self._verbatim:
+            # A plain string wanted: the byte order mark the reply opens with is a character
+            # of it as written, as on the fast path.
+            body = extract.BOM + extraction.body
+        else:
+            body = extraction.body  # (words read as a value are read without one: recorded)
+            reasoning = ("strip_bom", *reasoning) if extraction.bom else reasoning
+        as_text = extract.Candidate(body, "text", "other", reasoning)
         # The tolerant tiers are the `decode` stage's: without it, strict JSON only.
         tiers = range((options.tolerance if "decode" in options.stages else 0) + 1)
         # A reply that is one (broken) JSON document, and the gathered values of a reply that
         # holds several, are read whole at every tier before any piece of them is tried.
         collected = [c for c in candidates if c.kind == "collected"]
+        # A gathering of the regions closed inside a value written broken, without the rest of
+        # it, covers only part of the reply's JSON: it comes after every reading that holds
+        # that value (the document, the gathering that holds it whole), at every tier.
+        partial = [c for c in collected if c.partial]
+        full = [c for c in collected if not c.partial]
         leading = [whole] if extraction.document else []
         order: list[tuple[int, extract.Candidate]] = []
         if self._verbatim and not (self._null_root and whole.text == "null"):
@@ -648,13 +672,17 @@ class Pipeline(Generic[T]):
             # (its keys would be taken for words).
             order.append((-1, as_text))
         if not self._unconstrained or any("collect_fences" in c.transforms for c in collected):
-            leading += collected
+            leading += full
         elif extraction.document:
             # Nothing constrains the root: read a JSON-shaped reply as a tolerant decoder does,
             # then gather its pieces; in prose, the pieces come first and gathering last.
             order += [(tier, c) for c in leading for tier in tiers]
-            leading += collected
+            leading += full
+        else:
+            partial = []
         order += [(tier, c) for tier in tiers for c in leading]
+        order += [(tier, c) for tier in tiers for c in partial]
+        leading += partial
         # The values that read as JSON as written, gathered without the prose brackets beside
         # them: only when the gathering of every region could be read at no tier.
         written = [c for c in candidates if c.kind == "written"]
@@ -759,15 +787,25 @@ class Pipeline(Generic[T]):
                 left = _left_out(candidate, outcome.value, gathered, collected[0])
                 left = max(0, left - candidate.lost)
             lost = 0
-            if whole_content is not None and candidate.kind in ("span", "unclosed", "inside"):
+            if whole_content is not None and (
+                candidate.kind in ("span", "unclosed", "inside") or candidate.partial
+            ):
                 kept = loss.measure(values.encode(outcome.value), comments=False)
                 measured = loss.Loss(whole_content, kept)
                 if measured.refused:
-                    refusal = measured.describe("reading one region of the broken JSON document")
+                    reading = (
+                        "gathering the values without the one written broken"
+                        if candidate.partial
+                        else "reading one region of the broken JSON document"
+                    )
+                    refusal = measured.describe(reading)
                     failures.append((candidate, decoding.DecodeFailure(refusal, 0, refused=True)))
                     run.emit("output.coercion.fail", "extract", detail=refusal)
                     continue
-                lost = measured.lost
+                # (A partial gathering counts what it leaves out itself: only the rest here.)
+                lost = (
+                    max(0, measured.lost - candidate.lost) if candidate.partial else measured.lost
+                )
             if left:
                 lost = max(lost, left)
             # (A piece of a gathering: what it leaves out is its own count or the gathering's.)
@@ -934,7 +972,9 @@ class Pipeline(Generic[T]):
         as_valid = value  # (its floats are those the checks of dropped fractions look for)
         if valid and self.adapter is not None:
             try:
-                typed, value = typed_reading.read(self.adapter, value, run)
+                typed, value = typed_reading.read(
+                    self.adapter, value, run, candidate.text, self._floats
+                )
                 if self._decimals is not None:
                     typed, kept = self._exact_decimals(value, typed, candidate.text, run, made)
             except PydanticValidationError as exc:
@@ -1288,6 +1328,11 @@ class Pipeline(Generic[T]):
     def _syntax_violation(
         self, failures: list[tuple[extract.Candidate, decoding.DecodeFailure]]
     ) -> Violation:
+        if any(c.kind == "whole" and c.text.startswith(extract.BOM) for c, _ in failures):
+            # (Left there only without the extract stage, which removes it.)
+            return _syntax(
+                "the reply opens with a byte order mark (U+FEFF), which JSON text has not"
+            )
         json_like = [(c, f) for c, f in failures if c.root != "other"]
         if not json_like:
             return _syntax("the reply contains no JSON value")

@@ -2,7 +2,7 @@
 
 A reply valid as sent takes the typed fast path: Pydantic reads and validates the text in one
 call, in strict mode, and outform records nothing. That is right only where Pydantic's strict
-reading accepts no value the type's JSON Schema refuses. Two places of a type break it:
+reading accepts no value the type's JSON Schema refuses. Three places of a type break it:
 
 - **Members compared by equality.** A `Literal` or an `Enum` (an `IntEnum`, a `Literal[1, 2]`,
   a `Literal[True]`, a float enum) is matched by Python's `==`, for which `True == 1` and
@@ -18,7 +18,15 @@ reading accepts no value the type's JSON Schema refuses. Two places of a type br
   as JSON writes numbers, and anything else is converted by the rules of a number field (and
   recorded) or refused.
 
-For a type with either place, the fast path also checks the reply's plain JSON against the
+- **Validators that read the input.** A before, wrap or plain validator of the type's own code
+  (`BeforeValidator`, `WrapValidator`, `PlainValidator`, `field_validator` or
+  `model_validator` in those modes, at any depth) is given the reply's value before the type
+  reads it, and may take what the schema refuses (`"1,2,3"` split into `list[int]`), which the
+  slow path coerces (recorded) or refuses first. :func:`own_readers` finds one in the type's
+  core schema. (Pydantic's own functions, for the types whose reading it writes them for, a
+  URL, an IP address, a `Sequence`, read what the schema it writes for them says.)
+
+For a type with any such place, the fast path also checks the reply's plain JSON against the
 schema (one orjson call, one validator call), and a reply it refuses takes the slow path,
 whose answer (a recorded coercion, or a violation) then holds at every level. Types without
 one pay nothing more.
@@ -26,6 +34,7 @@ one pay nothing more.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -75,6 +84,43 @@ def compares_numbers(schema: Any) -> bool:
             elif key not in ("const", "enum") and isinstance(child, dict | list):
                 stack.append(child)
     return False
+
+
+_READERS = frozenset({"function-before", "function-wrap", "function-plain"})
+"""Core schemas of a validator that is given the input before (or instead of) the type."""
+_NOT_VALIDATING = frozenset({"config", "metadata", "cls", "serialization"})
+"""Keys of a core schema node whose values hold no validator (a serializer's functions are
+written as validators are)."""
+
+
+def own_readers(adapter: TypeAdapter[Any]) -> bool:
+    """Whether the type runs a before, wrap or plain validator of code other than Pydantic's
+    own anywhere (a model's, a field's, an `Annotated` one): one that may read a value the
+    type's schema refuses (see the module). One walk of the core schema."""
+    stack: list[Any] = [adapter.core_schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list | tuple):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        function = node.get("function")
+        if node.get("type") in _READERS and not _pydantics(
+            function.get("function") if isinstance(function, dict) else None
+        ):
+            return True
+        stack.extend(v for k, v in node.items() if k not in _NOT_VALIDATING)
+    return False
+
+
+def _pydantics(function: Any) -> bool:
+    """Whether `function` is Pydantic's own (how it reads a URL, an IP address, a
+    `Sequence`); a function it cannot tell the module of is not."""
+    while isinstance(function, functools.partial):
+        function = function.func
+    module = getattr(function, "__module__", None)
+    return isinstance(module, str) and (module == "pydantic" or module.startswith("pydantic."))
 
 
 def _holds_numbers(value: Any) -> bool:
@@ -177,4 +223,5 @@ __all__ = [
     "checked_schema",
     "compares_numbers",
     "decimal_schema",
+    "own_readers",
 ]
