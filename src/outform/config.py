@@ -131,6 +131,13 @@ def _backend(value: Any) -> bool:
         return False
     if value.startswith(("http://", "https://")):
         return baseurl.problem(value) is None
+    return _provider(value)
+
+
+def _provider(value: Any) -> bool:
+    """A provider name of outform's registry."""
+    if not _text(value):
+        return False
     from outform.providers.registry import PROVIDERS
 
     return value in PROVIDERS
@@ -157,6 +164,10 @@ _GATEWAY: dict[str, Check] = {
     "backend_api_key_env": Check(
         _env_name, "the name of an environment variable (not the key itself)", secret=True
     ),
+    "allowed_providers": Check(
+        lambda v: isinstance(v, list) and all(_provider(item) for item in v),
+        "a list of provider names of outform's registry (e.g. ['openai'])",
+    ),
     "model_map": Check(
         lambda v: isinstance(v, dict) and all(_text(k) and _text(t) for k, t in v.items()),
         "a table of model names: client-facing name = backend model",
@@ -176,6 +187,7 @@ _GATEWAY: dict[str, Check] = {
     "max_input_items": _int(1, 100_000),
     "max_buffered_bytes": _int(1_024, 1 << 40),
     "body_timeout": _number(0.01, 3_600),
+    "header_timeout": _number(0.01, 600),
     "backend_timeout": _number(0.01, 86_400),
     "backend_connect_timeout": _number(0.01, 3_600),
     "backend_idle_timeout": _number(0.01, 86_400),

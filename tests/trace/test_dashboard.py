@@ -243,8 +243,10 @@ def test_data_needs_a_key_the_page_does_not(store: SqliteTraceStore) -> None:
             ("overview?buckets=abc", "buckets", "'abc'"),
         ]:
             bad = httpx.get(url + "/dashboard/api/" + query, headers=right)
-            said = bad.json()["error"]
+            error = bad.json()["error"]  # the gateway's (OpenAI's) error shape
+            said = error["message"]
             assert bad.status_code == 400, query
+            assert error["param"] == name and error["code"] == "invalid_value"
             assert f"the query parameter {name} must be" in said and f"not {sent}" in said
             assert "--" not in said
 

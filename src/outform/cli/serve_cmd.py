@@ -80,6 +80,18 @@ def serve_command(
         float | None,
         typer.Option("--body-timeout", help="Seconds a request's whole body may take (408 after)."),
     ] = None,
+    header_timeout: Annotated[
+        float | None,
+        typer.Option("--header-timeout", help="Seconds a request's headers may take (408 after)."),
+    ] = None,
+    allow_provider: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-provider",
+            help="A provider clients may also reach as provider:model, with its key from the "
+            "environment, besides a provider backend (repeatable).",
+        ),
+    ] = None,
 ) -> None:
     """Serve the OpenAI Responses API over a Chat Completions backend or a provider.
 
@@ -105,6 +117,8 @@ def serve_command(
         "--max-body-bytes": ("max_body_bytes", max_body_bytes),
         "--max-buffered-bytes": ("max_buffered_bytes", max_buffered_bytes),
         "--body-timeout": ("body_timeout", body_timeout),
+        "--header-timeout": ("header_timeout", header_timeout),
+        "--allow-provider": ("allowed_providers", allow_provider),
     }
     for flag, (key, value) in flags.items():
         check = gateway_check(key)
@@ -140,6 +154,8 @@ def serve_command(
         max_body_bytes=max_body_bytes,
         max_buffered_bytes=max_buffered_bytes,
         body_timeout=body_timeout,  # checked by GatewaySettings (ConfigError: exit 2)
+        header_timeout=header_timeout,
+        allowed_providers=tuple(allow_provider) if allow_provider else None,
     )
     if chosen.native:
         from outform.providers.registry import PROVIDERS

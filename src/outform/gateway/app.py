@@ -89,11 +89,23 @@ def create_app(
     return GatewayApp(settings, store=store, backend=backend, env=env)
 
 
-def make_backend(settings: GatewaySettings, env: Mapping[str, str] = os.environ) -> Backend:
+def make_backend(
+    settings: GatewaySettings,
+    env: Mapping[str, str] = os.environ,
+    learn: Callable[[str], None] | None = None,
+) -> Backend:
+    """The backend of the settings; `learn` is told each credential a native backend is
+    about to send (its key, a token), for the scrubbers."""
     if settings.native:
         from outform.gateway.native import NativeBackend
 
-        return NativeBackend(settings.backend, timeouts=settings.timeouts, env=env)
+        return NativeBackend(
+            settings.backend,
+            timeouts=settings.timeouts,
+            env=env,
+            allowed=settings.allowed_providers,
+            learn=learn,
+        )
     return HttpChatBackend(
         settings.backend,
         api_key=settings.backend_key(env),
@@ -186,7 +198,7 @@ class GatewayApp:
         self._tenancy = Tenancy(self._keys, await store.tenant_salt())
         backend = self._given_backend
         if backend is None:
-            backend = make_backend(self.settings, self._env)
+            backend = make_backend(self.settings, self._env, self._learn)
             self._owned.append(backend.aclose)
         worker = Worker(
             store,
@@ -199,6 +211,12 @@ class GatewayApp:
         self.gateway = Gateway(self.settings, backend, store, worker, self.scrubber)
         self._owned.append(self.gateway.checker.aclose)
         self.dashboard = self._dashboard()
+
+    def _learn(self, secret: str) -> None:
+        """A credential the backend is about to send: kept out of everything the gateway
+        writes from now on (bodies, streams, rows, logs, trace sinks)."""
+        self.scrubber.learn(secret)
+        register_secret(secret)
 
     def _dashboard(self) -> Starlette | None:
         """The dashboard over the store this process records into (`[trace]`,
@@ -572,6 +590,9 @@ def _fastapi(app: GatewayApp) -> FastAPI:
         ),
         lifespan=lifespan,
         redoc_url=None,
+        # A path with a trailing slash is an unknown path (404 in OpenAI's error shape), not a
+        # 307 whose Location is built from the client's own Host header.
+        redirect_slashes=False,
     )
 
     def openapi() -> dict[str, Any]:

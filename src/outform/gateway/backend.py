@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from outform.gateway.answers import Malformed, check_completion
 from outform.gateway.client import (
     BackendHTTPError,
     BackendTimeoutError,
@@ -75,11 +76,21 @@ class BackendReply:
 
 
 def completion(data: Any, content_type: bytes = JSON) -> dict[str, Any]:
-    """`data` if it is a `chat.completion` (its first choice has a `message` object), else a
-    502: an answer of another shape must not pass for an empty reply."""
+    """`data` if it is a `chat.completion` (its first choice has a `message` object, and the
+    fields the gateway reads hold their types: `gateway.answers`), else a 502: an answer of
+    another shape must not pass for an empty reply, nor be read as what it did not say."""
     choices = data.get("choices") if isinstance(data, dict) else None
     first = choices[0] if isinstance(choices, list) and choices else None
     if isinstance(first, dict) and isinstance(first.get("message"), dict):
+        try:
+            check_completion(data)
+        except Malformed as exc:
+            raise GatewayError(
+                502,
+                f"The backend's answer is not a valid Chat Completions answer: {exc}.",
+                type="server_error",
+                code="backend_error",
+            ) from None
         return data  # type: ignore[no-any-return]
     what = "JSON without a choices[0].message" if isinstance(data, dict) else "not a JSON object"
     kind = content_type.decode("latin-1").split(";")[0].strip() or "no content type"
@@ -231,16 +242,21 @@ class _HttpChatStream:
             async for chunk in self._response:
                 yield chunk
         except BackendHTTPError as exc:
-            raise StreamFailure(_sentence(str(exc)), timeout_limit(exc)) from None
+            raise _BrokenOff(_sentence(str(exc)), timeout_limit(exc)) from None
 
     async def chunks(self) -> AsyncIterator[dict[str, Any]]:
         decoder = SSEDecoder()
         end = StreamEnd(self._name)
-        async for piece in self._pieces():
-            for data in decoder.feed(piece):
-                event = end.see(data)
-                if event is not None:
-                    yield event
+        try:
+            async for piece in self._pieces():
+                for data in decoder.feed(piece):
+                    event = end.see(data)
+                    if event is not None:
+                        yield event
+        except _BrokenOff:
+            if not end.whole:
+                raise
+            return  # broke after the backend said the answer was whole: nothing is lost
         for data in decoder.finish():
             event = end.see(data)
             if event is not None:
@@ -252,13 +268,20 @@ class _HttpChatStream:
         end is checked as in `chunks()`, and a missing `[DONE]` after a finish is added."""
         decoder = SSEDecoder()
         end = StreamEnd(self._name)
-        async for piece in self._pieces():
-            frames = decoder.frames(piece)
-            for _, data in frames:
-                if data is not None:
-                    end.see(data)
-            if frames:
-                yield b"".join(frame for frame, _ in frames)
+        try:
+            async for piece in self._pieces():
+                frames = decoder.frames(piece)
+                for _, data in frames:
+                    if data is not None:
+                        end.see(data)
+                if frames:
+                    yield b"".join(frame for frame, _ in frames)
+        except _BrokenOff:
+            if not end.whole:
+                raise
+            if not end.done_seen:  # broke after the answer was whole: it ends as a whole one
+                yield DONE
+            return
         tail = decoder.finish_frames()
         for _, data in tail:
             if data is not None:
@@ -271,6 +294,11 @@ class _HttpChatStream:
 
     async def aclose(self) -> None:
         self._response.close()
+
+
+class _BrokenOff(StreamFailure):
+    """The connection broke (or a timeout ran out) while the stream was read: the end of
+    the answer when the backend had already said it was whole (`StreamEnd.whole`)."""
 
 
 def timeout_limit(exc: Exception) -> str | None:

@@ -187,6 +187,11 @@ class Worker:
             pass  # cancelled or deleted (the canceller stored that), or shutting down (stop())
         except StoreError as exc:
             log.error("background response %s: the store failed: %s", job.shell.id, exc.what)
+        except Exception:  # its final state could not be stored: stored bare, as failed
+            log.exception("background response %s: storing its end failed", job.shell.id)
+            error = {"code": "server_error", "message": "Internal error in the gateway."}
+            with contextlib.suppress(Exception):
+                await job.keeper.update(job.shell.build("failed", [], error=error))
         finally:
             self._jobs.pop(job.shell.id, None)
 

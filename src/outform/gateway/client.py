@@ -100,9 +100,8 @@ class _Connection(asyncio.Protocol):
             ):
                 self.complete = True  # a body delimited by the end of the connection
             else:
-                self.error = BackendClosedError(
-                    "the backend closed the connection before answering"
-                )
+                when = "in the middle of its answer" if self.received else "before answering"
+                self.error = BackendClosedError(f"the backend closed the connection {when}")
         self._wake()
 
     def data_received(self, data: bytes) -> None:

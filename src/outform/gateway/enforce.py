@@ -45,6 +45,7 @@ from outform.gateway.translate import (
     flat_format,
     format_fields,
 )
+from outform.gateway.usage import read as read_usage
 from outform.gateway.workers import WorkerPool, WorkerTimeoutError
 from outform.schema import pointer
 from outform.schema.compiled import compile_schema
@@ -247,6 +248,7 @@ async def _enforce(
     level = _level(profile, checker.level)
     body = {k: v for k, v in chat.items() if k not in ("stream", "stream_options")}
     messages = list(body.get("messages") or ())
+    usages: list[Any] = []
     usage: dict[str, Any] | None = None
     explanation = ""
     asked: Reask | None = None
@@ -254,7 +256,8 @@ async def _enforce(
         run.attempt = attempt
         body["messages"] = messages
         _, completion = await tracing.complete(backend, body, run)
-        usage = _add_usage(usage, completion.get("usage"))
+        usages.append(completion.get("usage"))
+        usage = _summed(usages)
         choices = completion.get("choices") or [{}]
         choice = choices[0] if isinstance(choices[0], dict) else {}
         message = choice.get("message") or {}
@@ -349,31 +352,32 @@ def _with(
     message: dict[str, Any],
     usage: dict[str, Any] | None,
 ) -> dict[str, Any]:
+    """The answer: the last attempt's, with the checked message and the usage of all the
+    attempts (left out when it is not known)."""
     out = {**completion, "choices": [{**choice, "message": message}]}
-    if usage is not None:
+    if usage is None:
+        out.pop("usage", None)
+    else:
         out["usage"] = usage
     return out
 
 
-def _add_usage(total: dict[str, Any] | None, usage: Any) -> dict[str, Any] | None:
-    if not isinstance(usage, dict):
-        return total
-    if total is None:
-        return usage
-    summed = dict(total)
-    for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
-        summed[key] = int(total.get(key) or 0) + int(usage.get(key) or 0)
-    for key, inner in (
-        ("prompt_tokens_details", "cached_tokens"),
-        ("completion_tokens_details", "reasoning_tokens"),
-    ):
-        before, now = total.get(key) or {}, usage.get(key) or {}
-        if before or now:
-            summed[key] = {
-                **before,
-                inner: int(before.get(inner) or 0) + int(now.get(inner) or 0),
-            }
-    return summed
+def _summed(usages: list[Any]) -> dict[str, Any] | None:
+    """The usage of every attempt so far: the backend's own for one attempt, their sum for
+    several; None (not known) when an attempt's usage is missing or one the gateway cannot
+    read (`gateway.usage`): a sum of some of them would be a count nobody made."""
+    counts = [read_usage(usage) for usage in usages]
+    if any(c is None for c in counts):
+        return None
+    if len(usages) == 1:
+        only: dict[str, Any] = usages[0]
+        return only
+    total = counts[0]
+    assert total is not None
+    for more in counts[1:]:
+        assert more is not None
+        total = total + more
+    return total.chat()
 
 
 __all__ = ["Checker", "Enforced", "checkable", "enforce", "schema_path", "wanted"]

@@ -26,8 +26,9 @@ class Sequence:
     def event(self, kind: str, fields: dict[str, Any]) -> bytes:
         """`fields` gains `type` and `sequence_number` (it is the caller's fresh dict)."""
         payload = {"type": kind, "sequence_number": self.next, **fields}
-        self.next += 1
-        return b"event: " + kind.encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
+        frame = b"event: " + kind.encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
+        self.next += 1  # (after the encoding: an event that fails to encode takes no number)
+        return frame
 
 
 def data_frame(payload: Any) -> bytes:

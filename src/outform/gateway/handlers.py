@@ -40,6 +40,7 @@ from outform.gateway.replies import (
     bad_request,
     not_found,
 )
+from outform.gateway.routing import provider_model
 from outform.gateway.scrub import Scrubber
 from outform.gateway.settings import DEFAULT_REQUEST_DEPTH, GatewaySettings
 from outform.gateway.store import NO_TENANT, ResponseStore, StoredResponse, storable_id
@@ -102,6 +103,7 @@ class Gateway:
         enforcing = wanted(self.settings.enforce, enforce_header)
         in_background = background.requested(req)
         translate.check_request(req, references=True)  # before the store or the backend
+        target = self._target(req["model"])
         value = req.get("input")
         await references.resolve(self.store, req, tenant)
         if req.get("input") is not value:  # the stored items in the references' places
@@ -120,7 +122,6 @@ class Gateway:
             )
         except chain.ChainError as exc:
             raise _chain_error(exc) from None
-        target = self.model_map.get(model, model)
         chat = translate.chat_request(
             req, target, chain.conversation_for(previous, items), stream=stream and fmt is None
         )
@@ -153,10 +154,10 @@ class Gateway:
             completion = enforced.completion
             headers = enforced.headers()
             if stream:
+                chunks = _replay(completion_chunks(completion))  # (before the row exists)
                 if keeper is not None:
                     await keeper.begin(shell.build("in_progress", []))
                 settle = Settle(StreamTranslator(shell), keeper, gateway=self)
-                chunks = _replay(completion_chunks(completion))
                 return StreamReply(200, _events(settle, chunks), headers=headers, close=settle)
         elif stream:
             call = StreamCall(run)
@@ -180,6 +181,15 @@ class Gateway:
         body = orjson.dumps(response)
         headers.append(_overhead(started, waited))
         return Reply(200, body, headers=headers)
+
+    def _target(self, model: str) -> str:
+        """The backend's name for the client's `model` (the model map's); behind a native
+        backend, a 403 before anything is done when it names a provider the operator did not
+        allow (`gateway.routing`)."""
+        target = self.model_map.get(model, model)
+        if self.settings.native:
+            provider_model(target, self.settings.backend, self.settings.allowed_providers)
+        return target
 
     def _checked(self, fmt: Any, where: str, enforcing: bool) -> dict[str, Any] | None:
         """The format enforcement checks replies against (None: not enforcing, or a format
@@ -298,7 +308,7 @@ class Gateway:
         stream = req.get("stream") is True
         log["model"] = model
         log["stream"] = stream
-        target = self.model_map.get(model, model)
+        target = self._target(model)
         body: Body = raw if target == model else orjson.dumps({**req, "model": target})
         fmt = self._checked(req.get("response_format"), "response_format", enforcing)
         run = self._run(target, stream, fmt, enforce_header, labels=labels, profile=named)
@@ -317,7 +327,7 @@ class Gateway:
             call = StreamCall(run)
             backend_stream = await _opened(self.backend.stream(body), call)
             settle = Settle(None, None, call, backend_stream, self)
-            relayed = _relay(settle, backend_stream)
+            relayed = _relay(settle, backend_stream, self.scrubber)
             return StreamReply(200, relayed, backend_stream.content_type, close=settle)
         called = time.perf_counter()
         # a 200 that is not a Chat Completions answer is a 502, not a success
@@ -532,7 +542,10 @@ async def _replay(items: Iterable[Any]) -> AsyncIterator[Any]:
 
 async def _events(settle: Settle, source: AsyncIterator[dict[str, Any]]) -> AsyncIterator[bytes]:
     """A Chat stream as Responses events; a stream that breaks ends with `response.failed`,
-    and the final state is stored before the terminal event (`Keeper.end_stream`)."""
+    and the final state is stored before the terminal event (`Keeper.end_stream`). Whatever
+    raises while it streams (the backend, the translation, a bug), the end is reached by code
+    that cannot fail the same way: `abort`, `end_stream` and `terminal` never raise, each
+    falling back to the failed Response built from the request alone."""
     translator, keeper, call = settle.translator, settle.keeper, settle.call
     assert translator is not None
     try:
@@ -562,14 +575,17 @@ async def _events(settle: Settle, source: AsyncIterator[dict[str, Any]]) -> Asyn
         await settle()
 
 
-async def _relay(settle: Settle, backend_stream: ChatStream) -> AsyncIterator[bytes]:
-    """The backend's SSE bytes as they come; a break becomes an `error` event, which the
-    OpenAI SDK raises as an APIError (the status line was sent long ago)."""
+async def _relay(
+    settle: Settle, backend_stream: ChatStream, scrubber: Scrubber
+) -> AsyncIterator[bytes]:
+    """The backend's SSE bytes as they come, whole events each scrubbed as a JSON reader
+    sees it (`Scrubber.events`: a secret written in escapes); a break becomes an `error`
+    event, which the OpenAI SDK raises as an APIError (the status line was sent long ago)."""
     try:
         async for chunk in backend_stream.raw():
             if settle.call is not None:
                 settle.call.data()
-            yield chunk
+            yield scrubber.events(chunk)
         settle.failure = None
     except Exception as exc:
         settle.failure = exc

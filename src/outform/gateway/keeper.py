@@ -24,7 +24,7 @@ from outform.errors import StoreError
 from outform.gateway.chain import Item, record_for
 from outform.gateway.scrub import Scrubber
 from outform.gateway.store import ResponseStore, StoredResponse
-from outform.gateway.stream import StreamTranslator
+from outform.gateway.stream import INTERNAL, StreamTranslator
 
 log = logging.getLogger("outform.gateway")
 
@@ -81,7 +81,8 @@ class Keeper:
     async def end_stream(self, translator: StreamTranslator) -> None:
         """Commit a stream's final Response before its terminal event is sent; when that
         fails, the stream ends as failed instead (never a terminal event for a response that
-        was not stored)."""
+        was not stored). A store that is down leaves that to `abandon`; any other fault (a
+        Response the store cannot take) is stored as failed without its output, here."""
         assert translator.response is not None, "finish() or abort() first"
         try:
             await self.update(translator.response)
@@ -89,6 +90,10 @@ class Keeper:
         except StoreError as exc:
             log.error("storing response %s failed: %s", translator.shell.id, exc.what)
             translator.abort(STORE_UNAVAILABLE)
+        except Exception:
+            log.exception("storing response %s failed", translator.shell.id)
+            translator.abort(INTERNAL["message"], output=False)
+            await self._failed(translator)
 
     async def abandon(self, translator: StreamTranslator, reason: str = CLIENT_GONE) -> None:
         """A stream that stopped before `end_stream` committed it: store what it had, as
@@ -103,7 +108,21 @@ class Keeper:
             await self.update(translator.response)
         except StoreError as exc:
             log.error("storing response %s failed: %s", translator.shell.id, exc.what)
+        except Exception:
+            log.exception("storing response %s failed", translator.shell.id)
+            translator.abort(reason, output=False)
+            await self._failed(translator)
         self.ended = True
+
+    async def _failed(self, translator: StreamTranslator) -> None:
+        """Store the bare failed Response `abort(..., output=False)` made: the request's echo
+        and the error alone, which any store takes (best effort)."""
+        assert translator.response is not None
+        try:
+            await self.update(translator.response)
+            self.ended = True
+        except Exception as exc:
+            log.error("storing response %s as failed failed too: %s", translator.shell.id, exc)
 
 
 __all__ = ["CLIENT_GONE", "STORE_UNAVAILABLE", "Keeper"]

@@ -7,7 +7,9 @@ schema into the provider's dialect; the provider's adapter builds the wire reque
 reply comes back as a `chat.completion` (or `chat.completion.chunk`s), the reply's JSON mapped
 back from the dialect's shape when the dialect reshapes values. The model is
 `provider:model` from outform's registry: `backend = "anthropic"` serves `claude-sonnet-4-5`
-as `anthropic:claude-sonnet-4-5`, and a client may name another registry provider itself.
+as `anthropic:claude-sonnet-4-5`; a client may name another registry provider only when the
+operator allowed it (`allowed_providers`, `gateway.routing`). Every credential a call sends
+(the key, a Vertex AI token) is learned by the gateway's scrubber before it is sent.
 
 Provider errors reach the client in OpenAI's error shape with the provider's status (the
 client speaks the OpenAI API, not the provider's), the provider's message inside.
@@ -25,7 +27,7 @@ import asyncio
 import math
 import os
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from typing import Any
 
 import httpx
@@ -43,6 +45,7 @@ from outform.gateway.backend import BackendReply, Body, timeout_error
 from outform.gateway.chain import new_id
 from outform.gateway.events import DONE, data_frame
 from outform.gateway.replies import SSE, GatewayError, Headers, PassthroughError, bad_request
+from outform.gateway.routing import provider_model
 from outform.gateway.settings import DEFAULT_TIMEOUTS, Timeouts
 from outform.gateway.stream import StreamFailure
 from outform.plan import Plan, plan
@@ -58,7 +61,8 @@ from outform.providers.base import (
     Usage,
     as_message,
 )
-from outform.providers.registry import PROVIDERS, Resolved, resolve
+from outform.providers.credentials import application_default
+from outform.providers.registry import Resolved, resolve
 from outform.schema.dialects.result import DialectResult
 from outform.transport import AsyncTransport, RetryPolicy
 
@@ -81,10 +85,16 @@ class NativeBackend:
         *,
         timeouts: Timeouts = DEFAULT_TIMEOUTS,
         env: Mapping[str, str] = os.environ,
+        allowed: Collection[str] = (),
+        learn: Callable[[str], None] | None = None,
     ) -> None:
+        """`allowed`: the other providers clients may name (`allowed_providers`); `learn`
+        is told every credential a call will send (the gateway's scrubber learns it)."""
         self.provider = provider
         self.name = provider
         self._env = env
+        self._allowed = frozenset(allowed)
+        self._learn = learn
         self._timeouts = timeouts
         # A whole answer's first byte comes when the model is done: only `total` bounds it.
         # A stream's silences are bounded by `idle` from the start.
@@ -142,12 +152,15 @@ class NativeBackend:
         cached = self._resolved.get(model)
         if cached is not None:
             return cached
-        prefix, sep, _ = model.partition(":")
-        target = model if sep and prefix in PROVIDERS else f"{self.provider}:{model}"
+        target = provider_model(model, self.provider, self._allowed)  # (a 403 for another)
+        tokens = _LearnedTokens(self._learn) if self._learn is not None else None
         try:
-            resolved = resolve(target, env=self._env)
+            resolved = resolve(target, env=self._env, credentials=tokens)
         except OutformError as exc:
             raise GatewayError(400, exc.render(), param="model", code="model_not_found") from None
+        key = resolved.endpoint.api_key
+        if key is not None and self._learn is not None:
+            self._learn(key.reveal())
         self._resolved[model] = resolved
         return resolved
 
@@ -195,6 +208,31 @@ class NativeBackend:
             stream=stream,
         )
         return resolved, request, call_plan
+
+
+class _LearnedTokens:
+    """The process's Google credentials (Vertex AI), each access token they give learned
+    before it is sent: a provider that echoes it is scrubbed like one echoing a key."""
+
+    def __init__(self, learn: Callable[[str], None]) -> None:
+        self._learn = learn
+
+    @property
+    def project(self) -> str | None:
+        return application_default().project
+
+    def headers(self) -> dict[str, str]:
+        return self._seen(application_default().headers())
+
+    def cached(self) -> dict[str, str] | None:
+        headers = application_default().cached()
+        return None if headers is None else self._seen(headers)
+
+    def _seen(self, headers: dict[str, str]) -> dict[str, str]:
+        for name, value in headers.items():
+            if name.lower() == "authorization":
+                self._learn(value.partition(" ")[2] or value)
+        return headers
 
 
 def _reshaping(call_plan: Plan) -> DialectResult | None:
@@ -476,10 +514,14 @@ class _NativeStream:
                         usage = usage + delta.usage
                     elif delta.kind == "finish" and delta.finish_reason is not None:
                         finish = delta.finish_reason
+        except StreamFailure:
+            if finish is None:
+                raise
         except (StreamInterruptedError, ProviderError) as exc:
-            limit = _timeout_limit(exc.what)
-            named = f" ({limit} timeout, backend_{limit}_timeout)" if limit else ""
-            raise StreamFailure(exc.what + named, limit) from None
+            if finish is None:  # (after the stop reason, a break loses nothing of the answer)
+                limit = _timeout_limit(exc.what)
+                named = f" ({limit} timeout, backend_{limit}_timeout)" if limit else ""
+                raise StreamFailure(exc.what + named, limit) from None
         if finish is None:
             raise StreamFailure(
                 f"{self._resolved.model}'s stream ended before its stop reason: the answer "

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from outform.gateway.chain import new_id
+from outform.gateway.usage import read as read_usage
 from outform.jsontext import dumps_text
 
 _DEFAULT_TEXT = {"format": {"type": "text"}}
@@ -118,29 +119,10 @@ def status_of(finish_reason: Any) -> tuple[str, str | None]:
 
 
 def response_usage(usage: Any) -> dict[str, Any] | None:
-    """Chat `usage` as the Responses `ResponseUsage` (None when the backend sent none)."""
-    if not isinstance(usage, Mapping):
-        return None
-    prompt = _int(usage.get("prompt_tokens"))
-    completion = _int(usage.get("completion_tokens"))
-    prompt_details = usage.get("prompt_tokens_details") or {}
-    completion_details = usage.get("completion_tokens_details") or {}
-    return {
-        "input_tokens": prompt,
-        "input_tokens_details": {
-            "cached_tokens": _int(prompt_details.get("cached_tokens")),
-            "cache_write_tokens": 0,
-        },
-        "output_tokens": completion,
-        "output_tokens_details": {
-            "reasoning_tokens": _int(completion_details.get("reasoning_tokens"))
-        },
-        "total_tokens": _int(usage.get("total_tokens")) or prompt + completion,
-    }
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    """Chat `usage` as the Responses `ResponseUsage`: None when the backend sent none, or one
+    the gateway cannot read (`gateway.usage`: every count a non-negative integer)."""
+    counts = read_usage(usage)
+    return counts.response() if counts is not None else None
 
 
 def content_text(content: Any) -> str:

@@ -21,12 +21,14 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
 import orjson
 
 from outform.errors import ConfigError
+from outform.gateway.events import SSEDecoder
 from outform.gateway.settings import GatewaySettings
 from outform.gateway.store import StoredResponse
 
@@ -40,17 +42,31 @@ class Scrubber:
     """Replaces configured secrets with `***` in text, bytes, JSON values and streams."""
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        forms: set[str] = set()
+        self._secrets: set[str] = set()
+        self._lock = threading.Lock()
+        self._text: list[str] = []
+        self._bytes: list[bytes] = []
         for secret in secrets:
-            if len(secret) >= MIN_LENGTH:
-                forms.add(secret)
-                forms.add(orjson.dumps(secret).decode()[1:-1])  # as inside a JSON string
-        self._text = sorted(forms, key=len, reverse=True)  # longest first: no partial masks
-        self._bytes = [form.encode() for form in self._text]
-        self._holdback = max((len(form) for form in self._bytes), default=1) - 1
+            self.learn(secret)
 
     def __bool__(self) -> bool:
         return bool(self._text)
+
+    def learn(self, secret: str | None) -> None:
+        """Scrub `secret` too from now on: a credential the gateway came to hold while it
+        serves (a native provider's key as its adapter resolves it, an OAuth token as it is
+        fetched). Safe from any thread: the lists are replaced whole."""
+        if not secret or len(secret) < MIN_LENGTH or secret in self._secrets:
+            return
+        with self._lock:
+            self._secrets.add(secret)
+            forms: set[str] = set()
+            for known in self._secrets:
+                forms.add(known)
+                forms.add(orjson.dumps(known).decode()[1:-1])  # as inside a JSON string
+            text = sorted(forms, key=len, reverse=True)  # longest first: no partial masks
+            self._bytes = [form.encode() for form in text]
+            self._text = text
 
     def text(self, value: str) -> str:
         for secret in self._text:
@@ -66,10 +82,11 @@ class Scrubber:
 
     def body(self, value: bytes) -> bytes:
         """An error body: `data`, and where it is JSON that escapes characters (a secret
-        written `\\u0042\\u0065...` is the secret to any JSON reader), its strings scrubbed
-        as they read, the body written out again if one held a secret."""
+        written `\\u0042\\u0065...`, or with `\\/` for `/`, is the secret to any JSON
+        reader), its strings scrubbed as they read, the body written out again if one held a
+        secret."""
         value = self.data(value)
-        if b"\\u" not in value:
+        if b"\\u" not in value and b"\\/" not in value:
             return value
         try:
             decoded = orjson.loads(value)
@@ -77,6 +94,35 @@ class Scrubber:
             return value
         clean = self.value(decoded)
         return value if clean is decoded else orjson.dumps(clean)
+
+    def events(self, chunk: bytes) -> bytes:
+        """Whole SSE events (a relayed stream's), scrubbed as JSON readers see them: an
+        event whose data escapes characters (`\\u0073k-...` is `sk-...` to the client's
+        JSON reader) is read, its strings scrubbed, and, if one held a secret, written out
+        again as one `data:` line. A secret is found whole within one event (as in `body`);
+        `data` / `stream` still catch it as written."""
+        if not self._text or (b"\\u" not in chunk and b"\\/" not in chunk):
+            return chunk
+        decoder = SSEDecoder()
+        out: list[bytes] = []
+        used = 0
+        changed = False
+        for frame, data in decoder.frames(chunk):
+            used += len(frame)
+            written = frame
+            if data is not None and (b"\\u" in data or b"\\/" in data):
+                try:
+                    event = orjson.loads(data)
+                except orjson.JSONDecodeError:
+                    event = None
+                clean = self.value(event)
+                if clean is not event:
+                    written = b"data: " + orjson.dumps(clean) + b"\n\n"
+                    changed = True
+            out.append(written)
+        if not changed:
+            return chunk
+        return b"".join(out) + chunk[used:]
 
     def value(self, value: Any) -> Any:
         """A JSON-like value with every string (and key) scrubbed; unchanged parts are the
@@ -152,11 +198,13 @@ class Scrubber:
 
 
 def configured_secrets(settings: GatewaySettings, env: Mapping[str, str] = os.environ) -> list[str]:
-    """Every credential the gateway holds: client keys, the backend's key (or the native
-    provider's credentials), and the store's password."""
+    """Every credential the gateway holds: client keys, the backend's key (or the
+    credentials of the native provider and of each provider it may also call,
+    `allowed_providers`), and the store's password."""
     found = [*settings.client_keys(env), *settings.dashboard_keys(env)]
     if settings.native:
-        found += _provider_secrets(settings.backend, env)
+        for provider in (settings.backend, *settings.allowed_providers):
+            found += _provider_secrets(provider, env)
     else:
         key = settings.backend_key(env)
         if key:
@@ -209,10 +257,9 @@ _BASE_FACTORY: Callable[..., logging.LogRecord] | None = None
 
 def log_scrubbing(scrubber: Scrubber) -> Callable[[], None]:
     """Scrub every log record created from now on (message, arguments and traceback text);
-    returns the function that stops it. Several gateways in one process stack."""
+    returns the function that stops it. Several gateways in one process stack. A scrubber
+    with no secret yet is registered too: it may learn some (`Scrubber.learn`)."""
     global _BASE_FACTORY  # noqa: PLW0603 - the process's one record factory
-    if not scrubber:
-        return lambda: None
     if _BASE_FACTORY is None:
         _BASE_FACTORY = logging.getLogRecordFactory()
         logging.setLogRecordFactory(_scrubbed_record)
@@ -232,6 +279,8 @@ def log_scrubbing(scrubber: Scrubber) -> Callable[[], None]:
 def _scrubbed_record(*args: Any, **kwargs: Any) -> logging.LogRecord:
     assert _BASE_FACTORY is not None
     record = _BASE_FACTORY(*args, **kwargs)
+    if not any(_ACTIVE):  # no secret known yet
+        return record
     try:
         message = record.getMessage()
     except Exception:  # a broken format string: logging reports it when it emits

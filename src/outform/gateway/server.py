@@ -1,4 +1,4 @@
-"""`outform serve`: the gateway under uvicorn (httptools and uvloop when installed).
+"""`outform serve`: the gateway under uvicorn (httptools, and uvloop when installed).
 
 The listening socket is bound before anything is announced: a busy port or an address that
 is not this machine's is a configuration error (exit 2, one line) before start-up, and the
@@ -8,13 +8,15 @@ Shutdown is graceful: on SIGTERM or Ctrl-C uvicorn stops accepting connections a
 `shutdown_timeout` seconds for in-flight requests, streams included, to finish; a stream still
 open shortly before that (the last quarter of the grace, at most its last second) is stopped
 with its terminal event and stored as failed by the shutdown (`GatewayApp.drain`); only then
-are the store and the backend connections closed. The access log is one JSON object per line on
-standard error (logger `outform.gateway.access`), without headers, keys, bodies or query
-strings.
+are the store and the backend connections closed. A request's headers must arrive within
+`header_timeout` (`header_deadline`), or its connection gets 408 and is closed. The access
+log is one JSON object per line on standard error (logger `outform.gateway.access`), without
+headers, keys, bodies or query strings.
 """
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import importlib.util
 import logging
@@ -23,6 +25,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 import uvicorn
 
 from outform.errors import ConfigError
@@ -32,13 +35,12 @@ from outform.gateway.settings import GatewaySettings
 from outform.gateway.stores import check_store
 
 
-def uvicorn_config(app: GatewayApp, settings: GatewaySettings, **extra: Any) -> Any:
-    fast = importlib.util.find_spec("httptools") is not None
+def uvicorn_config(app: Any, settings: GatewaySettings, **extra: Any) -> Any:
     loop = "uvloop" if importlib.util.find_spec("uvloop") is not None else "asyncio"
     options: dict[str, Any] = {
         "host": settings.host,
         "port": settings.port,
-        "http": "httptools" if fast else "h11",
+        "http": header_deadline(settings.header_timeout),
         "loop": loop,
         "lifespan": "on",
         "access_log": False,  # the gateway writes its own, structured and without secrets
@@ -48,6 +50,85 @@ def uvicorn_config(app: GatewayApp, settings: GatewaySettings, **extra: Any) -> 
     }
     options.update(extra)
     return uvicorn.Config(app, **options)
+
+
+_LATE_HEADERS = (
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
+    b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
+)
+
+
+def header_deadline(seconds: float) -> type[asyncio.Protocol]:
+    """uvicorn's httptools protocol (what `http="httptools"` serves) with a deadline on each
+    request's headers: `seconds` from the connection's opening, or from the first byte of the
+    next request on a kept-alive connection. uvicorn bounds neither (its `timeout_keep_alive`
+    only bounds silence after an answer, and is reset by any byte), so a client sending a
+    header line now and then would hold a connection for ever. A client still short of its
+    headers at the deadline gets 408 (`request_timeout`, in OpenAI's error shape) and the
+    connection is closed; one that sent nothing is closed. uvicorn takes a protocol class for
+    `http` (`uvicorn.Config`); the hooks are httptools' parser callbacks."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    message = (
+        f"The request's headers did not arrive within {seconds:g} seconds (the gateway's "
+        "header_timeout, set in [gateway] or with --header-timeout); the connection is closed."
+    )
+    body = orjson.dumps(
+        {
+            "error": {
+                "message": message,
+                "type": "invalid_request_error",
+                "param": None,
+                "code": "request_timeout",
+            }
+        }
+    )
+    late = _LATE_HEADERS % (len(body), body)
+
+    class HeaderDeadlineProtocol(HttpToolsProtocol):
+        _header_timer: asyncio.TimerHandle | None = None
+        _begun = False
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self._begun = True
+            if self._header_timer is None:
+                self._arm()
+
+        def on_headers_complete(self) -> None:
+            self._disarm()
+            self._begun = False
+            super().on_headers_complete()
+
+        def _arm(self) -> None:
+            self._header_timer = self.loop.call_later(seconds, self._headers_late)
+
+        def _disarm(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _headers_late(self) -> None:
+            self._header_timer = None
+            cycle = self.cycle
+            if cycle is not None and not cycle.response_complete:
+                self._arm()  # a request is being answered: the next one's turn comes after
+                return
+            if self.transport.is_closing():
+                return
+            if self._begun:
+                self.transport.write(late)
+            self.transport.close()
+
+    return HeaderDeadlineProtocol
 
 
 def configure_access_log() -> None:

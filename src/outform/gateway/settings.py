@@ -26,7 +26,11 @@ ENFORCE_VALUES = {"1": True, "true": True, "0": False, "false": False}
 MiB = 1024 * 1024
 CONNECT_TIMEOUT, IDLE_TIMEOUT, TOTAL_TIMEOUT = 10.0, 120.0, 600.0
 BODY_TIMEOUT = 30.0
+HEADER_TIMEOUT = 10.0
 BODY_TIMEOUT_RANGE = (0.01, 3_600.0)
+HEADER_TIMEOUT_RANGE = (0.01, 600.0)
+"""`header_timeout` in seconds: headers are a few kilobytes; a client that needs minutes for
+them is holding the connection, not sending a request."""
 """`body_timeout` in seconds: a body that may take an hour holds its share of the budget
 that long, which is what the deadline is there to prevent."""
 DEFAULT_REQUEST_DEPTH = 64
@@ -64,6 +68,11 @@ class GatewaySettings:
     of outform's registry (`anthropic`, `gemini`, `bedrock`...) served through its adapter."""
     backend_api_key_env: str | None = None
     """Environment variable holding the key sent to a URL backend as `Authorization: Bearer`."""
+    allowed_providers: tuple[str, ...] = ()
+    """Providers of outform's registry, besides a native backend itself, that a client may
+    reach by naming `provider:model` (the gateway calls them with the operator's keys, from
+    their environment variables). None by default: a native backend serves its own models
+    only, and another provider's is a 403 (`gateway.routing`)."""
     model_map: Mapping[str, str] = field(default_factory=dict)
     """Client-facing model name -> backend model name; names not listed pass unchanged."""
     api_keys: tuple[str, ...] = ()
@@ -85,6 +94,10 @@ class GatewaySettings:
     max_buffered_bytes: int = 64 * MiB
     """Request bodies held in memory at once, all requests together; a request that would go
     past it gets 503 with `Retry-After` (docs/gateway.md, "Bounded memory")."""
+    header_timeout: float = HEADER_TIMEOUT
+    """Seconds a request's headers may take to arrive, from the connection's opening (or,
+    on a kept-alive connection, from the next request's first byte); a slower client, one
+    that trickles a header line now and then, gets 408 and its connection is closed."""
     body_timeout: float = BODY_TIMEOUT
     """Seconds a request's whole body may take to arrive, counted from its headers; a slower
     one gets 408 and its connection is closed, so a client that declares a body and stalls
@@ -147,12 +160,49 @@ class GatewaySettings:
                 fix=f"use an integer from {low} to {high} (the default is {DEFAULT_REQUEST_DEPTH})",
             )
         _check_body_timeout(self.body_timeout)
+        _check_header_timeout(self.header_timeout)
+        self._check_providers()
         if not 0 <= self.port <= 65_535:
             raise ConfigError(
                 f"port {self.port} is not a TCP port",
                 where="[gateway] port / --port",
                 fix="use a port from 1 to 65535 (0: any free port, announced at start-up)",
             )
+
+    def _check_providers(self) -> None:
+        """`allowed_providers` names providers of the registry, for a native backend; a
+        model map may not send a model to a provider that is not allowed."""
+        if not self.allowed_providers and not self.native:
+            return
+        from outform.gateway.routing import disallowed_provider
+        from outform.providers.registry import PROVIDERS
+
+        for name in self.allowed_providers:
+            if name not in PROVIDERS:
+                raise ConfigError(
+                    f"allowed_providers names {name!r}, which is not a provider of outform's "
+                    "registry",
+                    where="[gateway] allowed_providers / --allow-provider",
+                    fix="use provider names: " + ", ".join(PROVIDERS),
+                )
+        if not self.native:
+            raise ConfigError(
+                "allowed_providers is set, but the backend is a URL: every model goes to that "
+                "URL, and no provider is called",
+                where="[gateway] allowed_providers / --allow-provider",
+                fix="remove allowed_providers, or make the backend a provider name "
+                '(backend = "anthropic")',
+            )
+        for name, target in self.model_map.items():
+            provider = disallowed_provider(target, self.backend, self.allowed_providers)
+            if provider is not None:
+                raise ConfigError(
+                    f"model_map sends {name!r} to {target!r}, but the provider {provider} is "
+                    f"not allowed: this gateway serves {self.backend}",
+                    where="[gateway] model_map",
+                    fix=f"add {provider!r} to allowed_providers (or --allow-provider "
+                    f"{provider}), or map {name!r} to a model of {self.backend}",
+                )
 
     @property
     def timeouts(self) -> Timeouts:
@@ -169,7 +219,7 @@ class GatewaySettings:
         """Settings from a validated `[gateway]` table (see `outform.config`)."""
         known = {f.name for f in dataclasses.fields(cls)}
         fields: dict[str, Any] = {k: v for k, v in values.items() if k in known}
-        for name in ("api_keys", "dashboard_api_keys"):
+        for name in ("api_keys", "dashboard_api_keys", "allowed_providers"):
             if name in fields:
                 fields[name] = tuple(fields[name])
         if "model_map" in fields:
@@ -180,6 +230,7 @@ class GatewaySettings:
             "backend_idle_timeout",
             "enforce_time_limit",
             "body_timeout",
+            "header_timeout",
         ):
             if name in fields:
                 fields[name] = float(fields[name])
@@ -244,6 +295,7 @@ __all__ = [
     "DEFAULT_TIMEOUTS",
     "ENFORCE_HEADER",
     "ENFORCE_VALUES",
+    "HEADER_TIMEOUT",
     "REQUEST_DEPTH_RANGE",
     "GatewaySettings",
     "Timeouts",
@@ -264,6 +316,21 @@ def _check_body_timeout(wait: object) -> None:
             f"body_timeout {wait!r} is not a number of seconds the gateway can wait for",
             where="[gateway] body_timeout / --body-timeout",
             fix=f"use a number from {low:g} to {high:g} (the default is {BODY_TIMEOUT:g})",
+        )
+
+
+def _check_header_timeout(wait: object) -> None:
+    low, high = HEADER_TIMEOUT_RANGE
+    if (
+        isinstance(wait, bool)
+        or not isinstance(wait, int | float)
+        or not math.isfinite(wait)
+        or not low <= wait <= high
+    ):
+        raise ConfigError(
+            f"header_timeout {wait!r} is not a number of seconds the gateway can wait for",
+            where="[gateway] header_timeout / --header-timeout",
+            fix=f"use a number from {low:g} to {high:g} (the default is {HEADER_TIMEOUT:g})",
         )
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from outform.gateway.answers import Malformed, check_chunk
 from outform.gateway.chain import new_id
 from outform.gateway.events import Sequence
 from outform.gateway.output import (
@@ -69,6 +70,13 @@ def chat_error(exc: Exception) -> dict[str, Any]:
     }
 
 
+INTERNAL = {
+    "code": "server_error",
+    "message": "Internal error in the gateway while streaming (see its log).",
+}
+"""The error of a stream ended by a fault of the gateway's own."""
+
+
 def failure_message(exc: Exception) -> str:
     """What a `response.failed` says about the exception that ended its stream (the stream
     and the stored row pass the gateway's scrubber: `gateway.scrub`)."""
@@ -78,44 +86,69 @@ def failure_message(exc: Exception) -> str:
     if isinstance(message, str):
         return message
     logger.error("a stream failed: %s", exc, exc_info=exc)
-    return "Internal error in the gateway while streaming (see its log)."
+    return INTERNAL["message"]
 
 
 class StreamEnd:
-    """Reads a Chat Completions stream's events and knows whether the backend said it was
-    whole: a `finish_reason` on the first choice, or `data: [DONE]`. `check()` at the end
-    of the bytes raises `StreamFailure` for a stream that was cut off (a clean chunked end
-    or a closed connection are not the backend's word that the answer is complete)."""
+    """Reads a Chat Completions stream's events, checks each (`gateway.answers`), and knows
+    whether the backend said the answer was whole: a `finish_reason` for every choice it
+    streamed (one, `index` 0, unless the request asked for `n` > 1), or `data: [DONE]`.
+    `check()` at the end of the bytes raises `StreamFailure` for a stream that was cut off (a
+    clean chunked end or a closed connection are not the backend's word that the answer is
+    complete); once `finished`, the answer is whole, and a stream that breaks after that (no
+    usage chunk, no `[DONE]`) has lost nothing of it."""
 
-    __slots__ = ("done_seen", "failed", "finished", "name")
+    __slots__ = ("_ended", "_open", "done_seen", "failed", "finished", "name")
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.finished = False
+        """Every choice streamed so far has its finish_reason (index 0 among them)."""
         self.done_seen = False
         self.failed = False
         """An error event came: the stream ended, with the error (passed on as it is)."""
+        self._open: set[int] = set()
+        """Choices that streamed without their finish_reason yet."""
+        self._ended: set[int] = set()
+        """Choices whose finish_reason came."""
+
+    @property
+    def whole(self) -> bool:
+        """The backend said the answer is complete: what follows can only be its usage."""
+        return self.finished or self.done_seen
 
     def see(self, data: bytes) -> dict[str, Any] | None:
         """The event of one `data` field (None for `[DONE]`)."""
         if data.strip() == b"[DONE]":
             self.done_seen = True
             return None
+        name = self.name.capitalize()
         try:
             event = orjson.loads(data)
         except orjson.JSONDecodeError:
             raise StreamFailure(
-                f"{self.name.capitalize()} sent a stream event that is not JSON: "
+                f"{name} sent a stream event that is not JSON: "
                 f"{data[:80].decode('utf-8', 'replace')!r}"
             ) from None
         if not isinstance(event, dict):
-            raise StreamFailure(f"{self.name.capitalize()} sent a stream event that is no object")
+            raise StreamFailure(f"{name} sent a stream event that is no object")
         if event.get("error") and not event.get("choices"):
             self.failed = True
+            return event
+        try:
+            check_chunk(event)
+        except Malformed as exc:
+            raise StreamFailure(
+                f"{name} sent a stream event that is not a valid Chat Completions chunk: {exc}"
+            ) from None
         for choice in event.get("choices") or ():
-            first = isinstance(choice, Mapping) and choice.get("index", 0) == 0
-            if first and choice.get("finish_reason"):
-                self.finished = True
+            index = choice.get("index") or 0
+            if choice.get("finish_reason"):
+                self._ended.add(index)
+                self._open.discard(index)
+            elif index not in self._ended:
+                self._open.add(index)
+        self.finished = 0 in self._ended and not self._open
         return event
 
     def check(self) -> None:
@@ -225,33 +258,51 @@ class StreamTranslator:
         )
         return b"".join(out)
 
-    def abort(self, message: str) -> None:
+    def abort(self, message: str, *, output: bool = True) -> None:
         """The stream broke (or its response could not be stored): `response` becomes a
-        failed Response, what had arrived marked incomplete; `terminal()` sends it."""
-        for open_item in self._open():
-            if open_item.part is not None:
-                open_item.item["content"].append(open_item.part.final())
-                open_item.part = None
-            if open_item.arguments:
-                open_item.item["arguments"] = "".join(open_item.arguments)
-            open_item.item["status"] = "incomplete"
-        self._reasoning = self._message = None
-        self._calls = {}
-        self.response = self.shell.build(
-            "failed",
-            self.items,
-            response_usage(self.usage),
-            error={"code": "server_error", "message": message},
-        )
+        failed Response, what had arrived marked incomplete (none of it without `output`);
+        `terminal()` sends it. It never raises: the failure path must not depend on the code
+        that just failed, so should gathering what had arrived fail too, the Response is the
+        failed one with no output (the fault logged)."""
+        error = {"code": "server_error", "message": message}
+        if not output:
+            self.items = []
+            self._reasoning = self._message = None
+            self._calls = {}
+            self.response = self.shell.build("failed", [], error=error)
+            return
+        try:
+            for open_item in self._open():
+                if open_item.part is not None:
+                    open_item.item["content"].append(open_item.part.final())
+                    open_item.part = None
+                if open_item.arguments:
+                    open_item.item["arguments"] = "".join(open_item.arguments)
+                open_item.item["status"] = "incomplete"
+            self._reasoning = self._message = None
+            self._calls = {}
+            self.response = self.shell.build(
+                "failed", self.items, response_usage(self.usage), error=error
+            )
+        except Exception:
+            logger.exception("gathering the output of failed stream %s failed", self.shell.id)
+            self.response = self.shell.build("failed", [], error=error)
 
     def terminal(self) -> bytes:
         """The last event: `response.completed`, `.incomplete` or `.failed`, with the whole
-        Response (after `finish()` or `abort()`)."""
+        Response (after `finish()` or `abort()`). Should that Response not encode, the event
+        is `response.failed` with a Response built from the request alone (never a stream
+        without its end)."""
         assert self.response is not None, "finish() or abort() first"
         kind = {"completed": "response.completed", "failed": "response.failed"}.get(
             self.response["status"], "response.incomplete"
         )
-        return self._seq.event(kind, {"response": self.response})
+        try:
+            return self._seq.event(kind, {"response": self.response})
+        except Exception:
+            logger.exception("encoding the end of stream %s failed", self.shell.id)
+            self.response = self.shell.build("failed", [], error=dict(INTERNAL))
+            return self._seq.event("response.failed", {"response": self.response})
 
     # -- items ---------------------------------------------------------------------------------
 

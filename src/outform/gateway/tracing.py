@@ -23,6 +23,7 @@ from typing import Any
 
 from outform.gateway.backend import Backend, BackendReply, Body
 from outform.gateway.replies import bad_request
+from outform.gateway.usage import tokens as usage_tokens
 from outform.plan import Plan
 from outform.run import format_event
 from outform.trace.caller import Labels
@@ -156,21 +157,9 @@ class StreamCall:
 
 
 def usage_of(usage: Any) -> Usage:
-    """A Chat Completions `usage` object as outform's usage (zeros when absent)."""
-    if not isinstance(usage, dict):
-        return Usage()
-    details = usage.get("completion_tokens_details")
-    cached = usage.get("prompt_tokens_details")
-    return Usage(
-        _int(usage.get("prompt_tokens")),
-        _int(usage.get("completion_tokens")),
-        _int(details.get("reasoning_tokens")) if isinstance(details, dict) else 0,
-        _int(cached.get("cached_tokens")) if isinstance(cached, dict) else 0,
-    )
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    """A Chat Completions `usage` object as outform's usage (zeros when absent, or when the
+    gateway cannot read it: `gateway.usage`)."""
+    return usage_tokens(usage)
 
 
 def _first_choice(completion: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -18,6 +18,9 @@ Routes (relative to the mount point):
     /api/runs/{run_id}   one run opened up
 
 Query parameters of the `api/` routes: `since_hours`, `step`, `model`, `buckets`, `limit`.
+Their errors have the gateway's (OpenAI's) shape, `{"error": {"message", "type", "param",
+"code"}}`: 401 `invalid_api_key`, 400 `invalid_value` naming the query parameter, 404
+`not_found`.
 """
 
 from __future__ import annotations
@@ -61,13 +64,15 @@ def create_dashboard(store: TraceStore, *, keys: Sequence[str] = ()) -> Starlett
     def api(view: Callable[[Request], Any]) -> Callable[[Request], Any]:
         async def endpoint(request: Request) -> Response:
             if not authorized(request):
-                return _json({"error": "a valid key is needed: Authorization: Bearer <key>"}, 401)
+                return _error(
+                    401, "A valid key is needed: Authorization: Bearer <key>.", "invalid_api_key"
+                )
             try:
                 body = await run_in_threadpool(view, request)
             except OutformError as error:
-                return _json({"error": error.render()}, 400)
+                return _error(400, error.render(), "invalid_value", error.where)
             if body is None:
-                return _json({"error": "not found"}, 404)
+                return _error(404, f"Not found: {request.url.path}.", "not_found")
             return _json(body)
 
         return endpoint
@@ -128,6 +133,14 @@ def _json(body: Any, status: int = 200) -> Response:
         media_type="application/json",
         headers=_NO_STORE,
     )
+
+
+def _error(status: int, message: str, code: str, param: str | None = None) -> Response:
+    """An error in the shape the gateway's other errors have (OpenAI's):
+    `{"error": {"message", "type", "param", "code"}}`."""
+    kind = "invalid_request_error" if status < 500 else "server_error"
+    error = {"message": message, "type": kind, "param": param, "code": code}
+    return _json({"error": error}, status)
 
 
 def _query(request: Request) -> HealthQuery:

@@ -26,7 +26,7 @@ async function api(path, query) {
   const response = await fetch("api/" + path + (query ? "?" + query : ""), { headers });
   if (response.status === 401) throw Object.assign(new Error("unauthorized"), { status: 401 });
   const body = await response.json();
-  if (!response.ok) throw new Error(body.error || response.statusText);
+  if (!response.ok) throw new Error((body.error && body.error.message) || response.statusText);
   return body;
 }
 
