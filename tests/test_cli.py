@@ -280,8 +280,20 @@ def test_the_limits_errors_name_are_flags_and_exceeding_them_exits_4(
 # -- every setting an error message names can be set from the shell --------------------------
 
 _SRC = Path(outform.__file__).parent
-_REACHED = ("parse", "schema", "format.py", "plan.py", "run.py", "reask.py", "providers")
-"""What `outform parse` and `outform generate` run (the gateway has its own settings)."""
+_REACHED = (
+    "parse",
+    "schema",
+    "format.py",
+    "plan.py",
+    "run.py",
+    "reask.py",
+    "providers",
+    "transport.py",
+    "baseurl.py",
+)
+"""What `outform parse` and `outform generate` run (the gateway has its own settings): the
+transport too, whose limits an answer may be over (`--max-body-bytes` was named by an error
+before `outform generate` had it)."""
 _NAMED = (
     re.compile(r"'([a-z][a-z_]*)' option"),  # raise the 'max_chars' option
     re.compile(r"`([a-z][a-z_]*)`"),  # raise `retries`
@@ -314,6 +326,11 @@ def _named_in_errors() -> dict[str, str]:
                 for text, pattern in itertools.product(texts, _NAMED):
                     for name in pattern.findall(text):
                         named.setdefault(name, f"{path.relative_to(_SRC)}:{node.lineno}")
+                if isinstance(node, ast.Call) and _raises(node):
+                    for keyword in node.keywords:  # InputError(..., limit="max_chars")
+                        limit = getattr(keyword.value, "value", None)
+                        if keyword.arg == "limit" and isinstance(limit, str):
+                            named.setdefault(limit, f"{path.relative_to(_SRC)}:{node.lineno}")
     return named
 
 
@@ -342,6 +359,7 @@ def test_every_setting_an_error_names_is_a_flag_of_the_commands_that_reach_it() 
     named = _named_in_errors()
     assert {"max_chars", "max_depth", "time_limit", "retries", "mode"} <= set(named)
     assert "max_repair_chars" in named  # named in a `fix` assigned before the raise
+    assert "max_body_bytes" in named  # by the transport, of an answer too large
     parse_options = set(Options.__dataclass_fields__)
     for name, where in named.items():
         if name in _NOT_FROM_THE_SHELL:

@@ -22,13 +22,14 @@ from outform.errors import GenerationError
 from outform.gateway.checks import CheckSettings, check_reply
 from outform.parse.hint import CUT, JSON_UNENDED
 from outform.providers.base import Response
-from outform.reask import cut_path
+from outform.reask import complete_at_cut, cut_path
 from outform.run import Generation
 from outform.trace.events import Event, Reask
 from outform.transport import RetryPolicy, Transport
 from tests.providers import openai_wire
 from tests.providers.fake import FakeServer
 from tests.test_cli import isolated
+from tests.test_generate_providers import calling
 
 MODEL = "openai:gpt-4o-2024-08-06"
 INVOICE = {
@@ -287,3 +288,93 @@ def test_at_minimal_the_json_that_stops_is_the_cut_s_doing_not_named_beside_it()
     assert verdict.hint is not None
     assert [v.keyword for v in verdict.hint.violations] == [CUT]
     assert "malformed" not in verdict.hint.message()
+
+
+# -- a value the cut may have stopped in the middle of ----------------------------------------
+
+SCALARS = [
+    ({"type": "integer"}, "12", "120", 120),  # 12 may be the start of 120 or 12.5
+    ({"type": "number"}, "1.5", "1.55", 1.55),
+    ({"type": "boolean"}, "true", "true", True),  # no delimiter closes a literal either
+    ({"type": "string"}, "Alic", "Alice", "Alice"),  # the reply itself, read as the string
+]
+
+
+@pytest.mark.parametrize("name", ["openai", "anthropic", "gemini", "ollama"])
+@pytest.mark.parametrize(("schema", "cut", "whole", "value"), SCALARS)
+def test_a_value_the_token_limit_may_have_cut_short_is_asked_for_again(
+    name: str, schema: dict[str, Any], cut: str, whole: str, value: Any
+) -> None:
+    """Found by a trial: `12` with finish_reason=length (Gemini MAX_TOKENS, Anthropic
+    max_tokens, Ollama's `length`) was accepted, exit 0. A reply cut off is taken only when
+    its JSON is closed by a delimiter nothing after the cut could continue (`}`, `]`, a
+    string's closing quote)."""
+    with calling(name) as one:
+        one.reply(one.provider.reply(cut, "length"))
+        one.reply(one.provider.reply(whole, "stop"))
+        result = one.generate(output=schema, retries=1)
+    assert result.data == value
+    first = result.attempts[0]
+    assert first.hint is not None and first.hint.is_cut
+    assert "cut off at the token limit" in first.hint.message()
+
+
+@pytest.mark.parametrize(("schema", "cut", "whole", "value"), SCALARS)
+def test_a_stream_that_stopped_without_a_stop_reason_after_a_bare_value_is_asked_again(
+    server: FakeServer, transport: Transport, schema: dict[str, Any], cut: str, whole: str,
+    value: Any,
+) -> None:  # fmt: skip
+    """Found by a trial: a stream of `12345` with no stop reason gave 12345, complete."""
+    unended(server, cut)
+    server.stream(openai_wire.text_stream(whole))
+    run = outform.stream(
+        MODEL, "How many?", schema, base_url=server.url + "/v1",
+        api_key="test-key-not-secret", transport=transport, retries=1,
+    )  # fmt: skip
+    snapshots = list(run)
+    assert snapshots[-1].data == value and snapshots[-1].complete
+    assert [s.data for s in snapshots if s.complete] == [value]
+    assert run.generation is not None and run.generation.attempts[0].hint is not None
+    assert run.generation.attempts[0].hint.is_cut
+
+
+_OBJECT = {"type": "object", "properties": {"a": {"type": "integer"}}}
+_INTEGERS = {"type": "array", "items": {"type": "integer"}}
+
+
+@pytest.mark.parametrize(
+    ("text", "schema", "complete"),
+    [
+        ('{"a": 1}', _OBJECT, True),
+        ('{"a": 1}\n', _OBJECT, True),
+        ("[1, 2]", _INTEGERS, True),
+        ('"12"', {"type": "integer"}, True),  # a JSON string: its closing quote ends it
+        ('```json\n{"a": 1}\n```', _OBJECT, True),  # the fence after the value: closed
+        ('{"a": 1} Hope this hel', _OBJECT, True),  # the cut is in the prose after it
+        ("[1, 2] and 3", _INTEGERS, True),
+        ("12", {"type": "integer"}, False),
+        ("12 ", {"type": "integer"}, False),
+        ("-0.5", {"type": "number"}, False),
+        ("true", {"type": "boolean"}, False),
+        ("null", {"type": "null"}, False),
+        ("```json\n12\n```", {"type": "integer"}, False),  # a fence, but no JSON delimiter
+        ("Alic", {"type": "string"}, False),  # the reply itself, as the string
+        ('She said "hi"', {"type": "string"}, False),  # a quote of the text, not a string's
+    ],
+)
+def test_a_cut_reply_is_complete_only_when_a_delimiter_closes_its_json(
+    text: str, schema: dict[str, Any], complete: bool
+) -> None:
+    result = outform.Pipeline(schema, level="minimal").run(text)
+    assert complete_at_cut(text, result.data, result.changes) is complete
+
+
+def test_a_value_coerced_into_an_array_is_not_closed_by_a_bracket_it_never_had() -> None:
+    assert not complete_at_cut("12", [12], ())
+
+
+def test_a_repaired_reply_is_never_complete_at_a_cut() -> None:
+    from outform.parse.result import Change
+
+    repaired = Change("", "tolerant", "close_brackets", '{"a": 1', '{"a": 1}')
+    assert not complete_at_cut('{"a": 1', {"a": 1}, (repaired,))

@@ -11,7 +11,9 @@ Over real HTTP: the OpenAI Chat Completions wire played by the fake server on 12
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +22,15 @@ import pytest
 
 import outform
 from outform.cli import EXIT_INVALID, main
-from outform.errors import GenerationError, RefusalError
+from outform.errors import GenerationError, RefusalError, sealed
 from outform.run import Generation
 from outform.transport import RetryPolicy, Transport
 from tests.providers import openai_wire
 from tests.providers.fake import FakeServer
 from tests.test_cli import isolated
+from tests.test_generate_providers import calling
+from tests.test_stream_providers import PROVIDERS as STREAMED
+from tests.test_stream_providers import Case
 
 MODEL = "openai:gpt-4o-2024-08-06"
 KEY = "test-key-Zq81xWv0Lm3"
@@ -209,3 +214,109 @@ def test_a_key_holding_slashes_echoed_with_json_escapes_is_masked(
         )  # fmt: skip
     for text in (str(refused.value), refused.value.body or ""):
         assert key not in text and escaped not in text
+
+
+# -- everything an error carries, and its traceback ------------------------------------------
+
+PERSON = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+    "required": ["name", "age"],
+    "additionalProperties": False,
+}
+NAME_ONLY = orjson.dumps({"name": KEY, "age": "thirty-six"}).decode()
+"""The key in a field that is valid: the violation found (at `age`) does not show it."""
+ECHOED_TWICE = orjson.dumps({"name": KEY, "age": f"not a number {KEY}"}).decode()
+
+
+def printed(error: BaseException) -> str:
+    """What Python prints of the error left uncaught, and what `logging.exception()` writes:
+    its traceback, with every exception of its chain."""
+    formatted = logging.Formatter().formatException((type(error), error, error.__traceback__))
+    return "".join(traceback.format_exception(error)) + formatted
+
+
+def carried(error: BaseException) -> str:
+    """Every text the error and each exception of its chain hold, shown or not: messages,
+    hints, attempts, the partial result's text, value and changes."""
+    parts: list[str] = []
+    seen: set[int] = set()
+    stack: list[BaseException | None] = [error]
+    while stack:
+        exc = stack.pop()
+        if exc is None or id(exc) in seen:
+            continue
+        seen.add(id(exc))
+        parts += [str(exc), repr(exc.args)]
+        for value in vars(exc).values():
+            parts.append(repr(value))
+        result = getattr(exc, "result", None)
+        if result is not None:
+            parts += [result.text, repr(result.data), repr(result.changes)]
+        stack += [exc.__cause__, exc.__context__]
+    return "\n".join(parts)
+
+
+def _generated(name: str, reply: str) -> GenerationError:
+    with calling(name) as one:
+        one.reply(one.provider.reply(reply, "stop"))
+        with pytest.raises(GenerationError) as caught:
+            outform.generate(
+                one.provider.model, "Extract the person", PERSON, base_url=one.server.url,
+                api_key=KEY, transport=one.transport, retries=0,
+            )  # fmt: skip
+    return caught.value
+
+
+def _streamed(name: str, reply: str) -> GenerationError:
+    with FakeServer() as server, Transport(retry=RetryPolicy(retries=0)) as sender:
+        Case(name, server).send(reply)
+        run = outform.stream(
+            STREAMED[name].model, "Extract the person", PERSON, base_url=server.url,
+            api_key=KEY, transport=sender, retries=0,
+        )  # fmt: skip
+        with pytest.raises(GenerationError) as caught:
+            list(run)
+    return caught.value
+
+
+@pytest.mark.parametrize("name", ["openai", "anthropic", "gemini"])
+@pytest.mark.parametrize("call_with", [_generated, _streamed], ids=["generate", "stream"])
+@pytest.mark.parametrize("reply", [ECHOED_TWICE, NAME_ONLY], ids=["in-violation", "valid-field"])
+def test_no_traceback_log_or_attribute_of_the_error_shows_the_key(
+    name: str, call_with: Callable[[str, str], GenerationError], reply: str
+) -> None:
+    """Found by a trial: str() and the attempts were masked, but the error's `__context__`
+    (the parse's OutputError, quoting the reply) and its `result` held the key, so an uncaught
+    error, `logging.exception()` or `traceback.format_exception()` printed it. The error
+    summarises the reply's own error: the chain is left out (`from None`), and what it
+    carries is masked; a streamed reply cut early (StreamAbortedError) is summarised so too."""
+    error = call_with(name, reply)
+    assert KEY not in printed(error)
+    assert KEY not in carried(error)
+    assert error.result is None or '"***"' in error.result.text
+    assert "During handling of the above exception" not in printed(error)
+
+
+def test_the_chain_of_an_error_keeps_an_exception_that_shows_no_key() -> None:
+    """The rule behind the masking (`errors.sealed`): an exception of the chain that shows
+    the key is cut off, with what it chains; one that shows none stays, for the traceback."""
+
+    def hide(text: str) -> str:
+        return text.replace(KEY, "***")
+
+    try:
+        try:
+            try:
+                raise ValueError(f"the reply said {KEY}")
+            except ValueError as inner:
+                raise KeyError("no such field") from inner
+        except KeyError:
+            raise outform.OutputError(f"bad reply {KEY}", hint=outform.RetryHint(())) from None
+    except outform.OutputError as caught:
+        error = sealed(caught, hide)
+    assert KEY not in printed(error) and KEY not in carried(error)
+    assert error.what == "bad reply ***"
+    kept = error.__context__
+    assert isinstance(kept, KeyError)  # (shows no key: kept, and still suppressed as raised)
+    assert kept.__cause__ is None  # the ValueError quoting the key is cut off

@@ -6,6 +6,8 @@ Every error says *what* went wrong, *where* (a file, a key, a JSON path, a byte 
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import functools
 import os
 import sys
@@ -370,6 +372,108 @@ def _rebuild_aborted(
     return StreamAbortedError(what, hint=hint, offset=offset, text=text, reason=reason)
 
 
+# -- what an error may show ------------------------------------------------------------------
+
+E = TypeVar("E", bound=BaseException)
+
+
+def sealed(error: E, hide: Callable[[str], str]) -> E:
+    """`error`, about to leave a call, showing nothing `hide` masks (the call's credentials):
+    everything it carries (its message, hint, attempts, partial result: every text in them)
+    masked in place, and its chain cut at the first exception that shows one, whether as
+    `__cause__` or as `__context__` (a traceback prints the chain, and so do
+    `logging.exception()` and `traceback.format_exception()`). An exception of the chain that
+    shows none is kept as it is. `hide` returns a text that holds no secret unchanged."""
+    hide = _once(hide)
+    state = vars(error)
+    shown = masked(state, hide)
+    if shown is not state:
+        state.update(shown)
+    if isinstance(error, OutformError):
+        error.args = (error.render(),)
+    else:
+        error.args = masked(error.args, hide)
+    _cut_chain(error, hide, {id(error)})
+    return error
+
+
+def _once(hide: Callable[[str], str]) -> Callable[[str], str]:
+    """`hide`, run once per distinct text (a large result repeats many: keys, transforms)."""
+    seen: dict[str, str | None] = {}  # (None: the text shows nothing)
+
+    def once(text: str) -> str:
+        if text in seen:
+            found = seen[text]
+            return text if found is None else found
+        hidden = hide(text)
+        seen[text] = None if hidden == text else hidden
+        return text if hidden == text else hidden
+
+    return once
+
+
+def _cut_chain(error: BaseException, hide: Callable[[str], str], seen: set[int]) -> None:
+    for inner in (error.__cause__, error.__context__):
+        if inner is None or id(inner) in seen:
+            continue
+        seen.add(id(inner))
+        if _shows(inner, hide):
+            if inner is error.__cause__:
+                error.__cause__ = None
+            if inner is error.__context__:
+                error.__context__ = None
+                error.__suppress_context__ = True
+        else:
+            _cut_chain(inner, hide, seen)
+
+
+def _shows(error: BaseException, hide: Callable[[str], str]) -> bool:
+    """Whether `error` shows something `hide` masks: in its arguments, or in what it carries."""
+    return masked(error.args, hide) is not error.args or masked(vars(error), hide) is not vars(
+        error
+    )
+
+
+def masked(value: Any, hide: Callable[[str], str]) -> Any:
+    """`value` with `hide` applied to every text it holds: strings, the keys and values of
+    dicts, the items of lists and tuples, the fields of dataclass instances (a copy, its
+    fields set without running its constructor). The very object when `hide` changes no text
+    in it; any other object is kept as it is."""
+    if isinstance(value, str):
+        return hide(value)
+    if isinstance(value, dict):
+        changed = False
+        out: dict[Any, Any] = {}
+        for key, item in value.items():
+            new_key, new_item = masked(key, hide), masked(item, hide)
+            changed = changed or new_key is not key or new_item is not item
+            out[new_key] = new_item
+        return out if changed else value
+    if isinstance(value, list | tuple):
+        items = []
+        for item in value:
+            items.append(masked(item, hide))
+        if all(new is old for new, old in zip(items, value, strict=True)):
+            return value
+        if isinstance(value, list):
+            return items
+        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {}
+        for f in dataclasses.fields(value):
+            old = getattr(value, f.name, None)
+            new = masked(old, hide)
+            if new is not old:
+                fields[f.name] = new
+        if not fields:
+            return value
+        copied = copy.copy(value)
+        for name, new in fields.items():
+            object.__setattr__(copied, name, new)
+        return copied
+    return value
+
+
 __all__ = [
     "AuthenticationError",
     "BadRequestError",
@@ -389,4 +493,6 @@ __all__ = [
     "StreamInterruptedError",
     "UsageError",
     "guarded",
+    "masked",
+    "sealed",
 ]

@@ -142,6 +142,39 @@ def refusal_of(response: Response) -> str | None:
     return f"the model refused (stop reason: refusal){after}"
 
 
+def complete_at_cut(text: str, data: Any, changes: Sequence[Change]) -> bool:
+    """Whether a reply that may have been cut off (at the token limit, or a stream that
+    stopped without a stop reason) where its `text` ends was complete as sent, its value
+    `data` read with `changes`: it needed no repair and lost nothing (`repaired_after_cut`),
+    and its JSON is closed by a delimiter that nothing after the cut could have continued, a
+    `}`, a `]` or a string's closing quote. The reply ends with one (trailing whitespace and
+    a closing code fence aside), or its value is an object or array read out of prose that
+    goes on after the bracket closing it.
+
+    A value running to the end of the text with anything else is not known to be complete:
+    a number (`12` may be the start of `120` or `12.5`), a literal (`true`: no delimiter
+    closes it either), a word read as a string, the reply itself read as a string."""
+    if repaired_after_cut(changes):
+        return False
+    tail = text.rstrip()
+    fence = _CLOSING_FENCE.search(tail)
+    if fence is not None:
+        tail = tail[: fence.start()].rstrip()
+    if isinstance(data, str) and data.strip() and tail.endswith(data.rstrip()):
+        return False  # the reply read as a string: it runs to where the reply stopped
+    if tail.endswith(("}", "]", '"')):
+        return True
+    return (
+        isinstance(data, dict | list)
+        and any(c.stage == "extract" for c in changes)
+        and ("}" in tail or "]" in tail)
+    )
+
+
+_CLOSING_FENCE = re.compile(r"(?:`{3,}|~{3,})\Z")
+"""A code fence closing the reply (the value inside it ended before it)."""
+
+
 def repaired_after_cut(changes: Sequence[Change]) -> bool:
     """Whether a reply that may have been cut off (at the token limit, or a stream that
     stopped without a stop reason) needed repair or lost content: such a reply is accepted

@@ -28,10 +28,12 @@ import orjson
 from outform import arguments
 from outform.errors import (
     GenerationError,
+    OutformError,
     OutputError,
     RefusalError,
     StreamAbortedError,
     UsageError,
+    sealed,
 )
 from outform.format import JsonSchemaFormat, ResponseFormat, TextFormat
 from outform.jsontext import dumps_text
@@ -60,11 +62,11 @@ from outform.providers.base import (
 from outform.providers.registry import Resolved, resolve
 from outform.reask import (
     FieldAsk,
+    complete_at_cut,
     cut_off,
     field_ask,
     reask_messages,
     refusal_of,
-    repaired_after_cut,
     with_instructions,
 )
 from outform.schema import pointer
@@ -186,6 +188,10 @@ class _Loop:
     """What the request in flight asks for on the wire (a field re-ask's own forced tool)."""
     endpoint: Endpoint | None = None
     """Where the call goes, with its key: what an error must not show of a reply echoing it."""
+    reply: str = ""
+    """The text of the last reply read."""
+    echoed: bool = False
+    """Whether a reply recorded as an attempt showed a secret (`_hide` masked one)."""
 
     def first(self) -> Request:
         self.output = self.template.output
@@ -216,6 +222,7 @@ class _Loop:
 
     def abort(self, response: Response, aborted: StreamAbortedError) -> Request | Generation[Any]:
         """A streamed reply stopped early: record it and ask again (or give up)."""
+        self.reply = response.text
         self.usage = self.usage + response.usage
         self.spent += self._cost(response)
         self.trace.emit("stream.abort", data=StreamAbort(aborted.offset, aborted.reason))
@@ -245,9 +252,21 @@ class _Loop:
             error=error,
         )
 
-    def recording(self) -> contextlib.AbstractContextManager[None]:
-        """Around a driver: an exception that did not end the run ends it as an error."""
-        return self.trace.recording(lambda: self.usage)
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[None]:
+        """Around a driver: an exception that did not end the run ends it as an error; and an
+        error of outform's leaves it showing none of the call's credentials, which a model may
+        echo: not in its message, hint, attempts or partial result, nor anywhere in its chain
+        (`errors.sealed`)."""
+        with self.trace.recording(lambda: self.usage):
+            try:
+                yield
+            except OutformError as error:
+                # What an error carries comes from the replies: when none showed a secret,
+                # there is none to mask (and a large reply's result is not walked for it).
+                if self.echoed or self._hide(self.reply) is not self.reply:
+                    sealed(error, self._hide)
+                raise
 
     def start(self) -> None:
         """The run begins: `run.start`, and how the format is enforced."""
@@ -268,6 +287,7 @@ class _Loop:
         return -(-(sent + len(response.text)) // _CHARS_PER_TOKEN)
 
     def step(self, response: Response) -> Request | Generation[Any]:
+        self.reply = response.text
         self.usage = self.usage + response.usage
         self.spent += self._cost(response)
         refusal = refusal_of(response)
@@ -327,7 +347,7 @@ class _Loop:
         unended = response.finish_reason != "length" and not response.end_stated
         cut = response.finish_reason == "length" or unended
         try:
-            result = self._parsed(response, number)
+            result, read = self._parsed(response, number)
         except OutputError as error:
             if not cut:
                 raise
@@ -335,14 +355,15 @@ class _Loop:
             hint = cut_off(response.text, error.hint, unended=unended)
             raise OutputError("the reply was cut off", hint=hint, result=error.result) from error
         own = [c for c in result.changes if c.attempt == number]  # this reply's
-        if cut and repaired_after_cut(own):
+        if cut and not complete_at_cut(response.text, read.data, own):
             hint = cut_off(response.text, unended=unended)
             raise OutputError("the reply was cut off", hint=hint, result=result)
         return result
 
-    def _parsed(self, response: Response, number: int) -> ParseResult[Any]:
+    def _parsed(self, response: Response, number: int) -> tuple[ParseResult[Any], ParseResult[Any]]:
         """`_parse` before the cut is judged: the value and its changes, this reply's numbered
-        `number`."""
+        `number`; and what was read of this reply's text (for a field re-ask, the answer, else
+        the value itself)."""
         try:
             if self.ask is not None and self.ask_pipeline is not None:
                 ask, earlier = self.ask, self.kept_changes
@@ -358,12 +379,12 @@ class _Loop:
                 result = self._run(self.pipeline, dumps_text(ask.merge(answer.data)))
             else:
                 earlier = ()
-                result = self._run(self.pipeline, response.text)
+                result = answer = self._run(self.pipeline, response.text)
         except OutputError as error:
             if error.result is not None:
                 error.result = _with_earlier(error.result, earlier, number)
             raise
-        return _with_earlier(result, earlier, number)
+        return _with_earlier(result, earlier, number), answer
 
     def _run(self, pipeline: Pipeline[Any], text: str) -> ParseResult[Any]:
         """Parse with a pipeline of this run; its events go out as this run's."""
@@ -417,7 +438,7 @@ class _Loop:
                 usage=self.usage,
                 result=result,
                 fix=self._advice(hint, response),
-            )
+            ) from None  # (the reply's error, summarised here: its hint, result and attempts)
         value = result.data if result is not None else None
         self.ask, self.ask_pipeline, self.ask_translation, request = self._next_request(
             response.text, hint, value
@@ -461,6 +482,7 @@ class _Loop:
         transport masks them in a provider's error. A text without one is kept as it is."""
         hidden = hide_secrets(text, self.endpoint)
         if _masks(hidden) > _masks(text):
+            self.echoed = True
             return hidden
         return text
 

@@ -40,8 +40,10 @@ from outform.cli.app import (
 )
 from outform.cli.io import (
     ENVIRONMENT_ERRNOS,
+    RUNNING,
     STDOUT,
     bad_value,
+    command_path,
     print_error,
     print_output_error,
     system_failed,
@@ -160,6 +162,14 @@ class _Dropping:
 
 
 def _main(argv: list[str] | None) -> int:
+    running = RUNNING.set(command_path(sys.argv[1:] if argv is None else argv))
+    try:
+        return _run(argv)
+    finally:
+        RUNNING.reset(running)
+
+
+def _run(argv: list[str] | None) -> int:
     try:
         # Not standalone: click's errors come here, so that a bad flag value is told as every
         # other error is (an unknown option or a missing argument keeps click's usage line).

@@ -28,7 +28,14 @@ from rich.table import Table
 
 from outform.cli import options
 from outform.cli.app import EXIT_INVALID, EXIT_RUNNING, app, stderr
-from outform.cli.io import import_type, load_schema, print_error, print_json
+from outform.cli.io import (
+    argument_text,
+    decoded,
+    import_type,
+    load_schema,
+    print_error,
+    print_json,
+)
 from outform.errors import UsageError
 
 batch_app = typer.Typer(
@@ -96,15 +103,19 @@ class RichProgress:
 
 
 def _prompt(value: str | None) -> str | None:
-    if value is None or not value.startswith("@"):
-        return value
+    """The --prompt template: as given, or the text of the file after `@`."""
+    if value is None:
+        return None
+    if not value.startswith("@"):
+        return argument_text(value, "--prompt")
     path = Path(value[1:])
     try:
-        return path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as exc:
         raise UsageError(
             f"cannot read the prompt template: {exc.strerror}", where=str(path)
         ) from None
+    return decoded(raw, "prompt template", str(path))
 
 
 @batch_app.command("run")

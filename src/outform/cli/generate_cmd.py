@@ -7,14 +7,26 @@ what was changed, and the tokens spent. `--json` prints all of it as one documen
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, cast
 
 import typer
 
 from outform.cli import options
 from outform.cli.app import EXIT_INVALID, app, stderr
-from outform.cli.io import json_value, output_of, print_changes, print_error, print_json, read_text
+from outform.cli.io import (
+    argument_text,
+    for_cli,
+    json_value,
+    output_of,
+    print_changes,
+    print_error,
+    print_json,
+    read_utf8,
+)
+from outform.errors import GenerationError, OutformError, RefusalError, UsageError
 from outform.format import ResponseFormat
 
 if TYPE_CHECKING:
@@ -78,6 +90,14 @@ def generate_command(
             callback=options.positive_seconds,
         ),
     ] = 600.0,
+    max_body_bytes: Annotated[
+        int | None,
+        typer.Option(
+            "--max-body-bytes",
+            min=1,
+            help="Largest answer accepted from the provider, in bytes (default 64 MiB).",
+        ),
+    ] = None,
     as_json: options.AsJson = False,
     max_chars: options.MaxChars = None,
     max_depth: options.MaxDepth = None,
@@ -91,39 +111,54 @@ def generate_command(
 
     The value goes to standard output; the mode, attempts and changes to standard error.
     """
-    from outform.errors import GenerationError, RefusalError
     from outform.run import generate
-    from outform.transport import Transport
+    from outform.transport import MAX_BODY_BYTES, Transport
 
-    settings = options.parse_settings(
-        level, max_chars, max_depth, time_limit, max_repair_chars, max_repair_string
-    )
-    output, _ = output_of(schema, type_)
-    question = read_text(prompt, "prompt").decode() if prompt == "-" else prompt
-    messages: list[dict[str, str]] = [{"role": "user", "content": question}]
-    if system is not None:
-        messages.insert(0, {"role": "system", "content": system})
-    try:
-        # One call: its connections close with the command.
-        with Transport(timeout=timeout, total_timeout=total_timeout) as transport:
-            generation = generate(
-                model,
-                messages,
-                output if output is not None else ResponseFormat.json_object(),
-                mode=cast("Mode", mode),  # the planner refuses an unknown mode, naming them
-                retries=retries,
-                token_budget=token_budget,
-                temperature=temperature,
-                max_tokens=max_tokens,
-                base_url=base_url,
-                api_key=options.key_from(api_key_env),
-                transport=transport,
-                **settings,
+    with _failures_as_json(as_json):
+        settings = options.parse_settings(
+            level, max_chars, max_depth, time_limit, max_repair_chars, max_repair_string
+        )
+        output, _ = output_of(schema, type_)
+        if prompt == "-":
+            question = read_utf8(prompt, "prompt")
+        else:
+            question = argument_text(prompt, "the prompt argument")
+        if not question.strip():
+            raise UsageError(
+                "the prompt is empty: the model would be asked nothing, and the call paid for",
+                where="standard input" if prompt == "-" else "PROMPT",
+                fix="pipe a prompt in (what was piped holds no text)"
+                if prompt == "-"
+                else "write the prompt, or pass - and pipe it in",
             )
-    except GenerationError as error:
-        _fail(error, error.attempts, error.usage, as_json)
-    except RefusalError as error:
-        _fail(error, error.attempts, error.usage, as_json, last="refused")
+        messages: list[dict[str, str]] = [{"role": "user", "content": question}]
+        if system is not None:
+            messages.insert(0, {"role": "system", "content": argument_text(system, "--system")})
+        try:
+            # One call: its connections close with the command.
+            with Transport(
+                timeout=timeout,
+                total_timeout=total_timeout,
+                max_body_bytes=max_body_bytes or MAX_BODY_BYTES,
+            ) as transport:
+                generation = generate(
+                    model,
+                    messages,
+                    output if output is not None else ResponseFormat.json_object(),
+                    mode=cast("Mode", mode),  # the planner refuses an unknown mode, naming them
+                    retries=retries,
+                    token_budget=token_budget,
+                    temperature=temperature,
+                    max_tokens=max_tokens,
+                    base_url=base_url,
+                    api_key=options.key_from(api_key_env),
+                    transport=transport,
+                    **settings,
+                )
+        except GenerationError as error:
+            _fail(error, as_json)
+        except RefusalError as error:
+            _fail(error, as_json, last="refused")
     if as_json:
         print_json(_document(generation))
         return
@@ -138,28 +173,48 @@ def generate_command(
     stderr.print(f"tokens: {_tokens(generation.usage)}", markup=False)
 
 
+@contextlib.contextmanager
+def _failures_as_json(as_json: bool) -> Iterator[None]:
+    """With --json, a failure (a provider's, a usage error, no valid reply...) is one JSON
+    document on standard output too (`_failure`), whatever its exit code; the error itself
+    still goes to standard error."""
+    try:
+        yield
+    except OutformError as error:
+        if as_json:
+            print_json(_failure(error))
+        raise
+
+
+def _failure(error: OutformError) -> dict[str, Any]:
+    """The --json document of a failure: the same keys for every one. `attempts` and `usage`
+    are those the error carries (none for an error before or outside the re-asks: `usage`
+    null)."""
+    shown = for_cli(error)
+    attempts: tuple[Attempt, ...] = getattr(error, "attempts", ())
+    usage: Usage | None = getattr(error, "usage", None)
+    return {
+        "ok": False,
+        "error": shown.what,
+        "kind": type(error).__name__,
+        "where": shown.where,
+        "fix": shown.fix,
+        "attempts": [_attempt(a) for a in attempts],
+        "usage": dataclasses.asdict(usage) if usage is not None else None,
+    }
+
+
 def _fail(
-    error: Any,
-    attempts: tuple[Attempt, ...],
-    usage: Usage,
-    as_json: bool,
-    last: str = "not valid",
+    error: GenerationError | RefusalError, as_json: bool, last: str = "not valid"
 ) -> NoReturn:
     """No valid value: every attempt and what was wrong, then the error; exit 1. `last` says
     what became of a final attempt that carries no violations (a refusal)."""
     if as_json:
-        print_json(
-            {
-                "ok": False,
-                "error": error.what,
-                "attempts": [_attempt(a) for a in attempts],
-                "usage": dataclasses.asdict(usage),
-            }
-        )
+        print_json(_failure(error))
     else:
-        _print_attempts(attempts, last)
+        _print_attempts(error.attempts, last)
         print_error(error)
-        stderr.print(f"tokens: {_tokens(usage)}", markup=False)
+        stderr.print(f"tokens: {_tokens(error.usage)}", markup=False)
     raise typer.Exit(EXIT_INVALID)
 
 

@@ -8,6 +8,7 @@ pipe, a CI log) they are plain lines, one per change, that no column width can b
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import copy
 import errno
 import functools
@@ -69,6 +70,42 @@ def read_reply(file: str) -> bytes:
     return read_text(file, "reply")
 
 
+def read_utf8(file: str, what: str) -> str:
+    """The text of `file`, or of standard input for "-", read as UTF-8 (`decoded`)."""
+    where = "standard input" if file == "-" else file
+    return decoded(read_text(file, what), what, where)
+
+
+def decoded(raw: bytes, what: str, where: str, fix: str | None = None) -> str:
+    """`raw` read as UTF-8 text (a byte order mark dropped): every text the command line reads
+    from a file or standard input is read so, and bytes that are not UTF-8 are a UsageError
+    naming the first (never a UnicodeDecodeError)."""
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UsageError(
+            f"the {what} is not UTF-8 text (binary data, or another encoding?)",
+            where=f"{where}, byte {exc.start}",
+            fix=fix
+            or f"save the {what} as UTF-8 (iconv -f latin1 -t utf-8 converts a Latin-1 file)",
+        ) from None
+
+
+def argument_text(value: str, what: str) -> str:
+    """A text given on the command line (`what`: "the prompt argument", "--system"), which the
+    shell may pass as bytes that are not UTF-8 (Python keeps them as lone surrogates, which no
+    provider can be sent): a UsageError naming the first, as for a file."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise UsageError(
+            f"{what} is not UTF-8 text (the shell passed bytes of another encoding)",
+            where=f"{what}, character {exc.start}",
+            fix="pass UTF-8 text (e.g. set a UTF-8 locale), or read it from a UTF-8 file",
+        ) from None
+    return value
+
+
 def load_schema(path: Path, *, stdin: bool = False) -> Any:
     """The JSON Schema in `path`: a JSON object, or a boolean (`true`: any JSON value, read
     as {}; `false`: a SchemaError), anything else is named, not taken for a type. With
@@ -83,14 +120,7 @@ def load_schema(path: Path, *, stdin: bool = False) -> Any:
             where=where,
             fix="give the path of a JSON Schema file (a .json file holding one object)",
         ) from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise UsageError(
-            "the schema file is not UTF-8 text (binary data?)",
-            where=f"{where}, byte {exc.start}",
-            fix="give a JSON Schema file, saved as UTF-8",
-        ) from None
+    text = decoded(raw, "schema file", where, fix="give a JSON Schema file, saved as UTF-8")
     try:
         # Integers keep every digit (as the library reads a schema given as a dict), also
         # past a float's range, which orjson refuses.
@@ -408,22 +438,64 @@ LIBRARY_FLAGS = {
 pass it). Keys never go on the command line: `api_key` is read from a named variable."""
 
 
+RUNNING: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
+    "outform_command", default=()
+)
+"""The words naming the command that runs (`("generate",)`, `("batch", "run")`): an error
+names its flags (`command_flags`). Set by `outform.cli.main` around each command."""
+
+
 @functools.cache
-def command_flags() -> dict[str, str]:
-    """Every option of every command, by its library argument name: `max_depth` ->
-    `--max-depth` (a name two commands spell differently is left out)."""
+def _group() -> Any:
     from outform.cli.app import app
 
+    return typer.main.get_command(app)
+
+
+def command_path(argv: Sequence[str]) -> tuple[str, ...]:
+    """The words of `argv` naming a command (`batch run` of `batch run rows.jsonl ...`)."""
+    command, path = _group(), []
+    for word in argv:
+        commands = getattr(command, "commands", None)
+        if not commands or word not in commands:
+            break
+        command = commands[word]
+        path.append(word)
+    return tuple(path)
+
+
+@functools.cache
+def command_flags(path: tuple[str, ...] = ()) -> dict[str, str]:
+    """The options of the command `path` names, by their library argument names (`max_depth`
+    -> `--max-depth`), and its arguments by how its usage line writes them (`model` ->
+    `MODEL`): an error of that command names only what it takes. For no command (or a group
+    of commands), every option of every command (a name two commands spell differently is
+    left out)."""
+    command = _group()
+    for word in path:
+        command = command.commands[word]
+    if path and not getattr(command, "commands", None):
+        own = {param.name: _spelled(param) for param in command.params if param.name}
+        return {name: spelled for name, spelled in own.items() if spelled}
     flags: dict[str, set[str]] = {}
-    stack: list[Any] = [typer.main.get_command(app)]
+    stack: list[Any] = [command]
     while stack:
         command = stack.pop()
         stack.extend(getattr(command, "commands", {}).values())
         for param in command.params:
-            long = [o for o in param.opts if o.startswith("--")]
-            if param.param_type_name == "option" and param.name and long:
-                flags.setdefault(param.name, set()).add(max(long, key=len))
+            spelled = _spelled(param)
+            if param.param_type_name == "option" and param.name and spelled:
+                flags.setdefault(param.name, set()).add(spelled)
     return {name: next(iter(spelled)) for name, spelled in flags.items() if len(spelled) == 1}
+
+
+def _spelled(param: Any) -> str | None:
+    """How the command line writes a parameter: an option by its long flag, an argument as
+    its usage line shows it (`MODEL`)."""
+    if param.param_type_name == "argument":
+        return str(param.metavar or param.name.upper())
+    long = [o for o in param.opts if o.startswith("--")]
+    return max(long, key=len) if long else None
 
 
 def for_cli(error: OutformError) -> OutformError:
@@ -434,7 +506,10 @@ def for_cli(error: OutformError) -> OutformError:
     "raise the 'max_chars' option" -> "raise --max-chars", "level='full'" -> "--level full";
     "pass api_key=" -> "pass --api-key-env NAME"). The library never knows the command line:
     the mapping is done here, from the names of the commands' own options."""
-    flags = {**command_flags(), **{name: flag for name, (flag, _) in LIBRARY_FLAGS.items()}}
+    flags = {
+        **command_flags(RUNNING.get()),
+        **{name: flag for name, (flag, _) in LIBRARY_FLAGS.items()},
+    }
     what, where, fix = error.what, error.where, error.fix
     if where in flags:
         where = flags[where]
@@ -477,7 +552,7 @@ limit")."""
 def _settings_as_flags(text: str, flags: dict[str, str] | None = None) -> str:
     """Settings a text names as the library's ("the 'max_chars' option", "the
     'max_repair_chars' limit") as the command's flags."""
-    flags = command_flags() if flags is None else flags
+    flags = command_flags(RUNNING.get()) if flags is None else flags
     text = _OPTION.sub(lambda m: _flagged(m, flags, "{}"), text)
     return _SETTING.sub(lambda m: _flagged(m, flags, "the {} " + m.group(2)), text)
 

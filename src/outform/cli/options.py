@@ -103,7 +103,9 @@ def parse_settings(
 ) -> dict[str, Any]:
     """The parse keyword arguments the user set (the rest come from outform.toml)."""
     if level is not None and level not in LEVELS:
-        raise UsageError(f"unknown level {level!r}", fix=f"use one of: {', '.join(LEVELS)}")
+        raise UsageError(
+            f"unknown level {level!r}", where="--level", fix=f"use one of: {', '.join(LEVELS)}"
+        )
     chosen = {
         "level": level,
         "max_chars": max_chars,

@@ -238,12 +238,13 @@ def too_deep(limit: int, depth: int | None = None, where: str | None = None) -> 
         if depth
         else f"deeper than the limit of {limit} levels"
     )
-    return InputError(
-        f"the reply nests {how}",
-        where=where,
-        fix="raise the 'max_depth' option if such nesting is expected",
-        limit="max_depth",
+    fix = (
+        "raise the 'max_depth' option if such nesting is expected"
+        if limit < MAX_DEPTH
+        else f"the 'max_depth' option is at its maximum ({MAX_DEPTH}): outform reads no "
+        "deeper value; ask the model for a flatter one"
     )
+    return InputError(f"the reply nests {how}", where=where, fix=fix, limit="max_depth")
 
 
 def too_slow(limit: float, stage: str, size: int) -> InputError:

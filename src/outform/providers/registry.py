@@ -173,9 +173,15 @@ class Resolved:
 
 
 def split_model(model: str) -> tuple[ProviderSpec, str]:
-    provider, sep, name = model.partition(":")
-    spec = PROVIDERS.get(provider) if sep else None
-    if spec is None or not name:
+    provider, _, name = model.partition(":")
+    spec = PROVIDERS.get(provider)
+    if spec is not None and not name:
+        raise UsageError(
+            f"no model name after the provider in {model!r}",
+            where="model",
+            fix=f"write the model as {provider}:NAME, NAME the model as the provider calls it",
+        )
+    if spec is None:
         raise UsageError(
             f"unknown provider in model {model!r}",
             where="model",

@@ -137,15 +137,16 @@ def _known_draft(uri: Any) -> str | None:
 
 
 def _remote_refs(schema: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
-    """Yield (location, ref) for every `$ref` that leaves the document."""
+    """Yield (location, ref) for every `$ref` or `$dynamicRef` that leaves the document."""
     ids = set(_ids(schema))
     stack: list[tuple[str, Any]] = [("", schema)]
     while stack:
         location, node = stack.pop()
         if isinstance(node, Mapping):
-            ref = node.get("$ref")
-            if isinstance(ref, str) and not _is_local(ref, ids):
-                yield pointer.join(location, "$ref"), ref
+            for keyword in _REFERENCES:
+                ref = node.get(keyword)
+                if isinstance(ref, str) and not _is_local(ref, ids):
+                    yield pointer.join(location, keyword), ref
             for key, child in node.items():
                 if key not in ("enum", "const", "default", "examples"):
                     stack.append((pointer.join(location, key), child))
@@ -153,6 +154,8 @@ def _remote_refs(schema: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
             stack.extend((pointer.join(location, i), child) for i, child in enumerate(node))
 
 
+_REFERENCES = ("$ref", "$dynamicRef")
+"""The keywords that refer to a schema by URI (2019-09's `$recursiveRef` is always `#`)."""
 _DATA = ("enum", "const", "default", "examples")
 """Keywords whose values are data, not schemas."""
 _NAMED = ("properties", "patternProperties", "dependentSchemas", "$defs", "definitions")
