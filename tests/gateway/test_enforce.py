@@ -275,3 +275,23 @@ def test_the_profile_header_picks_the_parse_settings_of_a_profile(
     finally:
         monkeypatch.undo()
         outform.config.reload()
+
+
+@pytest.mark.parametrize("cut", ["12", "1.5", "true"])
+def test_a_reply_cut_at_the_token_limit_after_a_bare_value_is_asked_for_again(
+    gw: Harness, cut: str
+) -> None:
+    """A backend stopped at its token limit (`finish_reason: length`) after `12` may have
+    been writing `120` or `12.5`: only JSON closed by `}`, `]` or a closing quote is known
+    to be complete there, so the reply is asked for again as cut off."""
+    gw.backend.json(chat_completion(content=cut, finish="length"))
+    gw.backend.json(chat_completion(content="120"))
+    response = gw.client.responses.create(
+        model="m",
+        input="How many?",
+        text={"format": {"type": "json_schema", "name": "n", "schema": {}}},
+        extra_headers=ON,
+    )
+    assert response.output_text == "120"
+    _, second = gw.backend.chat_requests()
+    assert "cut off" in second["messages"][-1]["content"]

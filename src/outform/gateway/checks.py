@@ -18,7 +18,7 @@ from outform.errors import InputError, OutputError
 from outform.format import ResponseFormat
 from outform.jsontext import dumps_text
 from outform.parse import RetryHint, Violation, pipeline_for
-from outform.reask import cut_off, repaired_after_cut
+from outform.reask import complete_at_cut, cut_off
 from outform.trace.events import Event, Validation
 
 
@@ -52,7 +52,9 @@ class CheckSettings:
 
 def check_reply(text: str, fmt: Mapping[str, Any], settings: CheckSettings, cut: bool) -> Verdict:
     """Run the pipeline on `text` against the flat format dict `fmt`; `cut`: the backend
-    stopped at its token limit, so a repair that closed what was cut off is refused."""
+    stopped at its token limit, so the reply is taken only when it was complete as sent
+    (`reask.complete_at_cut`: no repair closed what was cut, and its JSON ends with a
+    delimiter nothing could have continued; `12` may have been `120`)."""
     try:
         pipeline = pipeline_for(
             ResponseFormat.from_dict(fmt),
@@ -61,7 +63,7 @@ def check_reply(text: str, fmt: Mapping[str, Any], settings: CheckSettings, cut:
             profile=settings.profile,
         )
         result = pipeline.run(text, record=False)
-        if cut and repaired_after_cut(result.changes):
+        if cut and not complete_at_cut(text, result.data, result.changes):
             raise OutputError("the reply was cut off", hint=cut_off(text))
     except OutputError as error:
         # A cut reply is told as cut, never as one missing what the cut left out.
