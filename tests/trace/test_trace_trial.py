@@ -23,10 +23,10 @@ from outform.cli import EXIT_OK, EXIT_USAGE, main
 from outform.trace import Batch, Event, Recorder, register_secret
 from outform.trace.events import Change, Validation, ViolationRecord
 from outform.trace.health import HealthQuery, report
-from outform.trace.recorder import CountedRun
+from outform.trace.recorder import CountedRun, TraceLossWarning
 from outform.trace.redact import MIN_PIECE, REDACTED, scrub_text
 from outform.trace.sqlite_store import SqliteTraceStore
-from outform.trace.store import TraceLossWarning, TraceStore
+from outform.trace.store import TraceStore
 from tests.trace.runs import RunSpec, run_events
 from tests.trace.sinks import restore_recording
 from tests.trace.stores import StoreFactory, make_store

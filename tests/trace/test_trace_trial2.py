@@ -20,8 +20,8 @@ from outform.errors import StoreError
 from outform.trace import Batch, Event, Labels, Recorder
 from outform.trace.events import RunEnd
 from outform.trace.health import HealthQuery, report, window
+from outform.trace.recorder import TraceLossWarning
 from outform.trace.sqlite_store import SqliteTraceStore
-from outform.trace.store import TraceLossWarning
 from outform.trace.tracer import RunTrace
 from tests.trace.runs import RunSpec, run_events
 from tests.trace.sinks import ListSink, restore_recording

@@ -1,11 +1,15 @@
 """The `outform` command line: one module per command, `main` turns errors into exit codes.
 
 Exit codes (`outform --help` and docs/cli.md list them too): 0 a valid value, 1 no valid value
-(the violations are printed), 2 wrong usage (bad option, file, schema, type or config) or an
-output that cannot be written (a full disk, an I/O error),
-3 an internal error, 4 a reply that cannot be parsed at all (not text, over a limit), 5 the
-provider failed or refused the request, 130 interrupted. Errors are printed as one readable
-block, never as a traceback (set OUTFORM_DEBUG=1 for one).
+(the violations are printed), 2 wrong usage (bad option, file, schema, type or config), an
+output that cannot be written (a full disk, an I/O error) or trace events the trace store could
+not keep, 3 an internal error, 4 a reply that cannot be parsed at all (not text, over a
+limit), 5 the provider failed or refused the request, 130 interrupted. Errors are printed as
+one readable block, never as a traceback (set OUTFORM_DEBUG=1 for one).
+
+A command that records traces closes the recording itself once its output is printed: events
+the trace store could not keep are its error too (exit code 2 for a command that succeeded; a
+command that failed keeps its own code), not a Python warning at exit (`recording`).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from outform.cli import (
     generate_cmd,
     health_cmd,
     parse_cmd,
+    recording,
     schema_cmd,
     serve_cmd,
 )
@@ -50,6 +55,7 @@ from outform.cli.io import (
     write_failed,
 )
 from outform.errors import InputError, InternalError, OutformError, OutputError, ProviderError
+from outform.trace.recorder import Recorder
 
 __all__ = [
     "EXIT_CODES",
@@ -163,10 +169,26 @@ class _Dropping:
 
 def _main(argv: list[str] | None) -> int:
     running = RUNNING.set(command_path(sys.argv[1:] if argv is None else argv))
+    before = recording.running()
     try:
-        return _run(argv)
+        return _recorded(_run(argv), before)
     finally:
         RUNNING.reset(running)
+
+
+def _recorded(code: int, before: Recorder | None) -> int:
+    """The exit code once the recording the command started is closed, after its output:
+    trace events its store could not keep are told as errors; they make a success exit 2,
+    and a command that failed keeps its own code (what it found is the news; the loss is
+    said after its error). Interrupted while the store finishes: 130, as any interruption."""
+    try:
+        lost = recording.close(before)
+    except KeyboardInterrupt:
+        stderr.print("aborted", style="red")
+        return EXIT_INTERRUPTED
+    for error in lost:
+        print_error(error)
+    return EXIT_USAGE if lost and code == EXIT_OK else code
 
 
 def _run(argv: list[str] | None) -> int:

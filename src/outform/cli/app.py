@@ -15,7 +15,9 @@ EXIT_INVALID = 1
 within the attempts, or the model refused."""
 EXIT_USAGE = 2
 """The command was used wrongly: a bad option, file, schema, type or configuration; or its
-output could not be written (a full disk, an I/O error: the file and the reason are named)."""
+output could not be written (a full disk, an I/O error: the file and the reason are named), or
+trace events its trace store could not keep (said after the output of a command that
+succeeded)."""
 EXIT_INTERNAL = 3
 """A bug in outform (rerun with OUTFORM_DEBUG=1 for the traceback)."""
 EXIT_INPUT = 4
@@ -31,7 +33,11 @@ EXIT_INTERRUPTED = 130
 EXIT_CODES: tuple[tuple[int, str], ...] = (
     (EXIT_OK, "valid (possibly after repair or a re-ask)"),
     (EXIT_INVALID, "not valid: the reply does not match, no valid reply, or a refusal"),
-    (EXIT_USAGE, "wrong usage: bad option, file, schema, type or config; an unwritable output"),
+    (
+        EXIT_USAGE,
+        "wrong usage: bad option, file, schema, type or config; an unwritable output or trace "
+        "store",
+    ),
     (EXIT_INTERNAL, "internal error (a bug; OUTFORM_DEBUG=1 shows the traceback)"),
     (EXIT_INPUT, "the reply cannot be parsed at all (not text, over a limit)"),
     (EXIT_PROVIDER, "the provider failed or refused the request"),

@@ -26,7 +26,7 @@ from outform.trace.events import (
     add_observer,
     remove_observer,
 )
-from outform.trace.recorder import Batch, Recorder, Sink
+from outform.trace.recorder import Batch, Recorder, Sink, TraceLossWarning
 from outform.trace.redact import register_secret
 from outform.trace.runtime import active, emit, flush, open_store, start, stop
 
@@ -52,6 +52,7 @@ __all__ = [
     "Sink",
     "StreamAbort",
     "Tokens",
+    "TraceLossWarning",
     "Validation",
     "ViolationRecord",
     "active",

@@ -14,7 +14,8 @@ the minute it was written.
 A sink whose `open` raises is left out (the trace store never raises there: it keeps its
 batches and opens later, `outform.trace.store`); what it was not handed is counted, and said
 on standard error when the recorder closes (`outform.trace.store.TraceLossWarning`), as the
-store says what it could not write.
+store says what it could not write. A program that tells such losses itself (the command line,
+as its own error) closes the recorder with `close(warn=False)` and reads `losses`.
 
 What a crash can lose: events recorded since the last batch was committed, that is at most
 `flush_interval` seconds of them (plus a batch that failed and waits for a retry). A normal
@@ -33,7 +34,7 @@ import time
 import warnings
 import weakref
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat, starmap
 from typing import Protocol
@@ -57,6 +58,27 @@ class CountedRun:
     model: str
     mode: str
     series: tuple[tuple[str, str, str, int], ...]
+
+
+class TraceLossWarning(RuntimeWarning):
+    """Events a sink could not keep, nor count (the store's at close, or what a sink that
+    failed to open missed): said on standard error, since the `outform.trace` logger is
+    silent unless configured. Its parts are kept for a program that tells the loss itself
+    (the command line, as its own error): `what` was lost and why, `where` (the store or
+    sink), and the `fix`. (Also importable as `outform.trace.store.TraceLossWarning`.)"""
+
+    def __init__(self, what: str, where: str, fix: str) -> None:
+        super().__init__(f"outform trace: {what}. Fix: {fix}")
+        self.what, self.where, self.fix = what, where, fix
+
+
+@dataclass(frozen=True)
+class Loss:
+    """Events a sink could not keep, as it said so when the recorder closed: the sink, and its
+    `TraceLossWarning` (what was lost and why, where, the fix)."""
+
+    sink: Sink
+    warning: TraceLossWarning
 
 
 @dataclass
@@ -145,6 +167,10 @@ class Recorder:
         self.missed: dict[int, tuple[Sink, BaseException, int]] = {}
         """Sinks whose `open` failed (by id): the sink, the error, and what it was not
         handed (`Batch.size`), said when the recorder closes."""
+        self.losses: list[Loss] = []
+        """What the sinks could not keep, when `close(warn=False)` kept it here instead of
+        warning (complete once `close` returned)."""
+        self._warn = True
         redact.register_environment()
         self._thread = self._start()
         _recorders.add(self)
@@ -220,11 +246,17 @@ class Recorder:
         self._wake.set()
         return marker.done.wait(timeout)
 
-    def close(self, timeout: float = 30.0) -> None:
-        """Flush, stop the writer and close the sinks. Idempotent."""
+    def close(self, timeout: float = 30.0, *, warn: bool = True) -> None:
+        """Flush, stop the writer and close the sinks. Idempotent. What a sink could not keep
+        is said as a `TraceLossWarning` on standard error; with `warn=False` it is kept in
+        `losses` instead, for the caller to tell (the command line's own error). Warning
+        filters are the process's: while the sinks close, `warn=False` captures every
+        warning and shows again those that are not losses, so it is for the program that
+        owns the process, not for a library."""
         with self._lock:
             if self._closed:
                 return
+            self._warn = warn
             self._closing = True
         self._wake.set()
         self._thread.join(timeout)
@@ -246,6 +278,7 @@ class Recorder:
         self._dropped = 0
         self._later = 0
         self.missed = {}
+        self.losses = []
         self._wake = threading.Event()
         self._lock = threading.Lock()
         self._drop_lock = threading.Lock()
@@ -270,21 +303,29 @@ class Recorder:
                 marker.done.set()
             if closing:
                 break
+        self._close_sinks(opened)
+
+    def _close_sinks(self, opened: Sequence[Sink]) -> None:
+        """Close the sinks, then say what those that failed to open missed: as warnings, or,
+        after `close(warn=False)`, in `losses` (with what the sinks warned while closing)."""
         for sink in opened:
-            try:
-                sink.close()
-            except Exception:
-                log.exception("outform trace: closing a sink failed: %r", sink)
+            with contextlib.nullcontext() if self._warn else _losses_of(sink, self.losses):
+                try:
+                    sink.close()
+                except Exception:
+                    log.exception("outform trace: closing a sink failed: %r", sink)
         for sink, error, lost in self.missed.values():
             if lost:
-                from outform.trace.store import TraceLossWarning  # (the store imports this)
-
-                warnings.warn(
-                    f"outform trace: {lost} events were not recorded by {sink!r}, which failed "
-                    f"to open ({type(error).__name__}: {error})",
-                    TraceLossWarning,
-                    stacklevel=1,
+                warning = TraceLossWarning(
+                    f"{lost} events were not recorded by {sink!r}, which failed to open "
+                    f"({type(error).__name__}: {error})",
+                    _describe(sink),
+                    "check the sink's settings ([trace] in outform.toml), or set OUTFORM_TRACE=off",
                 )
+                if self._warn:
+                    warnings.warn(warning, stacklevel=1)
+                else:
+                    self.losses.append(Loss(sink, warning))
 
     def _build(self, later: _Later) -> Sequence[Event]:
         """The events of a `_Later` item (none, counted as dropped, if building fails)."""
@@ -331,6 +372,28 @@ class Recorder:
                 except Exception:
                     log.exception("outform trace: a sink failed to write a batch: %r", sink)
         return markers
+
+
+def _describe(sink: Sink) -> str:
+    """The sink as a person reads it: a store's own description (its path or address)."""
+    describe = getattr(sink, "describe", None)
+    return str(describe()) if callable(describe) else type(sink).__name__
+
+
+@contextlib.contextmanager
+def _losses_of(sink: Sink, losses: list[Loss]) -> Iterator[None]:
+    """The `TraceLossWarning`s given in the block kept in `losses` (as `sink`'s), whatever
+    the filters say; any other warning shown afterwards as the filters had it."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", TraceLossWarning)
+        yield
+    for said in caught:
+        if isinstance(said.message, TraceLossWarning):
+            losses.append(Loss(sink, said.message))
+        else:
+            warnings.showwarning(
+                said.message, said.category, said.filename, said.lineno, said.file, said.line
+            )
 
 
 _recorders: weakref.WeakSet[Recorder] = weakref.WeakSet()

@@ -169,6 +169,11 @@ def stop() -> None:
         previous.close()
 
 
+def current() -> Recorder | None:
+    """The recorder if one was started; never starts one (`active` does)."""
+    return _recorder
+
+
 def active() -> Recorder | None:
     """The recorder, started from the settings on the first call; None when off."""
     if _decided:

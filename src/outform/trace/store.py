@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 import orjson
 
 from outform.trace.events import Event
-from outform.trace.recorder import Batch
+from outform.trace.recorder import Batch, TraceLossWarning
 from outform.trace.rows import EVENT_COLUMNS, Rows, RunRow, bucket_of, rows_of
 
 log = logging.getLogger("outform.trace")
@@ -115,12 +115,6 @@ _ADD_HISTOGRAM = (
     " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (bucket, step, provider, model, metric, bin)"
     f" DO UPDATE SET n = {HISTOGRAMS}.n + excluded.n"
 )
-
-
-class TraceLossWarning(RuntimeWarning):
-    """Events a sink could not keep, nor count (the store's at close, or what a sink that
-    failed to open missed): said on standard error, since the `outform.trace` logger is
-    silent unless configured."""
 
 
 @dataclass(frozen=True)
@@ -342,13 +336,12 @@ class TraceStore:
         self._pending_dropped = 0
         self.lost_events += lost
         fix = getattr(error, "fix", None) or "free disk space, or point [trace] store elsewhere"
-        warnings.warn(
-            f"outform trace: {lost} events could not be written to the trace store "
-            f"{self.describe()} and are lost ({type(error).__name__}: {_reason(error)}); "
-            f"they are not counted in its dropped_events. Fix: {fix}",
-            TraceLossWarning,
-            stacklevel=1,
+        what = (
+            f"{lost} events could not be written to the trace store {self.describe()} and "
+            f"are lost ({type(error).__name__}: {_reason(error)}); they are not counted in "
+            "its dropped_events"
         )
+        warnings.warn(TraceLossWarning(what, self.describe(), fix), stacklevel=1)
 
     def _bound_pending(self) -> None:
         while len(self._pending) > 1 and (
