@@ -21,7 +21,12 @@ otherwise than written. An integer of 19 digits or more (orjson reads it as a fl
 integer written with a fraction past 2**53 (`9007199254740993.0`, which a float rounds), and a
 number whose fraction a float drops (`9007199254740993.5` reads as an integer) all write one: a
 float holds 15 to 17 significant digits, and its integers are exact up to 2**53, 16 digits."""
-_DIGITS_AS_ZERO = bytes.maketrans(b"123456789.", b"0000000000")
+MAY_ROUND_EXPONENT = b"0" * 16 + b"e"
+"""16 digits followed by an exponent (`E` is written `e`): the other shortest literal a float
+may read otherwise than written. A mantissa of 16 digits past 2**53 with an exponent
+(`9007199254740993e0`, `12345678901234567e1`) names an integer no float may hold; one of 15
+digits or fewer is a float's own spelling of the number it writes, whatever its exponent."""
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789.E", b"0000000000e")
 
 
 def dumps(
@@ -66,7 +71,8 @@ def loads(text: str) -> Any:
 
 def may_be_inexact(text: str) -> bool:
     """Whether orjson's reading of `text` may have turned an integer into a float, rounded an
-    integer written with a fraction, or dropped a fraction: it holds `MAY_ROUND`. Searched
+    integer written with a fraction or an exponent, or dropped a fraction: it holds `MAY_ROUND`
+    or `MAY_ROUND_EXPONENT`. Searched
     for in its UTF-8 bytes with every digit and point made a zero (passes in C: a tenth of the
     cost of a regex, which tries a match at every digit)."""
     if len(text) < 17:
@@ -80,9 +86,10 @@ def written_may_be_inexact(data: bytes) -> bool:
 
 
 def may_round(marks: bytes) -> bool:
-    """Whether a text whose digits and points are all written `0` in `marks` holds `MAY_ROUND`
-    (`find`, not `in`: `in` costs more, it tries an integer first)."""
-    return marks.find(MAY_ROUND) >= 0
+    """Whether a text whose digits and points are all written `0` (and `E` as `e`) in `marks`
+    holds `MAY_ROUND` or `MAY_ROUND_EXPONENT` (`find`, not `in`: `in` costs more, it tries an
+    integer first)."""
+    return marks.find(MAY_ROUND) >= 0 or marks.find(MAY_ROUND_EXPONENT) >= 0
 
 
 def loads_exact(text: str) -> Any:
@@ -90,18 +97,20 @@ def loads_exact(text: str) -> Any:
 
     Raises ValueError for an integer too long for Python to read (over 4300 digits) and for
     non-finite numbers."""
-    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=float_literal)
 
 
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _finite_float(text: str) -> float | int:
+def float_literal(text: str) -> float | int:
     """A number written with a fraction or an exponent: a float, but an integer past a float's
     exact integers (2**53) written with more digits than the float holds, as the integer it
     writes (`9007199254740993.0` would read as ...992.0, a digit lost). A float's own shortest
-    spelling (`1.8446744073709552e19`, as every JSON writer spells the float) stays a float."""
+    spelling (`1.8446744073709552e19`, as every JSON writer spells the float) stays a float.
+    Raises ValueError for a number out of a float's range (the decoder refuses it), and for
+    text that is no number."""
     value = float(text)
     if not math.isfinite(value):
         raise ValueError(f"the number {text} is out of range")
@@ -118,8 +127,10 @@ _EXACT_FLOATS = 2**53
 
 __all__ = [
     "MAY_ROUND",
+    "MAY_ROUND_EXPONENT",
     "dumps",
     "dumps_text",
+    "float_literal",
     "loads",
     "loads_exact",
     "may_be_inexact",

@@ -539,7 +539,10 @@ class StreamParser(Generic[T]):
             data = data["value"] if isinstance(data, Mapping) and "value" in data else MISSING
         if data is MISSING:
             return []
-        complete = parser.done and not self.provisional
+        # A value that is one item of the values gathered into the root's list (JSON lines
+        # for a list root) is not the value: more may follow, and the final value is the list
+        # of them all. It is never shown complete, so a complete snapshot never changes.
+        complete = parser.done and not self.provisional and not self._gathered()
         snapshot: Snapshot[T] = Snapshot(
             data, parser.received, complete, self._build, restarted=self._restarted
         )

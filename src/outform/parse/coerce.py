@@ -504,6 +504,7 @@ class _Walk:
                 )
                 return matched
         kind = json_type(value)
+        listed: tuple[Any, Coercion] | None = None
         if allowed is not None and not _fits(kind, allowed):
             inner = Coercion(value)  # kept only if the conversion itself is allowed
             converted, transform, lost = self.convert(value, kind, allowed, at, inner)
@@ -520,6 +521,13 @@ class _Walk:
             if not permits(self.allowlist, target, name):
                 out.blocked.append((at.path, f"{name} is not in the allowlist"))
                 return value
+            if transform == "wrap_in_array" and kind in ("object", "array"):
+                # The moved value is the list's one item: it is not written as its JSON text
+                # (see `made_text`), which only the walk of the list tells.
+                walked = Coercion(converted)
+                listed = self.array(converted, at, plan, walked), walked
+                if made_text(walked, pointer.join(at.path, 0)):
+                    return value
             out.absorb(inner)
             _record(out, at.path, transform, value, converted, expected=_types(allowed), lost=lost)
             value = converted
@@ -548,6 +556,9 @@ class _Walk:
                     return wrapped
             return self.object(value, at, plan, out)
         if kind == "array":
+            if listed is not None:
+                out.absorb(listed[1])
+                return listed[0]
             return self.array(value, at, plan, out)
         return value
 
@@ -753,7 +764,7 @@ class _Walk:
         if text is not None and (lost <= 0 or self.valid(at.loc, text)):
             return text, *as_text
         if key is not None and lost > 0:
-            if "array" in allowed and (listed := self.attempt([value], at, out)) is not _NO:
+            if "array" in allowed and (listed := self.wrap_in_array(value, at, out)) is not _NO:
                 return listed, "wrap_in_array", 0
             inner = self.attempt(value[key], at, out)
             if inner is not _NO:
@@ -806,6 +817,15 @@ class _Walk:
             and ((c.transform == "unwrap_single_key" and c.lost) or c.transform == "json_to_string")
             for c in trial.changes
         ):
+            return _NO
+        out.absorb(trial)
+        return result
+
+    def wrap_in_array(self, value: Any, at: _At, out: Coercion) -> Any:
+        """`[value]`, coerced, when it then fits the node at `at`, and its one item is not had
+        by writing the moved object or list as its JSON text (see `made_text`)."""
+        result, trial = self.trial([value], at.schema(at.loc), at.loc)
+        if result is _NO or made_text(trial, pointer.join(at.path, 0)):
             return _NO
         out.absorb(trial)
         return result
@@ -878,6 +898,14 @@ class _Walk:
 
 
 # -- helpers ------------------------------------------------------------------------------
+
+
+def made_text(moved: Coercion, item: str) -> bool:
+    """Whether the coercion of a list made by `wrap_in_array` wrote its one item (at `item`),
+    the object or list the reply wrote where the list is, as its JSON text: an object or list
+    is written as text only where the reply wrote it (`{"a": 1}` for a list of strings is not
+    `['{"a":1}']`), as for `wrap_in_object` (docs/pipeline.md, *Keys*)."""
+    return any(c.path == item and c.transform == "json_to_string" for c in moved.changes)
 
 
 def _record(

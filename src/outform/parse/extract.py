@@ -88,6 +88,10 @@ class Candidate:
     not one cut off). It covers only part of the reply's JSON: tried after every reading
     that holds the whole value (see `_gatherings`)."""
 
+    part: bool = False
+    """A region closed inside a value written broken (see `Span.part`): tried after that
+    value's repair, which must keep it whole, never before."""
+
     @property
     def size(self) -> int:
         return len(self.text)
@@ -103,6 +107,9 @@ class Span:
     inside: bool = False
     """Closed inside the region left open at the end, after the point where that region stops
     reading as JSON (`[0, 1) then {"a": 1}`): a region of its own, not a part of it."""
+    part: bool = False
+    """Inside, and that region stops reading as JSON at a quote left out or one too many
+    (`[{"name": "F"g"}, {"name": "Bob"}]`): a value written broken, of which this is a part."""
 
 
 _ANY_TAG = re.compile(
@@ -435,11 +442,22 @@ def _after_break(text: str, start: int, deadline: Deadline | None) -> list[Span]
         return []  # JSON to the end, cut off there
     offset = start + at
     rest = scan(text[offset:], deadline, breaks=False)
+    part = _at_a_quote(region, at)
     return [
-        Span(s.start + offset, s.end + offset, s.root, s.depth, True, inside=True)
+        Span(s.start + offset, s.end + offset, s.root, s.depth, True, inside=True, part=part)
         for s in rest.spans
         if s.closed
     ]
+
+
+_WORD_THEN_QUOTE = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*[\"']")
+
+
+def _at_a_quote(region: str, at: int) -> bool:
+    """Whether `region` stops reading as JSON at `at` for a quote left out or one too many: a
+    string ends right before it (`"F"g"`), or a word ends in a quote there (`x": 3`)."""
+    before = region[:at].rstrip()
+    return before.endswith('"') or _WORD_THEN_QUOTE.match(region, at) is not None
 
 
 _VALUE_START = frozenset("{[\"'-+.0123456789/]")
@@ -459,6 +477,20 @@ def _opens_json(text: str, start: int) -> bool:
     verdict = opens_json(text, start, final=True)
     assert verdict is not None  # the whole text: always decided
     return verdict
+
+
+_KEY_QUOTE_LEFT_OUT = re.compile(r"\{\s*[A-Za-z_$][A-Za-z0-9_$]*[\"']\s*:")
+"""`{name": …`: an object's first key written with its opening quote left out."""
+
+
+def _is_label(text: str, start: int) -> bool:
+    """Whether the closed region at `start` is a bracket of the prose (`[Answer]`,
+    `{braces}`): its opener cannot begin JSON, and it is no object whose first key lost its
+    opening quote (`{name": "X"}` is a value written broken, to be repaired or counted)."""
+    innermost = _innermost(text, start)
+    if _opens_json(text, innermost):
+        return False
+    return _KEY_QUOTE_LEFT_OUT.match(text, innermost) is None
 
 
 def _innermost(text: str, start: int) -> int:
@@ -700,13 +732,32 @@ def candidates(
     # A closed region whose opener cannot begin JSON (`[Answer]`, `{braces}`: after `[` no value,
     # after `{` no key) is a bracket of the prose, never one of the reply's values: not
     # numbered among them, nor gathered (it is still a candidate: the whole of `[a, b]`).
-    worded = {s.start for s in closed if not _opens_json(body, _innermost(body, s.start))}
-    numbered = _numbering([start for start in starts if start not in worded], "value")
+    worded = {s.start for s in closed if _is_label(body, s.start)}
+    # A label closed inside a value written broken (`{"name": "F"g"} {braces}`) is prose all
+    # the same: a tolerant reading of that value is handed it cut out, never made an item.
+    # One where a value goes (after `:`, `,` or an opener: `tags: [x]`) is that value's text.
+    labels = sorted(
+        (s for s in closed if s.inside and s.start in worded and not _in_value(body, s.start)),
+        key=lambda s: s.start,
+    )
+    if labels:
+        found[0] = replace(found[0], text=ending(_cut(body, lead, len(body), labels)))
+    # A region closed inside a value written broken is a part of that value, not one of the
+    # reply's values: read alone, it leaves out the rest of that value (and the others).
+    parts = [s for s in spans if s.part]
+    apart = worded | {s.start for s in parts}
+    numbered = _numbering([start for start in starts if start not in apart], "value")
     # Of several values, the one taken leaves the others out: their content is its loss
     # (recorded, never refused: a template before the answer makes a lossy answer). (Values
     # outside fenced blocks are numbered with them: there, the blocks count too.)
     numbered_spans = ((s.start, body[s.start : s.end]) for s in spans if s.start in numbered)
     others = _left_by_each(numbered_spans, deadline) if numbered else {}
+    opened = [s for s in spans if not s.closed]
+    if parts and opened:
+        around = opened[-1]
+        total = _size(body[around.start : around.end], deadline) + others.get(around.start, 0)
+        for part in parts:
+            others[part.start] = max(0, total - _size(body[part.start : part.end], deadline))
     # Regions found inside a region that stops reading as JSON come after it: its tolerant
     # reading is tried before theirs (each is tried as written before any is repaired).
     inside = [s for s in closed if s.inside]
@@ -718,11 +769,14 @@ def candidates(
         kind: CandidateKind = "inside" if span.inside else "span"
         transform = "extract_from_prose"
         detail = numbered.get(span.start, "")
+        if span.part:
+            detail = "a part of the value that stops reading as JSON before its end"
         if span.start in in_code:
             transform = "extract_from_code"
             where = f"inside a code block ({in_code[span.start]})"
             detail = "; ".join(filter(None, (detail, where)))
         if not span.closed:
+            piece = _cut(body, span.start, span.end, labels)
             piece, kind, transform = ending(piece), "unclosed", "extract_truncated"
         if piece not in seen:
             seen.add(piece)
@@ -736,6 +790,7 @@ def candidates(
                     span.start,
                     detail,
                     others.get(span.start, 0),
+                    part=span.part,
                 )
             )
     if note:
@@ -754,6 +809,7 @@ def candidates(
             deadline=deadline,
             beside=beside,
             depth=deepest + 1,
+            labels=labels,
         )
     return Extraction(
         found,
@@ -780,6 +836,7 @@ def _gatherings(
     beside: bool,
     depth: int,
     prose: int = 0,
+    labels: list[Span] | None = None,
 ) -> list[Candidate]:
     """The reply's values gathered into one array (for a root that wants a list).
 
@@ -820,6 +877,8 @@ def _gatherings(
         regions, prose = outside, 0
     transform = "collect_values" if regions or not fences else "collect_fences"
     written: list[str] = []
+    unread = 0  # letters and digits of the values that gathering leaves out
+    in_lines = False  # the reply is JSON lines: the regions it leaves out are values
     if regions:
         pieces = [(span.start, body[span.start : span.end]) for span in regions]
         placed += pieces
@@ -835,7 +894,8 @@ def _gatherings(
             partial = True
             alone = alone or (span.root == "object" and bool(held))
             every += [piece for piece in pieces if not span.start <= piece[0] < span.end]
-            every.append((span.start, loss.region(body[span.start :].rstrip())))
+            region = _cut(body, span.start, len(body), labels or [])
+            every.append((span.start, loss.region(region.rstrip())))
             if any(f.start > span.start for f in fences):
                 every = []  # (it runs over a fenced block: no value of its own to repair)
         else:
@@ -845,6 +905,12 @@ def _gatherings(
             # (`Use {braces} like this:` is prose): tried only when the gathering of every
             # region can be read at no tier (see the pipeline).
             written = [piece for _, piece in sorted(pieces) if _reads_as_written(piece)]
+            in_lines = _json_lines(body, spans)
+            if in_lines:
+                # Among JSON lines a region left out is a value written broken, never prose:
+                # its letters and digits are what that gathering loses.
+                dropped = (piece for _, piece in pieces if not _reads_as_written(piece))
+                unread = sum(_size(piece, deadline) for piece in dropped)
     values = [piece for _, piece in sorted(placed, key=lambda item: item[0])]
     found: list[Candidate] = []
     steps = (*base, transform)
@@ -872,11 +938,48 @@ def _gatherings(
     )
     if 1 < len(written) < len(values):
         detail = told(len(values) - len(written) + prose)
+        if in_lines:
+            note = f"{len(values) - len(written)} value(s) that read as JSON at no tier left out"
+            detail = "; ".join([note, told(prose)] if told(prose) else [note])
         text = "[" + ",".join(written) + "]"
         found.append(
-            Candidate(text, "written", "array", steps, depth, 0, detail, lost, partial=partial)
+            Candidate(
+                text, "written", "array", steps, depth, 0, detail, lost + unread, partial=partial
+            )
         )
     return found
+
+
+def _in_value(body: str, start: int) -> bool:
+    """Whether the bracket at `start` stands where a value of the JSON around it goes: after
+    a colon, a comma or an opener (spaces between)."""
+    at = start - 1
+    while at >= 0 and body[at] in " \t\r\n":
+        at -= 1
+    return at >= 0 and body[at] in ":,[{"
+
+
+def _cut(body: str, start: int, end: int, labels: list[Span]) -> str:
+    """`body[start:end]` with the prose labels inside it (sorted) cut out, a space for each."""
+    parts: list[str] = []
+    position = start
+    for label in labels:
+        if start <= label.start and label.end <= end:
+            parts += [body[position : label.start], " "]
+            position = label.end
+    return "".join([*parts, body[position:end]])
+
+
+def _json_lines(body: str, spans: list[Span]) -> bool:
+    """Whether the reply is values one after another (JSON lines): nothing but whitespace and
+    commas outside its top-level regions (prose labels, `[Answer]`, count as regions)."""
+    tops = sorted((s for s in spans if not s.inside), key=lambda s: s.start)
+    position = 0
+    for span in tops:
+        if body[position : span.start].strip(" \t\r\n,"):
+            return False
+        position = max(position, span.end)
+    return not body[position:].strip(" \t\r\n,")
 
 
 _CODE_HEAD = re.compile(r"\s*[A-Za-z_$]")

@@ -19,12 +19,12 @@ decimals.py).
 
 from __future__ import annotations
 
-import math
 import re
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from outform.jsontext import float_literal
 from outform.parse.values import number_text
 
 if TYPE_CHECKING:
@@ -131,15 +131,16 @@ def _scan(text: str, deadline: Deadline | None) -> dict[_Key, set[str]]:
 
 def read(literal: str) -> int | float | None:
     """The number a decoder reads from `literal` (JSON5's hexadecimal and signs included), or
-    None when it reads none (out of a float's range, or too many digits for Python)."""
+    None when it reads none (out of a float's range, or too many digits for Python). A float's
+    spelling of an integer no float holds (`9007199254740993.0`, `12345678901234567e1`) is that
+    integer, as the decoder reads it (see jsontext.float_literal): so it is spelled as written."""
     try:
         if literal.lstrip("+-")[:2] in ("0x", "0X"):
             return int(literal, 16)
         if any(c in literal for c in ".eE"):
-            number = float(literal)
-            return number if math.isfinite(number) else None
+            return float_literal(literal)
         return int(literal)
-    except ValueError:
+    except (ValueError, ArithmeticError):
         return None
 
 

@@ -183,6 +183,12 @@ def _in_string(text: str, start: int, end: int) -> bool:
     substitution in C, and only when text follows the closer."""
     if not text[end + 1 :].strip() or '"' not in text:
         return False
+    quote = text.rfind('"', start, end)
+    closes = quote >= start and not text[quote + 1 : end + 1].strip(" \t}]")
+    if closes and text[end + 1 :].lstrip(" \t\r")[:1] == "\n":
+        # A quote followed by nothing but closers to the end of its line closes a string (one
+        # written too many: `{"name": "F"g"}]}`): a later line is prose after the value.
+        return False
     return not _QUOTED.sub("", text[start : end + 1]).endswith(text[end])
 
 

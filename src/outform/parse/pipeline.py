@@ -423,6 +423,13 @@ class Pipeline(Generic[T]):
                 typed = self.adapter.validate_json(text, strict=True)
             except (PydanticValidationError, orjson.JSONDecodeError):
                 return None
+            except Exception:
+                # The type's own code failed (a validator reading `info.data["a"]` where `a`
+                # was refused): on a reply the schema refuses, the slow path reports the
+                # schema's violation, and the type's code never sees it (docs/pipeline.md).
+                if not self._schema_takes(text):
+                    return None
+                raise
             if values.nonfinite_literal(text) is not None:
                 return None  # Pydantic reads NaN and Infinity; the slow path refuses them
             if values.may_round(marks):
@@ -492,6 +499,14 @@ class Pipeline(Generic[T]):
         if duplicates.may_repeat(text, data, marks.count(b":"), written):
             return None  # the slow path says which key was written twice
         return self._fast_valid(text, data)
+
+    def _schema_takes(self, text: str) -> bool:
+        """Whether `text` is JSON that the schema takes (read exactly: every digit kept)."""
+        try:
+            data = values.decode_exact(text)
+        except (ValueError, RecursionError):
+            return False
+        return bool(self._fast_validator.is_valid(data))
 
     def _fast_valid(self, text: str, data: Any) -> ParseResult[T] | None:
         """The fast path's value for a reply read without loss: valid as sent (its declared
@@ -608,7 +623,11 @@ class Pipeline(Generic[T]):
         # Tolerant readings refused or skipped are told to the caller (not to the model: the
         # reply's own fault is in the violations).
         notes = [f.message for _, f in failures if f.refused or f.skipped or f.unreadable]
-        if attempts:
+        # Without the extract stage a byte order mark opening the reply stays: no JSON text
+        # opens with one, and the reply's words read as a value would hold it (`"\ufeff42"` is
+        # no integer). Whatever the root, the failure names the mark, as for an object.
+        kept_bom = text.startswith(extract.BOM) and "extract" not in options.stages
+        if attempts and not kept_bom:
             best = _judged(attempts)
             best.run.settle().changes.extend(best.run.later_changes())
             return self._fail(original, best.value, best.run, self._reasons(best), notes)
@@ -696,13 +715,20 @@ class Pipeline(Generic[T]):
         gathering = self._collect and not self._unconstrained and bool(collected)
         # The first gathering read, and its JSON (written before coercion may change it).
         gathered: list[tuple[extract.Candidate, str]] = []
-        # A region found inside one that stops reading as JSON is tried as written with the
-        # others, and repaired only after them: the region around it is repaired first.
+        # A region found inside one that stops reading as JSON is a part of that value: it is
+        # tried after the value's repair (which must keep it whole: see `intact`), never before
+        # (`Here: [{…Ana}, {…"F"g"…}, {…Bob}]` was Bob alone, for a list).
+        # Any other region found inside one that stops reading as JSON (`Brackets [ like {
+        # this: {"a": 1}`) is tried as written with the others, and repaired only after them.
         inside = [c for c in pieces if c.kind == "inside"]
+        parts = [c for c in inside if c.part]
+        inside = [c for c in inside if not c.part]
         pieces = [c for c in pieces if c.kind != "inside"]
         order += [(0, c) for c in pieces] + [(0, c) for c in inside]
+        order += [(_PROBE, c) for c in parts]  # (read as written for `intact` alone)
         order += [(tier, c) for tier in tiers if tier for c in pieces]
         order += [(tier, c) for tier in tiers if tier for c in inside]
+        order += [(tier, c) for tier in tiers for c in parts]
         # Prose read by a tolerant decoder is a last resort: the pieces above were found first.
         order += [(tier, whole) for tier in tiers if tier and whole not in leading]
         if self._text_root == "last" or (
@@ -718,7 +744,7 @@ class Pipeline(Generic[T]):
         strict = _Regions()
         # The regions found inside one that stops reading as JSON, read as written (where, and
         # their JSON): a tolerant reading of a region around them must keep them whole.
-        intact: list[tuple[int, str]] = []
+        intact: dict[int, str] = {}
         # In a reply that is one broken JSON document (stray closers, cut off, or more JSON
         # after its first value: `{"a": 1} true, "b": 2`), the rest of the document is
         # content too: a region read alone falls under the loss rule, measured against the
@@ -745,9 +771,14 @@ class Pipeline(Generic[T]):
                 if tier == 0 and candidate.kind == "inside":
                     inner = decoding.decode(candidate.text, 0)
                     if isinstance(inner, decoding.Decoded):
-                        intact.append((candidate.start, values.encode(inner.value)))
+                        intact[candidate.start] = values.encode(inner.value)
                 continue
             deadline.enter("decode")
+            if tier == _PROBE:
+                inner = decoding.decode(candidate.text, 0)
+                if isinstance(inner, decoding.Decoded):
+                    intact[candidate.start] = values.encode(inner.value)
+                continue
             if tier < 0:
                 yield self._carry(candidate, decoding.Decoded(candidate.text, 0), run, trial=trial)
                 trial = True
@@ -766,10 +797,10 @@ class Pipeline(Generic[T]):
                 continue
             decoded.add(id(candidate))
             if tier == 0 and candidate.kind == "inside":
-                intact.append((candidate.start, values.encode(outcome.value)))
+                intact[candidate.start] = values.encode(outcome.value)
             elif tier == 0 and candidate.kind != "collected":
                 strict.add(candidate)
-            elif tier and intact and not _keeps_intact(candidate, outcome.value, intact):
+            elif tier and intact and not _keeps_intact(candidate, outcome.value, [*intact.items()]):
                 refusal = (
                     f"{decoding.TIER_NAMES[tier]}'s reading tears apart a region inside it that "
                     "reads as JSON as written"
@@ -1473,6 +1504,9 @@ def _with_presence(schema: Any, defaults: Defaults) -> Any:
     return compile_schema({**schema, "allOf": [*both, presence]}).validator
 
 
+_PROBE = -2
+"""In the order of `_attempts`: a part of a value written broken read as written only to
+know what the value's repair must keep whole (`intact`), never yet taken."""
 _PIECES = frozenset({"span", "unclosed", "inside", "fence"})
 """The kinds of candidate that are one value of the reply (or one block)."""
 _GATHERED = frozenset({"collected", "written"})

@@ -149,11 +149,13 @@ def nonfinite_literal(text: str) -> tuple[int, str] | None:
 
 _MARKS = bytes.maketrans(b"123456789.+-E{}", b"000000000000e[]")
 MAY_ROUND = jsontext.MAY_ROUND
-"""In `number_marks`: 17 digits or points in a row, a number a float may read otherwise than
-written (an integer past 64 bits, one written with a fraction past 2**53, a fraction a float
-drops: see `jsontext.MAY_ROUND`)."""
+"""In `number_marks`: 17 digits or points in a row (or 16 digits before an exponent, see
+`may_round`), a number a float may read otherwise than written (an integer past 64 bits, one
+written with a fraction or an exponent past 2**53, a fraction a float drops: see
+`jsontext.MAY_ROUND`)."""
 may_round = jsontext.may_round
-"""Whether `number_marks` hold `MAY_ROUND` (one search)."""
+"""Whether `number_marks` hold `MAY_ROUND` or `jsontext.MAY_ROUND_EXPONENT` (a mantissa of 16
+digits with an exponent, `9007199254740993e0`): two searches."""
 LONG_EXPONENT = b"e000"
 """In `number_marks`: an exponent of three digits or more, signed or not."""
 _LITERAL = re.compile(r"(?<![\w.])-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
@@ -167,9 +169,9 @@ def number_marks(text: str) -> bytes:
     brackets: one translation in C whose result the fast path's checks share (each is then one
     search or count, also in C).
 
-    - `MAY_ROUND`: 17 digits or points in a row, a number a float may read otherwise than
-      written (a sign between digits, as in a date, may join two runs: a needless exact
-      reading, never a missed one);
+    - `MAY_ROUND`: 17 digits or points in a row, or 16 digits before an exponent, a number a
+      float may read otherwise than written (a sign between digits, as in a date, may join two
+      runs: a needless exact reading, never a missed one);
     - `LONG_EXPONENT`: `e400`, `e+400` and `e-400` alike (and `e-40`: a needless look);
     - `[` counts the opening brackets of both kinds, which bound the nesting (`within_depth`);
     - `:` counts the keys written, and the colons inside strings (`duplicates.may_repeat`)."""
@@ -184,11 +186,16 @@ def ordinary_numbers(text: str) -> bool:
     first tries its argument as an integer and clears the error, `bytes.find` parses its
     arguments, and either costs more than the translation itself."""
     marks = text.encode("utf-8", "surrogatepass").translate(_MARKS, b"+-").decode("latin-1")
-    return _LONG_EXPONENT_TEXT not in marks and _MAY_ROUND_TEXT not in marks
+    return (
+        _LONG_EXPONENT_TEXT not in marks
+        and _MAY_ROUND_TEXT not in marks
+        and _MAY_ROUND_EXPONENT_TEXT not in marks
+    )
 
 
 _LONG_EXPONENT_TEXT = LONG_EXPONENT.decode()
 _MAY_ROUND_TEXT = MAY_ROUND.decode()
+_MAY_ROUND_EXPONENT_TEXT = jsontext.MAY_ROUND_EXPONENT.decode()
 
 
 @dataclass(frozen=True, slots=True)
