@@ -159,8 +159,8 @@ class GatewaySettings:
                 where="[gateway] max_request_depth",
                 fix=f"use an integer from {low} to {high} (the default is {DEFAULT_REQUEST_DEPTH})",
             )
-        _check_body_timeout(self.body_timeout)
-        _check_header_timeout(self.header_timeout)
+        _check_seconds("body_timeout", self.body_timeout, BODY_TIMEOUT_RANGE, BODY_TIMEOUT)
+        _check_seconds("header_timeout", self.header_timeout, HEADER_TIMEOUT_RANGE, HEADER_TIMEOUT)
         self._check_providers()
         if not 0 <= self.port <= 65_535:
             raise ConfigError(
@@ -303,34 +303,21 @@ __all__ = [
 ]
 
 
-def _check_body_timeout(wait: object) -> None:
-    """A finite number of seconds in range: `inf` or `nan` would be no deadline at all."""
-    low, high = BODY_TIMEOUT_RANGE
+def _check_seconds(name: str, wait: object, bounds: tuple[float, float], default: float) -> None:
+    """A timeout setting `name` is a finite number of seconds in `bounds`: `inf` or `nan`
+    would be no deadline at all."""
+    low, high = bounds
     if (
         isinstance(wait, bool)
         or not isinstance(wait, int | float)
         or not math.isfinite(wait)
         or not low <= wait <= high
     ):
+        flag = "--" + name.replace("_", "-")
         raise ConfigError(
-            f"body_timeout {wait!r} is not a number of seconds the gateway can wait for",
-            where="[gateway] body_timeout / --body-timeout",
-            fix=f"use a number from {low:g} to {high:g} (the default is {BODY_TIMEOUT:g})",
-        )
-
-
-def _check_header_timeout(wait: object) -> None:
-    low, high = HEADER_TIMEOUT_RANGE
-    if (
-        isinstance(wait, bool)
-        or not isinstance(wait, int | float)
-        or not math.isfinite(wait)
-        or not low <= wait <= high
-    ):
-        raise ConfigError(
-            f"header_timeout {wait!r} is not a number of seconds the gateway can wait for",
-            where="[gateway] header_timeout / --header-timeout",
-            fix=f"use a number from {low:g} to {high:g} (the default is {HEADER_TIMEOUT:g})",
+            f"{name} {wait!r} is not a number of seconds the gateway can wait for",
+            where=f"[gateway] {name} / {flag}",
+            fix=f"use a number from {low:g} to {high:g} (the default is {default:g})",
         )
 
 
