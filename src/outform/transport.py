@@ -51,6 +51,10 @@ from outform.providers.credentials import TokenSource
 from outform.trace import redact
 
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+_NOT_DONE = frozenset({408, 425, 429, 503, 529})
+"""Answers that say the provider did not act on the request (timed out reading it, too early,
+rate-limited, unavailable, overloaded): a call that must not be sent twice is retried on these
+(`resend=False`), never on one that may have acted (500, 502, 504, 409, a lost answer)."""
 _BODY_EXCERPT = 2_000
 
 
@@ -298,10 +302,16 @@ class Transport:
         self.close()
 
     def send(
-        self, endpoint: Endpoint, wire: WireRequest, *, stats: CallStats | None = None
+        self,
+        endpoint: Endpoint,
+        wire: WireRequest,
+        *,
+        stats: CallStats | None = None,
+        resend: bool = True,
     ) -> Mapping[str, Any]:
-        """POST the request and return the decoded JSON body (`stats`: filled in)."""
-        return self.exchange(endpoint, wire, stats=stats).body
+        """POST the request and return the decoded JSON body (`stats`: filled in; `resend`:
+        see `exchange`)."""
+        return self.exchange(endpoint, wire, stats=stats, resend=resend).body
 
     def exchange(
         self,
@@ -310,11 +320,19 @@ class Transport:
         upload: Upload | None = None,
         *,
         stats: CallStats | None = None,
+        resend: bool = True,
     ) -> Reply:
-        """Send the request (or `upload` in place of its body); the JSON body and headers."""
+        """Send the request (or `upload` in place of its body); the JSON body and headers.
+        `resend=False`: a call that must not be sent twice (it makes something, and may cost
+        money) is retried only when no attempt can have acted on it: the connection was never
+        made, or the provider answered that it did nothing (`_NOT_DONE`). An attempt that may
+        have reached it (its answer lost or cut, a timeout, a 500) is the caller's to settle:
+        ConnectionFailedError with `reached`, or the status's error."""
         with contextlib.ExitStack() as stack:
             source = _Source(upload, stack)
-            response = self._with_retries(endpoint, wire, stream=False, upload=source, stats=stats)
+            response = self._with_retries(
+                endpoint, wire, stream=False, upload=source, stats=stats, resend=resend
+            )
             return Reply(_json_body(endpoint, response), dict(response.headers))
 
     def lines(self, endpoint: Endpoint, wire: WireRequest) -> Generator[bytes, None, None]:
@@ -367,9 +385,11 @@ class Transport:
         upload: _Source | None = None,
         stats: CallStats | None = None,
         deadline: float | None = None,
+        resend: bool = True,
     ) -> Any:
         """The answer (a whole body read, or a stream's headers), by `deadline` (the call's;
-        a new one by default; `math.inf` for a download, which has none)."""
+        a new one by default; `math.inf` for a download, which has none). `resend`: see
+        `exchange`."""
         attempt = 0
         reached = False  # whether any attempt may have reached the provider
         deadline = self.limits.deadline() if deadline is None else deadline
@@ -389,7 +409,7 @@ class Transport:
                 reached = reached or not isinstance(exc, _NOT_SENT)
                 if self.limits.passed(deadline):  # (a wait cut at the deadline: see _within)
                     raise self.limits.late(endpoint, reached=reached) from None
-                if attempt >= self.retry.retries:
+                if attempt >= self.retry.retries or (reached and not resend):
                     raise _connection_failed(
                         endpoint, exc, self._client.timeout, reached, retried=attempt > 0
                     ) from None
@@ -406,10 +426,18 @@ class Transport:
             if response.status_code < 400:
                 return response
             reached = True
-            if response.status_code in _RETRY_STATUS and attempt < self.retry.retries:
-                wait = self.retry.wait(attempt, retry_after(response.headers))
+            status = response.status_code
+            asked = retry_after(response.headers)
+            left = self.limits.left(deadline)
+            retrying = (
+                status in _RETRY_STATUS
+                and attempt < self.retry.retries
+                and (resend or status in _NOT_DONE)
+            )
+            if retrying and not _past(asked, left):
+                wait = self.retry.wait(attempt, asked)
                 response.close()
-                self._sleep(min(wait, self.limits.left(deadline)))
+                self._sleep(min(wait, left))
                 attempt += 1
                 continue
             try:
@@ -418,7 +446,10 @@ class Transport:
                 if self.limits.passed(deadline):
                     raise self.limits.late(endpoint) from None
                 raise _connection_failed(endpoint, exc, self._client.timeout) from None
-            raise _status_error(endpoint, response.status_code, body, response.headers)
+            error = _status_error(endpoint, response.status_code, body, response.headers)
+            if retrying and asked is not None:  # (not retried: the wait ends past the deadline)
+                error = _waits_past_deadline(error, asked, left, self.limits)
+            raise error
 
     def _whole(self, response: httpx.Response, deadline: float, endpoint: Endpoint) -> bytes:
         """A whole body, read in chunks within the deadline and the size limit; closed."""
@@ -536,10 +567,13 @@ class AsyncTransport:
             if response.status_code < 400:
                 return response
             reached = True
-            if response.status_code in _RETRY_STATUS and attempt < self.retry.retries:
-                wait = self.retry.wait(attempt, retry_after(response.headers))
+            asked = retry_after(response.headers)
+            left = self.limits.left(deadline)
+            retrying = response.status_code in _RETRY_STATUS and attempt < self.retry.retries
+            if retrying and not _past(asked, left):
+                wait = self.retry.wait(attempt, asked)
                 await response.aclose()
-                await self._sleep(min(wait, self.limits.left(deadline)))
+                await self._sleep(min(wait, left))
                 attempt += 1
                 continue
             try:
@@ -548,7 +582,10 @@ class AsyncTransport:
                 if self.limits.passed(deadline):
                     raise self.limits.late(endpoint) from None
                 raise _connection_failed(endpoint, exc, self._client.timeout) from None
-            raise _status_error(endpoint, response.status_code, body, response.headers)
+            error = _status_error(endpoint, response.status_code, body, response.headers)
+            if retrying and asked is not None:  # (not retried: the wait ends past the deadline)
+                error = _waits_past_deadline(error, asked, left, self.limits)
+            raise error
 
     async def _whole(self, response: httpx.Response, deadline: float, endpoint: Endpoint) -> bytes:
         """A whole body (as the synchronous transport reads it: see there); closed."""
@@ -889,6 +926,30 @@ def _status_error(
     return BadRequestError(what, provider=endpoint.provider, status=status, body=excerpt)
 
 
+def _past(asked: float | None, left: float) -> bool:
+    """Whether the wait a provider asked for (Retry-After) ends past the call's deadline."""
+    return asked is not None and asked > left
+
+
+def _waits_past_deadline(
+    error: ProviderError, asked: float, left: float, limits: Limits
+) -> ProviderError:
+    """The error of an answer that would have been retried but for its Retry-After, which
+    ends past the call's deadline: raised at once, as what it is (a RateLimitError for a
+    429), naming both; waiting would have ended in a timeout that never named the limit."""
+    return type(error)(
+        f"{error.what}; it asked to wait {asked:g} s (Retry-After), past the end of the "
+        f"call's total timeout of {limits.total_timeout:g} s ({left:.3g} s left): not retried",
+        provider=error.provider,
+        status=error.status,
+        body=error.body,
+        where=error.where,
+        retry_after=asked,
+        fix=f"call again in {asked:g} s, or raise `total_timeout` (an argument of Transport) "
+        "above the wait for the call to wait it out",
+    )
+
+
 def _message(body: bytes) -> str:
     """The provider's own error message, whichever of the usual shapes it comes in."""
     try:
@@ -1049,6 +1110,8 @@ _STREAM_TYPES: dict[StreamFormat, frozenset[str]] = {
     "ndjson": frozenset({"application/x-ndjson", "application/jsonl", "application/json-seq"}),
     "aws-event-stream": frozenset({"application/vnd.amazon.eventstream"}),
 }
+_SSE_LINE_END = re.compile(rb"\r\n|\r|\n")
+"""How an SSE line may end: CRLF, LF, or a lone CR."""
 _GENERIC_TYPES = frozenset({"", "text/plain", "application/octet-stream"})
 """Content types that say nothing either way: some servers label their streams so."""
 
@@ -1066,7 +1129,7 @@ def _not_a_stream(
 ) -> ProviderError:
     if not head.strip():
         return _no_body(endpoint, response.status_code)
-    expected = sorted(_STREAM_TYPES[framing or "sse"])[0]
+    expected = _accept(framing or "sse")  # (what the request's Accept asked for)
     got = response.headers.get("content-type", "")
     return ProviderError(
         f"{endpoint.provider} was asked for an event stream ({expected}) and answered HTTP "
@@ -1102,6 +1165,8 @@ class _EventReader:
         self._opening = self.framing != "aws-event-stream"
         """Before the first bytes that are no part of a byte order mark (a text framing)."""
         self._buffer = b""
+        self._cr = False
+        """SSE: the last line ended with a CR, whose LF (of a CRLF) may open the next chunk."""
         self._event_name: str | None = None
         self._data: list[bytes] = []
         self._aws: Any = None
@@ -1121,6 +1186,8 @@ class _EventReader:
                 return []  # (all or part of a byte order mark: the rest tells)
             self._opening = False
             self._buffer = self._buffer.removeprefix(_BOM)
+        if self.framing == "sse":
+            return self._sse_lines()
         events: list[Mapping[str, Any]] = []
         while True:
             newline = self._buffer.find(b"\n")
@@ -1128,11 +1195,26 @@ class _EventReader:
                 break
             line = self._buffer[:newline].rstrip(b"\r")
             self._buffer = self._buffer[newline + 1 :]
-            if self.framing == "ndjson":
-                if line.strip():
-                    events.append(self._decode(line))
-            else:
-                events.extend(self._sse_line(line))
+            if line.strip():
+                events.append(self._decode(line))
+        return events
+
+    def _sse_lines(self) -> list[Mapping[str, Any]]:
+        """The events of the SSE lines the buffer completes. A line ends with CRLF, LF or a
+        lone CR (the SSE specification allows all three); a CR that ends the buffer ends its
+        line, and an LF opening the next chunk is then the rest of that CRLF, no blank line."""
+        buffer = self._buffer
+        if self._cr and buffer:
+            self._cr = False
+            buffer = buffer.removeprefix(b"\n")
+        events: list[Mapping[str, Any]] = []
+        start = 0
+        for end in _SSE_LINE_END.finditer(buffer):
+            events.extend(self._sse_line(buffer[start : end.start()]))
+            start = end.end()
+        if start:
+            self._cr = buffer[start - 1 : start] == b"\r"
+        self._buffer = buffer[start:]
         return events
 
     def finish(self) -> list[Mapping[str, Any]]:

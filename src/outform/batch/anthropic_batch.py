@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from outform.batch.api import BatchState, Framing, Limits, Outcome
+from outform.batch.api import BatchState, Framing, Limits, NotAResultError, Outcome, result_object
 from outform.providers.base import WireRequest
 
 _RETRYABLE: Final = frozenset(
@@ -89,17 +89,31 @@ class AnthropicBatch:
         return BatchState("ended", (path,), counts=counts)
 
     def outcome(self, line: bytes) -> Outcome:
-        item = orjson.loads(line)
-        custom_id = str(item.get("custom_id"))
-        result = item.get("result") or {}
+        """`{"custom_id", "result": {"type": ...}}`, the type `succeeded` (with its
+        `message`), `errored` (with its `error`), `canceled` or `expired` (Message Batches'
+        results). Anything else is NotAResultError: a `custom_id` alone, a result of another type,
+        a success without a message object."""
+        item, custom_id = result_object(line, "custom_id")
+        result = item.get("result")
+        if not isinstance(result, dict):
+            raise NotAResultError("not a result: no result object", custom_id)
         kind = result.get("type")
         if kind == "succeeded":
-            return Outcome(custom_id, "reply", result.get("message") or {})
+            message = result.get("message")
+            if not isinstance(message, dict):
+                raise NotAResultError("not a result: a success without a message object", custom_id)
+            return Outcome(custom_id, "reply", message)
         if kind == "expired":
             return Outcome(custom_id, "expired", error="the batch expired before this request ran")
         if kind == "canceled":
             return Outcome(custom_id, "error", error="the batch was canceled", retryable=True)
-        error = result.get("error") or {}
+        if kind != "errored":
+            raise NotAResultError(f"not a result: a result of type {kind!r}", custom_id)
+        error = result.get("error")
+        if not isinstance(error, dict):
+            raise NotAResultError(
+                "not a result: an error result without an error object", custom_id
+            )
         inner: dict[str, Any] = error["error"] if isinstance(error.get("error"), dict) else error
         error_type = str(inner.get("type") or "error")
         return Outcome(

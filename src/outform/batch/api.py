@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+import orjson
+
 from outform.providers.base import WireRequest
 
 BatchPhase = Literal["running", "ended", "failed", "expired", "cancelled"]
@@ -67,6 +69,32 @@ class Outcome:
     """A transient provider failure (overload, server error): worth sending again."""
 
 
+class NotAResultError(ValueError):
+    """A line of a batch's results that is JSON but not a result of the API's documented
+    shape (a custom id and nothing else, a reply body that is no object, a result of no known
+    type). It is no row's answer, whatever id it carries: the runner counts it unreadable, and
+    a later well-formed line for the same row is still taken."""
+
+    def __init__(self, detail: str, custom_id: str | None = None) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.custom_id = custom_id
+
+
+def result_object(line: bytes, id_key: str) -> tuple[dict[str, Any], str]:
+    """A results line read as a JSON object, and the custom id it carries under `id_key`:
+    orjson.JSONDecodeError when it is not JSON, NotAResultError when it is no object or its id is
+    no non-empty string."""
+    item = orjson.loads(line)
+    if not isinstance(item, dict):
+        raise NotAResultError(f"not a result: a JSON {type(item).__name__}, not an object")
+    custom_id = item.get(id_key)
+    if not isinstance(custom_id, str) or not custom_id:
+        shown = None if custom_id is None else str(custom_id)
+        raise NotAResultError(f"not a result: no {id_key} string", shown)
+    return item, custom_id
+
+
 @dataclass(frozen=True)
 class Found:
     """A provider batch found by listing: its id and the batch key it carries."""
@@ -89,7 +117,8 @@ class BatchApi(Protocol):
         ...
 
     def outcome(self, line: bytes) -> Outcome:
-        """One line of the results, read."""
+        """One line of the results, read: orjson.JSONDecodeError when it is not JSON,
+        NotAResultError when it is not a result of the API's documented shape."""
         ...
 
 

@@ -25,8 +25,10 @@ from outform.batch.api import (
     BatchState,
     Found,
     Limits,
+    NotAResultError,
     Outcome,
     parse_label,
+    result_object,
     retryable_status,
 )
 from outform.providers.base import WireRequest
@@ -114,8 +116,10 @@ class BedrockBatch:
         return BatchState("failed", outputs, str(body.get("message") or f"job status {status}"))
 
     def outcome(self, line: bytes) -> Outcome:
-        item = orjson.loads(line)
-        record = str(item.get("recordId"))
+        """`{"recordId", "modelInput", "modelOutput"}` or `{"recordId", "modelInput",
+        "error": {"errorCode", "errorMessage"}}` (a job's `.jsonl.out` records). Anything else
+        is NotAResultError."""
+        item, record = result_object(line, "recordId")
         error = item.get("error")
         if error:
             code = error.get("errorCode") if isinstance(error, dict) else None
@@ -129,4 +133,4 @@ class BedrockBatch:
         output = item.get("modelOutput")
         if isinstance(output, dict):
             return Outcome(record, "reply", output)
-        return Outcome(record, "error", error="the record has neither modelOutput nor error")
+        raise NotAResultError("not a result: neither a modelOutput nor an error", record)

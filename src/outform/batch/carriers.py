@@ -2,6 +2,11 @@
 
 Each carrier pairs a pure API module (shapes) with the calls that move them. Nothing here
 decides what a reply means; the runner does, and the manifest records it.
+
+The call that creates a batch makes something that costs money: it is sent with
+`resend=False` (transport retries it only when no attempt can have acted on it), and just
+before it `sending()` is called, so that the runner records that the batch may exist from then
+on. Uploads before it are retried as any call (a file uploaded twice costs nothing).
 """
 
 from __future__ import annotations
@@ -29,8 +34,11 @@ class Carrier(Protocol):
     @property
     def api(self) -> BatchApi: ...
 
-    def submit(self, job: str, key: str, chunk: Path, first: WireRequest) -> str:
-        """Send one framed chunk of requests as a provider batch; its provider id."""
+    def submit(
+        self, job: str, key: str, chunk: Path, first: WireRequest, sending: Callable[[], None]
+    ) -> str:
+        """Send one framed chunk of requests as a provider batch; its provider id.
+        `sending()` is called just before the call that creates it, and after any upload."""
         ...
 
     def find(self, job: str, waiting: Sequence[BatchRecord], known: set[str]) -> dict[str, str]:
@@ -131,7 +139,9 @@ class _FileCarrier(_Carrier[F]):
 
 
 class OpenAICarrier(_FileCarrier[OpenAIBatch]):
-    def submit(self, job: str, key: str, chunk: Path, first: WireRequest) -> str:
+    def submit(
+        self, job: str, key: str, chunk: Path, first: WireRequest, sending: Callable[[], None]
+    ) -> str:
         upload = Upload(
             chunk,  # read as it is sent: a batch file of any size costs no memory
             media_type="application/jsonl",
@@ -141,13 +151,17 @@ class OpenAICarrier(_FileCarrier[OpenAIBatch]):
         reply = self.transport.exchange(self.endpoint, self.api.upload(), upload)
         file_id = self.api.uploaded_id(reply.body)
         create = self.api.create(file_id, self.api.endpoint_of(first), job, key)
-        return self.api.created_id(self.transport.send(self.endpoint, create))
+        sending()
+        return self.api.created_id(self.transport.send(self.endpoint, create, resend=False))
 
 
 class AnthropicCarrier(_Carrier[AnthropicBatch]):
-    def submit(self, job: str, key: str, chunk: Path, first: WireRequest) -> str:
-        upload = Upload(chunk, media_type="application/json")
-        reply = self.transport.exchange(self.endpoint, self.api.create(), upload)
+    def submit(
+        self, job: str, key: str, chunk: Path, first: WireRequest, sending: Callable[[], None]
+    ) -> str:
+        upload = Upload(chunk, media_type="application/json")  # the create call's body
+        sending()
+        reply = self.transport.exchange(self.endpoint, self.api.create(), upload, resend=False)
         return self.api.created_id(reply.body)
 
     def find(self, job: str, waiting: Sequence[BatchRecord], known: set[str]) -> dict[str, str]:
@@ -175,7 +189,9 @@ class GeminiCarrier(_FileCarrier[GeminiBatch]):
     def __init__(self, transport: Transport, endpoint: Endpoint, api: GeminiBatch) -> None:
         super().__init__(transport, _origin(endpoint), api)
 
-    def submit(self, job: str, key: str, chunk: Path, first: WireRequest) -> str:
+    def submit(
+        self, job: str, key: str, chunk: Path, first: WireRequest, sending: Callable[[], None]
+    ) -> str:
         size = chunk.stat().st_size
         label = batch_label(job, key)
         start = self.transport.exchange(self.endpoint, self.api.upload_start(size, label))
@@ -190,7 +206,8 @@ class GeminiCarrier(_FileCarrier[GeminiBatch]):
             self.endpoint, finish, Upload(chunk, media_type="application/json")
         )
         create = self.api.create(first.path, self.api.uploaded_id(reply.body), label)
-        return self.api.created_id(self.transport.send(self.endpoint, create))
+        sending()
+        return self.api.created_id(self.transport.send(self.endpoint, create, resend=False))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -256,7 +273,9 @@ class BedrockCarrier(_Carrier[BedrockBatch]):
             self._s3 = botocore.session.get_session().create_client("s3", region_name=self._region)
         return self._s3
 
-    def submit(self, job: str, key: str, chunk: Path, first: WireRequest) -> str:
+    def submit(
+        self, job: str, key: str, chunk: Path, first: WireRequest, sending: Callable[[], None]
+    ) -> str:
         label = batch_label(job, key)
         input_key = f"{self.place.prefix}{job}/{key}.jsonl"
         with chunk.open("rb") as handle:
@@ -269,7 +288,8 @@ class BedrockCarrier(_Carrier[BedrockBatch]):
             input_uri=self.place.uri(input_key),
             output_uri=self.place.uri(f"{self.place.prefix}{job}/{key}-out/"),
         )
-        return self.api.created_id(self.transport.send(self.endpoint, create))
+        sending()
+        return self.api.created_id(self.transport.send(self.endpoint, create, resend=False))
 
     def find(self, job: str, waiting: Sequence[BatchRecord], known: set[str]) -> dict[str, str]:
         pages = self._pages(

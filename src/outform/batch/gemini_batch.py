@@ -17,7 +17,16 @@ from typing import Any, Final
 
 import orjson
 
-from outform.batch.api import JSONL, BatchState, Found, Limits, Outcome, parse_label
+from outform.batch.api import (
+    JSONL,
+    BatchState,
+    Found,
+    Limits,
+    NotAResultError,
+    Outcome,
+    parse_label,
+    result_object,
+)
 from outform.providers.base import WireRequest
 
 _RUNNING: Final = frozenset(
@@ -124,11 +133,14 @@ class GeminiBatch:
         return BatchState("failed", outputs, str(error.get("message") or f"batch state {state}"))
 
     def outcome(self, line: bytes) -> Outcome:
-        item = orjson.loads(line)
-        key = str(item.get("key"))
+        """`{"key", "response": GenerateContentResponse}` or `{"key", "error": Status}`
+        (batchGenerateContent's responses file). Anything else is NotAResultError."""
+        item, key = result_object(line, "key")
         if isinstance(item.get("response"), dict):
             return Outcome(key, "reply", item["response"])
-        error = item.get("error") or item.get("status") or {}
+        error = item.get("error") or item.get("status")
+        if not isinstance(error, dict):
+            raise NotAResultError("not a result: neither a response nor an error object", key)
         status = str(error.get("status") or error.get("code") or "error")
         return Outcome(
             key,

@@ -29,6 +29,7 @@ from outform.providers.base import Message, Request, WireRequest
 from outform.providers.registry import Resolved, resolve
 from outform.reask import reask_messages
 from outform.run import _pipeline
+from outform.transport import hide_secrets
 
 BATCH_APIS = ("openai", "openai-responses", "anthropic", "gemini", "bedrock")
 """Providers served through a batch API; every other provider runs the job live."""
@@ -114,6 +115,13 @@ class Prepared:
 
     def wire(self, request: Request) -> WireRequest:
         return self.resolved.adapter.build(request)
+
+    def hide(self, text: str) -> str:
+        """`text` without a secret the job sends (a model or a provider may echo it): the
+        job's key (from the provider's variable, `--api-key-env` or `api_key=`) as `***`, as
+        generate() masks it, and every other secret outform knows. Applied to everything the
+        job writes of a reply: its rows' output lines, their history and re-ask, warnings."""
+        return hide_secrets(text, self.resolved.endpoint)
 
 
 def prepare(

@@ -7,6 +7,13 @@ row leaving its batch. A process killed at any moment leaves a manifest from whi
 knows which rows are done, which are in which provider batch, and which batches may or may
 not exist at the provider (those still `submitting`: the runner asks the provider).
 
+A batch's creation call is recorded too (`outform_batch_creates`): as not sent when the batch
+is recorded, then with its deadline just before it is sent. A `submitting` batch whose call
+was never sent made nothing; one whose call was sent may be made at the provider until that
+deadline (a call cut off, or a process killed while it waited), so it is looked for until
+then and only released after it (see `Runner._recover`). The record outlives a released
+batch, so that its key (the label a late batch would carry) is never given to another.
+
 Row states: `pending` (to send in its round), `sent` (in batch `batch`), `done` (final
 status and output line stored). Memory stays flat: rows are read a page at a time, by key.
 
@@ -83,6 +90,12 @@ CREATE TABLE IF NOT EXISTS outform_batch_rounds (
     sent INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (job, round)
 );
+CREATE TABLE IF NOT EXISTS outform_batch_creates (
+    job TEXT NOT NULL,
+    key TEXT NOT NULL,
+    deadline {float},
+    PRIMARY KEY (job, key)
+);
 CREATE TABLE IF NOT EXISTS outform_batch_warnings (
     job TEXT NOT NULL,
     batch TEXT NOT NULL,
@@ -100,6 +113,7 @@ TABLES = (
     "outform_batch_batches",
     "outform_batch_rounds",
     "outform_batch_warnings",
+    "outform_batch_creates",
 )
 
 _JOB = "SELECT id, spec, state, round, rows, created, updated, message FROM outform_batch_jobs"
@@ -207,6 +221,11 @@ class ResultWarning:
             what = f"a result for {self.row_id!r}, which is no row of the job: ignored"
         elif self.kind == "duplicate":
             what = f"a second result for row {self.row_id!r}: ignored (the first was kept)"
+        elif self.row_id is not None:  # a line with a row's id, but not a result
+            what = (
+                f"{self.detail or 'not a result'} (custom id {self.row_id!r}): ignored (that "
+                "row is sent again while rounds remain, unless a later line answers it)"
+            )
         else:
             what = (
                 f"{self.detail or 'not a result'}: ignored (a row it may have answered is "
@@ -552,12 +571,18 @@ class Manifest:
     # -- batches -------------------------------------------------------------------------------
 
     def start_batch(self, job: str, key: str, round: int, idxs: Sequence[int]) -> None:
-        """Before the provider call: the batch as `submitting`, its rows as `sent` in it."""
+        """Before the provider calls: the batch as `submitting`, its rows as `sent` in it, its
+        creation call as not sent yet."""
         with self._transaction() as tx:
             tx.execute(
                 "INSERT INTO outform_batch_batches (job, key, round, state, size, started) "
                 "VALUES (?, ?, ?, 'submitting', ?, ?)",
                 (job, key, round, len(idxs), time.time()),
+            )
+            tx.execute("DELETE FROM outform_batch_creates WHERE job = ? AND key = ?", (job, key))
+            tx.execute(
+                "INSERT INTO outform_batch_creates (job, key, deadline) VALUES (?, ?, NULL)",
+                (job, key),
             )
             tx.executemany(
                 "UPDATE outform_batch_rows SET state = 'sent', batch = ? "
@@ -565,6 +590,27 @@ class Manifest:
                 [(key, job, idx) for idx in idxs],
             )
             _count_sent(tx, job, round, len(idxs))
+
+    def creating(self, job: str, key: str, deadline: float) -> None:
+        """Just before batch `key`'s creation call is sent: the time (Unix) until which the
+        provider may still make the batch, the call's deadline."""
+        with self._transaction() as tx:
+            tx.execute(
+                "UPDATE outform_batch_creates SET deadline = ? WHERE job = ? AND key = ?",
+                (deadline, job, key),
+            )
+
+    def create_deadlines(self, job: str) -> dict[str, float | None]:
+        """Of the job's batches still `submitting`, the deadline of each one's creation call:
+        None when the call was never sent. A batch missing here was recorded by an older
+        outform (whether its call was sent is not known)."""
+        rows = self._fetch(
+            "SELECT c.key, c.deadline FROM outform_batch_creates c "
+            "JOIN outform_batch_batches b ON b.job = c.job AND b.key = c.key "
+            "WHERE c.job = ? AND b.state = 'submitting'",
+            job,
+        )
+        return {key: None if deadline is None else float(deadline) for key, deadline in rows}
 
     def add_sent(self, job: str, round: int, count: int) -> None:
         """Rows sent in `round` as ordinary calls (a live job, or a tail too small for a
@@ -600,7 +646,8 @@ class Manifest:
     def release_batch(self, job: str, key: str) -> None:
         """A batch that never reached the provider: its rows go back to pending, they are
         no longer counted as sent in its round (they are counted when sent again), and it is
-        forgotten (it will be sent again under a new key). All of it, or none of it."""
+        forgotten (its rows will be sent again under a new key: see `next_batch_number`). All
+        of it, or none of it."""
         with self._transaction() as tx:
             for round_, size in tx.fetch(
                 "SELECT round, size FROM outform_batch_batches WHERE job = ? AND key = ?",
@@ -622,8 +669,17 @@ class Manifest:
         return [BatchRecord(*r) for r in self._fetch(query + " ORDER BY started", *args)]
 
     def next_batch_number(self, job: str) -> int:
-        ((n,),) = self._fetch("SELECT COUNT(*) FROM outform_batch_batches WHERE job = ?", job)
-        return int(n)
+        """The number of the job's next batch key (`r{round}b{number}`): one above any key the
+        job has used, released batches' included (a batch released while later ones live
+        would otherwise lend its number, or a live batch's, to the next)."""
+        rows = self._fetch(
+            "SELECT key FROM outform_batch_batches WHERE job = ? "
+            "UNION SELECT key FROM outform_batch_creates WHERE job = ?",
+            job,
+            job,
+        )
+        numbers = (str(key).rpartition("b")[2] for (key,) in rows)
+        return max((int(n) for n in numbers if n.isdigit()), default=-1) + 1
 
     def rounds(self, job: str) -> list[Mapping[str, Any]]:
         rows = self._fetch(

@@ -22,7 +22,9 @@ from outform.batch.api import (
     BatchState,
     Found,
     Limits,
+    NotAResultError,
     Outcome,
+    result_object,
     retryable_status,
 )
 from outform.providers.base import WireRequest
@@ -126,24 +128,36 @@ class OpenAIBatch:
         return BatchState("failed", outputs, message or f"batch status {status}", counts)
 
     def outcome(self, line: bytes) -> Outcome:
-        item = orjson.loads(line)
-        custom_id = str(item.get("custom_id"))
-        response = item.get("response") or {}
-        status = response.get("status_code")
+        """`{"custom_id", "response": {"status_code", "body"}, "error": null}`, or
+        `{"custom_id", "response": null, "error": {"code", "message"}}` (OpenAI's batch
+        output and error files). Anything else is NotAResultError: a `custom_id` alone, a
+        `response` without an integer `status_code` or with a `body` that is no object."""
+        item, custom_id = result_object(line, "custom_id")
         error = item.get("error")
         if error:
+            if not isinstance(error, dict):
+                raise NotAResultError("not a result: its error is not an object", custom_id)
             code = str(error.get("code") or "")
             if code == "batch_expired":
                 return Outcome(custom_id, "expired", error=str(error.get("message") or code))
             return Outcome(custom_id, "error", error=f"{code}: {error.get('message')}")
+        response = item.get("response")
+        if not isinstance(response, dict):
+            raise NotAResultError("not a result: neither a response nor an error", custom_id)
+        status = response.get("status_code")
         body = response.get("body")
-        if status == 200 and isinstance(body, dict):
+        if not isinstance(status, int) or isinstance(status, bool) or not isinstance(body, dict):
+            raise NotAResultError(
+                "not a result: its response has no integer status_code and body object",
+                custom_id,
+            )
+        if status == 200:
             return Outcome(custom_id, "reply", body)
-        message = (body or {}).get("error", {}) if isinstance(body, dict) else {}
+        message = body.get("error")
         text = message.get("message") if isinstance(message, dict) else None
         return Outcome(
             custom_id,
             "error",
-            error=f"HTTP {status}: {text or 'no reply body'}",
+            error=f"HTTP {status}: {text or 'no error message'}",
             retryable=retryable_status(status),
         )

@@ -5,12 +5,19 @@ valid after the last round, or refused), `provider_error` (the provider did not 
 request), `expired` (the batch ran out of time before the request ran). The rules are those
 of generate(): a refusal is final, a reply cut at the token limit that only repairs made
 whole is re-asked, and an invalid reply is re-asked with its hint while rounds remain.
+
+No secret the job sends is written: a model may echo the key it was called with (in a reply
+that then fails validation, say), and what the job writes comes from its replies. A verdict is
+`hidden` as soon as it is made (the reply and hint kept for a re-ask, the history), and all
+that a row's output line holds of replies is masked as it is written (`output_line`), as
+`generate()` masks its error: the call's key as `***`, every other secret outform knows
+(`trace.redact`) as `[redacted]`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -21,7 +28,7 @@ from outform.parse.hint import RetryHint
 from outform.parse.pipeline import Pipeline
 from outform.parse.result import Change
 from outform.providers.base import Response, Usage
-from outform.reask import cut_off, refusal_of, repaired_after_cut
+from outform.reask import complete_at_cut, cut_off, refusal_of
 from outform.trace import redact
 from outform.trace.events import Event
 
@@ -43,6 +50,16 @@ class Verdict:
     events: tuple[Event, ...] = ()
     """The parse's events, for the row's run (`batch.runs`)."""
 
+    def hidden(self, hide: Callable[[str], str]) -> Verdict:
+        """The verdict with the reply, the error and the hint masked by `hide` (what is
+        stored for a re-ask, and told in the row's history); this very verdict when `hide`
+        changes none of them."""
+        text, error = hide(self.text), hide(self.error)
+        hint = self.hint.rewritten(hide) if self.hint is not None else None
+        if text == self.text and error == self.error and hint is self.hint:
+            return self
+        return dataclasses.replace(self, text=text, error=error, hint=hint)
+
 
 def judge(response: Response, pipeline: Pipeline[Any], *, can_reask: bool) -> Verdict:
     """The verdict on one parsed provider reply."""
@@ -53,7 +70,7 @@ def judge(response: Response, pipeline: Pipeline[Any], *, can_reask: bool) -> Ve
     cut = response.finish_reason == "length"
     try:
         result = pipeline.run(response.text, record=False)  # recorded as the row's run
-        if cut and repaired_after_cut(result.changes):
+        if cut and not complete_at_cut(response.text, result.data, result.changes):
             raise OutputError("the reply was cut off", hint=cut_off(response.text), result=result)
     except OutputError as error:
         events = error.result.events if error.result is not None else ()
@@ -77,32 +94,54 @@ def output_line(
     *,
     attempts: int,
     rounds: Sequence[Mapping[str, Any]] | None = None,
+    hide: Callable[[str], str] = redact.scrub_text,
 ) -> bytes:
-    """The row's line in OUT.jsonl (without the newline)."""
+    """The row's line in OUT.jsonl (without the newline). It goes to the manifest and
+    OUT.jsonl, so everything in it that comes from a reply or a provider is masked by `hide`
+    (the job's `Prepared.hide`; by default every secret outform knows): the value and its
+    changes, the hint, the error, the reply and the rounds."""
+    verdict = verdict.hidden(hide)  # (a verdict hidden already is left as it is)
     out: dict[str, Any] = {"id": row_id, "line": line, "status": verdict.status}
     if verdict.status in ("ok", "repaired"):
-        out["value"] = verdict.data
+        out["value"] = masked(verdict.data, hide)
         # The changes belong to the attempt whose reply gave the value: the last one.
-        out["changes"] = [
-            (c if c.attempt == attempts else dataclasses.replace(c, attempt=attempts)).to_dict()
+        changes = (
+            c if c.attempt == attempts else dataclasses.replace(c, attempt=attempts)
             for c in verdict.changes
-        ]
+        )
+        out["changes"] = [masked(c.to_dict(), hide) for c in changes]
     if verdict.hint is not None:
         out["hint"] = verdict.hint.to_dict()
     if verdict.error:
-        # A provider's message may quote the key it was sent: no secret outform knows is
-        # stored (the row's line goes to the manifest and OUT.jsonl).
-        out["error"] = redact.scrub_text(verdict.error)
+        out["error"] = verdict.error  # (a provider's message may quote the key it was sent)
     if verdict.status == "failed" and verdict.text:
-        out["reply"] = verdict.text[:2000]
+        out["reply"] = verdict.text[:2000]  # (masked whole, before the cut)
     out["attempts"] = attempts
     if rounds:
-        out["rounds"] = rounds
+        out["rounds"] = masked(rounds, hide)  # (as stored: by an older outform, unmasked)
     # What the row cost: every reply asked for, the ones re-asked about (in its rounds) too.
     total = sum((Usage(**r["usage"]) for r in rounds or () if "usage" in r), verdict.usage)
     if total.total_tokens:
         out["usage"] = tokens(total)
     return orjson.dumps(out)
+
+
+def masked(value: Any, hide: Callable[[str], str]) -> Any:
+    """`value` (JSON-like) with `hide` applied to each of its strings, keys included: one at a
+    time, so that a secret cut at the end of a string (a preview, an excerpt) is found. A
+    string shorter than any secret or piece of one that is masked is left as it is."""
+    if isinstance(value, str):
+        return hide(value) if len(value) >= _SHORTEST else value
+    if isinstance(value, dict):
+        return {masked(k, hide): masked(v, hide) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [masked(v, hide) for v in value]
+    return value
+
+
+_SHORTEST = redact.MIN_PIECE
+"""The shortest text a secret can be found in: `trace.redact` masks no secret, and no piece of
+one, shorter (and `hide_secrets` no key)."""
 
 
 def tokens(usage: Usage) -> dict[str, int]:

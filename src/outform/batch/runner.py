@@ -1,12 +1,19 @@
 """The job runner: check the input, submit rows in batches, collect results, re-ask, finish.
 
 Exactly-once rests on the manifest (see `manifest`): a batch is recorded before the provider
-call that creates it and again after. On every start, batches still `submitting` are looked
-for at the provider (by the job and batch key they carry); a batch found is adopted, one not
-found never reached the provider and its rows are sent again. Results are read as each batch
-ends; a row's outcome is committed with the row leaving its batch, and rows already done are
-skipped when a batch is read again after a restart. Rounds run one after another: the rows
-whose replies failed validation in round r are sent in round r+1, up to the job's rounds.
+calls that make it, its creation call's deadline just before that call is sent, and the
+provider's id after. A creation call is never sent twice blindly: one whose answer is lost
+(cut off, timed out, or its process killed) may still make the batch until its deadline.
+Batches still `submitting` are looked for at the provider (by the job and batch key they
+carry) on every pass: a batch found is adopted; one whose call was never sent, or was refused,
+made nothing and its rows are sent again; one not found whose call may still land is looked
+for again at each poll, and released (its rows sent again) only once its deadline has passed.
+
+Results are read as each batch ends; a line counts as a row's result only when it has the
+API's result shape. A row's outcome is committed with the row leaving its batch, and rows
+already done are skipped when a batch is read again after a restart. Rounds run one after
+another: the rows whose replies failed validation in round r are sent in round r+1, up to the
+job's rounds.
 """
 
 from __future__ import annotations
@@ -22,7 +29,15 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from outform.batch.api import BatchApi, BatchState, Framing, Limits, Outcome, OutcomeKind
+from outform.batch.api import (
+    BatchApi,
+    BatchState,
+    Framing,
+    Limits,
+    NotAResultError,
+    Outcome,
+    OutcomeKind,
+)
 from outform.batch.carriers import Carrier, bedrock_place, carrier_for
 from outform.batch.job import JobSpec, Prepared, batch_api, hint_from_dict, new_job_id, prepare
 from outform.batch.live import run_live
@@ -48,6 +63,9 @@ from outform.transport import Transport
 _GROUP = 1000
 WARNINGS_SHOWN = 1000
 NO_RESULT = "the provider returned no result for this request"
+CREATE_GRACE = 5.0
+"""Seconds added to a creation call's deadline as recorded: the transport starts its own clock
+just after the record, and another machine resuming the job reads the time by its own clock."""
 
 
 @dataclass(frozen=True)
@@ -179,6 +197,8 @@ class Runner:
         self.runs = RowRuns(self.prepared, job)
         self._judged: list[tuple[int, bool, int, Verdict, float]] = []
         """Verdicts whose rows' runs record them once the manifest has their outcome."""
+        self._awaited: set[str] = set()
+        """Batches whose creation may still land, already said to be waited for."""
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -264,9 +284,18 @@ class Runner:
         return batch_limits(self._api, self.spec)
 
     def _recover(self) -> None:
-        """Batches recorded as `submitting`: adopt those the provider has, release the rest."""
+        """Batches recorded as `submitting`: adopt those the provider has; release those that
+        made nothing (their creation call never sent, or sent longer ago than its deadline
+        and not found); leave the others, whose creation may still land, to the next pass."""
         assert self._carrier is not None
         waiting = self.manifest.batches(self.job, ["submitting"])
+        if not waiting:
+            return
+        deadlines = self.manifest.create_deadlines(self.job)  # (none: an older manifest's)
+        never_sent = {key for key, deadline in deadlines.items() if deadline is None}
+        for key in never_sent:
+            self.manifest.release_batch(self.job, key)
+        waiting = [b for b in waiting if b.key not in never_sent]
         if not waiting:
             return
         # Every batch any job of this manifest has: one API without metadata (Message
@@ -277,13 +306,28 @@ class Runner:
             for b in self.manifest.batches(job.id)
             if b.provider_id
         }
-        found = self._carrier.find(self.job, waiting, known)
+        listed = time.time()  # (a batch made after the listing began may be missing from it)
+        try:
+            found = self._carrier.find(self.job, waiting, known)
+        except ProviderError as error:
+            raise _unknown(self.job, waiting, error) from None
         for batch in waiting:
+            deadline = deadlines.get(batch.key)
             if batch.key in found:
                 self.manifest.set_batch(
                     self.job, batch.key, "submitted", provider_id=found[batch.key]
                 )
-                self.progress.note(f"batch {batch.key}: found at the provider after a restart")
+                self.progress.note(f"batch {batch.key}: found at the provider")
+            elif deadline is not None and listed < deadline:
+                if batch.key not in self._awaited:
+                    self._awaited.add(batch.key)
+                    self.progress.note(
+                        f"batch {batch.key}: not at the provider yet, but its creation may "
+                        "still be under way (its answer never came back); its rows are not "
+                        f"sent again before {_clock(deadline)}, the call's deadline, and the "
+                        f"provider's batches are looked at every {self.spec.poll_interval:g} s "
+                        "until then"
+                    )
             else:
                 self.manifest.release_batch(self.job, batch.key)
 
@@ -314,7 +358,7 @@ class Runner:
                         except UsageError as over:
                             if stored.last_text is None:
                                 raise  # the first request: the job's check missed it
-                            too_large.append(_ended_over_size(stored, over))
+                            too_large.append(_ended_over_size(stored, over, self.prepared.hide))
                             continue
                         if not chunk.fits(line):
                             self._send(round_, chunk)
@@ -345,16 +389,29 @@ class Runner:
         assert self._carrier is not None and chunk.first is not None
         path, idxs, first = chunk.finish()
         key = f"r{round_}b{self.manifest.next_batch_number(self.job)}"
-        self.manifest.start_batch(self.job, key, round_, idxs)  # recorded before the call
+        self.manifest.start_batch(self.job, key, round_, idxs)  # recorded before the calls
+
+        def sending() -> None:  # (the transport's deadline runs from just after this)
+            deadline = time.time() + self.transport.limits.total_timeout + CREATE_GRACE
+            self.manifest.creating(self.job, key, deadline)
+
         try:
-            provider_id = self._carrier.submit(self.job, key, path, first)
+            provider_id = self._carrier.submit(self.job, key, path, first, sending)
         except ProviderError as error:
-            refused = error.status is not None and 400 <= error.status < 500 and error.status != 429
-            if refused or (isinstance(error, ConnectionFailedError) and not error.reached):
-                # Refused outright, or never reached the provider: no batch was made, none may
-                # be looked for on resume (another job's could be taken for it).
+            if _made_nothing(error):
+                # No batch was made: none may be looked for (another job's could be taken
+                # for it); its rows are sent again.
                 self.manifest.release_batch(self.job, key)
-            raise
+                raise
+            # The answer is lost: the batch may exist. Its rows are not sent again before
+            # the provider is asked (now, and at each pass until the call's deadline).
+            self.progress.note(
+                f"batch {key}: the answer to its creation was lost ({error.what}); looking "
+                "for it at the provider before its rows are sent again"
+            )
+            self._recover()
+            self.progress.advance("submitting", len(idxs))
+            return
         self.manifest.set_batch(self.job, key, "submitted", provider_id=provider_id)
         self.progress.advance("submitting", len(idxs))
 
@@ -382,15 +439,18 @@ class Runner:
         is)."""
         assert self._carrier is not None and self._api is not None
         self.progress.start("parsing", self.manifest.count_waiting(self.job, batch.key))
-        reading = _Reading(batch, self.manifest.job(self.job).rows)
+        reading = _Reading(batch, self.manifest.job(self.job).rows, self.prepared.hide)
         group: dict[str, tuple[int, Outcome]] = {}
         for number, line in enumerate(self._carrier.results(state), 1):
-            try:
+            try:  # only a line of the API's result shape answers a row, whatever id it has
                 outcome = self._api.outcome(line)
             except orjson.JSONDecodeError:
                 reading.warn(number, "unreadable", detail="not JSON")
                 continue
-            except (KeyError, TypeError, AttributeError):
+            except NotAResultError as bad:
+                reading.warn(number, "unreadable", bad.custom_id, detail=bad.detail)
+                continue
+            except (KeyError, TypeError, AttributeError, ValueError):
                 reading.warn(number, "unreadable", detail="not a result line")
                 continue
             if outcome.custom_id in group:  # the first result is kept
@@ -412,7 +472,8 @@ class Runner:
                 ]
             )
         final = "done" if state.phase == "ended" else "failed"
-        self.manifest.set_batch(self.job, batch.key, final, message=state.message)
+        message = self.prepared.hide(state.message) if state.message else state.message
+        self.manifest.set_batch(self.job, batch.key, final, message=message)
         self.counts.flush()
 
     def _settle(
@@ -465,6 +526,7 @@ class Runner:
             verdict = Verdict("reask", error=outcome.error)
         else:
             verdict = Verdict("provider_error", error=outcome.error)
+        verdict = verdict.hidden(self.prepared.hide)  # (all that is kept of it below)
         history = list(orjson.loads(stored.history)) if stored.history else []
         first = stored.attempts == 0
         self._judged.append((stored.idx, first, attempt_of(history), verdict, batch.started))
@@ -491,6 +553,7 @@ class Runner:
             verdict,
             attempts=stored.attempts + 1,
             rounds=history or None,
+            hide=self.prepared.hide,
         )
         return RowUpdate(
             stored.idx,
@@ -556,8 +619,11 @@ class _Reading:
     """One reading of a batch's results: the rows answered so far (a bit per row of the job:
     flat in the batch's size), and the warnings not yet recorded."""
 
-    def __init__(self, batch: BatchRecord, rows: int) -> None:
+    def __init__(
+        self, batch: BatchRecord, rows: int, hide: Callable[[str], str] = redact.scrub_text
+    ) -> None:
         self.batch = batch
+        self._hide = hide
         self._answered = bytearray((rows + 7) // 8)
         self._warnings: list[ResultWarning] = []
 
@@ -574,9 +640,9 @@ class _Reading:
     ) -> None:
         key, provider_id = self.batch.key, self.batch.provider_id
         # What the provider wrote (an id no row has, a line's excerpt) is stored and printed:
-        # no secret outform knows goes with it.
-        shown_id = redact.scrub_text(row_id) if row_id is not None else None
-        shown = ResultWarning(key, provider_id, line, kind, shown_id, redact.scrub_text(detail))
+        # no secret the job sends goes with it (`Prepared.hide`).
+        shown_id = self._hide(row_id) if row_id is not None else None
+        shown = ResultWarning(key, provider_id, line, kind, shown_id, self._hide(detail))
         self._warnings.append(shown)
 
     def take(self) -> list[ResultWarning]:
@@ -585,7 +651,39 @@ class _Reading:
         return taken
 
 
-def _ended_over_size(stored: PendingRow, over: UsageError) -> RowUpdate:
+def _made_nothing(error: ProviderError) -> bool:
+    """Whether a creation call that failed provably made no batch: no attempt reached the
+    provider, or it answered that it did not act (any 4xx, 429 included, or 503 and 529:
+    the transport retries a creation only after such answers, so the last one tells). A
+    lost or cut answer, a timeout after sending, a 500, 502 or 504 may have made one."""
+    if isinstance(error, ConnectionFailedError):
+        return not error.reached
+    return error.status is not None and (400 <= error.status < 500 or error.status in (503, 529))
+
+
+def _unknown(job: str, batches: Sequence[BatchRecord], error: ProviderError) -> ProviderError:
+    """Batches that may exist at the provider, whose listing failed: the job stops, their
+    rows unsent, until the provider can be asked."""
+    keys = ", ".join(b.key for b in batches)
+    return ProviderError(
+        f"batch {keys} may exist at the provider (its creation was sent, and no answer "
+        f"read), and listing the provider's batches to find out failed: {error.what}",
+        provider=error.provider,
+        status=error.status,
+        where=error.where,
+        fix=f"`outform batch resume {job}` looks again once the provider answers; the rows "
+        "are not sent again until the provider is known not to have the batch",
+    )
+
+
+def _clock(when: float) -> str:
+    """A Unix time as the local time of day (the date too when it is not today)."""
+    moment = time.localtime(when)
+    same_day = time.localtime()[:3] == moment[:3]
+    return time.strftime("%H:%M:%S" if same_day else "%Y-%m-%d %H:%M:%S", moment)
+
+
+def _ended_over_size(stored: PendingRow, over: UsageError, hide: Callable[[str], str]) -> RowUpdate:
     """A row whose re-ask grew past the batch's byte limit: it ends `failed`, with its last
     reply and why it was not asked again (the job goes on; its answers so far are kept)."""
     history = list(orjson.loads(stored.history)) if stored.history else []
@@ -594,7 +692,12 @@ def _ended_over_size(stored: PendingRow, over: UsageError) -> RowUpdate:
     if stored.last_hint:
         verdict = dataclasses.replace(verdict, hint=hint_from_dict(orjson.loads(stored.last_hint)))
     result = output_line(
-        stored.row_id, stored.line, verdict, attempts=stored.attempts, rounds=history or None
+        stored.row_id,
+        stored.line,
+        verdict,
+        attempts=stored.attempts,
+        rounds=history or None,
+        hide=hide,
     )
     return RowUpdate(stored.idx, status="failed", result=result, history=stored.history)
 
