@@ -126,3 +126,19 @@ def test_escaped_json_without_its_quotes_is_unescaped_level_after_level() -> Non
     reply = nested({"a": 1}, 2)[1:-1]  # the outer quotes were lost on the way
     result = outform.parse(reply, {"type": "object", "required": ["a"]}, unescape_depth=3)
     assert result.value == {"a": 1}
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"": [None, {"": {}, "[": "{"}]},
+        {"note": "[Answer] {braces}", "n": {}},
+    ],
+)
+def test_brackets_inside_an_encoded_object_are_its_strings_not_prose_labels(
+    value: dict[str, Any],
+) -> None:
+    """Inside a reply written as a JSON string, `[\\":\\"{\\"}]` is part of the string: it is
+    read back whole, never cut out as a prose label (which left `{}`, found inside it)."""
+    reply = orjson.dumps(orjson.dumps(value).decode()).decode()
+    assert outform.parse(reply, OBJECT).value == value

@@ -92,9 +92,20 @@ class Candidate:
     """A region closed inside a value written broken (see `Span.part`): tried after that
     value's repair, which must keep it whole, never before."""
 
+    repair: str | None = None
+    """What a tolerant reading is handed, when it is not `text`: `text` with the prose labels
+    closed inside it cut out (`{"name": "F"g"} {braces}`). Read as written (and unescaped),
+    the candidate is `text` itself: a bracket inside a string is the string's (`"{\\"[\\":
+    1}"`, an object written as a JSON string)."""
+
     @property
     def size(self) -> int:
         return len(self.text)
+
+    @property
+    def tolerant_text(self) -> str:
+        """The text a tolerant reading is handed (`repair`, else `text`)."""
+        return self.text if self.repair is None else self.repair
 
 
 @dataclass(frozen=True, slots=True)
@@ -741,7 +752,7 @@ def candidates(
         key=lambda s: s.start,
     )
     if labels:
-        found[0] = replace(found[0], text=ending(_cut(body, lead, len(body), labels)))
+        found[0] = replace(found[0], repair=ending(_cut(body, lead, len(body), labels)))
     # A region closed inside a value written broken is a part of that value, not one of the
     # reply's values: read alone, it leaves out the rest of that value (and the others).
     parts = [s for s in spans if s.part]
@@ -775,9 +786,11 @@ def candidates(
             transform = "extract_from_code"
             where = f"inside a code block ({in_code[span.start]})"
             detail = "; ".join(filter(None, (detail, where)))
+        repair = None
         if not span.closed:
-            piece = _cut(body, span.start, span.end, labels)
             piece, kind, transform = ending(piece), "unclosed", "extract_truncated"
+            trimmed = ending(_cut(body, span.start, span.end, labels))
+            repair = trimmed if trimmed != piece else None
         if piece not in seen:
             seen.add(piece)
             found.append(
@@ -791,6 +804,7 @@ def candidates(
                     detail,
                     others.get(span.start, 0),
                     part=span.part,
+                    repair=repair,
                 )
             )
     if note:

@@ -750,7 +750,7 @@ class Pipeline(Generic[T]):
         # content too: a region read alone falls under the loss rule, measured against the
         # whole.
         whole_content = (
-            loss.measure(loss.region(whole.text), deadline=deadline)
+            loss.measure(loss.region(whole.tolerant_text), deadline=deadline)
             if extraction.document
             and (extraction.unmatched or extraction.cut or extraction.continued)
             else None
@@ -908,7 +908,7 @@ class Pipeline(Generic[T]):
                     text = inner
             return outcome
         return decoding.decode_tier(
-            text,
+            candidate.tolerant_text,
             tier,
             deadline=deadline,
             max_repair_chars=options.max_repair_chars,
