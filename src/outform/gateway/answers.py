@@ -37,14 +37,20 @@ def check_completion(data: Mapping[str, Any]) -> None:
     object: the types of the fields the gateway reads (raises `Malformed`)."""
     for index, choice in enumerate(data["choices"]):
         where = f"choices[{index}]"
-        if not isinstance(choice, Mapping):
-            raise Malformed(where, choice, "an object")
-        _index(choice, where)
-        _text_or_null(choice, "finish_reason", where)
+        _choice(choice, where)
         message = choice.get("message")
         if not isinstance(message, Mapping):
             raise Malformed(f"{where}.message", message, "an object")
         _message(message, f"{where}.message", whole=True)
+
+
+def _choice(choice: Any, where: str) -> None:
+    """A choice, whole or streamed: an object whose `index` and `finish_reason` have their
+    types (raises `Malformed`)."""
+    if not isinstance(choice, Mapping):
+        raise Malformed(where, choice, "an object")
+    _index(choice, where)
+    _text_or_null(choice, "finish_reason", where)
 
 
 def check_chunk(event: Mapping[str, Any]) -> None:
@@ -57,10 +63,7 @@ def check_chunk(event: Mapping[str, Any]) -> None:
         raise Malformed("choices", choices, "a list")
     for index, choice in enumerate(choices):
         where = f"choices[{index}]"
-        if not isinstance(choice, Mapping):
-            raise Malformed(where, choice, "an object")
-        _index(choice, where)
-        _text_or_null(choice, "finish_reason", where)
+        _choice(choice, where)
         delta = choice.get("delta")
         if delta is None:
             continue
