@@ -29,7 +29,7 @@ class Malformed(Exception):  # noqa: N818 - a verdict on the backend's answer
     """A field the gateway reads does not hold its type; the message names it."""
 
     def __init__(self, where: str, value: Any, expected: str) -> None:
-        super().__init__(f"{where} is {_shown(value)}, not {expected}")
+        super().__init__(f"{where} is {described(value)}, not {expected}")
 
 
 def check_completion(data: Mapping[str, Any]) -> None:
@@ -127,7 +127,9 @@ def _text_or_null(value: Mapping[str, Any], key: str, where: str) -> None:
         raise Malformed(f"{where}.{key}", found, "a string")
 
 
-def _shown(value: Any) -> str:
+def described(value: Any) -> str:
+    """A value of a backend's answer as an error names it: a number as written, else its
+    JSON kind (the text itself may be long, or hold what should not be repeated)."""
     if value is None:
         return "missing (or null)"
     if isinstance(value, bool):
@@ -143,4 +145,4 @@ def _shown(value: Any) -> str:
     return type(value).__name__
 
 
-__all__ = ["Malformed", "check_chunk", "check_completion"]
+__all__ = ["Malformed", "check_chunk", "check_completion", "described"]

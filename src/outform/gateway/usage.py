@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from outform.gateway.answers import described
 from outform.usage import Usage
 
 log = logging.getLogger("outform.gateway")
@@ -80,7 +81,7 @@ class Counts:
 
 class _Unknown(Exception):  # noqa: N818 - a verdict on the usage, not an error to raise
     def __init__(self, where: str, value: Any, expected: str) -> None:
-        super().__init__(f"{where} is {_shown(value)}, not {expected}")
+        super().__init__(f"{where} is {described(value)}, not {expected}")
         self.where = where
 
 
@@ -142,15 +143,6 @@ def _count(where: Mapping[str, Any] | None, key: str, path: str, *, required: bo
     if type(value) is not int or value < 0:
         raise _Unknown(f"{path}.{key}", value, "a non-negative integer")
     return value
-
-
-def _shown(value: Any) -> str:
-    if value is None:
-        return "missing"
-    kind = {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(type(value))
-    if kind is None:
-        return repr(value) if isinstance(value, int | float) else type(value).__name__
-    return kind
 
 
 __all__ = ["Counts", "read", "tokens"]
