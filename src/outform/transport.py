@@ -51,7 +51,7 @@ from outform.providers.credentials import TokenSource
 from outform.trace import redact
 
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
-_NOT_DONE = frozenset({408, 425, 429, 503, 529})
+NOT_DONE = frozenset({408, 425, 429, 503, 529})
 """Answers that say the provider did not act on the request (timed out reading it, too early,
 rate-limited, unavailable, overloaded): a call that must not be sent twice is retried on these
 (`resend=False`), never on one that may have acted (500, 502, 504, 409, a lost answer)."""
@@ -325,7 +325,7 @@ class Transport:
         """Send the request (or `upload` in place of its body); the JSON body and headers.
         `resend=False`: a call that must not be sent twice (it makes something, and may cost
         money) is retried only when no attempt can have acted on it: the connection was never
-        made, or the provider answered that it did nothing (`_NOT_DONE`). An attempt that may
+        made, or the provider answered that it did nothing (`NOT_DONE`). An attempt that may
         have reached it (its answer lost or cut, a timeout, a 500) is the caller's to settle:
         ConnectionFailedError with `reached`, or the status's error."""
         with contextlib.ExitStack() as stack:
@@ -432,7 +432,7 @@ class Transport:
             retrying = (
                 status in _RETRY_STATUS
                 and attempt < self.retry.retries
-                and (resend or status in _NOT_DONE)
+                and (resend or status in NOT_DONE)
             )
             if retrying and not _past(asked, left):
                 wait = self.retry.wait(attempt, asked)

@@ -24,6 +24,7 @@ from typing import Any, Literal
 import orjson
 
 from outform.errors import OutformError, OutputError
+from outform.errors import masked as _masked
 from outform.parse.hint import RetryHint
 from outform.parse.pipeline import Pipeline
 from outform.parse.result import Change
@@ -127,21 +128,14 @@ def output_line(
 
 
 def masked(value: Any, hide: Callable[[str], str]) -> Any:
-    """`value` (JSON-like) with `hide` applied to each of its strings, keys included: one at a
-    time, so that a secret cut at the end of a string (a preview, an excerpt) is found. A
-    string shorter than any secret or piece of one that is masked is left as it is."""
-    if isinstance(value, str):
-        return hide(value) if len(value) >= _SHORTEST else value
-    if isinstance(value, dict):
-        return {masked(k, hide): masked(v, hide) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [masked(v, hide) for v in value]
-    return value
+    """`value` (JSON-like) with `hide` applied to each of its strings, keys included
+    (`errors.masked`), passing over a string shorter than any secret or piece of one that is
+    masked (`trace.redact` masks none, and `hide_secrets` no key, shorter): a row's value
+    holds many short strings."""
+    return _masked(value, lambda text: hide(text) if len(text) >= _SHORTEST else text)
 
 
 _SHORTEST = redact.MIN_PIECE
-"""The shortest text a secret can be found in: `trace.redact` masks no secret, and no piece of
-one, shorter (and `hide_secrets` no key)."""
 
 
 def tokens(usage: Usage) -> dict[str, int]:

@@ -58,7 +58,7 @@ from outform.batch.runs import RowRuns, attempt_of
 from outform.errors import ConnectionFailedError, OutformError, ProviderError, UsageError
 from outform.providers.base import WireRequest
 from outform.trace import redact
-from outform.transport import Transport
+from outform.transport import NOT_DONE, Transport
 
 _GROUP = 1000
 WARNINGS_SHOWN = 1000
@@ -653,12 +653,14 @@ class _Reading:
 
 def _made_nothing(error: ProviderError) -> bool:
     """Whether a creation call that failed provably made no batch: no attempt reached the
-    provider, or it answered that it did not act (any 4xx, 429 included, or 503 and 529:
-    the transport retries a creation only after such answers, so the last one tells). A
-    lost or cut answer, a timeout after sending, a 500, 502 or 504 may have made one."""
+    provider, or it answered that it did not act: one of the transport's `NOT_DONE` answers
+    (it retries a creation only after those, so the last one tells), or a refusal (a 4xx)
+    other than a 409, a conflict that may be with a batch one of the attempts made. A lost
+    or cut answer, a timeout after sending, a 500, 502 or 504 may have made one."""
     if isinstance(error, ConnectionFailedError):
         return not error.reached
-    return error.status is not None and (400 <= error.status < 500 or error.status in (503, 529))
+    status = error.status
+    return status is not None and (status in NOT_DONE or (400 <= status < 500 and status != 409))
 
 
 def _unknown(job: str, batches: Sequence[BatchRecord], error: ProviderError) -> ProviderError:

@@ -216,6 +216,9 @@ class _LearnedTokens:
 
     def __init__(self, learn: Callable[[str], None]) -> None:
         self._learn = learn
+        self._last: str | None = None
+        """The token learned last: learning takes a process-wide lock, and a token lives
+        about an hour, so each one is learned once."""
 
     @property
     def project(self) -> str | None:
@@ -231,7 +234,10 @@ class _LearnedTokens:
     def _seen(self, headers: dict[str, str]) -> dict[str, str]:
         for name, value in headers.items():
             if name.lower() == "authorization":
-                self._learn(value.partition(" ")[2] or value)
+                token = value.partition(" ")[2] or value
+                if token != self._last:
+                    self._learn(token)
+                    self._last = token
         return headers
 
 

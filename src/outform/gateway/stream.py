@@ -122,16 +122,15 @@ class StreamEnd:
         if data.strip() == b"[DONE]":
             self.done_seen = True
             return None
-        name = self.name.capitalize()
         try:
             event = orjson.loads(data)
         except orjson.JSONDecodeError:
             raise StreamFailure(
-                f"{name} sent a stream event that is not JSON: "
+                f"{self.name.capitalize()} sent a stream event that is not JSON: "
                 f"{data[:80].decode('utf-8', 'replace')!r}"
             ) from None
         if not isinstance(event, dict):
-            raise StreamFailure(f"{name} sent a stream event that is no object")
+            raise StreamFailure(f"{self.name.capitalize()} sent a stream event that is no object")
         if event.get("error") and not event.get("choices"):
             self.failed = True
             return event
@@ -139,7 +138,8 @@ class StreamEnd:
             check_chunk(event)
         except Malformed as exc:
             raise StreamFailure(
-                f"{name} sent a stream event that is not a valid Chat Completions chunk: {exc}"
+                f"{self.name.capitalize()} sent a stream event that is not a valid Chat "
+                f"Completions chunk: {exc}"
             ) from None
         for choice in event.get("choices") or ():
             index = choice.get("index") or 0

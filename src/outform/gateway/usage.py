@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from outform.gateway.answers import described
+from outform.gateway.answers import Malformed
 from outform.usage import Usage
 
 log = logging.getLogger("outform.gateway")
@@ -79,9 +79,11 @@ class Counts:
         return Usage(self.prompt, self.completion, self.reasoning, self.cached)
 
 
-class _Unknown(Exception):  # noqa: N818 - a verdict on the usage, not an error to raise
+class _Unknown(Malformed):
+    """A usage field that is no count (answers.Malformed's message), and where it is."""
+
     def __init__(self, where: str, value: Any, expected: str) -> None:
-        super().__init__(f"{where} is {described(value)}, not {expected}")
+        super().__init__(where, value, expected)
         self.where = where
 
 
