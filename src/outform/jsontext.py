@@ -88,8 +88,13 @@ def written_may_be_inexact(data: bytes) -> bool:
 def may_round(marks: bytes) -> bool:
     """Whether a text whose digits and points are all written `0` (and `E` as `e`) in `marks`
     holds `MAY_ROUND` or `MAY_ROUND_EXPONENT` (`find`, not `in`: `in` costs more, it tries an
-    integer first)."""
-    return marks.find(MAY_ROUND) >= 0 or marks.find(MAY_ROUND_EXPONENT) >= 0
+    integer first). Both begin with `_SIXTEEN`: most texts are told by that one search."""
+    at = marks.find(_SIXTEEN)
+    return at >= 0 and (marks.find(MAY_ROUND, at) >= 0 or marks.find(MAY_ROUND_EXPONENT, at) >= 0)
+
+
+_SIXTEEN = b"0" * 16
+"""The run of digits both `MAY_ROUND` and `MAY_ROUND_EXPONENT` begin with."""
 
 
 def loads_exact(text: str) -> Any:

@@ -232,6 +232,8 @@ class Snapshot(Generic[T]):
             elif self._build is not None:
                 try:
                     built, self._changes = self._build(self.data)
+                except OutformError:
+                    raise
                 except Exception as exc:  # only outform's errors leave a public property
                     raise InternalError.wrap(exc, "stream") from exc
                 self._value = built if _shown(built) else None
